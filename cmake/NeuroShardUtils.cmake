@@ -1,0 +1,14 @@
+# Helpers shared by every NeuroShard CMakeLists.txt.
+
+# neuroshard_unittest(<name> SOURCES... LIBS...)
+# A GoogleTest executable registered with CTest, one CTest test per TEST().
+function(neuroshard_unittest name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  set_target_properties(${name} PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/unittests)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS unit)
+  add_dependencies(neuroshard-unittests ${name})
+endfunction()

@@ -1,0 +1,90 @@
+//===- NeuroShardAttrs.td - NeuroShard attributes ----------*- tablegen -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDATTRS_TD
+#define NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDATTRS_TD
+
+include "neuroshard/Dialect/NeuroShard/IR/NeuroShardBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Pooling mode
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_PoolingMode : I32EnumAttr<"PoolingMode",
+    "how the rows of one bag are reduced", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Mean", 1, "mean">
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::neuroshard";
+}
+
+def NeuroShard_PoolingModeAttr
+    : EnumAttr<NeuroShard_Dialect, NeuroShard_PoolingMode, "pool"> {
+  let summary = "pooling mode of an embedding bag (`sum` or `mean`)";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+class NeuroShard_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<NeuroShard_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Shard
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_ShardAttr : NeuroShard_Attr<"Shard", "shard"> {
+  let summary = "a column range of a table placed on one device";
+  let description = [{
+    Columns `[begin, end)` of the table that carries this attribute live on
+    device `device`; as in `scf.for`, `begin to end` excludes `end`. A table's shards must cover each of its columns exactly
+    once; when a table is split, every boundary is a multiple of 4.
+
+    ```mlir
+    #neuroshard.shard<cols = 0 to 64, device = 2>
+    ```
+  }];
+  let parameters = (ins "int64_t":$colBegin, "int64_t":$colEnd,
+                        "int64_t":$device);
+  let assemblyFormat = [{
+    `<` `cols` `=` $colBegin `to` $colEnd `,` `device` `=` $device `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getWidth() const { return getColEnd() - getColBegin(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Topology
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
+  let summary = "the devices a model is sharded over";
+  let description = [{
+    The number of devices and the memory capacity of each, in GB (2^30
+    bytes). One capacity applies to every device; a list gives one capacity
+    per device, so devices may differ.
+
+    ```mlir
+    #neuroshard.topology<devices = 4, memory_gb = 16.0>
+    #neuroshard.topology<devices = 3, memory_gb = [16.0, 16.0, 8.0]>
+    ```
+  }];
+  let parameters = (ins "int64_t":$devices,
+                        "DenseF64ArrayAttr":$memoryGb);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Memory capacity of `device` in GB.
+    double getDeviceMemoryGb(int64_t device) const;
+  }];
+}
+
+#endif // NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDATTRS_TD

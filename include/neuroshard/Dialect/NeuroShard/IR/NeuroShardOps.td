@@ -1,0 +1,204 @@
+//===- NeuroShardOps.td - NeuroShard operations ------------*- tablegen -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDOPS_TD
+#define NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDOPS_TD
+
+include "neuroshard/Dialect/NeuroShard/IR/NeuroShardBase.td"
+include "neuroshard/Dialect/NeuroShard/IR/NeuroShardAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def NeuroShard_IndexTensor : 1DTensorOf<[I32, I64]>;
+def NeuroShard_PooledTensor : 2DTensorOf<[F32, F16, BF16]>;
+def NeuroShard_ShardArrayAttr
+    : TypedArrayAttrBase<NeuroShard_ShardAttr, "array of table shards">;
+def NeuroShard_PoolingModeArrayAttr
+    : TypedArrayAttrBase<NeuroShard_PoolingModeAttr, "array of pooling modes">;
+
+//===----------------------------------------------------------------------===//
+// TableOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
+  let summary = "an embedding table";
+  let description = [{
+    Declares an embedding table of `rows x dim` elements. The attributes the
+    cost model reads are optional in the IR, but the sharding pass requires
+    them:
+
+    * `pooling_factor`: the mean number of indices per bag;
+    * `access_hist`: 17 bins of the access histogram of the table's index
+      stream (bin 0: fraction of distinct rows hit once; bin j = 1..15: hit
+      in (2^(j-1), 2^j] times; bin 16: more than 2^15 times). The bins sum
+      to 1, or are all zero for a table that is never hit.
+
+    Planner constraints: `pinned_device` keeps the whole table on one device
+    and `no_split` forbids column splits.
+
+    After sharding, `shards` records where each column range lives.
+
+    ```mlir
+    neuroshard.table @user : rows 4000000, dim 128, f32 {
+      pooling_factor = 12.5 : f64,
+      access_hist = array<f64: 0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02,
+                               0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+    neuroshard.table @item : rows 100000, dim 64, f16
+        shards [#neuroshard.shard<cols = 0 to 32, device = 0>,
+                #neuroshard.shard<cols = 32 to 64, device = 1>]
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    ConfinedAttr<I64Attr, [IntPositive]>:$rows,
+    ConfinedAttr<I64Attr, [IntPositive]>:$dim,
+    TypeAttrOf<AnyTypeOf<[F32, F16, BF16]>>:$element_type,
+    OptionalAttr<F64Attr>:$pooling_factor,
+    OptionalAttr<DenseF64ArrayAttr>:$access_hist,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$pinned_device,
+    UnitAttr:$no_split,
+    OptionalAttr<NeuroShard_ShardArrayAttr>:$shards
+  );
+  let assemblyFormat = [{
+    $sym_name `:` `rows` $rows `,` `dim` $dim `,` $element_type
+    (`shards` $shards^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of bins of the access histogram.
+    static constexpr unsigned kNumHistogramBins = 17;
+    /// Size of the table in bytes.
+    int64_t getSizeInBytes();
+    /// Rows and columns as signed values, as the rest of the code uses them.
+    int64_t getNumRows() { return static_cast<int64_t>(getRows()); }
+    int64_t getNumCols() { return static_cast<int64_t>(getDim()); }
+    /// The mean number of indices per bag, if recorded.
+    std::optional<double> getPoolingFactorValue() {
+      if (FloatAttr attr = getPoolingFactorAttr())
+        return attr.getValueAsDouble();
+      return std::nullopt;
+    }
+    /// True when the table carries the statistics the cost model needs.
+    bool hasCostStatistics() {
+      return getPoolingFactor().has_value() && getAccessHist().has_value();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingBagOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_EmbeddingBagOp : NeuroShard_Op<"embedding_bag", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    AllElementTypesMatch<["indices", "offsets"]>]> {
+  let summary = "pooled lookup into one embedding table";
+  let description = [{
+    For every bag `b` of the batch, reduces (`sum` or `mean`) the table rows
+    named by `indices[offsets[b] .. offsets[b+1])` into row `b` of the
+    result. `offsets` has `B + 1` entries, the last being the number of
+    indices; an empty bag yields zeros. The result is `B x dim` of the
+    table's element type.
+
+    ```mlir
+    %0 = neuroshard.embedding_bag @user(%idx, %off) sum
+        : (tensor<?xi32>, tensor<1025xi32>) -> tensor<1024x128xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$table,
+                       NeuroShard_IndexTensor:$indices,
+                       NeuroShard_IndexTensor:$offsets,
+                       NeuroShard_PoolingModeAttr:$mode);
+  let results = (outs NeuroShard_PooledTensor:$result);
+  let assemblyFormat = [{
+    $table `(` $indices `,` $offsets `)` custom<PoolingMode>($mode) attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// FusedEmbeddingBagOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_FusedEmbeddingBagOp : NeuroShard_Op<"fused_embedding_bag", [
+    Pure, SameVariadicOperandSize,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "one device's fused lookup over all table shards placed on it";
+  let description = [{
+    The single kernel a device runs: every entry looks up columns
+    `begin to end` (end excluded) of one table with its own indices and offsets and writes
+    the pooled rows into the entry's slice of the result. Entries are laid
+    out left to right in the order written, so the result is
+    `B x sum(end - begin)` in one buffer. All entries share the batch size
+    and the element type of the result.
+
+    ```mlir
+    %f = neuroshard.fused_embedding_bag device 1 [
+        @user cols 0 to 64 sum(%idx0, %off0 : tensor<?xi32>, tensor<1025xi32>),
+        @item cols 0 to 32 mean(%idx1, %off1 : tensor<?xi64>, tensor<1025xi64>)
+      ] : tensor<1024x96xf32>
+    ```
+  }];
+  let arguments = (ins
+    ConfinedAttr<I64Attr, [IntNonNegative]>:$device,
+    FlatSymbolRefArrayAttr:$tables,
+    DenseI64ArrayAttr:$col_begins,
+    DenseI64ArrayAttr:$col_ends,
+    NeuroShard_PoolingModeArrayAttr:$modes,
+    Variadic<NeuroShard_IndexTensor>:$indices,
+    Variadic<NeuroShard_IndexTensor>:$offsets
+  );
+  let results = (outs NeuroShard_PooledTensor:$result);
+  let assemblyFormat = [{
+    `device` $device
+    custom<FusedEntries>($tables, $col_begins, $col_ends, $modes,
+                         $indices, $offsets, type($indices), type($offsets))
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of (table shard, indices, offsets) entries.
+    unsigned getNumEntries() { return getTables().size(); }
+    /// Name of the table looked up by entry `i`.
+    ::llvm::StringRef getEntryTable(unsigned i);
+    /// Width (columns) of entry `i`.
+    int64_t getEntryWidth(unsigned i) {
+      return getColEnds()[i] - getColBegins()[i];
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// AllToAllOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_AllToAllOp : NeuroShard_Op<"all_to_all", [Pure]> {
+  let summary = "exchange pooled columns between devices";
+  let description = [{
+    Operand `d` is device `d`'s fused lookup result for the whole batch
+    (`B x W_d`; widths differ per device). Result `d` is the slice of the
+    batch that device `d` owns, with every device's columns concatenated in
+    device order: `B_d x (W_0 + ... + W_{N-1})`. The result types fix the
+    batch split, the `B_d` summing to `B`. This is the all-to-all of
+    model-parallel embeddings feeding a data-parallel dense part.
+
+    ```mlir
+    %r:2 = neuroshard.all_to_all %f0, %f1
+        : tensor<1024x96xf32>, tensor<1024x64xf32>
+        -> tensor<512x160xf32>, tensor<512x160xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NeuroShard_PooledTensor>:$inputs);
+  let results = (outs Variadic<NeuroShard_PooledTensor>:$results);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDOPS_TD

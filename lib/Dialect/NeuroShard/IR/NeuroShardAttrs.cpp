@@ -1,0 +1,138 @@
+//===- NeuroShardAttrs.cpp - NeuroShard attributes ------------------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShardEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShardAttrs.cpp.inc"
+
+void NeuroShardDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShardAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// ShardAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t colBegin, int64_t colEnd,
+                                int64_t device) {
+  if (colBegin < 0 || colEnd <= colBegin)
+    return emitError() << "shard column range [" << colBegin << ", " << colEnd
+                       << ") is empty or negative";
+  if (device < 0)
+    return emitError() << "shard device " << device << " is negative";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TopologyAttr
+//===----------------------------------------------------------------------===//
+
+/// Devices beyond this are surely a typo; it also bounds the memory a scalar
+/// `memory_gb` expands to.
+static constexpr int64_t kMaxDevices = 1 << 16;
+
+LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t devices,
+                                   DenseF64ArrayAttr memoryGbAttr) {
+  if (!memoryGbAttr)
+    return emitError() << "topology needs memory capacities";
+  ArrayRef<double> memoryGb = memoryGbAttr.asArrayRef();
+  if (devices < 1 || devices > kMaxDevices)
+    return emitError() << "topology must have between 1 and " << kMaxDevices
+                       << " devices, got " << devices;
+  if (static_cast<int64_t>(memoryGb.size()) != devices)
+    return emitError() << "topology has " << devices << " devices but "
+                       << memoryGb.size() << " memory capacities";
+  for (auto [device, gb] : llvm::enumerate(memoryGb))
+    if (!std::isfinite(gb) || gb <= 0.0)
+      return emitError() << "memory capacity of device " << device
+                         << " must be a positive number of GB, got " << gb;
+  return success();
+}
+
+double TopologyAttr::getDeviceMemoryGb(int64_t device) const {
+  return getMemoryGb()[device];
+}
+
+/// Prints `value` in the shortest form that parses back to the same double,
+/// always with a decimal point so that it reads as a float.
+static void printRoundTripDouble(AsmPrinter &printer, double value) {
+  char buffer[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  StringRef text(buffer);
+  printer << text;
+  if (!text.contains_insensitive('e') && !text.contains('.'))
+    printer << ".0";
+}
+
+Attribute TopologyAttr::parse(AsmParser &parser, Type) {
+  int64_t devices = 0;
+  SmallVector<double> memory;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword("devices") ||
+      parser.parseEqual() || parser.parseInteger(devices) ||
+      parser.parseComma() || parser.parseKeyword("memory_gb") ||
+      parser.parseEqual())
+    return {};
+  auto parseOne = [&]() -> ParseResult {
+    double gb = 0.0;
+    if (parser.parseFloat(gb))
+      return failure();
+    memory.push_back(gb);
+    return success();
+  };
+  if (succeeded(parser.parseOptionalLSquare())) {
+    if (parser.parseCommaSeparatedList(parseOne) || parser.parseRSquare())
+      return {};
+  } else {
+    if (parseOne())
+      return {};
+    // One capacity for every device.
+    if (devices >= 1 && devices <= kMaxDevices)
+      memory.assign(devices, memory.front());
+  }
+  if (parser.parseGreater())
+    return {};
+  return TopologyAttr::getChecked(
+      [&] { return parser.emitError(loc); }, parser.getContext(), devices,
+      DenseF64ArrayAttr::get(parser.getContext(), memory));
+}
+
+void TopologyAttr::print(AsmPrinter &printer) const {
+  ArrayRef<double> memory = getMemoryGb().asArrayRef();
+  printer << "<devices = " << getDevices() << ", memory_gb = ";
+  bool uniform = llvm::all_equal(memory);
+  if (!uniform)
+    printer << "[";
+  llvm::interleaveComma(uniform ? memory.take_front() : memory, printer,
+                        [&](double gb) { printRoundTripDouble(printer, gb); });
+  if (!uniform)
+    printer << "]";
+  printer << ">";
+}

@@ -1,0 +1,437 @@
+//===- NeuroShardOps.cpp - NeuroShard operations --------------------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+static ParseResult parsePoolingMode(OpAsmParser &parser,
+                                    PoolingModeAttr &mode) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<PoolingMode> value = symbolizePoolingMode(keyword);
+  if (!value)
+    return parser.emitError(loc)
+           << "unknown pooling mode '" << keyword << "'; expected 'sum' or "
+           << "'mean'";
+  mode = PoolingModeAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printPoolingMode(OpAsmPrinter &printer, Operation *,
+                             PoolingModeAttr mode) {
+  printer << stringifyPoolingMode(mode.getValue());
+}
+
+/// Parses `[ @table cols begin to end mode(%indices, %offsets : type, type),
+/// ... ]`.
+static ParseResult parseFusedEntries(
+    OpAsmParser &parser, ArrayAttr &tables, DenseI64ArrayAttr &colBegins,
+    DenseI64ArrayAttr &colEnds, ArrayAttr &modes,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &indices,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &offsets,
+    SmallVectorImpl<Type> &indicesTypes, SmallVectorImpl<Type> &offsetsTypes) {
+  SmallVector<Attribute> tableRefs, modeAttrs;
+  SmallVector<int64_t> begins, ends;
+  auto parseEntry = [&]() -> ParseResult {
+    FlatSymbolRefAttr table;
+    int64_t begin = 0, end = 0;
+    PoolingModeAttr mode;
+    OpAsmParser::UnresolvedOperand index, offset;
+    Type indexType, offsetType;
+    if (parser.parseAttribute(table) || parser.parseKeyword("cols") ||
+        parser.parseInteger(begin) || parser.parseKeyword("to") ||
+        parser.parseInteger(end) || parsePoolingMode(parser, mode) ||
+        parser.parseLParen() || parser.parseOperand(index) ||
+        parser.parseComma() || parser.parseOperand(offset) ||
+        parser.parseColon() || parser.parseType(indexType) ||
+        parser.parseComma() || parser.parseType(offsetType) ||
+        parser.parseRParen())
+      return failure();
+    tableRefs.push_back(table);
+    begins.push_back(begin);
+    ends.push_back(end);
+    modeAttrs.push_back(mode);
+    indices.push_back(index);
+    offsets.push_back(offset);
+    indicesTypes.push_back(indexType);
+    offsetsTypes.push_back(offsetType);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
+                                     parseEntry))
+    return failure();
+  MLIRContext *ctx = parser.getContext();
+  tables = ArrayAttr::get(ctx, tableRefs);
+  colBegins = DenseI64ArrayAttr::get(ctx, begins);
+  colEnds = DenseI64ArrayAttr::get(ctx, ends);
+  modes = ArrayAttr::get(ctx, modeAttrs);
+  return success();
+}
+
+static void printFusedEntries(OpAsmPrinter &printer, Operation *,
+                              ArrayAttr tables, DenseI64ArrayAttr colBegins,
+                              DenseI64ArrayAttr colEnds, ArrayAttr modes,
+                              OperandRange indices, OperandRange offsets,
+                              TypeRange indicesTypes, TypeRange offsetsTypes) {
+  printer << "[";
+  printer.increaseIndent();
+  for (unsigned i = 0, e = tables.size(); i < e; ++i) {
+    if (i)
+      printer << ",";
+    printer.printNewline();
+    printer << tables[i] << " cols " << colBegins[i] << " to " << colEnds[i]
+            << " "
+            << stringifyPoolingMode(cast<PoolingModeAttr>(modes[i]).getValue())
+            << "(" << indices[i] << ", " << offsets[i] << " : "
+            << indicesTypes[i] << ", " << offsetsTypes[i] << ")";
+  }
+  printer.decreaseIndent();
+  printer.printNewline();
+  printer << "]";
+}
+
+#define GET_OP_CLASSES
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShardOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+/// Formats a statistic the way people write it (`0.8`, not `8.000000e-01`).
+static std::string formatNumber(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  return buffer;
+}
+
+/// Checks a device index against the enclosing module's topology, if any.
+static LogicalResult verifyDeviceInTopology(Operation *op, int64_t device,
+                                            StringRef what) {
+  TopologyAttr topology = getEnclosingTopology(op);
+  if (topology && device >= topology.getDevices())
+    return op->emitOpError()
+           << what << " device " << device << " but the topology has "
+           << topology.getDevices() << " devices";
+  return success();
+}
+
+/// Resolves `symbol` to a table, or reports why it does not name one.
+static FailureOr<TableOp> lookupTable(Operation *op,
+                                      SymbolTableCollection &symbolTable,
+                                      FlatSymbolRefAttr symbol) {
+  Operation *target = symbolTable.lookupNearestSymbolFrom(op, symbol);
+  if (!target)
+    return op->emitOpError() << "refers to unknown table " << symbol;
+  auto table = dyn_cast<TableOp>(target);
+  if (!table)
+    return op->emitOpError()
+           << "refers to " << symbol << ", which is a '" << target->getName()
+           << "', not a 'neuroshard.table'";
+  return table;
+}
+
+/// Checks the offsets of one lookup against the batch size of its result.
+static LogicalResult verifyBatch(Operation *op, Value offsets, int64_t batch,
+                                 StringRef what) {
+  auto offsetsType = cast<RankedTensorType>(offsets.getType());
+  if (offsetsType.isDynamicDim(0) || ShapedType::isDynamic(batch))
+    return success();
+  if (offsetsType.getDimSize(0) != batch + 1)
+    return op->emitOpError()
+           << what << " has " << offsetsType.getDimSize(0)
+           << " offsets but the result has " << batch << " bags; expected "
+           << batch + 1 << " offsets (one per bag plus the end)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TableOp
+//===----------------------------------------------------------------------===//
+
+int64_t TableOp::getSizeInBytes() {
+  return getNumRows() * getNumCols() *
+         (getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+LogicalResult TableOp::verify() {
+  StringRef name = getSymName();
+  if (std::optional<double> pooling = getPoolingFactorValue())
+    if (!std::isfinite(*pooling) || *pooling < 0.0)
+      return emitOpError() << "table '" << name << "' has pooling factor "
+                           << formatNumber(*pooling)
+                           << "; expected a finite value >= 0";
+
+  if (std::optional<ArrayRef<double>> hist = getAccessHist()) {
+    if (hist->size() != kNumHistogramBins)
+      return emitOpError() << "table '" << name << "' has an access histogram "
+                           << "of " << hist->size() << " bins; expected "
+                           << kNumHistogramBins;
+    double sum = 0.0;
+    for (auto [bin, value] : llvm::enumerate(*hist)) {
+      if (!std::isfinite(value) || value < 0.0)
+        return emitOpError() << "table '" << name << "' has access histogram "
+                             << "bin " << bin << " = " << formatNumber(value)
+                             << "; bins must be finite and >= 0";
+      sum += value;
+    }
+    // Bins are fractions printed with limited precision; all zero means the
+    // table is never hit.
+    constexpr double kTolerance = 1e-3;
+    if (sum != 0.0 && std::fabs(sum - 1.0) > kTolerance)
+      return emitOpError() << "table '" << name << "' has access histogram "
+                           << "bins summing to " << formatNumber(sum)
+                           << "; expected 1 (or all 0 for a table never hit)";
+  }
+
+  if (std::optional<int64_t> pinned = getPinnedDevice())
+    if (failed(verifyDeviceInTopology(*this, *pinned,
+                                      "table '" + name.str() + "' pinned to")))
+      return failure();
+
+  std::optional<ArrayAttr> shardsAttr = getShards();
+  if (!shardsAttr)
+    return success();
+  SmallVector<ShardAttr> shards =
+      llvm::to_vector(shardsAttr->getAsRange<ShardAttr>());
+  if (shards.empty())
+    return emitOpError() << "table '" << name << "' has an empty shard list";
+  int64_t dim = getNumCols();
+  bool split = shards.size() > 1;
+  if (split && getNoSplit())
+    return emitOpError() << "table '" << name << "' is marked no_split but "
+                         << "has " << shards.size() << " shards";
+  for (ShardAttr shard : shards) {
+    if (shard.getColEnd() > dim)
+      return emitOpError() << "table '" << name << "' has a shard with "
+                           << "columns [" << shard.getColBegin() << ", "
+                           << shard.getColEnd() << ") outside its " << dim
+                           << " columns";
+    if (split)
+      for (int64_t boundary : {shard.getColBegin(), shard.getColEnd()})
+        if (boundary % 4 != 0 && boundary != dim)
+          return emitOpError() << "table '" << name << "' is split at column "
+                               << boundary << ", which is not a multiple of 4";
+    if (failed(verifyDeviceInTopology(*this, shard.getDevice(),
+                                      "table '" + name.str() +
+                                          "' has a shard on")))
+      return failure();
+    if (std::optional<int64_t> pinned = getPinnedDevice();
+        pinned && shard.getDevice() != *pinned)
+      return emitOpError() << "table '" << name << "' is pinned to device "
+                           << *pinned << " but has a shard on device "
+                           << shard.getDevice();
+  }
+
+  llvm::sort(shards, [](ShardAttr a, ShardAttr b) {
+    return a.getColBegin() < b.getColBegin();
+  });
+  int64_t covered = 0;
+  for (ShardAttr shard : shards) {
+    if (shard.getColBegin() > covered)
+      return emitOpError() << "table '" << name << "' has columns [" << covered
+                           << ", " << shard.getColBegin()
+                           << ") that no shard covers";
+    if (shard.getColBegin() < covered)
+      return emitOpError() << "table '" << name << "' has columns ["
+                           << shard.getColBegin() << ", "
+                           << std::min(covered, shard.getColEnd())
+                           << ") covered by more than one shard";
+    covered = shard.getColEnd();
+  }
+  if (covered < dim)
+    return emitOpError() << "table '" << name << "' has columns [" << covered
+                         << ", " << dim << ") that no shard covers";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingBagOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingBagOp::verify() {
+  return verifyBatch(*this, getOffsets(), getResult().getType().getDimSize(0),
+                     "lookup");
+}
+
+LogicalResult
+EmbeddingBagOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<TableOp> table = lookupTable(*this, symbolTable, getTableAttr());
+  if (failed(table))
+    return failure();
+  RankedTensorType resultType = getResult().getType();
+  if (!resultType.isDynamicDim(1) &&
+      resultType.getDimSize(1) != table->getNumCols())
+    return emitOpError() << "result has " << resultType.getDimSize(1)
+                         << " columns but table '" << table->getSymName()
+                         << "' has dim " << table->getNumCols();
+  if (resultType.getElementType() != table->getElementType())
+    return emitOpError() << "result element type "
+                         << resultType.getElementType()
+                         << " differs from table '" << table->getSymName()
+                         << "' element type " << table->getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FusedEmbeddingBagOp
+//===----------------------------------------------------------------------===//
+
+StringRef FusedEmbeddingBagOp::getEntryTable(unsigned i) {
+  return cast<FlatSymbolRefAttr>(getTables()[i]).getValue();
+}
+
+LogicalResult FusedEmbeddingBagOp::verify() {
+  size_t entries = getTables().size();
+  if (entries == 0)
+    return emitOpError() << "has no entries";
+  if (getColBegins().size() != entries || getColEnds().size() != entries ||
+      getModes().size() != entries || getIndices().size() != entries)
+    return emitOpError() << "has " << entries << " tables but "
+                         << getColBegins().size() << " column begins, "
+                         << getColEnds().size() << " column ends, "
+                         << getModes().size() << " modes and "
+                         << getIndices().size() << " index operands";
+  if (failed(verifyDeviceInTopology(*this, getDevice(), "runs on")))
+    return failure();
+
+  RankedTensorType resultType = getResult().getType();
+  int64_t width = 0;
+  for (size_t i = 0; i < entries; ++i) {
+    int64_t begin = getColBegins()[i], end = getColEnds()[i];
+    if (begin < 0 || end <= begin)
+      return emitOpError() << "entry " << i << " has an empty or negative "
+                           << "column range [" << begin << ", " << end << ")";
+    width += end - begin;
+    if (getElementTypeOrSelf(getIndices()[i].getType()) !=
+        getElementTypeOrSelf(getOffsets()[i].getType()))
+      return emitOpError() << "entry " << i << " has indices of type "
+                           << getIndices()[i].getType()
+                           << " but offsets of type "
+                           << getOffsets()[i].getType()
+                           << "; their element types must match";
+    if (failed(verifyBatch(*this, getOffsets()[i], resultType.getDimSize(0),
+                           "entry " + std::to_string(i))))
+      return failure();
+  }
+  if (!resultType.isDynamicDim(1) && resultType.getDimSize(1) != width)
+    return emitOpError() << "result has " << resultType.getDimSize(1)
+                         << " columns but the entries' column ranges add up "
+                         << "to " << width;
+  return success();
+}
+
+LogicalResult
+FusedEmbeddingBagOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Type elementType = getResult().getType().getElementType();
+  for (unsigned i = 0, e = getNumEntries(); i < e; ++i) {
+    FailureOr<TableOp> table = lookupTable(
+        *this, symbolTable, cast<FlatSymbolRefAttr>(getTables()[i]));
+    if (failed(table))
+      return failure();
+    StringRef name = table->getSymName();
+    int64_t begin = getColBegins()[i], end = getColEnds()[i];
+    if (end > table->getNumCols())
+      return emitOpError() << "entry " << i << " reads columns [" << begin
+                           << ", " << end << ") of table '" << name
+                           << "', which has " << table->getNumCols()
+                           << " columns";
+    if (table->getElementType() != elementType)
+      return emitOpError() << "entry " << i << " reads table '" << name
+                           << "' of element type " << table->getElementType()
+                           << " into a result of element type " << elementType;
+    std::optional<ArrayAttr> shards = table->getShards();
+    if (!shards)
+      continue;
+    bool placedHere =
+        llvm::any_of(shards->getAsRange<ShardAttr>(), [&](ShardAttr shard) {
+          return shard.getColBegin() == begin && shard.getColEnd() == end &&
+                 shard.getDevice() == static_cast<int64_t>(getDevice());
+        });
+    if (!placedHere)
+      return emitOpError() << "entry " << i << " reads columns [" << begin
+                           << ", " << end << ") of table '" << name
+                           << "' on device " << getDevice()
+                           << ", but the table places no such shard there";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AllToAllOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllToAllOp::verify() {
+  size_t devices = getInputs().size();
+  if (devices == 0)
+    return emitOpError() << "needs at least one device";
+  if (getResults().size() != devices)
+    return emitOpError() << "has " << devices << " inputs but "
+                         << getResults().size()
+                         << " results; expected one of each per device";
+  TopologyAttr topology = getEnclosingTopology(*this);
+  if (topology && static_cast<int64_t>(devices) != topology.getDevices())
+    return emitOpError() << "exchanges between " << devices
+                         << " devices but the topology has "
+                         << topology.getDevices();
+
+  auto inputType = [&](unsigned i) {
+    return cast<RankedTensorType>(getInputs()[i].getType());
+  };
+  auto resultType = [&](unsigned i) {
+    return cast<RankedTensorType>(getResults()[i].getType());
+  };
+  Type elementType = inputType(0).getElementType();
+  int64_t batch = inputType(0).getDimSize(0);
+  int64_t width = 0;
+  bool staticShapes = true;
+  for (unsigned d = 0; d < devices; ++d) {
+    RankedTensorType type = inputType(d);
+    if (type.getElementType() != elementType ||
+        resultType(d).getElementType() != elementType)
+      return emitOpError() << "mixes element types " << elementType << " and "
+                           << (type.getElementType() != elementType
+                                   ? type.getElementType()
+                                   : resultType(d).getElementType());
+    if (type.getDimSize(0) != batch)
+      return emitOpError() << "input " << d << " has " << type.getDimSize(0)
+                           << " rows but input 0 has " << batch
+                           << "; every device computes the whole batch";
+    staticShapes &= type.hasStaticShape() && resultType(d).hasStaticShape();
+    width += type.getDimSize(1);
+  }
+  if (!staticShapes)
+    return success();
+  int64_t rows = 0;
+  for (unsigned d = 0; d < devices; ++d) {
+    if (resultType(d).getDimSize(1) != width)
+      return emitOpError() << "result " << d << " has "
+                           << resultType(d).getDimSize(1)
+                           << " columns; expected " << width
+                           << ", the sum of the input widths";
+    rows += resultType(d).getDimSize(0);
+  }
+  if (rows != batch)
+    return emitOpError() << "results hold " << rows << " rows in all but the "
+                         << "batch has " << batch;
+  return success();
+}

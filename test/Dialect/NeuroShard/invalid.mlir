@@ -1,0 +1,438 @@
+// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{attribute 'rows' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+neuroshard.table @t : rows 0, dim 4, f32
+
+// -----
+
+// expected-error @+1 {{attribute 'dim' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+neuroshard.table @t : rows 4, dim -8, f32
+
+// -----
+
+// expected-error @+1 {{attribute 'element_type' failed to satisfy constraint: type attribute of 32-bit float or 16-bit float or bfloat16 type}}
+neuroshard.table @t : rows 4, dim 8, i32
+
+// -----
+
+// expected-error @+1 {{table 't' has pooling factor -2; expected a finite value >= 0}}
+neuroshard.table @t : rows 4, dim 8, f32 {pooling_factor = -2.0 : f64}
+
+// -----
+
+// expected-error @+1 {{table 't' has an access histogram of 3 bins; expected 17}}
+neuroshard.table @t : rows 4, dim 8, f32 {access_hist = array<f64: 0.5, 0.25, 0.25>}
+
+// -----
+
+// expected-error @+1 {{table 't' has access histogram bin 1 = -0.25; bins must be finite and >= 0}}
+neuroshard.table @t : rows 4, dim 8, f32 {
+  access_hist = array<f64: 1.0, -0.25, 0.25, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                           0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+
+// -----
+
+// expected-error @+1 {{table 't' has access histogram bins summing to 0.8; expected 1 (or all 0 for a table never hit)}}
+neuroshard.table @t : rows 4, dim 8, f32 {
+  access_hist = array<f64: 0.5, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                           0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+
+// -----
+
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 8.0>} {
+  // expected-error @+1 {{table 't' pinned to device 2 but the topology has 2 devices}}
+  neuroshard.table @t : rows 4, dim 8, f32 {pinned_device = 2 : i64}
+}
+
+// -----
+
+// expected-error @+1 {{table 't' has an empty shard list}}
+neuroshard.table @t : rows 4, dim 8, f32 shards []
+
+// -----
+
+// expected-error @+1 {{table 't' is marked no_split but has 2 shards}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
+            #neuroshard.shard<cols = 4 to 8, device = 1>] {no_split}
+
+// -----
+
+// expected-error @+1 {{table 't' has a shard with columns [4, 12) outside its 8 columns}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
+            #neuroshard.shard<cols = 4 to 12, device = 1>]
+
+// -----
+
+// expected-error @+1 {{table 't' is split at column 6, which is not a multiple of 4}}
+neuroshard.table @t : rows 4, dim 12, f32
+    shards [#neuroshard.shard<cols = 0 to 6, device = 0>,
+            #neuroshard.shard<cols = 6 to 12, device = 1>]
+
+// -----
+
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 8.0>} {
+  // expected-error @+1 {{table 't' has a shard on device 3 but the topology has 2 devices}}
+  neuroshard.table @t : rows 4, dim 8, f32
+      shards [#neuroshard.shard<cols = 0 to 8, device = 3>]
+}
+
+// -----
+
+// expected-error @+1 {{table 't' is pinned to device 1 but has a shard on device 0}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0>] {pinned_device = 1 : i64}
+
+// -----
+
+// expected-error @+1 {{table 't' has columns [4, 8) that no shard covers}}
+neuroshard.table @t : rows 4, dim 12, f32
+    shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
+            #neuroshard.shard<cols = 8 to 12, device = 1>]
+
+// -----
+
+// expected-error @+1 {{table 't' has columns [8, 12) that no shard covers}}
+neuroshard.table @t : rows 4, dim 12, f32
+    shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
+            #neuroshard.shard<cols = 4 to 8, device = 1>]
+
+// -----
+
+// expected-error @+1 {{table 't' has columns [0, 4) that no shard covers}}
+neuroshard.table @t : rows 4, dim 12, f32
+    shards [#neuroshard.shard<cols = 4 to 12, device = 1>]
+
+// -----
+
+// expected-error @+1 {{table 't' has columns [4, 8) covered by more than one shard}}
+neuroshard.table @t : rows 4, dim 12, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0>,
+            #neuroshard.shard<cols = 4 to 12, device = 1>]
+
+// -----
+
+// expected-error @+2 {{shard column range [8, 4) is empty or negative}}
+neuroshard.table @t : rows 4, dim 12, f32
+    shards [#neuroshard.shard<cols = 8 to 4, device = 0>]
+
+// -----
+
+// expected-error @+2 {{shard device -1 is negative}}
+neuroshard.table @t : rows 4, dim 12, f32
+    shards [#neuroshard.shard<cols = 0 to 12, device = -1>]
+
+// -----
+
+// expected-error @+1 {{topology must have between 1 and 65536 devices, got 0}}
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 0, memory_gb = 8.0>} {}
+
+// -----
+
+// expected-error @+1 {{topology has 3 devices but 2 memory capacities}}
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memory_gb = [8.0, 8.0]>} {}
+
+// -----
+
+// expected-error @+1 {{memory capacity of device 1 must be a positive number of GB, got -8}}
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = [8.0, -8.0]>} {}
+
+// -----
+
+// expected-error @+1 {{'neuroshard.topology' must be a #neuroshard.topology attribute, got 4 : i64}}
+module attributes {neuroshard.topology = 4} {}
+
+// -----
+
+// expected-error @+1 {{'neuroshard.plan' must be a dictionary attribute, got "cheap"}}
+module attributes {neuroshard.plan = "cheap"} {}
+
+// -----
+
+func.func @f() attributes {neuroshard.topology = #neuroshard.topology<devices = 1, memory_gb = 1.0>} {
+// expected-error @-1 {{'neuroshard.topology' may only be attached to a builtin.module}}
+  return
+}
+
+// -----
+
+func.func @f() attributes {neuroshard.plan = {}} {
+// expected-error @-1 {{'neuroshard.plan' may only be attached to a builtin.module}}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown NeuroShard attribute 'neuroshard.devices'}}
+module attributes {neuroshard.devices = 4} {}
+
+//===----------------------------------------------------------------------===//
+// embedding_bag
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{refers to unknown table @missing}}
+  %0 = neuroshard.embedding_bag @missing(%i, %o) sum
+      : (tensor<?xi32>, tensor<9xi32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{refers to @f, which is a 'func.func', not a 'neuroshard.table'}}
+  %0 = neuroshard.embedding_bag @f(%i, %o) sum
+      : (tensor<?xi32>, tensor<9xi32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{result has 4 columns but table 't' has dim 8}}
+  %0 = neuroshard.embedding_bag @t(%i, %o) sum
+      : (tensor<?xi32>, tensor<9xi32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf16> {
+  // expected-error @+1 {{result element type 'f16' differs from table 't' element type 'f32'}}
+  %0 = neuroshard.embedding_bag @t(%i, %o) sum
+      : (tensor<?xi32>, tensor<9xi32>) -> tensor<8x8xf16>
+  return %0 : tensor<8x8xf16>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<8xi32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{lookup has 8 offsets but the result has 8 bags; expected 9 offsets (one per bag plus the end)}}
+  %0 = neuroshard.embedding_bag @t(%i, %o) sum
+      : (tensor<?xi32>, tensor<8xi32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi64>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{failed to verify that all of {indices, offsets} have same element type}}
+  %0 = neuroshard.embedding_bag @t(%i, %o) sum
+      : (tensor<?xi32>, tensor<9xi64>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xf32>, %o: tensor<9xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{operand #0 must be 1D tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?xf32>'}}
+  %0 = neuroshard.embedding_bag @t(%i, %o) sum
+      : (tensor<?xf32>, tensor<9xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<3x3xi32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{operand #1 must be 1D tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3x3xi32>'}}
+  %0 = neuroshard.embedding_bag @t(%i, %o) sum
+      : (tensor<?xi32>, tensor<3x3xi32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{unknown pooling mode 'max'; expected 'sum' or 'mean'}}
+  %0 = neuroshard.embedding_bag @t(%i, %o) max
+      : (tensor<?xi32>, tensor<9xi32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// fused_embedding_bag
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f() -> tensor<8x0xf32> {
+  // expected-error @+1 {{has no entries}}
+  %0 = neuroshard.fused_embedding_bag device 0 [] : tensor<8x0xf32>
+  return %0 : tensor<8x0xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{has 1 tables but 2 column begins, 1 column ends, 1 modes and 1 index operands}}
+  %0 = "neuroshard.fused_embedding_bag"(%i, %o) <{device = 0 : i64, tables = [@t], col_begins = array<i64: 0, 0>, col_ends = array<i64: 8>, modes = [#neuroshard.pool<sum>]}> : (tensor<?xi32>, tensor<9xi32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 8.0>} {
+  neuroshard.table @t : rows 4, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf32> {
+    // expected-error @+1 {{runs on device 5 but the topology has 2 devices}}
+    %0 = neuroshard.fused_embedding_bag device 5 [
+        @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi32>)] : tensor<8x8xf32>
+    return %0 : tensor<8x8xf32>
+  }
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{entry 0 has an empty or negative column range [8, 8)}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @t cols 8 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi32>)] : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi64>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{entry 0 has indices of type 'tensor<?xi32>' but offsets of type 'tensor<9xi64>'; their element types must match}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi64>)] : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>, %o2: tensor<5xi32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{entry 1 has 5 offsets but the result has 8 bags; expected 9 offsets (one per bag plus the end)}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi32>),
+      @t cols 0 to 8 sum(%i, %o2 : tensor<?xi32>, tensor<5xi32>)] : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x12xf32> {
+  // expected-error @+1 {{result has 12 columns but the entries' column ranges add up to 8}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @t cols 0 to 4 sum(%i, %o : tensor<?xi32>, tensor<9xi32>),
+      @t cols 4 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi32>)] : tensor<8x12xf32>
+  return %0 : tensor<8x12xf32>
+}
+
+// -----
+
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{refers to unknown table @nope}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @nope cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi32>)] : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x12xf32> {
+  // expected-error @+1 {{entry 0 reads columns [4, 16) of table 't', which has 8 columns}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @t cols 4 to 16 sum(%i, %o : tensor<?xi32>, tensor<9xi32>)] : tensor<8x12xf32>
+  return %0 : tensor<8x12xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f16
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{entry 0 reads table 't' of element type 'f16' into a result of element type 'f32'}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi32>)] : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
+            #neuroshard.shard<cols = 4 to 8, device = 1>]
+func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{entry 0 reads columns [4, 8) of table 't' on device 0, but the table places no such shard there}}
+  %0 = neuroshard.fused_embedding_bag device 0 [
+      @t cols 4 to 8 sum(%i, %o : tensor<?xi32>, tensor<9xi32>)] : tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// all_to_all
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{needs at least one device}}
+  "neuroshard.all_to_all"() : () -> ()
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{has 2 inputs but 1 results; expected one of each per device}}
+  %r = neuroshard.all_to_all %a, %b : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 8.0>} {
+  func.func @f(%a: tensor<8x4xf32>) -> tensor<8x4xf32> {
+    // expected-error @+1 {{exchanges between 1 devices but the topology has 2}}
+    %r = neuroshard.all_to_all %a : tensor<8x4xf32> -> tensor<8x4xf32>
+    return %r : tensor<8x4xf32>
+  }
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>, %b: tensor<8x4xf16>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // expected-error @+1 {{mixes element types 'f32' and 'f16'}}
+  %r:2 = neuroshard.all_to_all %a, %b : tensor<8x4xf32>, tensor<8x4xf16> -> tensor<4x8xf32>, tensor<4x8xf32>
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>, %b: tensor<6x4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // expected-error @+1 {{input 1 has 6 rows but input 0 has 8; every device computes the whole batch}}
+  %r:2 = neuroshard.all_to_all %a, %b : tensor<8x4xf32>, tensor<6x4xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<4x4xf32>) {
+  // expected-error @+1 {{result 1 has 4 columns; expected 8, the sum of the input widths}}
+  %r:2 = neuroshard.all_to_all %a, %b : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<4x8xf32>, tensor<4x4xf32>
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<3x8xf32>) {
+  // expected-error @+1 {{results hold 7 rows in all but the batch has 8}}
+  %r:2 = neuroshard.all_to_all %a, %b : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<4x8xf32>, tensor<3x8xf32>
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<3x8xf32>
+}

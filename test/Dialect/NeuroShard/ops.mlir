@@ -1,0 +1,75 @@
+// RUN: neuroshard-opt %s | FileCheck %s
+// RUN: neuroshard-opt %s | neuroshard-opt | FileCheck %s
+// RUN: neuroshard-opt %s -mlir-print-op-generic | neuroshard-opt | FileCheck %s
+// RUN: neuroshard-opt %s -emit-bytecode | neuroshard-opt | FileCheck %s
+
+// CHECK: module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memory_gb = [16.0, 16.0, 8.5]>}
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memory_gb = [16.0, 16.0, 8.5]>} {
+
+  // CHECK: neuroshard.table @user : rows 4000000, dim 128, f32 {access_hist = array<f64: 4.700000e-01, {{.*}}>, pooling_factor = 1.250000e+01 : f64}
+  neuroshard.table @user : rows 4000000, dim 128, f32 {
+    pooling_factor = 12.5 : f64,
+    access_hist = array<f64: 0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02,
+                             0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+
+  // CHECK: neuroshard.table @item : rows 100000, dim 64, f16 shards [#neuroshard.shard<cols = 0 to 32, device = 0>, #neuroshard.shard<cols = 32 to 64, device = 2>]
+  neuroshard.table @item : rows 100000, dim 64, f16
+      shards [#neuroshard.shard<cols = 0 to 32, device = 0>,
+              #neuroshard.shard<cols = 32 to 64, device = 2>]
+
+  // An unsplit table may have a width that is not a multiple of 4.
+  // CHECK: neuroshard.table @odd : rows 10, dim 3, bf16 shards [#neuroshard.shard<cols = 0 to 3, device = 1>]
+  neuroshard.table @odd : rows 10, dim 3, bf16
+      shards [#neuroshard.shard<cols = 0 to 3, device = 1>]
+
+  // CHECK: neuroshard.table @pinned : rows 64, dim 8, f32 {no_split, pinned_device = 1 : i64}
+  neuroshard.table @pinned : rows 64, dim 8, f32 {pinned_device = 1 : i64, no_split}
+
+  // A table that is never hit has an all-zero histogram.
+  // CHECK: neuroshard.table @cold : rows 5, dim 4, f32 {access_hist = array<f64: 0.000000e+00,
+  neuroshard.table @cold : rows 5, dim 4, f32 {
+    pooling_factor = 0.0 : f64,
+    access_hist = array<f64: 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                             0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+
+  // CHECK-LABEL: func.func @lookups
+  func.func @lookups(%idx: tensor<?xi32>, %off: tensor<1025xi32>,
+                     %idx64: tensor<?xi64>, %off64: tensor<1025xi64>)
+      -> (tensor<1024x128xf32>, tensor<1024x64xf16>) {
+    // CHECK: neuroshard.embedding_bag @user(%{{.*}}, %{{.*}}) sum : (tensor<?xi32>, tensor<1025xi32>) -> tensor<1024x128xf32>
+    %0 = neuroshard.embedding_bag @user(%idx, %off) sum
+        : (tensor<?xi32>, tensor<1025xi32>) -> tensor<1024x128xf32>
+    // CHECK: neuroshard.embedding_bag @item(%{{.*}}, %{{.*}}) mean : (tensor<?xi64>, tensor<1025xi64>) -> tensor<1024x64xf16>
+    %1 = neuroshard.embedding_bag @item(%idx64, %off64) mean
+        : (tensor<?xi64>, tensor<1025xi64>) -> tensor<1024x64xf16>
+    return %0, %1 : tensor<1024x128xf32>, tensor<1024x64xf16>
+  }
+
+  // CHECK-LABEL: func.func @fused
+  func.func @fused(%idx: tensor<?xi32>, %off: tensor<9xi32>,
+                   %idx64: tensor<?xi64>, %off64: tensor<9xi64>)
+      -> tensor<8x24xf16> {
+    // CHECK:      neuroshard.fused_embedding_bag device 2 [
+    // CHECK-NEXT:   @item cols 32 to 64 sum(%{{.*}}, %{{.*}} : tensor<?xi64>, tensor<9xi64>),
+    // CHECK-NEXT:   @item cols 32 to 64 mean(%{{.*}}, %{{.*}} : tensor<?xi32>, tensor<9xi32>)
+    // CHECK-NEXT: ] : tensor<8x64xf16>
+    %0 = neuroshard.fused_embedding_bag device 2 [
+        @item cols 32 to 64 sum(%idx64, %off64 : tensor<?xi64>, tensor<9xi64>),
+        @item cols 32 to 64 mean(%idx, %off : tensor<?xi32>, tensor<9xi32>)
+      ] : tensor<8x64xf16>
+    %1 = tensor.extract_slice %0[0, 0] [8, 24] [1, 1]
+        : tensor<8x64xf16> to tensor<8x24xf16>
+    return %1 : tensor<8x24xf16>
+  }
+
+  // CHECK-LABEL: func.func @exchange
+  func.func @exchange(%a: tensor<10x96xf32>, %b: tensor<10x0xf32>,
+                      %c: tensor<10x32xf32>)
+      -> (tensor<4x128xf32>, tensor<3x128xf32>, tensor<3x128xf32>) {
+    // CHECK: neuroshard.all_to_all %{{.*}}, %{{.*}}, %{{.*}} : tensor<10x96xf32>, tensor<10x0xf32>, tensor<10x32xf32> -> tensor<4x128xf32>, tensor<3x128xf32>, tensor<3x128xf32>
+    %r:3 = neuroshard.all_to_all %a, %b, %c
+        : tensor<10x96xf32>, tensor<10x0xf32>, tensor<10x32xf32>
+        -> tensor<4x128xf32>, tensor<3x128xf32>, tensor<3x128xf32>
+    return %r#0, %r#1, %r#2 : tensor<4x128xf32>, tensor<3x128xf32>, tensor<3x128xf32>
+  }
+}

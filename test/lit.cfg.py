@@ -1,0 +1,34 @@
+# -*- Python -*-
+# lit configuration of the NeuroShard test suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "NeuroShard"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.neuroshard_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%neuroshard_src_root", config.neuroshard_src_root))
+config.substitutions.append(("%python", config.python_executable))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+if config.neuroshard_has_torch:
+    config.available_features.add("torch")
+if config.neuroshard_has_cuda:
+    config.available_features.add("cuda-toolkit")
+
+# Tools are looked up in the build tree first, then in LLVM's tools.
+tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench"], tool_dirs)
+llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
+                             append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

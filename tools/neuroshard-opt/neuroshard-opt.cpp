@@ -1,0 +1,31 @@
+//===- neuroshard-opt.cpp - NeuroShard optimizer driver -------------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The opt-style driver: every NeuroShard dialect and pass, the upstream
+// dialects the sharding and lowering pipelines produce, and the upstream
+// passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::neuroshard::NeuroShardDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "NeuroShard optimizer driver\n", registry));
+}
