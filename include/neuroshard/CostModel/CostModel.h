@@ -1,0 +1,89 @@
+//===- CostModel.h - The interface the planner queries ----------*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A cost model predicts, in milliseconds, the three terms of a plan's cost
+// (DESIGN §3): the compute cost of one device's fused embedding kernel for a
+// set of column slices, and the backward and forward all-to-all costs of each
+// device from the per-device dim sums and straggler times.
+//
+// Every query is batched: the search asks for many shard sets (or many plans'
+// communication) in one call, so that a neural model can encode each table
+// once, sum encodings per set and run its small head network once per batch.
+// The planner memoises compute costs by shard set (sum pooling makes a set's
+// cost independent of slice order), so a model sees each set at most once per
+// cache lifetime and need not cache sets itself.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_COSTMODEL_COSTMODEL_H
+#define NEUROSHARD_COSTMODEL_COSTMODEL_H
+
+#include "neuroshard/Planner/Problem.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace neuroshard {
+
+class CostModel {
+public:
+  virtual ~CostModel();
+
+  /// Short name for plan reports and JSON ("analytical", a bundle name).
+  virtual llvm::StringRef name() const = 0;
+  /// One line saying what the model predicts and from what (hardware, batch
+  /// size, which terms are analytical), for the plan report.
+  virtual std::string description() const = 0;
+  /// The device count the model's communication terms were trained for, if
+  /// they are tied to one (neural comm models are); nullopt for any count.
+  virtual std::optional<unsigned> requiredDevices() const {
+    return std::nullopt;
+  }
+
+  /// Binds the model to a problem. Later queries name tables by their index
+  /// in `tables`. Called before any query and again whenever the problem
+  /// changes; a model may precompute per-table data (encodings) here.
+  virtual llvm::Error prepare(llvm::ArrayRef<TableSpec> tables,
+                              const Topology &topology) = 0;
+
+  /// Predicts the compute cost of the fused forward + backward (+ update)
+  /// kernel of one device for each shard set: costsMs[i] for sets[i]. Sets
+  /// are non-empty and list each slice once, in no particular order.
+  virtual llvm::Error
+  predictCompute(llvm::ArrayRef<llvm::ArrayRef<ColumnSlice>> sets,
+                 llvm::MutableArrayRef<double> costsMs) = 0;
+
+  /// Predicts the backward all-to-all cost of every device of a batch of
+  /// plans. dimSums holds K plans of N values each (N = device count of the
+  /// prepared topology): dimSums[k * N + d] is the total width of the slices
+  /// on device d of plan k. costsMs has the same layout.
+  virtual llvm::Error
+  predictBackwardComm(llvm::ArrayRef<double> dimSums,
+                      llvm::MutableArrayRef<double> costsMs) = 0;
+
+  /// Predicts the forward all-to-all cost of every device of a batch of
+  /// plans, including the time each device waits for the slowest one.
+  /// stragglersMs[k * N + d] is how much later device d of plan k reaches the
+  /// collective than the earliest device: (compute + backward comm)(d) minus
+  /// its minimum over devices. Layout as for predictBackwardComm.
+  virtual llvm::Error
+  predictForwardComm(llvm::ArrayRef<double> dimSums,
+                     llvm::ArrayRef<double> stragglersMs,
+                     llvm::MutableArrayRef<double> costsMs) = 0;
+};
+
+/// Fails, naming the model and both counts, if `model` is tied to a device
+/// count other than the topology's.
+llvm::Error checkCostModelSupports(const CostModel &model,
+                                   const Topology &topology);
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_COSTMODEL_COSTMODEL_H

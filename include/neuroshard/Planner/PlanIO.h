@@ -1,0 +1,73 @@
+//===- PlanIO.h - Task JSON in, plan JSON and tables out --------*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The file formats of neuroshard-plan, shared with the sharding pass so that
+// both report plans identically (docs/planner.md documents the schemas).
+//
+// Task input:
+//   {"batch_size": 65536,                       (optional)
+//    "tables": [{"name": "t0", "rows": 100000, "dim": 64,
+//                "dtype": "f32",                 (optional: f32 f16 bf16 f64
+//                                                 i8)
+//                "pooling_factor": 12.5, "access_hist": [17 numbers],
+//                "pinned_device": 0,             (optional constraint)
+//                "no_split": true}, ...]}        (optional constraint)
+//
+// Plan output: see writePlanJSON.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_PLANNER_PLANIO_H
+#define NEUROSHARD_PLANNER_PLANIO_H
+
+#include "neuroshard/Planner/Search.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <vector>
+
+namespace neuroshard {
+
+/// A task as read from JSON: the tables and, if given, the batch size.
+struct PlanningTask {
+  std::vector<TableSpec> tables;
+  std::optional<int64_t> batchSize;
+};
+
+/// Parses a task. Errors name the field, the table (by index and name) and
+/// the offending value; unknown fields are errors so that typos surface.
+llvm::Expected<PlanningTask> parseTaskJSON(llvm::StringRef text);
+/// Reads and parses a task file ("-" reads stdin).
+llvm::Expected<PlanningTask> readTaskFile(llvm::StringRef path);
+
+/// Bytes per element of a dtype name ("f32" -> 4); nullopt if unknown.
+std::optional<unsigned> dtypeBytes(llvm::StringRef dtype);
+
+/// Writes the plan as
+///   {"algorithm", "cost_model", "devices", "cost_ms",
+///    "per_device": [{"device", "memory_gb", "compute_ms", "bw_comm_ms",
+///                    "fw_comm_ms", "total_ms", "shards": [indices]}],
+///    "shards": [{"table", "col_begin", "col_end", "device"}],
+///    "search": {"time_ms", "cost_queries", "cache_hits",
+///               "states_explored"}}
+/// where "memory_gb" is the memory the device's shards use, "table" is the
+/// table name and "cost_ms" the maximum "total_ms". Real numbers are written
+/// with 6 significant digits.
+void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
+                   const Topology &topology, const PlanResult &result);
+
+/// Prints the same plan as a readable per-device table (one row per device:
+/// memory used / capacity, the cost terms, the shards placed there) followed
+/// by the search statistics.
+void printPlanTable(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
+                    const Topology &topology, const PlanResult &result);
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_PLANNER_PLANIO_H

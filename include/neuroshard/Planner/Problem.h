@@ -1,0 +1,144 @@
+//===- Problem.h - Tables and devices of a sharding problem -----*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The input of the planner: the embedding tables to place (TableSpec) and the
+// devices to place them on (Topology), plus the column slices and shards that
+// plans are made of.
+//
+// Units: memory is counted in bytes and reported in GB where GB = 2^30 bytes
+// (as TorchRec's planner does); bandwidths are GB/s with the same GB; costs
+// are milliseconds.
+//
+// The types here are plain structs defined entirely in this header so that
+// the cost-model library can use them without linking the planner library
+// (the planner links the cost-model library, not the other way round).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_PLANNER_PROBLEM_H
+#define NEUROSHARD_PLANNER_PROBLEM_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace neuroshard {
+
+/// Bytes in one GB. Capacities and table sizes are reported in these units.
+constexpr double kBytesPerGB = 1024.0 * 1024.0 * 1024.0;
+
+/// Number of bins of a table's access histogram (DESIGN §3): bin 0 counts
+/// rows hit once, bin j (1..15) rows hit (2^(j-1), 2^j] times, bin 16 more.
+constexpr unsigned kNumAccessBins = 17;
+
+/// Column splits halve a shard; both halves must stay a multiple of this.
+constexpr int64_t kColumnAlignment = 4;
+
+/// One embedding table and how it is used by the model.
+struct TableSpec {
+  std::string name;
+  int64_t rows = 0;
+  /// Embedding width; a positive multiple of kColumnAlignment.
+  int64_t dim = 0;
+  /// Bytes per element (4 for f32).
+  unsigned elementBytes = 4;
+  /// Mean number of indices per bag.
+  double poolingFactor = 1.0;
+  /// Fractions of distinct rows per hit-count bin; sums to 1 (or all zero
+  /// for a table that was never hit).
+  std::array<double, kNumAccessBins> accessHist{};
+  /// Constraint: every column of the table must live on this device.
+  std::optional<unsigned> pinnedDevice;
+  /// Constraint: the table must stay whole (no column-wise split).
+  bool noSplit = false;
+
+  /// Bytes of the columns [colBegin, colBegin + width).
+  uint64_t sliceBytes(int64_t width) const {
+    return static_cast<uint64_t>(rows) * static_cast<uint64_t>(width) *
+           elementBytes;
+  }
+  /// Bytes of the whole table: rows * dim * elementBytes.
+  uint64_t bytes() const { return sliceBytes(dim); }
+};
+
+/// The devices a plan places tables on, and what the analytical cost model
+/// needs to know about them and about the training step.
+struct Topology {
+  /// Memory capacity of each device in GB; its size is the device count.
+  std::vector<double> memoryGB;
+  /// Device memory (HBM) bandwidth in GB/s (TorchRec's default).
+  double hbmBandwidthGBps = 897.0;
+  /// Device-to-device bandwidth used by all-to-all, in GB/s (TorchRec's
+  /// intra-node default).
+  double interconnectBandwidthGBps = 600.0;
+  /// Global batch size B: every device's fused kernel runs all B bags.
+  int64_t batchSize = 65536;
+
+  /// N devices with the same capacity.
+  static Topology uniform(unsigned numDevices, double memoryGBPerDevice) {
+    Topology topology;
+    topology.memoryGB.assign(numDevices, memoryGBPerDevice);
+    return topology;
+  }
+  unsigned numDevices() const { return memoryGB.size(); }
+  uint64_t memoryBytes(unsigned device) const {
+    return static_cast<uint64_t>(memoryGB[device] * kBytesPerGB);
+  }
+};
+
+/// The columns [colBegin, colEnd) of table `table` (an index into the table
+/// list of the problem). This is what cost models price.
+struct ColumnSlice {
+  unsigned table = 0;
+  int64_t colBegin = 0;
+  int64_t colEnd = 0;
+
+  int64_t width() const { return colEnd - colBegin; }
+  friend bool operator==(const ColumnSlice &a, const ColumnSlice &b) {
+    return a.table == b.table && a.colBegin == b.colBegin &&
+           a.colEnd == b.colEnd;
+  }
+  friend bool operator<(const ColumnSlice &a, const ColumnSlice &b) {
+    if (a.table != b.table)
+      return a.table < b.table;
+    return a.colBegin < b.colBegin;
+  }
+};
+
+/// A column slice of a table placed on a device.
+struct Shard {
+  unsigned table = 0;
+  int64_t colBegin = 0;
+  int64_t colEnd = 0;
+  unsigned device = 0;
+
+  ColumnSlice slice() const { return {table, colBegin, colEnd}; }
+  int64_t width() const { return colEnd - colBegin; }
+  friend bool operator==(const Shard &a, const Shard &b) {
+    return a.slice() == b.slice() && a.device == b.device;
+  }
+};
+
+/// Formats bytes as GB for messages with at least three significant digits:
+/// "20.3 GB", "2.03 GB", "0.600 GB".
+std::string formatGB(double bytes);
+
+/// Checks that the tables and devices describe a well-formed problem: names
+/// unique and non-empty, positive rows, dims that are multiples of 4, a
+/// non-negative pooling factor and histogram, pinned devices that exist,
+/// positive capacities, bandwidths and batch size. It does not check that a
+/// plan exists (planSharding reports that with the numbers involved).
+llvm::Error validateProblem(llvm::ArrayRef<TableSpec> tables,
+                            const Topology &topology);
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_PLANNER_PROBLEM_H

@@ -1,0 +1,115 @@
+//===- Search.h - Sharding search algorithms and their entry point -*- C++ -*-//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// planSharding is the one entry point the sharding pass, neuroshard-plan and
+// the benchmark share. It checks the problem, rejects infeasible ones with
+// the table and numbers at fault, runs the selected algorithm (DESIGN §4)
+// and returns the plan with its per-device costs and search statistics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_PLANNER_SEARCH_H
+#define NEUROSHARD_PLANNER_SEARCH_H
+
+#include "neuroshard/Planner/ShardingPlan.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace neuroshard {
+
+class CostModel;
+
+enum class Algorithm {
+  /// Column-wise beam search over splits, each state priced by the greedy
+  /// grid search (NeuroShard's algorithm).
+  NeuroShard,
+  /// The greedy grid search over dim-sum thresholds, tables kept whole.
+  TableGreedyGrid,
+  /// Each table on a uniformly random device with room (seeded).
+  Random,
+  /// Largest first on the device with the lowest sum of the cost proxy:
+  /// bytes, dim, dim x pooling, dim x pooling x log10(rows).
+  SizeGreedy,
+  DimGreedy,
+  LookupGreedy,
+  SizeLookupGreedy,
+};
+
+/// The name used everywhere (API, CLI, pass options): "neuroshard",
+/// "table-greedy-grid", "random", "size-greedy", "dim-greedy",
+/// "lookup-greedy", "size-lookup-greedy".
+llvm::StringRef algorithmName(Algorithm algorithm);
+/// Parses a name printed by algorithmName; nullopt for an unknown name.
+std::optional<Algorithm> parseAlgorithm(llvm::StringRef name);
+/// Every algorithm, in the order above, for help texts and benchmarks.
+llvm::ArrayRef<Algorithm> allAlgorithms();
+/// "neuroshard, table-greedy-grid, ..." for help texts and errors.
+std::string algorithmNameList();
+
+struct SearchOptions {
+  Algorithm algorithm = Algorithm::NeuroShard;
+  /// Beam search: states kept per level.
+  unsigned beamWidth = 3;
+  /// Beam search: the union of this many largest and this many most
+  /// expensive splittable shards are the split candidates of a state.
+  unsigned candidates = 10;
+  /// Beam search: most levels (splits added to the unsplit state).
+  unsigned maxSteps = 10;
+  /// Grid search: thresholds s evenly spaced over [thresholdMin,
+  /// thresholdMax]; a device's dim sum may not exceed s * total dim / N.
+  unsigned gridSteps = 11;
+  double thresholdMin = 1.0;
+  double thresholdMax = 1.5;
+  /// Seed of the random baseline.
+  uint64_t seed = 0;
+};
+
+/// Checks option ranges; the error names the option and its value.
+llvm::Error validateSearchOptions(const SearchOptions &options);
+
+struct SearchStats {
+  double timeMs = 0.0;
+  /// Shard-set compute costs the search asked for, and how many of those
+  /// the memo answered without the model.
+  uint64_t costQueries = 0;
+  uint64_t cacheHits = 0;
+  /// Batched calls made to the cost model (all three kinds of query).
+  uint64_t modelCalls = 0;
+  /// Column-split states whose grid search ran (1 for table-wise search).
+  uint64_t statesExplored = 0;
+  /// Table-wise greedy placements run (one per state and threshold).
+  uint64_t greedyRuns = 0;
+};
+
+struct PlanResult {
+  Algorithm algorithm = Algorithm::NeuroShard;
+  /// The model's name() and description(), for reports.
+  std::string costModelName;
+  std::string costModelDescription;
+  ShardingPlan plan;
+  PlanCost cost;
+  SearchStats stats;
+};
+
+/// Plans the sharding of `tables` over the topology's devices with the
+/// selected algorithm, pricing plans with `model` (prepared here). Fails
+/// with a message naming the table or device and the numbers if the
+/// problem is malformed or no valid plan exists. Deterministic: the same
+/// inputs and seed give the same plan.
+llvm::Expected<PlanResult> planSharding(llvm::ArrayRef<TableSpec> tables,
+                                        const Topology &topology,
+                                        const SearchOptions &options,
+                                        CostModel &model);
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_PLANNER_SEARCH_H

@@ -1,0 +1,54 @@
+//===- CostModelFactory.cpp - Cost models by name or path -----------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/CostModel/AnalyticalCostModel.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace neuroshard {
+
+// Set once by the neural cost-model library; a plain pointer because the
+// loader is a free function and registration happens before any planning.
+static NeuralCostModelLoader neuralLoader = nullptr;
+
+void registerNeuralCostModelLoader(NeuralCostModelLoader loader) {
+  neuralLoader = loader;
+}
+
+Expected<std::unique_ptr<CostModel>> createCostModel(StringRef spec,
+                                                     const Topology &topology) {
+  std::unique_ptr<CostModel> model;
+  if (spec == "analytical") {
+    model = std::make_unique<AnalyticalCostModel>();
+  } else {
+    if (!sys::fs::exists(spec))
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("cost model '{0}' does not exist (expected 'analytical' or "
+                  "the path of a neural cost model bundle)",
+                  spec));
+    if (!neuralLoader)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("cost model '{0}': neural cost models need LibTorch "
+                  "support, which this build lacks (configure with LibTorch "
+                  "and -DNEUROSHARD_ENABLE_TORCH=ON, or use 'analytical')",
+                  spec));
+    Expected<std::unique_ptr<CostModel>> loaded = neuralLoader(spec);
+    if (!loaded)
+      return loaded.takeError();
+    model = std::move(*loaded);
+  }
+  if (Error err = checkCostModelSupports(*model, topology))
+    return std::move(err);
+  return std::move(model);
+}
+
+} // namespace neuroshard

@@ -1,0 +1,422 @@
+//===- Placement.cpp - Greedy placement machinery shared by searches ------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placement.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <numeric>
+
+using namespace llvm;
+
+namespace neuroshard {
+namespace detail {
+
+//===----------------------------------------------------------------------===//
+// Set keys and the cost cache
+//===----------------------------------------------------------------------===//
+
+static uint64_t splitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static uint64_t hashSlice(const ColumnSlice &slice, uint64_t seed) {
+  uint64_t h = splitMix64(seed ^ slice.table);
+  h = splitMix64(h ^ static_cast<uint64_t>(slice.colBegin));
+  return splitMix64(h ^ static_cast<uint64_t>(slice.colEnd));
+}
+
+SetKey sliceKey(const ColumnSlice &slice) {
+  // Two independently seeded hashes make the 128-bit key.
+  return {hashSlice(slice, 0x243f6a8885a308d3ULL),
+          hashSlice(slice, 0x13198a2e03707344ULL)};
+}
+
+/// Bounds the memo's memory on very large searches; dropping entries only
+/// costs repeated model queries, never changes a result.
+static constexpr size_t kMaxCachedSets = size_t(1) << 20;
+
+bool ComputeCostCache::lookup(SetKey key, double &cost) {
+  ++stats.costQueries;
+  auto it = costs.find(key);
+  if (it == costs.end())
+    return false;
+  ++stats.cacheHits;
+  cost = it->second;
+  return true;
+}
+
+unsigned ComputeCostCache::request(SetKey key, ArrayRef<ColumnSlice> slices) {
+  auto [it, inserted] = pendingIndex.try_emplace(key, pendingKeys.size());
+  if (!inserted) {
+    // Another placement asked for the same set in this batch.
+    ++stats.cacheHits;
+    return it->second;
+  }
+  pendingKeys.push_back(key);
+  pendingSlices.insert(pendingSlices.end(), slices.begin(), slices.end());
+  pendingEnds.push_back(pendingSlices.size());
+  return it->second;
+}
+
+Error ComputeCostCache::flush() {
+  size_t numSets = pendingKeys.size();
+  std::vector<ArrayRef<ColumnSlice>> sets;
+  sets.reserve(numSets);
+  ArrayRef<ColumnSlice> all(pendingSlices);
+  size_t begin = 0;
+  for (size_t end : pendingEnds) {
+    sets.push_back(all.slice(begin, end - begin));
+    begin = end;
+  }
+  results.assign(numSets, 0.0);
+  ++stats.modelCalls;
+  if (Error err = model.predictCompute(sets, results))
+    return err;
+  if (costs.size() + numSets > kMaxCachedSets)
+    costs.clear();
+  for (auto [key, cost] : zip_equal(pendingKeys, results))
+    costs[key] = cost;
+  pendingIndex.clear();
+  pendingKeys.clear();
+  pendingSlices.clear();
+  pendingEnds.clear();
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Placement inputs
+//===----------------------------------------------------------------------===//
+
+SearchContext::SearchContext(ArrayRef<TableSpec> tables,
+                             const Topology &topology, CostModel &model,
+                             ComputeCostCache &cache, SearchStats &stats)
+    : tables(tables), topology(topology), totalDim(0.0), model(model),
+      cache(cache), stats(stats) {
+  for (unsigned d = 0; d < topology.numDevices(); ++d)
+    capacities.push_back(topology.memoryBytes(d));
+  for (const TableSpec &table : tables)
+    totalDim += static_cast<double>(table.dim);
+}
+
+PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
+                                  std::vector<ColumnSlice> slices) {
+  PlacementInput input;
+  input.slices = std::move(slices);
+  for (const ColumnSlice &slice : input.slices) {
+    const TableSpec &table = tables[slice.table];
+    SetKey key = sliceKey(slice);
+    input.keys.push_back(key);
+    input.key = addKeys(input.key, key);
+    input.bytes.push_back(table.sliceBytes(slice.width()));
+    input.pinned.push_back(table.pinnedDevice ? int(*table.pinnedDevice) : -1);
+  }
+  return input;
+}
+
+void sortPlacementOrder(PlacementInput &input) {
+  input.order.resize(input.slices.size());
+  std::iota(input.order.begin(), input.order.end(), 0);
+  auto rank = [&](uint32_t i) {
+    return std::make_tuple(input.pinned[i] < 0, -input.sortCost[i],
+                           ~input.bytes[i], i);
+  };
+  std::sort(input.order.begin(), input.order.end(),
+            [&](uint32_t a, uint32_t b) { return rank(a) < rank(b); });
+}
+
+Error orderByModelCost(ArrayRef<PlacementInput *> inputs,
+                       ComputeCostCache &cache) {
+  // Tickets of slices whose single cost the model must compute.
+  std::vector<std::tuple<PlacementInput *, size_t, unsigned>> waiting;
+  for (PlacementInput *input : inputs) {
+    input->sortCost.assign(input->slices.size(), 0.0);
+    for (size_t i = 0; i < input->slices.size(); ++i)
+      if (!cache.lookup(input->keys[i], input->sortCost[i]))
+        waiting.emplace_back(input, i,
+                             cache.request(input->keys[i], input->slices[i]));
+  }
+  if (cache.hasPending())
+    if (Error err = cache.flush())
+      return err;
+  for (auto [input, i, ticket] : waiting)
+    input->sortCost[i] = cache.result(ticket);
+  for (PlacementInput *input : inputs)
+    sortPlacementOrder(*input);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Greedy runs in lockstep
+//===----------------------------------------------------------------------===//
+
+GreedyRun::GreedyRun(const PlacementInput &input, unsigned numDevices,
+                     double dimLimit)
+    : input(&input), dimLimit(dimLimit), loads(numDevices), members(numDevices),
+      deviceOf(input.slices.size(), 0) {}
+
+/// Picks the device for `slice`, or returns false if none has room.
+static bool chooseDevice(const GreedyRun &run, uint32_t slice,
+                         ArrayRef<uint64_t> capacities, unsigned &device) {
+  const PlacementInput &input = *run.input;
+  uint64_t bytes = input.bytes[slice];
+  if (input.pinned[slice] >= 0) {
+    device = input.pinned[slice];
+    return run.loads[device].bytes + bytes <= capacities[device];
+  }
+  double width = static_cast<double>(input.slices[slice].width());
+  // Slack so that thresholds like 1.05 are not lost to rounding.
+  double dimLimit = run.dimLimit * (1.0 + 1e-12);
+  int best = -1;
+  for (unsigned d = 0, e = run.loads.size(); d < e; ++d) {
+    const DeviceLoad &load = run.loads[d];
+    if (load.bytes + bytes > capacities[d] ||
+        static_cast<double>(load.dims) + width > dimLimit)
+      continue;
+    if (best < 0)
+      best = d;
+    const DeviceLoad &incumbent = run.loads[best];
+    if (load.cost < incumbent.cost ||
+        (load.cost == incumbent.cost && load.bytes < incumbent.bytes))
+      best = d;
+  }
+  if (best < 0)
+    return false;
+  device = best;
+  return true;
+}
+
+void GreedyRun::place(uint32_t slice, unsigned device) {
+  DeviceLoad &load = loads[device];
+  load.bytes += input->bytes[slice];
+  load.dims += input->slices[slice].width();
+  load.key = addKeys(load.key, input->keys[slice]);
+  members[device].push_back(slice);
+  deviceOf[slice] = device;
+}
+
+void GreedyRun::fail(uint32_t slice, ArrayRef<uint64_t> capacities) {
+  failedSlice = slice;
+  maxFreeAtFailure = 0;
+  for (auto [load, capacity] : zip_equal(loads, capacities))
+    maxFreeAtFailure = std::max(maxFreeAtFailure, capacity - load.bytes);
+}
+
+Error runGreedyLockstep(MutableArrayRef<GreedyRun> runs, SearchContext &ctx) {
+  SmallVector<ColumnSlice> setSlices;
+  bool anyActive = true;
+  while (anyActive) {
+    anyActive = false;
+    for (GreedyRun &run : runs) {
+      if (run.finished())
+        continue;
+      anyActive = true;
+      const PlacementInput &input = *run.input;
+      uint32_t slice = input.order[run.next++];
+      unsigned device;
+      if (!chooseDevice(run, slice, ctx.capacities, device)) {
+        run.fail(slice, ctx.capacities);
+        continue;
+      }
+      run.place(slice, device);
+      DeviceLoad &load = run.loads[device];
+      if (!input.additiveCost.empty()) {
+        load.cost += input.additiveCost[slice];
+        continue;
+      }
+      if (ctx.cache.lookup(load.key, load.cost))
+        continue;
+      setSlices.clear();
+      for (uint32_t member : run.members[device])
+        setSlices.push_back(input.slices[member]);
+      run.ticket = ctx.cache.request(load.key, setSlices);
+      run.pendingDevice = device;
+    }
+    if (!ctx.cache.hasPending())
+      continue;
+    if (Error err = ctx.cache.flush())
+      return err;
+    for (GreedyRun &run : runs) {
+      if (run.pendingDevice < 0)
+        continue;
+      run.loads[run.pendingDevice].cost = ctx.cache.result(run.ticket);
+      run.pendingDevice = -1;
+    }
+  }
+  return Error::success();
+}
+
+Expected<std::vector<PlanCost>> priceRuns(ArrayRef<const GreedyRun *> runs,
+                                          SearchContext &ctx) {
+  unsigned n = ctx.topology.numDevices();
+  std::vector<double> computeMs(runs.size() * n, 0.0);
+  std::vector<double> dimSums(runs.size() * n, 0.0);
+  // Model-priced runs already know their device costs; proxy-priced runs
+  // (baselines) ask the model now.
+  std::vector<std::pair<size_t, unsigned>> waiting;
+  SmallVector<ColumnSlice> setSlices;
+  for (auto [r, run] : enumerate(runs)) {
+    const PlacementInput &input = *run->input;
+    for (unsigned d = 0; d < n; ++d) {
+      size_t at = r * n + d;
+      const DeviceLoad &load = run->loads[d];
+      dimSums[at] = static_cast<double>(load.dims);
+      if (run->members[d].empty())
+        continue;
+      if (input.additiveCost.empty()) {
+        computeMs[at] = load.cost;
+        continue;
+      }
+      if (ctx.cache.lookup(load.key, computeMs[at]))
+        continue;
+      setSlices.clear();
+      for (uint32_t member : run->members[d])
+        setSlices.push_back(input.slices[member]);
+      waiting.emplace_back(at, ctx.cache.request(load.key, setSlices));
+    }
+  }
+  if (ctx.cache.hasPending())
+    if (Error err = ctx.cache.flush())
+      return std::move(err);
+  for (auto [at, ticket] : waiting)
+    computeMs[at] = ctx.cache.result(ticket);
+  if (!runs.empty())
+    ctx.stats.modelCalls += 2;
+  return completePlanCosts(n, computeMs, dimSums, ctx.model);
+}
+
+//===----------------------------------------------------------------------===//
+// Grid search
+//===----------------------------------------------------------------------===//
+
+std::vector<double> gridThresholds(const SearchOptions &options) {
+  std::vector<double> thresholds;
+  unsigned steps = options.gridSteps;
+  for (unsigned i = 0; i < steps; ++i)
+    thresholds.push_back(steps == 1
+                             ? options.thresholdMin
+                             : options.thresholdMin + (options.thresholdMax -
+                                                       options.thresholdMin) *
+                                                          i / (steps - 1));
+  return thresholds;
+}
+
+/// Runs the placements, prices the successful ones and keeps, per input,
+/// the cheapest (the earliest run on ties).
+static Error runAndKeepBest(std::vector<GreedyRun> &runs,
+                            ArrayRef<unsigned> inputOfRun,
+                            MutableArrayRef<PlacementOutcome> outcomes,
+                            SearchContext &ctx) {
+  ctx.stats.greedyRuns += runs.size();
+  if (Error err = runGreedyLockstep(runs, ctx))
+    return err;
+  std::vector<const GreedyRun *> succeeded;
+  std::vector<unsigned> inputOfSucceeded;
+  for (auto [run, input] : zip_equal(runs, inputOfRun)) {
+    if (run.succeeded()) {
+      succeeded.push_back(&run);
+      inputOfSucceeded.push_back(input);
+      continue;
+    }
+    PlacementOutcome &outcome = outcomes[input];
+    outcome.failedSlice = run.failedSlice;
+    outcome.maxFreeAtFailure = run.maxFreeAtFailure;
+  }
+  Expected<std::vector<PlanCost>> costs = priceRuns(succeeded, ctx);
+  if (!costs)
+    return costs.takeError();
+  for (auto [run, input, cost] :
+       zip_equal(succeeded, inputOfSucceeded, *costs)) {
+    PlacementOutcome &outcome = outcomes[input];
+    if (!outcome.feasible || cost.maxMs < outcome.costMs)
+      outcome = outcomeOf(*run, std::move(cost));
+  }
+  return Error::success();
+}
+
+Expected<std::vector<PlacementOutcome>>
+runGridSearch(ArrayRef<const PlacementInput *> inputs,
+              ArrayRef<double> thresholds, SearchContext &ctx) {
+  unsigned n = ctx.topology.numDevices();
+  double averageDim = ctx.totalDim / n;
+  std::vector<PlacementOutcome> outcomes(inputs.size());
+  std::vector<GreedyRun> runs;
+  std::vector<unsigned> inputOfRun;
+  runs.reserve(inputs.size() * thresholds.size());
+  for (auto [i, input] : enumerate(inputs))
+    for (double threshold : thresholds) {
+      runs.emplace_back(*input, n, threshold * averageDim);
+      inputOfRun.push_back(i);
+    }
+  if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
+    return std::move(err);
+
+  // The reference gives up when every threshold fails; retrying without the
+  // dim limit still finds plans whenever memory alone allows a greedy one.
+  runs.clear();
+  inputOfRun.clear();
+  for (auto [i, input] : enumerate(inputs)) {
+    if (outcomes[i].feasible)
+      continue;
+    runs.emplace_back(*input, n, std::numeric_limits<double>::infinity());
+    inputOfRun.push_back(i);
+  }
+  if (!runs.empty())
+    if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
+      return std::move(err);
+  return std::move(outcomes);
+}
+
+PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
+  PlacementOutcome outcome;
+  outcome.failedSlice = run.failedSlice;
+  outcome.maxFreeAtFailure = run.maxFreeAtFailure;
+  if (!run.succeeded())
+    return outcome;
+  outcome.feasible = true;
+  outcome.costMs = cost.maxMs;
+  outcome.deviceOf = run.deviceOf;
+  outcome.cost = std::move(cost);
+  return outcome;
+}
+
+ShardingPlan makePlan(const PlacementInput &input,
+                      const PlacementOutcome &outcome) {
+  ShardingPlan plan;
+  for (auto [slice, device] : zip_equal(input.slices, outcome.deviceOf))
+    plan.shards.push_back({slice.table, slice.colBegin, slice.colEnd, device});
+  return plan;
+}
+
+Error placementError(const SearchContext &ctx, const PlacementInput &input,
+                     const PlacementOutcome &outcome) {
+  const ColumnSlice &slice = input.slices[outcome.failedSlice];
+  const TableSpec &table = ctx.tables[slice.table];
+  uint64_t needed = 0, capacity = 0;
+  for (uint64_t bytes : input.bytes)
+    needed += bytes;
+  for (uint64_t bytes : ctx.capacities)
+    capacity += bytes;
+  std::string what = slice.width() == table.dim
+                         ? formatv("table '{0}'", table.name).str()
+                         : formatv("columns [{0}, {1}) of table '{2}'",
+                                   slice.colBegin, slice.colEnd, table.name)
+                               .str();
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("could not place {0} ({1}): the device with the most free "
+              "memory has {2} left (the tables need {3} of the devices' {4})",
+              what, formatGB(input.bytes[outcome.failedSlice]),
+              formatGB(outcome.maxFreeAtFailure), formatGB(needed),
+              formatGB(capacity)));
+}
+
+} // namespace detail
+} // namespace neuroshard

@@ -1,0 +1,216 @@
+//===- Placement.h - Greedy placement machinery shared by searches -*- C++ -*-//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Internal to the planner library. The searches of DESIGN §4 all reduce to
+// table-wise greedy placements of a list of column slices. This header
+// provides:
+//  - ComputeCostCache: memoises shard-set compute costs by an order-free key
+//    and batches the misses of many placements into one model call;
+//  - PlacementInput / GreedyRun / runGreedyLockstep: many independent greedy
+//    runs (different thresholds, different split states) advanced one slice
+//    at a time together, so that each step costs one batched model call;
+//  - runGridSearch: the greedy grid search over dim-sum thresholds for many
+//    split states at once, with an unconstrained fallback.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_LIB_PLANNER_PLACEMENT_H
+#define NEUROSHARD_LIB_PLANNER_PLACEMENT_H
+
+#include "neuroshard/CostModel/CostModel.h"
+#include "neuroshard/Planner/Search.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace neuroshard {
+namespace detail {
+
+/// A 128-bit key of a set of slices: the sum of per-slice hashes, so it is
+/// independent of order and can be updated in O(1) as slices are added.
+/// Collisions between distinct sets have probability ~2^-128 per pair.
+using SetKey = std::pair<uint64_t, uint64_t>;
+
+SetKey sliceKey(const ColumnSlice &slice);
+inline SetKey addKeys(SetKey a, SetKey b) {
+  return {a.first + b.first, a.second + b.second};
+}
+
+/// Memoised, batched compute-cost queries. Lookups that miss are requested;
+/// flush() prices all requested sets with one model call.
+class ComputeCostCache {
+public:
+  ComputeCostCache(CostModel &model, SearchStats &stats)
+      : model(model), stats(stats) {}
+
+  /// Returns true and sets `cost` if the set's cost is known.
+  bool lookup(SetKey key, double &cost);
+  /// Schedules the set for the next flush and returns the ticket to read its
+  /// cost with result() after that flush.
+  unsigned request(SetKey key, llvm::ArrayRef<ColumnSlice> slices);
+  bool hasPending() const { return !pendingKeys.empty(); }
+  llvm::Error flush();
+  double result(unsigned ticket) const { return results[ticket]; }
+
+private:
+  CostModel &model;
+  SearchStats &stats;
+  llvm::DenseMap<SetKey, double> costs;
+  llvm::DenseMap<SetKey, unsigned> pendingIndex;
+  std::vector<SetKey> pendingKeys;
+  std::vector<ColumnSlice> pendingSlices;
+  std::vector<size_t> pendingEnds;
+  std::vector<double> results;
+};
+
+/// What a search knows about the problem; shared by all its placements.
+struct SearchContext {
+  llvm::ArrayRef<TableSpec> tables;
+  const Topology &topology;
+  std::vector<uint64_t> capacities;
+  /// Sum of all table dims (splits do not change it).
+  double totalDim;
+  CostModel &model;
+  ComputeCostCache &cache;
+  SearchStats &stats;
+
+  SearchContext(llvm::ArrayRef<TableSpec> tables, const Topology &topology,
+                CostModel &model, ComputeCostCache &cache, SearchStats &stats);
+};
+
+/// The slices one placement must place and the order it places them in.
+struct PlacementInput {
+  /// Sorted by (table, colBegin).
+  std::vector<ColumnSlice> slices;
+  std::vector<SetKey> keys;
+  std::vector<uint64_t> bytes;
+  /// Device a slice is pinned to, or -1.
+  std::vector<int> pinned;
+  /// The cost that orders the slices (largest first): the model's cost of
+  /// the slice alone, or a baseline's proxy.
+  std::vector<double> sortCost;
+  /// Empty when device costs come from the model; otherwise a device's cost
+  /// is the sum of these per-slice proxy costs (baselines).
+  std::vector<double> additiveCost;
+  std::vector<uint32_t> order;
+  /// Key of the whole slice set; identifies a column-split state.
+  SetKey key{0, 0};
+};
+
+/// Fills keys, bytes and pinned for `slices` (which must be sorted).
+PlacementInput makePlacementInput(llvm::ArrayRef<TableSpec> tables,
+                                  std::vector<ColumnSlice> slices);
+
+/// Sets sortCost of every input to the model's cost of each slice alone
+/// (one batched query for all inputs) and orders their slices.
+llvm::Error orderByModelCost(llvm::ArrayRef<PlacementInput *> inputs,
+                             ComputeCostCache &cache);
+
+/// Orders slices: pinned ones first (they have no choice), then by
+/// sortCost, bytes, position, largest first.
+void sortPlacementOrder(PlacementInput &input);
+
+struct DeviceLoad {
+  double cost = 0.0;
+  uint64_t bytes = 0;
+  int64_t dims = 0;
+  SetKey key{0, 0};
+};
+
+/// One table-wise greedy placement in progress (DESIGN §4).
+struct GreedyRun {
+  GreedyRun(const PlacementInput &input, unsigned numDevices, double dimLimit);
+
+  bool finished() const {
+    return failedSlice >= 0 || next == input->order.size();
+  }
+  bool succeeded() const { return failedSlice < 0 && finished(); }
+  /// Records `slice` on `device` (memory, dims, key, members); the caller
+  /// updates the device's cost.
+  void place(uint32_t slice, unsigned device);
+  /// Records that `slice` fit on no device.
+  void fail(uint32_t slice, llvm::ArrayRef<uint64_t> capacities);
+
+  const PlacementInput *input;
+  /// A device's dim sum may not exceed this (infinity: no limit).
+  double dimLimit;
+  std::vector<DeviceLoad> loads;
+  std::vector<llvm::SmallVector<uint32_t, 8>> members;
+  /// Device of each slice of the input, once placed.
+  std::vector<unsigned> deviceOf;
+  size_t next = 0;
+  /// The slice that fit on no device, and the most free bytes then.
+  int64_t failedSlice = -1;
+  uint64_t maxFreeAtFailure = 0;
+  /// Device whose cost awaits a flush of the cache, or -1.
+  int pendingDevice = -1;
+  unsigned ticket = 0;
+};
+
+/// Places slices until every run has finished. Each step places the next
+/// slice of every unfinished run on the device with the lowest cost among
+/// those with room (memory and dim limit), ties broken by less memory used,
+/// then lower index, and re-prices that device; the model-priced steps of
+/// all runs share one batched query.
+llvm::Error runGreedyLockstep(llvm::MutableArrayRef<GreedyRun> runs,
+                              SearchContext &ctx);
+
+/// Prices finished, successful runs with the model (batched).
+llvm::Expected<std::vector<PlanCost>>
+priceRuns(llvm::ArrayRef<const GreedyRun *> runs, SearchContext &ctx);
+
+/// The best placement found for one split state (or a baseline's only one).
+struct PlacementOutcome {
+  bool feasible = false;
+  double costMs = std::numeric_limits<double>::infinity();
+  std::vector<unsigned> deviceOf;
+  PlanCost cost;
+  /// If infeasible: the slice the unconstrained greedy could not place.
+  int64_t failedSlice = -1;
+  uint64_t maxFreeAtFailure = 0;
+};
+
+/// The evenly spaced dim-sum thresholds of the grid search.
+std::vector<double> gridThresholds(const SearchOptions &options);
+
+/// Runs the greedy grid search on every input at once (all thresholds of
+/// all inputs in lockstep) and keeps each input's cheapest plan; an input
+/// whose every threshold fails is retried without a dim limit.
+llvm::Expected<std::vector<PlacementOutcome>>
+runGridSearch(llvm::ArrayRef<const PlacementInput *> inputs,
+              llvm::ArrayRef<double> thresholds, SearchContext &ctx);
+
+/// The outcome of one finished run with its price (if it succeeded).
+PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost);
+
+/// Builds the plan of a feasible outcome for `input`.
+ShardingPlan makePlan(const PlacementInput &input,
+                      const PlacementOutcome &outcome);
+
+/// The error for an infeasible outcome: the slice that could not be placed,
+/// its size and the free memory, and the totals.
+llvm::Error placementError(const SearchContext &ctx,
+                           const PlacementInput &input,
+                           const PlacementOutcome &outcome);
+
+/// The column-wise beam search (NeuroShard's algorithm) from `root`.
+llvm::Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
+                                               const SearchOptions &options,
+                                               SearchContext &ctx);
+
+/// The random and proxy-greedy baselines on whole tables.
+llvm::Expected<PlanResult> runBaseline(PlacementInput input,
+                                       const SearchOptions &options,
+                                       SearchContext &ctx);
+
+} // namespace detail
+} // namespace neuroshard
+
+#endif // NEUROSHARD_LIB_PLANNER_PLACEMENT_H

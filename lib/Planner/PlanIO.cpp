@@ -1,0 +1,339 @@
+//===- PlanIO.cpp - Task JSON in, plan JSON and tables out ----------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Planner/PlanIO.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace llvm;
+
+namespace neuroshard {
+
+std::optional<unsigned> dtypeBytes(StringRef dtype) {
+  return StringSwitch<std::optional<unsigned>>(dtype)
+      .Case("f32", 4)
+      .Case("f16", 2)
+      .Case("bf16", 2)
+      .Case("f64", 8)
+      .Case("i8", 1)
+      .Default(std::nullopt);
+}
+
+//===----------------------------------------------------------------------===//
+// Task input
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reads the fields of one JSON object, naming the object in every error.
+class FieldReader {
+public:
+  FieldReader(const json::Object &object, std::string where)
+      : object(object), where(std::move(where)) {}
+
+  Error fail(const Twine &message) const {
+    return createStringError(inconvertibleErrorCode(), where + ": " + message);
+  }
+
+  /// Rejects fields outside `known` so that typos do not pass silently.
+  Error checkKnown(ArrayRef<StringRef> known) const {
+    for (const auto &entry : object)
+      if (!is_contained(known, entry.first.str()))
+        return fail(formatv("unknown field '{0}' (expected one of: {1})",
+                            entry.first.str(), join(known, ", ")));
+    return Error::success();
+  }
+
+  const json::Value *find(StringRef key) const { return object.get(key); }
+
+  Error require(StringRef key, const json::Value *&value) const {
+    value = object.get(key);
+    if (!value)
+      return fail(formatv("missing field '{0}'", key));
+    return Error::success();
+  }
+
+  Error readInteger(StringRef key, const json::Value &value,
+                    int64_t &out) const {
+    std::optional<int64_t> integer = value.getAsInteger();
+    if (!integer)
+      return fail(formatv("'{0}' must be an integer, got {1}", key, value));
+    out = *integer;
+    return Error::success();
+  }
+
+  Error readNumber(StringRef key, const json::Value &value, double &out) const {
+    std::optional<double> number = value.getAsNumber();
+    if (!number)
+      return fail(formatv("'{0}' must be a number, got {1}", key, value));
+    out = *number;
+    return Error::success();
+  }
+
+  const std::string &name() const { return where; }
+
+private:
+  const json::Object &object;
+  std::string where;
+};
+} // namespace
+
+static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
+  std::string where = formatv("tables[{0}]", index).str();
+  const json::Object *object = value.getAsObject();
+  if (!object)
+    return createStringError(inconvertibleErrorCode(),
+                             where + ": expected an object");
+  if (std::optional<StringRef> name = object->getString("name"))
+    where += formatv(" ('{0}')", *name).str();
+  FieldReader fields(*object, where);
+  if (Error err =
+          fields.checkKnown({"name", "rows", "dim", "dtype", "pooling_factor",
+                             "access_hist", "pinned_device", "no_split"}))
+    return std::move(err);
+
+  TableSpec table;
+  const json::Value *field;
+  if (Error err = fields.require("name", field))
+    return std::move(err);
+  std::optional<StringRef> name = field->getAsString();
+  if (!name || name->empty())
+    return fields.fail(
+        formatv("'name' must be a non-empty string, got {0}", *field));
+  table.name = name->str();
+
+  if (Error err = fields.require("rows", field))
+    return std::move(err);
+  if (Error err = fields.readInteger("rows", *field, table.rows))
+    return std::move(err);
+  if (table.rows <= 0)
+    return fields.fail(formatv("'rows' must be positive, got {0}", table.rows));
+
+  if (Error err = fields.require("dim", field))
+    return std::move(err);
+  if (Error err = fields.readInteger("dim", *field, table.dim))
+    return std::move(err);
+  if (table.dim <= 0 || table.dim % kColumnAlignment != 0)
+    return fields.fail(formatv("'dim' must be a positive multiple of {0}, got "
+                               "{1}",
+                               kColumnAlignment, table.dim));
+
+  if (const json::Value *dtype = fields.find("dtype")) {
+    std::optional<StringRef> text = dtype->getAsString();
+    std::optional<unsigned> bytes = text ? dtypeBytes(*text) : std::nullopt;
+    if (!bytes)
+      return fields.fail(formatv("'dtype' must be one of f32, f16, bf16, f64, "
+                                 "i8, got {0}",
+                                 *dtype));
+    table.elementBytes = *bytes;
+  }
+
+  if (Error err = fields.require("pooling_factor", field))
+    return std::move(err);
+  if (Error err =
+          fields.readNumber("pooling_factor", *field, table.poolingFactor))
+    return std::move(err);
+  if (table.poolingFactor < 0)
+    return fields.fail(formatv("'pooling_factor' must be non-negative, got {0}",
+                               format("%g", table.poolingFactor)));
+
+  if (Error err = fields.require("access_hist", field))
+    return std::move(err);
+  const json::Array *hist = field->getAsArray();
+  if (!hist || hist->size() != kNumAccessBins)
+    return fields.fail(formatv("'access_hist' must be an array of {0} "
+                               "numbers, got {1}",
+                               kNumAccessBins, *field));
+  for (auto [bin, entry] : enumerate(*hist)) {
+    std::optional<double> number = entry.getAsNumber();
+    if (!number || *number < 0)
+      return fields.fail(formatv("'access_hist' bin {0} must be a "
+                                 "non-negative number, got {1}",
+                                 bin, entry));
+    table.accessHist[bin] = *number;
+  }
+
+  if (const json::Value *pinned = fields.find("pinned_device")) {
+    int64_t device;
+    if (Error err = fields.readInteger("pinned_device", *pinned, device))
+      return std::move(err);
+    if (device < 0)
+      return fields.fail(
+          formatv("'pinned_device' must be non-negative, got {0}", device));
+    table.pinnedDevice = device;
+  }
+  if (const json::Value *noSplit = fields.find("no_split")) {
+    std::optional<bool> flag = noSplit->getAsBoolean();
+    if (!flag)
+      return fields.fail(
+          formatv("'no_split' must be true or false, got {0}", *noSplit));
+    table.noSplit = *flag;
+  }
+  return std::move(table);
+}
+
+Expected<PlanningTask> parseTaskJSON(StringRef text) {
+  Expected<json::Value> document = json::parse(text);
+  if (!document)
+    return createStringError(inconvertibleErrorCode(),
+                             "task: invalid JSON: " +
+                                 toString(document.takeError()));
+  const json::Object *object = document->getAsObject();
+  if (!object)
+    return createStringError(inconvertibleErrorCode(),
+                             "task: expected a JSON object at the top level");
+  FieldReader fields(*object, "task");
+  if (Error err = fields.checkKnown({"batch_size", "tables"}))
+    return std::move(err);
+
+  PlanningTask task;
+  if (const json::Value *batch = fields.find("batch_size")) {
+    int64_t batchSize;
+    if (Error err = fields.readInteger("batch_size", *batch, batchSize))
+      return std::move(err);
+    if (batchSize <= 0)
+      return fields.fail(
+          formatv("'batch_size' must be positive, got {0}", batchSize));
+    task.batchSize = batchSize;
+  }
+  const json::Value *field;
+  if (Error err = fields.require("tables", field))
+    return std::move(err);
+  const json::Array *tables = field->getAsArray();
+  if (!tables || tables->empty())
+    return fields.fail("'tables' must be a non-empty array");
+  for (auto [index, value] : enumerate(*tables)) {
+    Expected<TableSpec> table = parseTable(value, index);
+    if (!table)
+      return table.takeError();
+    task.tables.push_back(std::move(*table));
+  }
+  return std::move(task);
+}
+
+Expected<PlanningTask> readTaskFile(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (std::error_code ec = buffer.getError())
+    return createStringError(ec, "cannot read task '%s': %s",
+                             path.str().c_str(), ec.message().c_str());
+  Expected<PlanningTask> task = parseTaskJSON((*buffer)->getBuffer());
+  if (!task)
+    return createStringError(inconvertibleErrorCode(),
+                             path + ": " + toString(task.takeError()));
+  return task;
+}
+
+//===----------------------------------------------------------------------===//
+// Plan output
+//===----------------------------------------------------------------------===//
+
+/// Real numbers with 6 significant digits: enough to compare plans, and
+/// free of the 17-digit noise of exact round-trip printing.
+static void writeNumber(json::OStream &json, StringRef key, double value) {
+  json.attributeBegin(key);
+  json.rawValue([&](raw_ostream &os) {
+    os << format("%.6g", value == 0.0 ? 0.0 : value);
+  });
+  json.attributeEnd();
+}
+
+void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
+                   const Topology &topology, const PlanResult &result) {
+  unsigned n = topology.numDevices();
+  std::vector<uint64_t> memory =
+      deviceMemoryBytes(tables, topology, result.plan);
+  json::OStream json(os, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("algorithm", algorithmName(result.algorithm));
+    json.attribute("cost_model", result.costModelName);
+    json.attribute("devices", n);
+    writeNumber(json, "cost_ms", result.cost.maxMs);
+    json.attributeArray("per_device", [&] {
+      for (unsigned d = 0; d < n; ++d) {
+        const DeviceCost &cost = result.cost.devices[d];
+        json.object([&] {
+          json.attribute("device", d);
+          writeNumber(json, "memory_gb", memory[d] / kBytesPerGB);
+          writeNumber(json, "compute_ms", cost.computeMs);
+          writeNumber(json, "bw_comm_ms", cost.bwCommMs);
+          writeNumber(json, "fw_comm_ms", cost.fwCommMs);
+          writeNumber(json, "total_ms", cost.totalMs());
+          json.attributeArray("shards", [&] {
+            for (auto [i, shard] : enumerate(result.plan.shards))
+              if (shard.device == d)
+                json.value(int64_t(i));
+          });
+        });
+      }
+    });
+    json.attributeArray("shards", [&] {
+      for (const Shard &shard : result.plan.shards)
+        json.object([&] {
+          json.attribute("table", tables[shard.table].name);
+          json.attribute("col_begin", shard.colBegin);
+          json.attribute("col_end", shard.colEnd);
+          json.attribute("device", shard.device);
+        });
+    });
+    json.attributeObject("search", [&] {
+      writeNumber(json, "time_ms", result.stats.timeMs);
+      json.attribute("cost_queries", int64_t(result.stats.costQueries));
+      json.attribute("cache_hits", int64_t(result.stats.cacheHits));
+      json.attribute("states_explored", int64_t(result.stats.statesExplored));
+    });
+  });
+  os << "\n";
+}
+
+/// "user" for a whole table, "user[0:64]" for a column slice.
+static std::string shardLabel(const TableSpec &table, const Shard &shard) {
+  if (shard.width() == table.dim)
+    return table.name;
+  return formatv("{0}[{1}:{2}]", table.name, shard.colBegin, shard.colEnd);
+}
+
+void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
+                    const Topology &topology, const PlanResult &result) {
+  unsigned n = topology.numDevices();
+  std::vector<uint64_t> memory =
+      deviceMemoryBytes(tables, topology, result.plan);
+  os << formatv("NeuroShard plan: {0} on {1} devices, cost {2} ms\n",
+                algorithmName(result.algorithm), n,
+                format("%.4f", result.cost.maxMs));
+  os << "cost model: " << result.costModelDescription << "\n\n";
+  os << formatv("{0,6}  {1,-17}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n",
+                "device", "memory used (GB)", "compute (ms)", "bw comm (ms)",
+                "fw comm (ms)", "total (ms)", "shards");
+  for (unsigned d = 0; d < n; ++d) {
+    const DeviceCost &cost = result.cost.devices[d];
+    SmallVector<std::string> labels;
+    for (const Shard &shard : result.plan.shards)
+      if (shard.device == d)
+        labels.push_back(shardLabel(tables[shard.table], shard));
+    std::string memoryText =
+        formatv("{0} / {1}", format("%.2f", memory[d] / kBytesPerGB),
+                format("%.2f", topology.memoryGB[d]));
+    bool slowest = cost.totalMs() == result.cost.maxMs;
+    os << formatv("{0,6}  {1,-17}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n", d,
+                  memoryText, format("%.4f", cost.computeMs),
+                  format("%.4f", cost.bwCommMs), format("%.4f", cost.fwCommMs),
+                  format("%.4f%s", cost.totalMs(), slowest ? "*" : " "),
+                  join(labels, ", "));
+  }
+  const SearchStats &stats = result.stats;
+  os << formatv("\n* slowest device. search: {0} ms, {1} cost queries ({2} "
+                "cache hits), {3} model calls, {4} states explored, {5} "
+                "greedy runs\n",
+                format("%.1f", stats.timeMs), stats.costQueries,
+                stats.cacheHits, stats.modelCalls, stats.statesExplored,
+                stats.greedyRuns);
+}
+
+} // namespace neuroshard

@@ -1,0 +1,210 @@
+//===- Search.cpp - Sharding search algorithms and their entry point ------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Planner/Search.h"
+#include "Placement.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace llvm;
+using namespace neuroshard::detail;
+
+namespace neuroshard {
+
+namespace {
+struct AlgorithmInfo {
+  Algorithm algorithm;
+  StringLiteral name;
+};
+} // namespace
+
+static constexpr AlgorithmInfo kAlgorithms[] = {
+    {Algorithm::NeuroShard, "neuroshard"},
+    {Algorithm::TableGreedyGrid, "table-greedy-grid"},
+    {Algorithm::Random, "random"},
+    {Algorithm::SizeGreedy, "size-greedy"},
+    {Algorithm::DimGreedy, "dim-greedy"},
+    {Algorithm::LookupGreedy, "lookup-greedy"},
+    {Algorithm::SizeLookupGreedy, "size-lookup-greedy"},
+};
+
+StringRef algorithmName(Algorithm algorithm) {
+  for (const AlgorithmInfo &info : kAlgorithms)
+    if (info.algorithm == algorithm)
+      return info.name;
+  llvm_unreachable("every algorithm has a name");
+}
+
+std::optional<Algorithm> parseAlgorithm(StringRef name) {
+  for (const AlgorithmInfo &info : kAlgorithms)
+    if (info.name == name)
+      return info.algorithm;
+  return std::nullopt;
+}
+
+ArrayRef<Algorithm> allAlgorithms() {
+  static const std::vector<Algorithm> algorithms = [] {
+    std::vector<Algorithm> all;
+    for (const AlgorithmInfo &info : kAlgorithms)
+      all.push_back(info.algorithm);
+    return all;
+  }();
+  return algorithms;
+}
+
+std::string algorithmNameList() {
+  SmallVector<StringRef> names;
+  for (const AlgorithmInfo &info : kAlgorithms)
+    names.push_back(info.name);
+  return join(names, ", ");
+}
+
+Error validateSearchOptions(const SearchOptions &options) {
+  auto invalid = [](StringRef option, const Twine &requirement, double value) {
+    return createStringError(inconvertibleErrorCode(),
+                             formatv("{0} must be {1}, got {2}", option,
+                                     requirement.str(), format("%g", value)));
+  };
+  if (options.beamWidth == 0)
+    return invalid("beam-width", "at least 1", options.beamWidth);
+  if (options.candidates == 0)
+    return invalid("candidates", "at least 1", options.candidates);
+  if (options.gridSteps == 0)
+    return invalid("grid-steps", "at least 1", options.gridSteps);
+  if (!(options.thresholdMin > 0.0) || !std::isfinite(options.thresholdMin))
+    return invalid("threshold-min", "a positive number", options.thresholdMin);
+  if (!(options.thresholdMax >= options.thresholdMin) ||
+      !std::isfinite(options.thresholdMax))
+    return invalid("threshold-max",
+                   formatv("at least threshold-min ({0})",
+                           format("%g", options.thresholdMin)),
+                   options.thresholdMax);
+  return Error::success();
+}
+
+static Error infeasible(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// The slices a search starts from, after rejecting problems no plan can
+/// satisfy. Whole tables, except that when `canSplit` a table larger than
+/// the largest device is halved until its slices fit there.
+static Expected<std::vector<ColumnSlice>>
+initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
+              bool canSplit) {
+  unsigned n = topology.numDevices();
+  uint64_t largest = 0, capacity = 0;
+  for (unsigned d = 0; d < n; ++d) {
+    largest = std::max(largest, topology.memoryBytes(d));
+    capacity += topology.memoryBytes(d);
+  }
+  std::vector<uint64_t> pinnedBytes(n, 0);
+  uint64_t needed = 0;
+  std::vector<ColumnSlice> slices;
+  for (auto [index, table] : enumerate(tables)) {
+    unsigned t = index;
+    uint64_t bytes = table.bytes();
+    needed += bytes;
+    if (table.pinnedDevice) {
+      unsigned d = *table.pinnedDevice;
+      if (bytes > topology.memoryBytes(d))
+        return infeasible(formatv("table '{0}' needs {1} but device {2}, "
+                                  "which it is pinned to, has {3}",
+                                  table.name, formatGB(bytes), d,
+                                  formatGB(topology.memoryBytes(d))));
+      pinnedBytes[d] += bytes;
+      slices.push_back({t, 0, table.dim});
+      continue;
+    }
+    int64_t width = table.dim;
+    while (table.sliceBytes(width) > largest && canSplit && !table.noSplit &&
+           width % (2 * kColumnAlignment) == 0)
+      width /= 2;
+    if (table.sliceBytes(width) > largest) {
+      std::string why;
+      if (canSplit)
+        why = table.noSplit
+                  ? " and it may not be split"
+                  : formatv(" and its narrowest shards ({0} of {1} "
+                            "columns) still need {2}",
+                            width, table.dim, formatGB(table.sliceBytes(width)))
+                        .str();
+      return infeasible(formatv("table '{0}' needs {1} but the largest "
+                                "device has {2}{3}",
+                                table.name, formatGB(bytes), formatGB(largest),
+                                why));
+    }
+    for (int64_t begin = 0; begin < table.dim; begin += width)
+      slices.push_back({t, begin, begin + width});
+  }
+  for (unsigned d = 0; d < n; ++d)
+    if (pinnedBytes[d] > topology.memoryBytes(d))
+      return infeasible(formatv("the tables pinned to device {0} need {1} "
+                                "but it has {2}",
+                                d, formatGB(pinnedBytes[d]),
+                                formatGB(topology.memoryBytes(d))));
+  if (needed > capacity)
+    return infeasible(formatv("the tables need {0} in total but the {1} "
+                              "devices have {2}",
+                              formatGB(needed), n, formatGB(capacity)));
+  return std::move(slices);
+}
+
+Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
+                                  const Topology &topology,
+                                  const SearchOptions &options,
+                                  CostModel &model) {
+  auto start = std::chrono::steady_clock::now();
+  if (Error err = validateProblem(tables, topology))
+    return std::move(err);
+  if (Error err = validateSearchOptions(options))
+    return std::move(err);
+  if (Error err = checkCostModelSupports(model, topology))
+    return std::move(err);
+  bool canSplit = options.algorithm == Algorithm::NeuroShard;
+  Expected<std::vector<ColumnSlice>> slices =
+      initialSlices(tables, topology, canSplit);
+  if (!slices)
+    return slices.takeError();
+  if (Error err = model.prepare(tables, topology))
+    return std::move(err);
+
+  SearchStats stats;
+  ComputeCostCache cache(model, stats);
+  SearchContext ctx(tables, topology, model, cache, stats);
+  PlacementInput root = makePlacementInput(tables, std::move(*slices));
+  Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
+    switch (options.algorithm) {
+    case Algorithm::NeuroShard:
+      return runColumnBeamSearch(std::move(root), options, ctx);
+    case Algorithm::TableGreedyGrid: {
+      // The grid search is the beam search's pricing of its root state.
+      SearchOptions gridOnly = options;
+      gridOnly.maxSteps = 0;
+      return runColumnBeamSearch(std::move(root), gridOnly, ctx);
+    }
+    default:
+      return runBaseline(std::move(root), options, ctx);
+    }
+  }();
+  if (!result)
+    return result.takeError();
+  result->algorithm = options.algorithm;
+  result->costModelName = model.name().str();
+  result->costModelDescription = model.description();
+  stats.timeMs = std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+  result->stats = stats;
+  return result;
+}
+
+} // namespace neuroshard

@@ -1,0 +1,212 @@
+//===- neuroshard-plan.cpp - Shard embedding tables from a JSON task ------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Reads a task (tables as JSON), plans their sharding over the given devices
+// with planSharding, and writes the plan as JSON or a readable table. Exits
+// with 1 and a one-line reason on bad or infeasible input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/Search.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+using namespace neuroshard;
+
+static cl::OptionCategory category("neuroshard-plan options");
+
+static cl::opt<std::string> inputPath(cl::Positional,
+                                      cl::desc("<task.json> (- for stdin)"),
+                                      cl::init("-"), cl::cat(category));
+static cl::opt<unsigned>
+    devices("devices",
+            cl::desc("Number of devices (default: one per --memory-gb value "
+                     "when several are given)"),
+            cl::cat(category));
+static cl::opt<std::string> memoryGB(
+    "memory-gb",
+    cl::desc("Memory per device in GB (2^30 bytes): one value for "
+             "all devices or a comma list, one per device (default 16)"),
+    cl::init("16"), cl::cat(category));
+// Defined before the option whose description refers to it: statics of one
+// file are initialised in order.
+static const std::string algorithmHelp =
+    "Search algorithm: " + algorithmNameList();
+static cl::opt<std::string> algorithm("algorithm", cl::desc(algorithmHelp),
+                                      cl::init("neuroshard"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    costModel("cost-model",
+              cl::desc("'analytical' or the path of a neural cost model"),
+              cl::init("analytical"), cl::cat(category));
+static cl::opt<unsigned> beamWidth("beam-width",
+                                   cl::desc("Beam search: states per level"),
+                                   cl::init(SearchOptions().beamWidth),
+                                   cl::cat(category));
+static cl::opt<unsigned>
+    candidates("candidates",
+               cl::desc("Beam search: largest and most expensive shards "
+                        "tried as splits"),
+               cl::init(SearchOptions().candidates), cl::cat(category));
+static cl::opt<unsigned> maxSteps("max-steps",
+                                  cl::desc("Beam search: most levels"),
+                                  cl::init(SearchOptions().maxSteps),
+                                  cl::cat(category));
+static cl::opt<unsigned> gridSteps("grid-steps",
+                                   cl::desc("Grid search: dim thresholds"),
+                                   cl::init(SearchOptions().gridSteps),
+                                   cl::cat(category));
+static cl::opt<double> thresholdMin("threshold-min",
+                                    cl::desc("Grid search: lowest threshold"),
+                                    cl::init(SearchOptions().thresholdMin),
+                                    cl::cat(category));
+static cl::opt<double> thresholdMax("threshold-max",
+                                    cl::desc("Grid search: highest threshold"),
+                                    cl::init(SearchOptions().thresholdMax),
+                                    cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random baseline"),
+                              cl::init(SearchOptions().seed),
+                              cl::cat(category));
+static cl::opt<int64_t>
+    batchSize("batch-size",
+              cl::desc("Global batch size (default: the task's batch_size, "
+                       "else 65536)"),
+              cl::cat(category));
+static cl::opt<double> hbmGBps("hbm-gbps",
+                               cl::desc("Device memory bandwidth in GB/s"),
+                               cl::init(Topology().hbmBandwidthGBps),
+                               cl::cat(category));
+static cl::opt<double> interconnectGBps(
+    "interconnect-gbps", cl::desc("All-to-all bandwidth in GB/s"),
+    cl::init(Topology().interconnectBandwidthGBps), cl::cat(category));
+enum class OutputFormat { JSON, Table };
+static cl::opt<OutputFormat>
+    outputFormat("format", cl::desc("Output format"),
+                 cl::values(clEnumValN(OutputFormat::JSON, "json", "JSON"),
+                            clEnumValN(OutputFormat::Table, "table",
+                                       "readable per-device table")),
+                 cl::init(OutputFormat::JSON), cl::cat(category));
+static cl::opt<std::string>
+    outputPath("output", cl::desc("Output file (default: stdout)"),
+               cl::value_desc("file"), cl::init("-"), cl::cat(category));
+
+static Error optionError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+static Expected<Topology> buildTopology(const PlanningTask &task) {
+  SmallVector<StringRef> fields;
+  SplitString(memoryGB, fields, ",");
+  std::vector<double> capacities;
+  for (StringRef field : fields) {
+    double value;
+    if (field.trim().getAsDouble(value) || !(value > 0.0))
+      return optionError(formatv("--memory-gb: '{0}' is not a positive "
+                                 "number of GB",
+                                 field.trim()));
+    capacities.push_back(value);
+  }
+  if (capacities.empty())
+    return optionError("--memory-gb: expected a number or a comma list");
+  unsigned n = devices.getNumOccurrences() ? unsigned(devices) : 0;
+  if (n == 0 && devices.getNumOccurrences())
+    return optionError("--devices must be at least 1");
+  if (n == 0) {
+    if (capacities.size() == 1)
+      return optionError("--devices is required unless --memory-gb lists one "
+                         "value per device");
+    n = capacities.size();
+  }
+  if (capacities.size() == 1)
+    capacities.assign(n, capacities.front());
+  if (capacities.size() != n)
+    return optionError(formatv("--memory-gb lists {0} values but there are "
+                               "{1} devices",
+                               capacities.size(), n));
+  Topology topology;
+  topology.memoryGB = std::move(capacities);
+  topology.hbmBandwidthGBps = hbmGBps;
+  topology.interconnectBandwidthGBps = interconnectGBps;
+  if (batchSize.getNumOccurrences())
+    topology.batchSize = batchSize;
+  else if (task.batchSize)
+    topology.batchSize = *task.batchSize;
+  return std::move(topology);
+}
+
+static Expected<SearchOptions> buildSearchOptions() {
+  SearchOptions options;
+  std::optional<Algorithm> parsed = parseAlgorithm(algorithm);
+  if (!parsed)
+    return optionError(formatv("--algorithm: unknown algorithm '{0}' "
+                               "(expected one of: {1})",
+                               algorithm, algorithmNameList()));
+  options.algorithm = *parsed;
+  options.beamWidth = beamWidth;
+  options.candidates = candidates;
+  options.maxSteps = maxSteps;
+  options.gridSteps = gridSteps;
+  options.thresholdMin = thresholdMin;
+  options.thresholdMax = thresholdMax;
+  options.seed = seed;
+  if (Error err = validateSearchOptions(options))
+    return optionError("--" + toString(std::move(err)));
+  return options;
+}
+
+static Error run() {
+  Expected<PlanningTask> task = readTaskFile(inputPath);
+  if (!task)
+    return task.takeError();
+  Expected<Topology> topology = buildTopology(*task);
+  if (!topology)
+    return topology.takeError();
+  Expected<SearchOptions> options = buildSearchOptions();
+  if (!options)
+    return options.takeError();
+  Expected<std::unique_ptr<CostModel>> model =
+      createCostModel(costModel, *topology);
+  if (!model)
+    return model.takeError();
+  Expected<PlanResult> result =
+      planSharding(task->tables, *topology, *options, **model);
+  if (!result)
+    return result.takeError();
+
+  std::error_code ec;
+  ToolOutputFile output(outputPath, ec, sys::fs::OF_None);
+  if (ec)
+    return optionError(
+        formatv("cannot write '{0}': {1}", outputPath, ec.message()));
+  if (outputFormat == OutputFormat::JSON)
+    writePlanJSON(output.os(), task->tables, *topology, *result);
+  else
+    printPlanTable(output.os(), task->tables, *topology, *result);
+  output.keep();
+  return Error::success();
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "NeuroShard embedding table sharding planner\n");
+  if (Error err = run()) {
+    WithColor::error(errs(), "neuroshard-plan")
+        << toString(std::move(err)) << "\n";
+    return 1;
+  }
+  return 0;
+}

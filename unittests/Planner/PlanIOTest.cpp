@@ -1,0 +1,180 @@
+//===- PlanIOTest.cpp - Task parsing and plan output ----------------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestProblems.h"
+
+#include "neuroshard/CostModel/AnalyticalCostModel.h"
+#include "neuroshard/Planner/PlanIO.h"
+
+#include "llvm/Support/JSON.h"
+#include "gtest/gtest.h"
+
+using namespace llvm;
+using namespace neuroshard;
+using namespace neuroshard::testing;
+
+namespace {
+
+constexpr const char *kHist = "[0.5, 0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+                              "0, 0, 0]";
+
+std::string taskWithTable(StringRef fields) {
+  return formatv(R"({{"tables": [{{"name": "t0", "rows": 100, "dim": 8,
+                   "pooling_factor": 2.5, "access_hist": {0}{1}}]})",
+                 kHist, fields)
+      .str();
+}
+
+std::string parseError(StringRef text) {
+  Expected<PlanningTask> task = parseTaskJSON(text);
+  return errorMessage(task);
+}
+
+TEST(ParseTaskTest, ReadsTablesAndDefaults) {
+  std::string text = formatv(R"({{"batch_size": 1024, "tables": [
+      {{"name": "a", "rows": 1e5, "dim": 64, "pooling_factor": 12.5,
+       "access_hist": {0}},
+      {{"name": "b", "rows": 7, "dim": 4, "dtype": "f16", "pooling_factor": 1,
+       "access_hist": {0}, "pinned_device": 1, "no_split": true}]})",
+                             kHist);
+  Expected<PlanningTask> task = parseTaskJSON(text);
+  ASSERT_EQ(errorMessage(task), "");
+  EXPECT_EQ(task->batchSize, 1024);
+  ASSERT_EQ(task->tables.size(), 2u);
+  const TableSpec &a = task->tables[0], &b = task->tables[1];
+  EXPECT_EQ(a.name, "a");
+  EXPECT_EQ(a.rows, 100000);
+  EXPECT_EQ(a.dim, 64);
+  EXPECT_EQ(a.elementBytes, 4u);
+  EXPECT_EQ(a.poolingFactor, 12.5);
+  EXPECT_EQ(a.accessHist[1], 0.5);
+  EXPECT_EQ(a.pinnedDevice, std::nullopt);
+  EXPECT_FALSE(a.noSplit);
+  EXPECT_EQ(b.elementBytes, 2u);
+  EXPECT_EQ(b.pinnedDevice, 1u);
+  EXPECT_TRUE(b.noSplit);
+
+  task = parseTaskJSON(taskWithTable(""));
+  ASSERT_EQ(errorMessage(task), "");
+  EXPECT_EQ(task->batchSize, std::nullopt);
+}
+
+TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t0", "rows": 1, "dim": 6}]})"),
+            "tables[0] ('t0'): 'dim' must be a positive multiple of 4, got 6");
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t0", "rows": 1.5}]})"),
+            "tables[0] ('t0'): 'rows' must be an integer, got 1.5");
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t0", "rows": 1, "dim": 4}]})"),
+            "tables[0] ('t0'): missing field 'pooling_factor'");
+  EXPECT_EQ(parseError(taskWithTable(R"(, "pooling": 3)")),
+            "tables[0] ('t0'): unknown field 'pooling' (expected one of: "
+            "name, rows, dim, dtype, pooling_factor, access_hist, "
+            "pinned_device, no_split)");
+  EXPECT_EQ(parseError(taskWithTable(R"(, "dtype": "f8")")),
+            "tables[0] ('t0'): 'dtype' must be one of f32, f16, bf16, f64, "
+            "i8, got \"f8\"");
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t0", "rows": 1, "dim": 4,
+                           "pooling_factor": 1, "access_hist": [1]}]})"),
+            "tables[0] ('t0'): 'access_hist' must be an array of 17 numbers, "
+            "got [1]");
+  EXPECT_EQ(parseError(R"({"tables": []})"),
+            "task: 'tables' must be a non-empty array");
+  EXPECT_EQ(parseError(R"({"batch_size": 0, "tables": []})"),
+            "task: 'batch_size' must be positive, got 0");
+  EXPECT_EQ(parseError(R"({"devices": 4})"),
+            "task: unknown field 'devices' (expected one of: batch_size, "
+            "tables)");
+  EXPECT_EQ(parseError("[1]"), "task: expected a JSON object at the top level");
+  EXPECT_EQ(parseError("{").substr(0, 20), "task: invalid JSON: ");
+  EXPECT_EQ(parseError(R"({"tables": [3]})"), "tables[0]: expected an object");
+}
+
+class PlanOutputTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    tables = {makeTable("user", 1000, 64, 10), makeTable("item", 100, 8, 2),
+              makeTable("geo", 10, 4, 1)};
+    topology = Topology::uniform(2, 1);
+    SearchOptions options;
+    options.algorithm = Algorithm::TableGreedyGrid;
+    Expected<PlanResult> planned =
+        planSharding(tables, topology, options, model);
+    ASSERT_EQ(errorMessage(planned), "");
+    result = std::move(*planned);
+  }
+
+  std::vector<TableSpec> tables;
+  Topology topology;
+  AnalyticalCostModel model;
+  PlanResult result;
+};
+
+TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
+  std::string text;
+  raw_string_ostream os(text);
+  writePlanJSON(os, tables, topology, result);
+  Expected<json::Value> parsed = json::parse(text);
+  ASSERT_EQ(errorMessage(parsed), "");
+  const json::Object &plan = *parsed->getAsObject();
+  std::vector<std::string> keys;
+  for (const auto &entry : plan)
+    keys.push_back(entry.first.str());
+  llvm::sort(keys);
+  EXPECT_EQ(keys, (std::vector<std::string>{"algorithm", "cost_model",
+                                            "cost_ms", "devices", "per_device",
+                                            "search", "shards"}));
+  EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
+  EXPECT_EQ(plan.getString("cost_model"), "analytical");
+  EXPECT_EQ(plan.getInteger("devices"), 2);
+
+  const json::Array &shards = *plan.getArray("shards");
+  ASSERT_EQ(shards.size(), 3u);
+  const json::Object &first = *shards[0].getAsObject();
+  EXPECT_EQ(first.getString("table"), "user");
+  EXPECT_EQ(first.getInteger("col_begin"), 0);
+  EXPECT_EQ(first.getInteger("col_end"), 64);
+
+  double maxTotal = 0;
+  size_t listed = 0;
+  for (const json::Value &device : *plan.getArray("per_device")) {
+    const json::Object &entry = *device.getAsObject();
+    int64_t index = *entry.getInteger("device");
+    for (const char *key :
+         {"memory_gb", "compute_ms", "bw_comm_ms", "fw_comm_ms", "total_ms"})
+      EXPECT_TRUE(entry.getNumber(key)) << key;
+    maxTotal = std::max(maxTotal, *entry.getNumber("total_ms"));
+    for (const json::Value &shard : *entry.getArray("shards")) {
+      ++listed;
+      EXPECT_EQ(
+          shards[*shard.getAsInteger()].getAsObject()->getInteger("device"),
+          index);
+    }
+  }
+  EXPECT_EQ(listed, 3u);
+  EXPECT_EQ(*plan.getNumber("cost_ms"), maxTotal);
+
+  const json::Object &search = *plan.getObject("search");
+  EXPECT_EQ(search.size(), 4u);
+  EXPECT_EQ(search.getInteger("states_explored"), 1);
+  EXPECT_TRUE(search.getNumber("time_ms"));
+  EXPECT_EQ(search.getInteger("cost_queries"),
+            int64_t(result.stats.costQueries));
+  EXPECT_EQ(search.getInteger("cache_hits"), int64_t(result.stats.cacheHits));
+}
+
+TEST_F(PlanOutputTest, PrintsOneRowPerDevice) {
+  result.plan.shards = {
+      {0, 0, 32, 0}, {0, 32, 64, 1}, {1, 0, 8, 1}, {2, 0, 4, 0}};
+  std::string text;
+  raw_string_ostream os(text);
+  printPlanTable(os, tables, topology, result);
+  EXPECT_NE(text.find("table-greedy-grid on 2 devices"), std::string::npos);
+  EXPECT_NE(text.find("user[0:32], geo\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("user[32:64], item\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" / 1.00"), std::string::npos) << text;
+}
+
+} // namespace
