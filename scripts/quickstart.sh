@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian machine to NeuroShard's main job: install
-# the dependencies, build, and process the example DLRM embedding layer.
+# the dependencies, build, shard the example DLRM embedding layer and print
+# the per-device plan. The sharded IR is written to build/dlrm.sharded.mlir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 echo
-echo "== neuroshard-opt examples/dlrm.mlir"
-build/bin/neuroshard-opt examples/dlrm.mlir
+echo "== neuroshard-opt examples/dlrm.mlir --neuroshard-shard"
+build/bin/neuroshard-opt examples/dlrm.mlir \
+  --neuroshard-shard="plan-table=- plan-out=build/dlrm.plan.json" \
+  -o build/dlrm.sharded.mlir
+echo "sharded IR: build/dlrm.sharded.mlir, plan JSON: build/dlrm.plan.json"

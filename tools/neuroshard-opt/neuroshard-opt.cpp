@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -20,6 +21,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mlir::neuroshard::registerNeuroShardPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::neuroshard::NeuroShardDialect>();

@@ -1,0 +1,73 @@
+//===- Passes.td - NeuroShard transformation passes --------*- tablegen -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_TRANSFORMS_PASSES_TD
+#define NEUROSHARD_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
+  let summary = "Shard embedding tables across devices and fuse their lookups";
+  let description = [{
+    Plans where every column range of every `neuroshard.table` lives, with
+    the search algorithm and cost model the options name, and rewrites the
+    module accordingly:
+
+    * every table records its `shards`;
+    * every function's lookups become one `neuroshard.fused_embedding_bag`
+      per device (the whole batch, all shards of that device, one buffer);
+    * a `neuroshard.all_to_all` gives every device its slice of the batch,
+      and `tensor.concat`/`tensor.extract_slice` give every original lookup
+      its result back with the same type and values;
+    * the module's `neuroshard.plan` attribute records the predicted cost of
+      every device and of the plan.
+
+    The topology comes from the module's `neuroshard.topology` attribute;
+    `devices` and `memory-gb` override it. Already sharded modules are
+    refused with a diagnostic rather than planned twice.
+  }];
+  let options = [
+    Option<"devices", "devices", "unsigned", "0",
+           "Number of devices (0: take it from the module's topology)">,
+    Option<"memoryGb", "memory-gb", "std::string", "\"\"",
+           "Memory per device in GB: one value for all, or a comma list">,
+    Option<"algorithm", "algorithm", "std::string", "\"neuroshard\"",
+           "Search algorithm: neuroshard, table-greedy-grid, random, "
+           "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy">,
+    Option<"costModel", "cost-model", "std::string", "\"analytical\"",
+           "Cost model: 'analytical' or the path of a neural model bundle">,
+    Option<"beamWidth", "beam-width", "unsigned", "3",
+           "Beam search: states kept per level">,
+    Option<"candidates", "candidates", "unsigned", "10",
+           "Beam search: largest and most expensive shards tried as splits">,
+    Option<"maxSteps", "max-steps", "unsigned", "10",
+           "Beam search: most column splits">,
+    Option<"gridSteps", "grid-steps", "unsigned", "11",
+           "Greedy grid search: dim-sum thresholds tried over 1.0 .. 1.5">,
+    Option<"seed", "seed", "uint64_t", "0", "Seed of the random baseline">,
+    Option<"planOut", "plan-out", "std::string", "\"\"",
+           "Write the plan as JSON (the neuroshard-plan schema) to this file">,
+    Option<"planTable", "plan-table", "std::string", "\"\"",
+           "Write the readable per-device plan table to this file ('-' for "
+           "standard output)">
+  ];
+  let statistics = [
+    Statistic<"numTables", "tables", "Embedding tables planned">,
+    Statistic<"numShards", "shards", "Shards in the plan">,
+    Statistic<"numColumnSplits", "column-splits",
+              "Column splits (shards beyond one per table)">,
+    Statistic<"predictedCostUs", "predicted-cost-us",
+              "Predicted plan cost (max over devices) in microseconds">,
+    Statistic<"numCostQueries", "cost-model-queries",
+              "Shard-set cost queries made by the search">,
+    Statistic<"numCacheHits", "cost-cache-hits",
+              "Shard-set cost queries answered by the memo">,
+    Statistic<"searchTimeUs", "search-time-us", "Search time in microseconds">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+#endif // NEUROSHARD_TRANSFORMS_PASSES_TD

@@ -1,0 +1,38 @@
+// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=table-greedy-grid" | FileCheck %s
+// RUN: neuroshard-opt %s --neuroshard-shard | neuroshard-opt | FileCheck %s --check-prefix=VALID
+
+// VALID: module attributes {neuroshard.plan = {algorithm = "neuroshard"
+
+// Three whole tables on two devices: each table gets one shard, each device
+// one fused lookup, and every result comes back through the exchange.
+// CHECK-LABEL: module attributes {neuroshard.plan = {algorithm = "table-greedy-grid", cost_model = "analytical", cost_ms = {{.*}}, per_device = [{bw_comm_ms = {{.*}}, device = 0 : i64, {{.*}}}, {{{.*}}device = 1 : i64{{.*}}}], search = {cache_hits = {{[0-9]+}} : i64, cost_queries = {{[0-9]+}} : i64, states_explored = 1 : i64, time_ms = {{.*}}}}
+// CHECK: neuroshard.table @a : rows 1000, dim 64, f32 shards [#neuroshard.shard<cols = 0 to 64, device = [[DA:[01]]]>]
+// CHECK: neuroshard.table @b : rows 1000, dim 32, f32 shards [#neuroshard.shard<cols = 0 to 32, device = [[DB:[01]]]>]
+// CHECK: neuroshard.table @c : rows 1000, dim 32, f32 shards [#neuroshard.shard<cols = 0 to 32, device = [[DC:[01]]]>]
+// CHECK-LABEL: func.func @three
+// CHECK-NOT: neuroshard.embedding_bag
+// CHECK: %[[F0:.*]] = neuroshard.fused_embedding_bag device 0 [
+// CHECK: ] : tensor<16x64xf32>
+// CHECK: %[[F1:.*]] = neuroshard.fused_embedding_bag device 1 [
+// CHECK: ] : tensor<16x64xf32>
+// CHECK: %[[X:.*]]:2 = neuroshard.all_to_all %[[F0]], %[[F1]] : tensor<16x64xf32>, tensor<16x64xf32> -> tensor<8x128xf32>, tensor<8x128xf32>
+// CHECK: %[[ALL:.*]] = tensor.concat dim(0) %[[X]]#0, %[[X]]#1 : (tensor<8x128xf32>, tensor<8x128xf32>) -> tensor<16x128xf32>
+// CHECK-DAG: %[[A:.*]] = tensor.extract_slice %[[ALL]][0, {{[0-9]+}}] [16, 64] [1, 1]
+// CHECK-DAG: %[[B:.*]] = tensor.extract_slice %[[ALL]][0, {{[0-9]+}}] [16, 32] [1, 1]
+// CHECK-DAG: %[[C:.*]] = tensor.extract_slice %[[ALL]][0, {{[0-9]+}}] [16, 32] [1, 1]
+// CHECK: return %[[A]], %[[B]], %[[C]]
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
+  neuroshard.table @a : rows 1000, dim 64, f32 {pooling_factor = 20.0 : f64,
+    access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  neuroshard.table @b : rows 1000, dim 32, f32 {pooling_factor = 20.0 : f64,
+    access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  neuroshard.table @c : rows 1000, dim 32, f32 {pooling_factor = 20.0 : f64,
+    access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @three(%i: tensor<?xi32>, %o: tensor<17xi32>)
+      -> (tensor<16x64xf32>, tensor<16x32xf32>, tensor<16x32xf32>) {
+    %a = neuroshard.embedding_bag @a(%i, %o) sum : (tensor<?xi32>, tensor<17xi32>) -> tensor<16x64xf32>
+    %b = neuroshard.embedding_bag @b(%i, %o) sum : (tensor<?xi32>, tensor<17xi32>) -> tensor<16x32xf32>
+    %c = neuroshard.embedding_bag @c(%i, %o) mean : (tensor<?xi32>, tensor<17xi32>) -> tensor<16x32xf32>
+    return %a, %b, %c : tensor<16x64xf32>, tensor<16x32xf32>, tensor<16x32xf32>
+  }
+}
