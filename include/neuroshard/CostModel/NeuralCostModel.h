@@ -1,0 +1,102 @@
+//===- NeuralCostModel.h - Pre-trained neural cost model --------*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The NeuroShard cost model (DESIGN §5): TorchScript models exported by
+// python/neuroshard/cost_model.py, loaded from a bundle directory with
+// LibTorch. docs/neural-cost-model.md is the bundle contract.
+//
+// This header deliberately includes no LibTorch header (the model lives
+// behind a pimpl) and nothing here throws: LibTorch's exceptions are caught
+// inside the library and returned as llvm::Error, so MLIR code, which is
+// built without exceptions, can include and use it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_COSTMODEL_NEURALCOSTMODEL_H
+#define NEUROSHARD_COSTMODEL_NEURALCOSTMODEL_H
+
+#include "neuroshard/CostModel/CostModel.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace neuroshard {
+
+/// What a bundle's meta.json says about its models.
+struct NeuralBundleInfo {
+  /// The bundle directory as given to load().
+  std::string path;
+  /// False for bundles with random weights (test fixtures).
+  bool trained = false;
+  /// The machine the training samples were measured on.
+  std::string hardware;
+  /// Global batch size B of the measured kernels.
+  int64_t batchSize = 0;
+  /// Element type of the measured tables ("f32").
+  std::string dtype;
+  /// Width H of a table encoding.
+  unsigned encodingDim = 0;
+  /// Device count of the comm models; nullopt when the bundle has none and
+  /// the analytical comm terms are used.
+  std::optional<unsigned> devices;
+};
+
+/// A neural cost model loaded from a bundle. Not thread-safe: it memoises
+/// encodings and reuses buffers across queries, so give each concurrent
+/// search its own instance.
+class NeuralCostModel final : public CostModel {
+public:
+  /// Loads the bundle in `bundleDir`: compute.pt, meta.json and, optionally,
+  /// comm_fw.pt with comm_bw.pt. Fails, naming the file, if a file is
+  /// missing, unreadable or does not honour the contract (methods, feature
+  /// order, output shapes, device count).
+  static llvm::Expected<std::unique_ptr<NeuralCostModel>>
+  load(llvm::StringRef bundleDir);
+
+  ~NeuralCostModel() override;
+
+  /// The bundle directory's name.
+  llvm::StringRef name() const override;
+  std::string description() const override;
+  std::optional<unsigned> requiredDevices() const override;
+
+  /// Keeps the tables (their features are read when a slice is first
+  /// encoded) and drops the encoding memo; fails if the topology's device
+  /// count differs from the comm models' or a table's element type differs
+  /// from the one the bundle was measured on.
+  llvm::Error prepare(llvm::ArrayRef<TableSpec> tables,
+                      const Topology &topology) override;
+  /// Encodes each distinct (table, width) once per prepare() and runs the
+  /// head network once for the whole batch.
+  llvm::Error predictCompute(llvm::ArrayRef<llvm::ArrayRef<ColumnSlice>> sets,
+                             llvm::MutableArrayRef<double> costsMs) override;
+  llvm::Error
+  predictBackwardComm(llvm::ArrayRef<double> dimSums,
+                      llvm::MutableArrayRef<double> costsMs) override;
+  llvm::Error
+  predictForwardComm(llvm::ArrayRef<double> dimSums,
+                     llvm::ArrayRef<double> stragglersMs,
+                     llvm::MutableArrayRef<double> costsMs) override;
+
+  const NeuralBundleInfo &info() const;
+  /// Distinct (table, width) encodings computed since the last prepare().
+  size_t numEncodedSlices() const;
+
+private:
+  struct Impl;
+  explicit NeuralCostModel(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl;
+};
+
+/// Lets createCostModel() load neural bundles (CostModelFactory.h). Tools
+/// and passes call this once at start-up when the library is linked.
+void registerNeuralCostModelSupport();
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_COSTMODEL_NEURALCOSTMODEL_H

@@ -1,0 +1,538 @@
+//===- NeuralCostModel.cpp - Pre-trained neural cost model over LibTorch --===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The only translation unit that includes LibTorch. LibTorch reports errors
+// by throwing, so this file is built with exceptions and every call into it
+// goes through catchTorch(), which turns exceptions into llvm::Error.
+//
+// Speed: the search prices hundreds of thousands of shard sets. Because the
+// compute model is a sum over shards, each distinct (table, width) is encoded
+// once per prepare() and memoised; a batch of sets then costs one float sum
+// per slice and a single call of the small head network.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/CostModel/NeuralCostModel.h"
+
+#include "BundleMeta.h"
+
+#include "neuroshard/CostModel/AnalyticalCostModel.h"
+#include "neuroshard/CostModel/CostModelFactory.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <cmath>
+#include <cstdlib>
+
+using namespace llvm;
+using namespace neuroshard::neural;
+
+namespace neuroshard {
+
+/// The part of a LibTorch error message a user needs. Errors raised inside
+/// TorchScript code carry two tracebacks of the model's source; the cause is
+/// their last line ("RuntimeError: ...").
+static std::string conciseTorchMessage(StringRef message) {
+  message = message.trim();
+  if (!message.contains("Traceback of TorchScript"))
+    return message.str();
+  return message.substr(message.rfind('\n') + 1).trim().str();
+}
+
+/// Runs `body` (which returns an llvm::Error), turning any exception it
+/// throws into an error that starts with `context`.
+template <typename Body>
+static Error catchTorch(StringRef bundleDir, const Twine &context,
+                        Body &&body) {
+  std::string message;
+  try {
+    return body();
+  } catch (const c10::Error &e) {
+    // what() would append a C++ backtrace that means nothing to a user.
+    message = e.what_without_backtrace();
+  } catch (const std::exception &e) {
+    message = e.what();
+  }
+  return bundleError(bundleDir, context + ": " + conciseTorchMessage(message));
+}
+
+static at::Tensor floatMatrix(float *data, int64_t rows, int64_t columns) {
+  return torch::from_blob(data, {rows, columns}, torch::kFloat32);
+}
+
+/// Checks that `value` is a float tensor of exactly `shape`.
+static Error checkOutput(StringRef bundleDir, StringRef what,
+                         const c10::IValue &value, ArrayRef<int64_t> shape) {
+  if (value.isTensor()) {
+    const at::Tensor &tensor = value.toTensor();
+    if (tensor.scalar_type() == torch::kFloat32 &&
+        tensor.sizes().equals(c10::IntArrayRef(shape.data(), shape.size())))
+      return Error::success();
+    std::string got;
+    raw_string_ostream os(got);
+    os << "a " << c10::toString(tensor.scalar_type()) << " tensor of shape [";
+    interleaveComma(tensor.sizes(), os);
+    os << "]";
+    return bundleError(
+        bundleDir, formatv("{0} returned {1}, expected a "
+                           "float32 tensor of shape [{2}]",
+                           what, got, make_range(shape.begin(), shape.end())));
+  }
+  return bundleError(bundleDir, formatv("{0} returned a {1}, expected a "
+                                        "tensor",
+                                        what, value.tagKind()));
+}
+
+/// Copies a checked float32 output into `out`. A NaN or infinite cost would
+/// silently derail the search, so it is an error naming the model.
+static Error copyCosts(StringRef bundleDir, StringRef what,
+                       const c10::IValue &value, MutableArrayRef<double> out) {
+  at::Tensor tensor = value.toTensor().contiguous();
+  const float *data = tensor.data_ptr<float>();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!std::isfinite(data[i]))
+      return bundleError(bundleDir, formatv("{0} predicted {1} for input row "
+                                            "{2}",
+                                            what, data[i], i));
+    out[i] = data[i];
+  }
+  return Error::success();
+}
+
+static Error sizeMismatch(StringRef bundleDir, StringRef what, size_t size,
+                          size_t expected) {
+  return bundleError(bundleDir, formatv("{0} has {1} values, expected {2}",
+                                        what, size, expected));
+}
+
+struct NeuralCostModel::Impl {
+  BundleMeta meta;
+  std::string name;
+  torch::jit::Module compute;
+  std::optional<torch::jit::Method> encode;
+  std::optional<torch::jit::Method> head;
+  std::optional<torch::jit::Module> commFw;
+  std::optional<torch::jit::Module> commBw;
+
+  // The prepared problem.
+  bool prepared = false;
+  std::vector<TableSpec> tables;
+  unsigned numDevices = 0;
+  /// Comm terms of bundles without comm models.
+  AnalyticalCostModel analyticalComm;
+
+  /// (table, width) -> row of `encodings` (rows of encodingDim floats).
+  DenseMap<uint64_t, uint32_t> encodingRows;
+  std::vector<float> encodings;
+
+  // Scratch buffers reused across calls to avoid allocations on the hot
+  // path.
+  std::vector<float> newFeatures;
+  std::vector<uint32_t> sliceRows;
+  std::vector<float> summed;
+  std::vector<float> commInputs;
+  std::vector<float> commStragglers;
+
+  StringRef dir() const { return meta.info.path; }
+  unsigned encodingDim() const { return meta.info.encodingDim; }
+  void appendFeatures(const TableSpec &table, int64_t width);
+  void forgetRowsFrom(size_t firstNew);
+  Error encodeNewSlices(size_t firstNew);
+  Error probe();
+  Error checkCommBatch(ArrayRef<double> dimSums,
+                       MutableArrayRef<double> costsMs) const;
+};
+
+void NeuralCostModel::Impl::appendFeatures(const TableSpec &table,
+                                           int64_t width) {
+  // A column slice is priced as a table of the slice's width (DESIGN §3).
+  newFeatures.push_back(static_cast<float>(table.rows));
+  newFeatures.push_back(static_cast<float>(width));
+  newFeatures.push_back(static_cast<float>(table.poolingFactor));
+  for (double bin : table.accessHist)
+    newFeatures.push_back(static_cast<float>(bin));
+}
+
+Error NeuralCostModel::Impl::encodeNewSlices(size_t firstNew) {
+  int64_t count = newFeatures.size() / kNumFeatures;
+  Error err = catchTorch(dir(), "compute.pt: encode", [&]() -> Error {
+    c10::IValue out =
+        (*encode)({floatMatrix(newFeatures.data(), count, kNumFeatures)});
+    if (Error err = checkOutput(dir(), "compute.pt: encode", out,
+                                {count, encodingDim()}))
+      return err;
+    at::Tensor tensor = out.toTensor().contiguous();
+    const float *data = tensor.data_ptr<float>();
+    encodings.insert(encodings.end(), data, data + count * encodingDim());
+    return Error::success();
+  });
+  if (err)
+    forgetRowsFrom(firstNew);
+  return err;
+}
+
+/// Drops the memo rows reserved by a batch that failed, so that the memo
+/// only names rows that `encodings` holds.
+void NeuralCostModel::Impl::forgetRowsFrom(size_t firstNew) {
+  for (auto it = encodingRows.begin(), end = encodingRows.end(); it != end;) {
+    auto current = it++;
+    if (current->second >= firstNew)
+      encodingRows.erase(current);
+  }
+}
+
+Error NeuralCostModel::Impl::checkCommBatch(
+    ArrayRef<double> dimSums, MutableArrayRef<double> costsMs) const {
+  if (dimSums.size() % numDevices != 0)
+    return bundleError(dir(), formatv("{0} dim sums are not a whole number "
+                                      "of plans on {1} devices",
+                                      dimSums.size(), numDevices));
+  if (costsMs.size() != dimSums.size())
+    return sizeMismatch(dir(), "the communication cost output", costsMs.size(),
+                        dimSums.size());
+  return Error::success();
+}
+
+/// Loads a TorchScript file of the bundle in inference mode.
+static Expected<torch::jit::Module> loadScript(StringRef bundleDir,
+                                               StringRef file) {
+  std::string path = bundleFile(bundleDir, file);
+  if (!sys::fs::is_regular_file(path))
+    return bundleError(bundleDir, path + " does not exist");
+  torch::jit::Module module;
+  if (Error err =
+          catchTorch(bundleDir, path + " is not a readable TorchScript file",
+                     [&]() -> Error {
+                       module = torch::jit::load(path);
+                       module.eval();
+                       return Error::success();
+                     }))
+    return std::move(err);
+  return module;
+}
+
+/// The thread count for LibTorch's intra-op pool. The networks are tiny, so
+/// one thread beats the pool's synchronisation; NEUROSHARD_TORCH_THREADS
+/// overrides it.
+static int torchThreads() {
+  if (const char *env = std::getenv("NEUROSHARD_TORCH_THREADS")) {
+    int threads = 0;
+    if (!StringRef(env).getAsInteger(10, threads) && threads > 0)
+      return threads;
+  }
+  return 1;
+}
+
+/// Runs each model once on zero inputs to check that its methods exist and
+/// honour the shapes of the contract, so that a bad bundle fails at load
+/// time rather than in the middle of a search.
+Error NeuralCostModel::Impl::probe() {
+  std::string computePath = bundleFile(dir(), "compute.pt");
+  for (StringRef method : {"encode", "head"})
+    if (!compute.find_method(method.str()))
+      return bundleError(dir(), formatv("{0} has no method '{1}' (export it "
+                                        "with @torch.jit.export)",
+                                        computePath, method));
+  encode = compute.get_method("encode");
+  head = compute.get_method("head");
+
+  int64_t h = encodingDim();
+  c10::InferenceMode guard;
+  if (Error err = catchTorch(
+          dir(),
+          formatv("{0}: encode(features[1, {1}]) failed; the model must "
+                  "take the {1} features of meta.json's feature_order",
+                  computePath, kNumFeatures),
+          [&]() -> Error {
+            return checkOutput(dir(), computePath + ": encode",
+                               (*encode)({torch::zeros({1, kNumFeatures})}),
+                               {1, h});
+          }))
+    return err;
+  if (Error err = catchTorch(
+          dir(), formatv("{0}: head(summed[1, {1}]) failed", computePath, h),
+          [&]() -> Error {
+            return checkOutput(dir(), computePath + ": head",
+                               (*head)({torch::zeros({1, h})}), {1});
+          }))
+    return err;
+
+  if (!meta.info.devices)
+    return Error::success();
+  int64_t n = *meta.info.devices;
+  std::string fwPath = bundleFile(dir(), "comm_fw.pt");
+  std::string bwPath = bundleFile(dir(), "comm_bw.pt");
+  std::string mismatch =
+      formatv("does not take the {0} devices that meta.json names", n);
+  if (Error err = catchTorch(dir(), bwPath + " " + mismatch, [&]() -> Error {
+        return checkOutput(dir(), bwPath,
+                           commBw->forward({torch::zeros({1, n})}), {1, n});
+      }))
+    return err;
+  return catchTorch(dir(), fwPath + " " + mismatch, [&]() -> Error {
+    return checkOutput(
+        dir(), fwPath,
+        commFw->forward({torch::zeros({1, n}), torch::zeros({1, n})}), {1, n});
+  });
+}
+
+Expected<std::unique_ptr<NeuralCostModel>>
+NeuralCostModel::load(StringRef bundleDir) {
+  if (!sys::fs::is_directory(bundleDir))
+    return bundleError(bundleDir, "no such directory (a bundle is a "
+                                  "directory with compute.pt and meta.json)");
+  auto impl = std::make_unique<Impl>();
+  Expected<BundleMeta> meta = readBundleMeta(bundleDir);
+  if (!meta)
+    return meta.takeError();
+  impl->meta = std::move(*meta);
+  StringRef trimmed = bundleDir.rtrim(sys::path::get_separator());
+  impl->name = sys::path::filename(trimmed.empty() ? bundleDir : trimmed).str();
+
+  at::set_num_threads(torchThreads());
+  Expected<torch::jit::Module> compute = loadScript(bundleDir, "compute.pt");
+  if (!compute)
+    return compute.takeError();
+  impl->compute = std::move(*compute);
+
+  bool hasFw = sys::fs::exists(bundleFile(bundleDir, "comm_fw.pt"));
+  bool hasBw = sys::fs::exists(bundleFile(bundleDir, "comm_bw.pt"));
+  if (hasFw != hasBw)
+    return bundleError(bundleDir,
+                       formatv("has {0} but no {1}: comm models come in pairs",
+                               hasFw ? "comm_fw.pt" : "comm_bw.pt",
+                               hasFw ? "comm_bw.pt" : "comm_fw.pt"));
+  if (hasFw != impl->meta.info.devices.has_value())
+    return bundleError(
+        bundleDir, hasFw
+                       ? "has comm models but meta.json's \"devices\" is null"
+                       : "meta.json names a device count but there are no comm "
+                         "models (comm_fw.pt, comm_bw.pt)");
+  if (hasFw) {
+    Expected<torch::jit::Module> fw = loadScript(bundleDir, "comm_fw.pt");
+    if (!fw)
+      return fw.takeError();
+    Expected<torch::jit::Module> bw = loadScript(bundleDir, "comm_bw.pt");
+    if (!bw)
+      return bw.takeError();
+    impl->commFw = std::move(*fw);
+    impl->commBw = std::move(*bw);
+  }
+  if (Error err = impl->probe())
+    return std::move(err);
+  return std::unique_ptr<NeuralCostModel>(new NeuralCostModel(std::move(impl)));
+}
+
+NeuralCostModel::NeuralCostModel(std::unique_ptr<Impl> impl)
+    : impl(std::move(impl)) {}
+
+NeuralCostModel::~NeuralCostModel() = default;
+
+StringRef NeuralCostModel::name() const { return impl->name; }
+
+std::string NeuralCostModel::description() const {
+  const BundleMeta &meta = impl->meta;
+  const NeuralBundleInfo &info = meta.info;
+  std::string text;
+  raw_string_ostream os(text);
+  if (info.trained)
+    os << "neural cost model '" << impl->name << "' (measured on "
+       << info.hardware;
+  else
+    os << "UNTRAINED neural cost model '" << impl->name
+       << "' (random weights, for tests only";
+  os << "; batch " << info.batchSize << ", " << info.dtype;
+  if (meta.computeMape)
+    os << formatv(", held-out compute MAPE {0:F1}%", *meta.computeMape * 100);
+  if (info.devices)
+    os << "; comm: neural, " << *info.devices << " devices)";
+  else
+    os << "; comm: analytical)";
+  return text;
+}
+
+std::optional<unsigned> NeuralCostModel::requiredDevices() const {
+  return impl->meta.info.devices;
+}
+
+const NeuralBundleInfo &NeuralCostModel::info() const {
+  return impl->meta.info;
+}
+
+size_t NeuralCostModel::numEncodedSlices() const {
+  return impl->encodingRows.size();
+}
+
+Error NeuralCostModel::prepare(ArrayRef<TableSpec> tables,
+                               const Topology &topology) {
+  Impl &m = *impl;
+  m.prepared = false;
+  const NeuralBundleInfo &info = m.meta.info;
+  if (info.devices && *info.devices != topology.numDevices())
+    return bundleError(m.dir(),
+                       formatv("the comm models were trained for {0} devices "
+                               "but the topology has {1}",
+                               *info.devices, topology.numDevices()));
+  for (const TableSpec &table : tables)
+    if (table.elementBytes != m.meta.elementBytes)
+      return bundleError(m.dir(),
+                         formatv("table '{0}' has {1}-byte elements but the "
+                                 "models were measured on {2} tables",
+                                 table.name, table.elementBytes, info.dtype));
+  if (!info.devices)
+    if (Error err = m.analyticalComm.prepare(tables, topology))
+      return err;
+  m.tables.assign(tables.begin(), tables.end());
+  m.numDevices = topology.numDevices();
+  m.encodingRows.clear();
+  m.encodings.clear();
+  m.prepared = true;
+  return Error::success();
+}
+
+static Error notPrepared(StringRef bundleDir) {
+  return bundleError(bundleDir, "queried before prepare()");
+}
+
+Error NeuralCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
+                                      MutableArrayRef<double> costsMs) {
+  Impl &m = *impl;
+  if (!m.prepared)
+    return notPrepared(m.dir());
+  if (costsMs.size() != sets.size())
+    return sizeMismatch(m.dir(), "the compute cost output", costsMs.size(),
+                        sets.size());
+  if (sets.empty())
+    return Error::success();
+
+  // Find each slice's encoding row, reserving rows for slices not seen
+  // since prepare(); they are encoded below in one batch.
+  size_t firstNew = m.encodingRows.size();
+  m.newFeatures.clear();
+  m.sliceRows.clear();
+  for (ArrayRef<ColumnSlice> set : sets) {
+    for (const ColumnSlice &slice : set) {
+      if (slice.table >= m.tables.size() || slice.width() <= 0 ||
+          slice.width() > m.tables[slice.table].dim) {
+        m.forgetRowsFrom(firstNew);
+        return bundleError(m.dir(),
+                           formatv("slice [{0}, {1}) of table {2} is not a "
+                                   "column range of the {3} prepared tables",
+                                   slice.colBegin, slice.colEnd, slice.table,
+                                   m.tables.size()));
+      }
+      uint64_t key = (uint64_t(slice.table) << 32) | uint64_t(slice.width());
+      auto [it, inserted] = m.encodingRows.try_emplace(key, 0);
+      if (inserted) {
+        it->second = m.encodingRows.size() - 1;
+        m.appendFeatures(m.tables[slice.table], slice.width());
+      }
+      m.sliceRows.push_back(it->second);
+    }
+  }
+
+  c10::InferenceMode guard;
+  if (!m.newFeatures.empty())
+    if (Error err = m.encodeNewSlices(firstNew))
+      return err;
+
+  // Sum in slice order, in float, as the Python forward's index_add_ does.
+  unsigned h = m.encodingDim();
+  m.summed.assign(sets.size() * h, 0.0f);
+  const uint32_t *row = m.sliceRows.data();
+  for (size_t s = 0; s < sets.size(); ++s) {
+    float *sum = &m.summed[s * h];
+    for (size_t i = 0, e = sets[s].size(); i < e; ++i, ++row) {
+      const float *encoding = &m.encodings[size_t(*row) * h];
+      for (unsigned j = 0; j < h; ++j)
+        sum[j] += encoding[j];
+    }
+  }
+
+  int64_t numSets = sets.size();
+  return catchTorch(m.dir(), "compute.pt: head", [&]() -> Error {
+    c10::IValue out = (*m.head)({floatMatrix(m.summed.data(), numSets, h)});
+    if (Error err = checkOutput(m.dir(), "compute.pt: head", out, {numSets}))
+      return err;
+    return copyCosts(m.dir(), "compute.pt: head", out, costsMs);
+  });
+}
+
+/// Converts doubles to a float buffer that a tensor can borrow.
+static float *toFloats(ArrayRef<double> values, std::vector<float> &buffer) {
+  buffer.assign(values.begin(), values.end());
+  return buffer.data();
+}
+
+Error NeuralCostModel::predictBackwardComm(ArrayRef<double> dimSums,
+                                           MutableArrayRef<double> costsMs) {
+  Impl &m = *impl;
+  if (!m.prepared)
+    return notPrepared(m.dir());
+  if (!m.commBw)
+    return m.analyticalComm.predictBackwardComm(dimSums, costsMs);
+  if (Error err = m.checkCommBatch(dimSums, costsMs))
+    return err;
+  if (dimSums.empty())
+    return Error::success();
+  int64_t n = m.numDevices, plans = dimSums.size() / n;
+  c10::InferenceMode guard;
+  return catchTorch(m.dir(), "comm_bw.pt", [&]() -> Error {
+    c10::IValue out = m.commBw->forward(
+        {floatMatrix(toFloats(dimSums, m.commInputs), plans, n)});
+    if (Error err = checkOutput(m.dir(), "comm_bw.pt", out, {plans, n}))
+      return err;
+    return copyCosts(m.dir(), "comm_bw.pt", out, costsMs);
+  });
+}
+
+Error NeuralCostModel::predictForwardComm(ArrayRef<double> dimSums,
+                                          ArrayRef<double> stragglersMs,
+                                          MutableArrayRef<double> costsMs) {
+  Impl &m = *impl;
+  if (!m.prepared)
+    return notPrepared(m.dir());
+  if (!m.commFw)
+    return m.analyticalComm.predictForwardComm(dimSums, stragglersMs, costsMs);
+  if (stragglersMs.size() != dimSums.size())
+    return sizeMismatch(m.dir(), "the straggler times", stragglersMs.size(),
+                        dimSums.size());
+  if (Error err = m.checkCommBatch(dimSums, costsMs))
+    return err;
+  if (dimSums.empty())
+    return Error::success();
+  int64_t n = m.numDevices, plans = dimSums.size() / n;
+  c10::InferenceMode guard;
+  return catchTorch(m.dir(), "comm_fw.pt", [&]() -> Error {
+    c10::IValue out = m.commFw->forward(
+        {floatMatrix(toFloats(dimSums, m.commInputs), plans, n),
+         floatMatrix(toFloats(stragglersMs, m.commStragglers), plans, n)});
+    if (Error err = checkOutput(m.dir(), "comm_fw.pt", out, {plans, n}))
+      return err;
+    return copyCosts(m.dir(), "comm_fw.pt", out, costsMs);
+  });
+}
+
+static Expected<std::unique_ptr<CostModel>>
+loadNeuralCostModel(StringRef path) {
+  Expected<std::unique_ptr<NeuralCostModel>> model =
+      NeuralCostModel::load(path);
+  if (!model)
+    return model.takeError();
+  return std::unique_ptr<CostModel>(std::move(*model));
+}
+
+void registerNeuralCostModelSupport() {
+  registerNeuralCostModelLoader(loadNeuralCostModel);
+}
+
+} // namespace neuroshard

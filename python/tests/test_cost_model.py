@@ -1,0 +1,170 @@
+#===- test_cost_model.py - Tests of the neural cost models and bundles ----===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+
+import json
+import os
+
+import pytest
+import torch
+
+from neuroshard import cost_model as cm
+
+
+def random_features(count, seed=0):
+    return cm._plausible_features(torch.Generator().manual_seed(seed), count)
+
+
+@pytest.fixture
+def compute():
+    torch.manual_seed(0)
+    model = cm.ComputeCostModel()
+    model.normalize.fit(random_features(64))
+    return model.eval()
+
+
+def test_feature_order_is_design_order():
+    assert cm.FEATURE_ORDER[:3] == ["rows", "dim", "pooling_factor"]
+    assert cm.FEATURE_ORDER[3:] == ["bin_%d" % i for i in range(17)]
+    assert cm.NUM_FEATURES == 20
+
+
+def test_table_features_rejects_wrong_bin_count():
+    assert len(cm.table_features(1000, 64, 12.5, [0.0] * 17)) == 20
+    with pytest.raises(ValueError, match="16 bins, expected 17"):
+        cm.table_features(1000, 64, 12.5, [0.0] * 16)
+
+
+def test_compute_shapes(compute):
+    features = random_features(7)
+    assert compute.encode(features).shape == (7, cm.ENCODING_DIM)
+    assert compute.head(torch.zeros(3, cm.ENCODING_DIM)).shape == (3,)
+    shard_ids = torch.tensor([0, 0, 1, 2, 2, 2, 1])
+    assert compute(features, shard_ids, 3).shape == (3,)
+
+
+def test_forward_is_head_of_summed_encodings(compute):
+    features = random_features(9, seed=1)
+    shard_ids = torch.tensor([2, 0, 1, 1, 0, 2, 2, 3, 0])
+    with torch.no_grad():
+        predicted = compute(features, shard_ids, 4)
+        encodings = compute.encode(features)
+        for shard in range(4):
+            summed = encodings[shard_ids == shard].sum(dim=0, keepdim=True)
+            assert torch.allclose(predicted[shard], compute.head(summed)[0],
+                                  rtol=1e-6, atol=1e-6)
+
+
+def test_forward_ignores_order_within_a_set(compute):
+    features = random_features(5, seed=2)
+    ids = torch.zeros(5, dtype=torch.long)
+    with torch.no_grad():
+        assert torch.allclose(compute(features, ids, 1),
+                              compute(features.flip(0), ids, 1), rtol=1e-6)
+
+
+def test_normalisation_is_inside_the_module(compute):
+    # Raw rows of 1e7 must not blow up the encodings: log-scaling and the
+    # fitted statistics are applied by the module itself.
+    features = random_features(4)
+    features[:, 0] = 1e7
+    normalized = compute.normalize(features)
+    assert normalized[:, 0].abs().max() < 10
+    assert compute.normalize.log_mask.tolist()[:4] == [True, True, True,
+                                                         False]
+
+
+def test_comm_shapes():
+    fw, bw = cm.ForwardCommModel(4), cm.BackwardCommModel(4)
+    dimsums, stragglers = torch.rand(6, 4) * 512, torch.rand(6, 4)
+    assert fw(dimsums, stragglers).shape == (6, 4)
+    assert bw(dimsums).shape == (6, 4)
+
+
+def test_torchscript_round_trip(tmp_path, compute):
+    fw, bw = cm.ForwardCommModel(2).eval(), cm.BackwardCommModel(2).eval()
+    meta = cm.bundle_meta(trained=False, hardware="test", batch_size=1024,
+                          devices=2)
+    cm.export_bundle(str(tmp_path), compute, meta, fw, bw)
+    features = random_features(6, seed=3)
+    ids = torch.tensor([0, 1, 1, 2, 0, 2])
+    dimsums, stragglers = torch.rand(3, 2) * 256, torch.rand(3, 2)
+    loaded = torch.jit.load(str(tmp_path / "compute.pt"))
+    loaded_fw = torch.jit.load(str(tmp_path / "comm_fw.pt"))
+    loaded_bw = torch.jit.load(str(tmp_path / "comm_bw.pt"))
+    with torch.no_grad():
+        assert torch.equal(loaded(features, ids, 3), compute(features, ids, 3))
+        assert torch.equal(loaded.encode(features), compute.encode(features))
+        summed = compute.encode(features)[:2]
+        assert torch.equal(loaded.head(summed), compute.head(summed))
+        assert torch.equal(loaded_fw(dimsums, stragglers),
+                           fw(dimsums, stragglers))
+        assert torch.equal(loaded_bw(dimsums), bw(dimsums))
+
+
+def test_export_rejects_unpaired_comm_models(tmp_path, compute):
+    meta = cm.bundle_meta(trained=False, hardware="test", batch_size=1,
+                          devices=2)
+    with pytest.raises(ValueError, match="pairs"):
+        cm.export_bundle(str(tmp_path), compute, meta,
+                         comm_fw=cm.ForwardCommModel(2))
+    with pytest.raises(ValueError, match="devices"):
+        cm.export_bundle(str(tmp_path), compute, meta)
+
+
+def test_export_untrained_cli(tmp_path):
+    out = tmp_path / "bundle"
+    assert cm.main(["export-untrained", "--out", str(out), "--seed", "5",
+                    "--devices", "4", "--batch-size", "4096"]) == 0
+    assert sorted(os.listdir(out)) == ["comm_bw.pt", "comm_fw.pt",
+                                       "compute.pt", "meta.json"]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["trained"] is False
+    assert meta["devices"] == 4
+    assert meta["batch_size"] == 4096
+    assert meta["dtype"] == "f32"
+    assert meta["feature_order"] == cm.FEATURE_ORDER
+    assert meta["encoding_dim"] == cm.ENCODING_DIM
+    assert meta["dataset_size"] is None and meta["held_out"] is None
+    assert meta["format"] == cm.BUNDLE_FORMAT
+
+
+def test_export_untrained_is_seeded_and_comm_optional(tmp_path):
+    for name in ("a", "b"):
+        cm.main(["export-untrained", "--out", str(tmp_path / name),
+                 "--seed", "11"])
+    assert sorted(os.listdir(tmp_path / "a")) == ["compute.pt", "meta.json"]
+    assert json.loads((tmp_path / "a" / "meta.json").read_text())[
+        "devices"] is None
+    a = torch.jit.load(str(tmp_path / "a" / "compute.pt"))
+    b = torch.jit.load(str(tmp_path / "b" / "compute.pt"))
+    features = random_features(3)
+    assert torch.equal(a.encode(features), b.encode(features))
+
+
+def test_predict_query_matches_modules(tmp_path):
+    cm.main(["export-untrained", "--out", str(tmp_path), "--seed", "2",
+             "--devices", "2"])
+    hist = [0.5, 0.5] + [0.0] * 15
+    query = {
+        "tables": [{"rows": 1000, "dim": 64, "pooling_factor": 4.0,
+                    "access_hist": hist},
+                   {"rows": 5e6, "dim": 128, "pooling_factor": 30.0,
+                    "access_hist": hist[::-1]}],
+        "sets": [[[0, 64]], [[0, 32], [1, 128]]],
+        "dimsums": [[64.0, 160.0]],
+        "stragglers": [[0.0, 1.5]],
+    }
+    result = cm.predict_query(str(tmp_path), query)
+    compute = torch.jit.load(str(tmp_path / "compute.pt"))
+    with torch.no_grad():
+        second = compute.head(compute.encode(torch.tensor([
+            cm.table_features(1000, 32, 4.0, hist),
+            cm.table_features(5e6, 128, 30.0, hist[::-1])])).sum(
+                0, keepdim=True))
+    assert len(result["compute"]) == 2
+    assert result["compute"][1] == pytest.approx(second.item(), rel=1e-5)
+    assert len(result["comm_bw"]) == 1 and len(result["comm_bw"][0]) == 2
+    assert len(result["comm_fw"][0]) == 2
