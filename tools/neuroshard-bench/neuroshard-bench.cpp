@@ -54,6 +54,10 @@ static cl::opt<std::string>
     algorithmList("algorithms",
                   cl::desc("Comma list of algorithms (default: all)"),
                   cl::cat(category));
+static cl::opt<bool>
+    showErrors("show-errors",
+               cl::desc("Print why each failed task failed (to stderr)"),
+               cl::cat(category));
 static cl::opt<std::string>
     costModelSpec("cost-model",
                   cl::desc("'analytical' or a neural cost model path"),
@@ -176,7 +180,11 @@ static Error runTaskSet(const TaskSet &set, ArrayRef<Algorithm> algorithms) {
           planSharding(tables, topology, options, **model);
       ++tally.runs;
       if (!result) {
-        consumeError(result.takeError());
+        std::string message = toString(result.takeError());
+        if (showErrors)
+          errs() << formatv("T={0} N={1} task {2} {3}: {4}\n", set.numTables,
+                            set.numDevices, task, algorithmName(algorithm),
+                            message);
         costs.push_back(std::nullopt);
         continue;
       }

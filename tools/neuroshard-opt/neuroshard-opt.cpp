@@ -12,6 +12,9 @@
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Transforms/Passes.h"
+#ifdef NEUROSHARD_HAS_TORCH
+#include "neuroshard/CostModel/NeuralCostModel.h"
+#endif
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -21,6 +24,9 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+#ifdef NEUROSHARD_HAS_TORCH
+  neuroshard::registerNeuralCostModelSupport();
+#endif
   mlir::neuroshard::registerNeuroShardPasses();
 
   mlir::DialectRegistry registry;

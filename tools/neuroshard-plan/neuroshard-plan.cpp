@@ -11,6 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/CostModelFactory.h"
+#ifdef NEUROSHARD_HAS_TORCH
+#include "neuroshard/CostModel/NeuralCostModel.h"
+#endif
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
 
@@ -200,6 +203,9 @@ static Error run() {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+#ifdef NEUROSHARD_HAS_TORCH
+  neuroshard::registerNeuralCostModelSupport();
+#endif
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard embedding table sharding planner\n");
