@@ -409,13 +409,13 @@ Error placementError(const SearchContext &ctx, const PlacementInput &input,
                          : formatv("columns [{0}, {1}) of table '{2}'",
                                    slice.colBegin, slice.colEnd, table.name)
                                .str();
+  auto [size, free] =
+      formatGBPair(input.bytes[outcome.failedSlice], outcome.maxFreeAtFailure);
   return createStringError(
       inconvertibleErrorCode(),
       formatv("could not place {0} ({1}): the device with the most free "
               "memory has {2} left (the tables need {3} of the devices' {4})",
-              what, formatGB(input.bytes[outcome.failedSlice]),
-              formatGB(outcome.maxFreeAtFailure), formatGB(needed),
-              formatGB(capacity)));
+              what, size, free, formatGB(needed), formatGB(capacity)));
 }
 
 } // namespace detail

@@ -16,16 +16,29 @@ using namespace llvm;
 
 namespace neuroshard {
 
-std::string formatGB(double bytes) {
-  // At least three significant digits, so that numbers a message compares
-  // ("needs 2.03 GB ... has 2.00 GB") do not round to the same text.
+std::string formatGB(double bytes, unsigned extraDigits) {
   double gb = bytes / kBytesPerGB;
+  int digits = static_cast<int>(extraDigits);
   if (gb >= 10.0)
-    return formatv("{0} GB", format("%.1f", gb)).str();
+    return formatv("{0} GB", format("%.*f", 1 + digits, gb)).str();
   if (gb >= 1.0)
-    return formatv("{0} GB", format("%.2f", gb)).str();
-  return formatv("{0} GB", format("%#.3g", gb)).str();
+    return formatv("{0} GB", format("%.*f", 2 + digits, gb)).str();
+  return formatv("{0} GB", format("%#.*g", 3 + digits, gb)).str();
 }
+
+std::pair<std::string, std::string> formatGBPair(double a, double b) {
+  // A few extra digits separate any sizes that differ by a byte or more
+  // at the scales of tables and devices.
+  unsigned extra = 0;
+  while (extra < 9 && a != b && formatGB(a, extra) == formatGB(b, extra))
+    ++extra;
+  return {formatGB(a, extra), formatGB(b, extra)};
+}
+
+// Bounds that keep byte counts, and their sums over many tables and
+// devices, far from overflowing 64 bits (2^46 and 2^50 bytes).
+static constexpr int64_t kMaxTableGB = int64_t(1) << 16;
+static constexpr int64_t kMaxDeviceGB = int64_t(1) << 20;
 
 static Error tableError(size_t index, const TableSpec &table,
                         const Twine &message) {
@@ -40,12 +53,13 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
     return createStringError(inconvertibleErrorCode(),
                              "the topology has no devices");
   for (unsigned d = 0; d < n; ++d)
-    if (!(topology.memoryGB[d] > 0.0) || !std::isfinite(topology.memoryGB[d]))
+    if (!(topology.memoryGB[d] > 0.0) ||
+        !(topology.memoryGB[d] <= kMaxDeviceGB))
       return createStringError(
           inconvertibleErrorCode(),
           formatv("device {0}: memory capacity must be a positive number of "
-                  "GB, got {1}",
-                  d, format("%g", topology.memoryGB[d])));
+                  "GB up to {1}, got {2}",
+                  d, kMaxDeviceGB, format("%g", topology.memoryGB[d])));
   if (!(topology.hbmBandwidthGBps > 0.0) ||
       !(topology.interconnectBandwidthGBps > 0.0))
     return createStringError(
@@ -81,6 +95,12 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
                   kColumnAlignment, table.dim));
     if (table.elementBytes == 0)
       return tableError(i, table, "element size must be positive");
+    double bytes = double(table.rows) * table.dim * table.elementBytes;
+    if (bytes > kMaxTableGB * kBytesPerGB)
+      return tableError(i, table,
+                        formatv("needs {0}, more than the {1} GB a table may "
+                                "have",
+                                formatGB(bytes), kMaxTableGB));
     if (!(table.poolingFactor >= 0.0) || !std::isfinite(table.poolingFactor))
       return tableError(i, table,
                         formatv("'pooling_factor' must be a non-negative "

@@ -115,11 +115,12 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
     needed += bytes;
     if (table.pinnedDevice) {
       unsigned d = *table.pinnedDevice;
-      if (bytes > topology.memoryBytes(d))
+      if (bytes > topology.memoryBytes(d)) {
+        auto [need, have] = formatGBPair(bytes, topology.memoryBytes(d));
         return infeasible(formatv("table '{0}' needs {1} but device {2}, "
                                   "which it is pinned to, has {3}",
-                                  table.name, formatGB(bytes), d,
-                                  formatGB(topology.memoryBytes(d))));
+                                  table.name, need, d, have));
+      }
       pinnedBytes[d] += bytes;
       slices.push_back({t, 0, table.dim});
       continue;
@@ -129,6 +130,7 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
            width % (2 * kColumnAlignment) == 0)
       width /= 2;
     if (table.sliceBytes(width) > largest) {
+      auto [need, have] = formatGBPair(bytes, largest);
       std::string why;
       if (canSplit)
         why = table.noSplit
@@ -139,22 +141,24 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
                         .str();
       return infeasible(formatv("table '{0}' needs {1} but the largest "
                                 "device has {2}{3}",
-                                table.name, formatGB(bytes), formatGB(largest),
-                                why));
+                                table.name, need, have, why));
     }
     for (int64_t begin = 0; begin < table.dim; begin += width)
       slices.push_back({t, begin, begin + width});
   }
   for (unsigned d = 0; d < n; ++d)
-    if (pinnedBytes[d] > topology.memoryBytes(d))
+    if (pinnedBytes[d] > topology.memoryBytes(d)) {
+      auto [need, have] = formatGBPair(pinnedBytes[d], topology.memoryBytes(d));
       return infeasible(formatv("the tables pinned to device {0} need {1} "
                                 "but it has {2}",
-                                d, formatGB(pinnedBytes[d]),
-                                formatGB(topology.memoryBytes(d))));
-  if (needed > capacity)
+                                d, need, have));
+    }
+  if (needed > capacity) {
+    auto [need, have] = formatGBPair(needed, capacity);
     return infeasible(formatv("the tables need {0} in total but the {1} "
                               "devices have {2}",
-                              formatGB(needed), n, formatGB(capacity)));
+                              need, n, have));
+  }
   return std::move(slices);
 }
 

@@ -84,10 +84,11 @@ Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
 
   std::vector<uint64_t> used = deviceMemoryBytes(tables, topology, plan);
   for (unsigned d = 0; d < n; ++d)
-    if (used[d] > topology.memoryBytes(d))
-      return planError(formatv("device {0} holds {1} but has {2}", d,
-                               formatGB(used[d]),
-                               formatGB(topology.memoryBytes(d))));
+    if (used[d] > topology.memoryBytes(d)) {
+      auto [holds, has] = formatGBPair(used[d], topology.memoryBytes(d));
+      return planError(
+          formatv("device {0} holds {1} but has {2}", d, holds, has));
+    }
   return Error::success();
 }
 

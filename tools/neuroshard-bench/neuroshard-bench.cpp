@@ -14,6 +14,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/CostModelFactory.h"
+#ifdef NEUROSHARD_HAS_TORCH
+#include "neuroshard/CostModel/NeuralCostModel.h"
+#endif
 #include "neuroshard/Planner/Search.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -221,6 +224,9 @@ static Error runTaskSet(const TaskSet &set, ArrayRef<Algorithm> algorithms) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+#ifdef NEUROSHARD_HAS_TORCH
+  neuroshard::registerNeuralCostModelSupport();
+#endif
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard search benchmark on synthetic "

@@ -126,6 +126,10 @@ TEST(ValidateProblemTest, RejectsMalformedTables) {
             "zero), got 1.4");
   tables[0].accessHist = {};
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)), "");
+  tables = {makeTable("a", int64_t(1) << 40, 128)};
+  EXPECT_EQ(errorMessage(validateProblem(tables, topology)),
+            "tables[0] ('a'): needs 524288.0 GB, more than the 65536 GB a "
+            "table may have");
   EXPECT_EQ(errorMessage(validateProblem({}, topology)),
             "there are no tables to place");
 }
@@ -137,8 +141,8 @@ TEST(ValidateProblemTest, RejectsMalformedTopology) {
   Topology topology = Topology::uniform(2, 16);
   topology.memoryGB[1] = 0;
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)),
-            "device 1: memory capacity must be a positive number of GB, "
-            "got 0");
+            "device 1: memory capacity must be a positive number of GB up "
+            "to 1048576, got 0");
   topology = Topology::uniform(2, 16);
   topology.batchSize = 0;
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)),
@@ -151,6 +155,11 @@ TEST(FormatGBTest, ShowsThreeSignificantDigits) {
   EXPECT_EQ(formatGB(2.03 * kBytesPerGB), "2.03 GB");
   EXPECT_EQ(formatGB(0.6 * kBytesPerGB), "0.600 GB");
   EXPECT_EQ(formatGB(0), "0.00 GB");
+  EXPECT_EQ(formatGB(2.03 * kBytesPerGB, 2), "2.0300 GB");
+  EXPECT_EQ(formatGBPair(4.004 * kBytesPerGB, 4 * kBytesPerGB),
+            std::make_pair(std::string("4.004 GB"), std::string("4.000 GB")));
+  EXPECT_EQ(formatGBPair(4 * kBytesPerGB, 4 * kBytesPerGB),
+            std::make_pair(std::string("4.00 GB"), std::string("4.00 GB")));
 }
 
 TEST(EvaluatePlanTest, MatchesAnalyticalFormulas) {

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace neuroshard {
@@ -127,9 +128,13 @@ struct Shard {
   }
 };
 
-/// Formats bytes as GB for messages with at least three significant digits:
-/// "20.3 GB", "2.03 GB", "0.600 GB".
-std::string formatGB(double bytes);
+/// Formats bytes as GB for messages with at least three significant digits
+/// ("20.3 GB", "2.03 GB", "0.600 GB"), plus `extraDigits`.
+std::string formatGB(double bytes, unsigned extraDigits = 0);
+
+/// Formats two sizes a message compares ("needs A but has B") with as many
+/// digits as it takes for different sizes to print differently.
+std::pair<std::string, std::string> formatGBPair(double a, double b);
 
 /// Checks that the tables and devices describe a well-formed problem: names
 /// unique and non-empty, positive rows, dims that are multiples of 4, a
