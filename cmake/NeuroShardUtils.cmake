@@ -9,7 +9,7 @@ function(neuroshard_unittest name)
   set_target_properties(${name} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/unittests)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS unit)
+    PROPERTIES LABELS unit ENVIRONMENT "${NEUROSHARD_TEST_ENVIRONMENT}")
   add_dependencies(neuroshard-unittests ${name})
 endfunction()
 
