@@ -30,6 +30,7 @@
 #include <ATen/Parallel.h>
 #include <torch/script.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 
@@ -67,6 +68,12 @@ static Error catchTorch(StringRef bundleDir, const Twine &context,
 
 static at::Tensor floatMatrix(float *data, int64_t rows, int64_t columns) {
   return torch::from_blob(data, {rows, columns}, torch::kFloat32);
+}
+
+/// Converts doubles to a float buffer that a tensor can borrow.
+static float *toFloats(ArrayRef<double> values, std::vector<float> &buffer) {
+  buffer.assign(values.begin(), values.end());
+  return buffer.data();
 }
 
 /// Checks that `value` is a float tensor of exactly `shape`.
@@ -139,8 +146,8 @@ struct NeuralCostModel::Impl {
   std::vector<float> newFeatures;
   std::vector<uint32_t> sliceRows;
   std::vector<float> summed;
-  std::vector<float> commInputs;
-  std::vector<float> commStragglers;
+  /// One buffer per comm-model input (dim sums, straggler times).
+  std::array<std::vector<float>, 2> commInputs;
 
   StringRef dir() const { return meta.info.path; }
   unsigned encodingDim() const { return meta.info.encodingDim; }
@@ -150,6 +157,9 @@ struct NeuralCostModel::Impl {
   Error probe();
   Error checkCommBatch(ArrayRef<double> dimSums,
                        MutableArrayRef<double> costsMs) const;
+  Error runComm(torch::jit::Module &model, StringRef file,
+                ArrayRef<ArrayRef<double>> inputs,
+                MutableArrayRef<double> costsMs);
 };
 
 void NeuralCostModel::Impl::appendFeatures(const TableSpec &table,
@@ -200,6 +210,30 @@ Error NeuralCostModel::Impl::checkCommBatch(
     return sizeMismatch(dir(), "the communication cost output", costsMs.size(),
                         dimSums.size());
   return Error::success();
+}
+
+/// Runs a comm model on K plans of N devices: inputs[i] is its i-th [K, N]
+/// input (the first holds the dim sums) and costsMs receives its [K, N]
+/// output.
+Error NeuralCostModel::Impl::runComm(torch::jit::Module &model, StringRef file,
+                                     ArrayRef<ArrayRef<double>> inputs,
+                                     MutableArrayRef<double> costsMs) {
+  ArrayRef<double> dimSums = inputs.front();
+  if (Error err = checkCommBatch(dimSums, costsMs))
+    return err;
+  if (dimSums.empty())
+    return Error::success();
+  int64_t n = numDevices, plans = dimSums.size() / n;
+  c10::InferenceMode guard;
+  return catchTorch(dir(), file, [&]() -> Error {
+    std::vector<c10::IValue> args;
+    for (auto [input, buffer] : llvm::zip(inputs, commInputs))
+      args.push_back(floatMatrix(toFloats(input, buffer), plans, n));
+    c10::IValue out = model.forward(args);
+    if (Error err = checkOutput(dir(), file, out, {plans, n}))
+      return err;
+    return copyCosts(dir(), file, out, costsMs);
+  });
 }
 
 /// Loads a TorchScript file of the bundle in inference mode.
@@ -467,12 +501,6 @@ Error NeuralCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
   });
 }
 
-/// Converts doubles to a float buffer that a tensor can borrow.
-static float *toFloats(ArrayRef<double> values, std::vector<float> &buffer) {
-  buffer.assign(values.begin(), values.end());
-  return buffer.data();
-}
-
 Error NeuralCostModel::predictBackwardComm(ArrayRef<double> dimSums,
                                            MutableArrayRef<double> costsMs) {
   Impl &m = *impl;
@@ -480,19 +508,7 @@ Error NeuralCostModel::predictBackwardComm(ArrayRef<double> dimSums,
     return notPrepared(m.dir());
   if (!m.commBw)
     return m.analyticalComm.predictBackwardComm(dimSums, costsMs);
-  if (Error err = m.checkCommBatch(dimSums, costsMs))
-    return err;
-  if (dimSums.empty())
-    return Error::success();
-  int64_t n = m.numDevices, plans = dimSums.size() / n;
-  c10::InferenceMode guard;
-  return catchTorch(m.dir(), "comm_bw.pt", [&]() -> Error {
-    c10::IValue out = m.commBw->forward(
-        {floatMatrix(toFloats(dimSums, m.commInputs), plans, n)});
-    if (Error err = checkOutput(m.dir(), "comm_bw.pt", out, {plans, n}))
-      return err;
-    return copyCosts(m.dir(), "comm_bw.pt", out, costsMs);
-  });
+  return m.runComm(*m.commBw, "comm_bw.pt", {dimSums}, costsMs);
 }
 
 Error NeuralCostModel::predictForwardComm(ArrayRef<double> dimSums,
@@ -506,20 +522,7 @@ Error NeuralCostModel::predictForwardComm(ArrayRef<double> dimSums,
   if (stragglersMs.size() != dimSums.size())
     return sizeMismatch(m.dir(), "the straggler times", stragglersMs.size(),
                         dimSums.size());
-  if (Error err = m.checkCommBatch(dimSums, costsMs))
-    return err;
-  if (dimSums.empty())
-    return Error::success();
-  int64_t n = m.numDevices, plans = dimSums.size() / n;
-  c10::InferenceMode guard;
-  return catchTorch(m.dir(), "comm_fw.pt", [&]() -> Error {
-    c10::IValue out = m.commFw->forward(
-        {floatMatrix(toFloats(dimSums, m.commInputs), plans, n),
-         floatMatrix(toFloats(stragglersMs, m.commStragglers), plans, n)});
-    if (Error err = checkOutput(m.dir(), "comm_fw.pt", out, {plans, n}))
-      return err;
-    return copyCosts(m.dir(), "comm_fw.pt", out, costsMs);
-  });
+  return m.runComm(*m.commFw, "comm_fw.pt", {dimSums, stragglersMs}, costsMs);
 }
 
 static Expected<std::unique_ptr<CostModel>>
