@@ -12,6 +12,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 namespace neuroshard {
@@ -24,6 +26,21 @@ std::optional<unsigned> dtypeBytes(StringRef dtype) {
       .Case("f64", 8)
       .Case("i8", 1)
       .Default(std::nullopt);
+}
+
+Expected<std::vector<double>> parseMemoryGBList(StringRef list) {
+  SmallVector<StringRef> fields;
+  list.split(fields, ',');
+  std::vector<double> capacities;
+  for (StringRef field : fields) {
+    double gb = 0.0;
+    if (field.trim().getAsDouble(gb) || !std::isfinite(gb) || gb <= 0.0)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("'{0}' is not a positive number of GB", field.trim()));
+    capacities.push_back(gb);
+  }
+  return capacities;
 }
 
 //===----------------------------------------------------------------------===//

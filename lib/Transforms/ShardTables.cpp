@@ -92,15 +92,12 @@ ShardTablesPass::buildTopology(ModuleOp module) {
 
   std::vector<double> memory;
   if (!memoryGb.empty()) {
-    SmallVector<StringRef> fields;
-    StringRef(memoryGb).split(fields, ',');
-    for (StringRef field : fields) {
-      double gb = 0.0;
-      if (field.trim().getAsDouble(gb) || !std::isfinite(gb) || gb <= 0.0)
-        return module.emitError() << "memory-gb entry '" << field.trim()
-                                  << "' is not a positive number of GB";
-      memory.push_back(gb);
-    }
+    llvm::Expected<std::vector<double>> parsed =
+        ::neuroshard::parseMemoryGBList(memoryGb);
+    if (!parsed)
+      return module.emitError()
+             << "memory-gb entry " << llvm::toString(parsed.takeError());
+    memory = std::move(*parsed);
     if (memory.size() == 1)
       memory.assign(numDevices, memory.front());
     if (memory.size() != numDevices)

@@ -110,19 +110,12 @@ static Error optionError(const Twine &message) {
 }
 
 static Expected<Topology> buildTopology(const PlanningTask &task) {
-  SmallVector<StringRef> fields;
-  SplitString(memoryGB, fields, ",");
-  std::vector<double> capacities;
-  for (StringRef field : fields) {
-    double value;
-    if (field.trim().getAsDouble(value) || !(value > 0.0))
-      return optionError(formatv("--memory-gb: '{0}' is not a positive "
-                                 "number of GB",
-                                 field.trim()));
-    capacities.push_back(value);
-  }
-  if (capacities.empty())
+  if (StringRef(memoryGB).trim().empty())
     return optionError("--memory-gb: expected a number or a comma list");
+  Expected<std::vector<double>> parsed = parseMemoryGBList(memoryGB);
+  if (!parsed)
+    return optionError("--memory-gb: " + toString(parsed.takeError()));
+  std::vector<double> capacities = std::move(*parsed);
   unsigned n = devices.getNumOccurrences() ? unsigned(devices) : 0;
   if (n == 0 && devices.getNumOccurrences())
     return optionError("--devices must be at least 1");

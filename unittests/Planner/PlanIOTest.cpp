@@ -62,6 +62,29 @@ TEST(ParseTaskTest, ReadsTablesAndDefaults) {
   EXPECT_EQ(task->batchSize, std::nullopt);
 }
 
+TEST(ParseMemoryGBListTest, ReadsOneValueOrACommaList) {
+  Expected<std::vector<double>> one = parseMemoryGBList("16");
+  ASSERT_EQ(errorMessage(one), "");
+  EXPECT_EQ(*one, std::vector<double>({16.0}));
+  Expected<std::vector<double>> list = parseMemoryGBList("16, 8,0.5");
+  ASSERT_EQ(errorMessage(list), "");
+  EXPECT_EQ(*list, std::vector<double>({16.0, 8.0, 0.5}));
+}
+
+TEST(ParseMemoryGBListTest, NamesTheFirstBadEntry) {
+  for (auto [list, entry] : {std::pair{"8,x", "x"},
+                             {"0", "0"},
+                             {"8,-1", "-1"},
+                             {"inf", "inf"},
+                             {"8,,8", ""},
+                             {"", ""}}) {
+    Expected<std::vector<double>> parsed = parseMemoryGBList(list);
+    EXPECT_EQ(errorMessage(parsed),
+              "'" + std::string(entry) + "' is not a positive number of GB")
+        << list;
+  }
+}
+
 TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
   EXPECT_EQ(parseError(R"({"tables": [{"name": "t0", "rows": 1, "dim": 6}]})"),
             "tables[0] ('t0'): 'dim' must be a positive multiple of 4, got 6");

@@ -49,6 +49,12 @@ llvm::Expected<PlanningTask> readTaskFile(llvm::StringRef path);
 /// Bytes per element of a dtype name ("f32" -> 4); nullopt if unknown.
 std::optional<unsigned> dtypeBytes(llvm::StringRef dtype);
 
+/// Parses device memory capacities in GB written as one number or a comma
+/// list ("16" or "16,16,8,8"), as the `memory-gb` option of the tools and the
+/// pass takes them. Fails with "'ENTRY' is not a positive number of GB" for
+/// the first entry that is not a finite number above zero.
+llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
+
 /// Writes the plan as
 ///   {"algorithm", "cost_model", "devices", "cost_ms",
 ///    "per_device": [{"device", "memory_gb", "compute_ms", "bw_comm_ms",
