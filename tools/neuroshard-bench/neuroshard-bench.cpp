@@ -14,9 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/CostModelFactory.h"
-#ifdef NEUROSHARD_HAS_TORCH
-#include "neuroshard/CostModel/NeuralCostModel.h"
-#endif
+#include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Planner/Search.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -224,9 +222,7 @@ static Error runTaskSet(const TaskSet &set, ArrayRef<Algorithm> algorithms) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-#ifdef NEUROSHARD_HAS_TORCH
-  neuroshard::registerNeuralCostModelSupport();
-#endif
+  neuroshard::registerAvailableCostModels();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard search benchmark on synthetic "

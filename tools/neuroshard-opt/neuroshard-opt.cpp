@@ -10,11 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Transforms/Passes.h"
-#ifdef NEUROSHARD_HAS_TORCH
-#include "neuroshard/CostModel/NeuralCostModel.h"
-#endif
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -24,9 +22,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
-#ifdef NEUROSHARD_HAS_TORCH
-  neuroshard::registerNeuralCostModelSupport();
-#endif
+  neuroshard::registerAvailableCostModels();
   mlir::neuroshard::registerNeuroShardPasses();
 
   mlir::DialectRegistry registry;

@@ -11,9 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/CostModelFactory.h"
-#ifdef NEUROSHARD_HAS_TORCH
-#include "neuroshard/CostModel/NeuralCostModel.h"
-#endif
+#include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
 
@@ -196,9 +194,7 @@ static Error run() {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-#ifdef NEUROSHARD_HAS_TORCH
-  neuroshard::registerNeuralCostModelSupport();
-#endif
+  neuroshard::registerAvailableCostModels();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard embedding table sharding planner\n");
