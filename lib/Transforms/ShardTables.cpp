@@ -59,10 +59,10 @@ private:
   FailureOr<std::vector<::neuroshard::TableSpec>>
   buildTableSpecs(ArrayRef<TableInfo> tables);
   FailureOr<::neuroshard::SearchOptions> buildSearchOptions(ModuleOp module);
-  LogicalResult rewriteFunction(Block *block, ArrayRef<EmbeddingBagOp> lookups,
-                                const ::neuroshard::Topology &topology,
-                                ArrayRef<TableInfo> tables,
-                                const ::neuroshard::ShardingPlan &plan);
+  void rewriteBlock(ArrayRef<EmbeddingBagOp> lookups,
+                    const DenseMap<Operation *, unsigned> &tableOfLookup,
+                    unsigned numTables, const ::neuroshard::Topology &topology,
+                    const ::neuroshard::ShardingPlan &plan);
   void attachPlan(ModuleOp module, const ::neuroshard::PlanResult &result,
                   const ::neuroshard::Topology &topology);
   LogicalResult writeReports(ModuleOp module,
@@ -115,11 +115,6 @@ ShardTablesPass::buildTopology(ModuleOp module) {
            << " devices: pass memory-gb=X (one value or a comma list)";
   }
 
-  // Options override the module's topology; record what was planned for.
-  module->setAttr(
-      NeuroShardDialect::getTopologyAttrName(),
-      TopologyAttr::get(module.getContext(), numDevices,
-                        DenseF64ArrayAttr::get(module.getContext(), memory)));
   ::neuroshard::Topology topology;
   topology.memoryGB = std::move(memory);
   return topology;
@@ -204,17 +199,21 @@ ShardTablesPass::buildSearchOptions(ModuleOp module) {
   return options;
 }
 
-/// Rewrites the lookups of one block. The fused lookups go after the last
-/// lookup so that every index and offset operand dominates them.
-LogicalResult
-ShardTablesPass::rewriteFunction(Block *block, ArrayRef<EmbeddingBagOp> lookups,
-                                 const ::neuroshard::Topology &topology,
-                                 ArrayRef<TableInfo> tables,
-                                 const ::neuroshard::ShardingPlan &plan) {
+/// The lookup of `lookups` (all in one block) that comes last.
+static Operation *lastLookup(ArrayRef<EmbeddingBagOp> lookups) {
   Operation *last = lookups.front();
   for (EmbeddingBagOp lookup : lookups)
     if (last->isBeforeInBlock(lookup))
       last = lookup;
+  return last;
+}
+
+/// Checks that the lookups of one block can be fused: the fused lookups go
+/// after the last lookup, so no result may be used before it, and one
+/// exchange buffer holds one element type.
+static LogicalResult checkBlockCanBeFused(Block *block,
+                                          ArrayRef<EmbeddingBagOp> lookups) {
+  Operation *last = lastLookup(lookups);
   for (EmbeddingBagOp lookup : lookups)
     for (Operation *user : lookup->getUsers()) {
       Operation *inBlock = block->findAncestorOpInBlock(*user);
@@ -224,31 +223,37 @@ ShardTablesPass::rewriteFunction(Block *block, ArrayRef<EmbeddingBagOp> lookups,
                   "sharding pass fuses all lookups of a block and needs "
                   "their uses to follow them";
     }
-
-  DenseMap<Operation *, unsigned> tableIndex;
-  for (auto [index, info] : llvm::enumerate(tables))
-    tableIndex[info.op] = index;
-  SmallVector<SmallVector<EmbeddingBagOp>> lookupsOfTable(tables.size());
-  for (EmbeddingBagOp lookup : lookups) {
-    auto table = SymbolTable::lookupNearestSymbolFrom<TableOp>(
-        lookup, lookup.getTableAttr());
-    lookupsOfTable[tableIndex[table]].push_back(lookup);
-  }
-
-  MLIRContext *ctx = &getContext();
-  OpBuilder builder(ctx);
-  builder.setInsertionPointAfter(last);
-  Location loc = last->getLoc();
-  EmbeddingBagOp firstLookup = lookups.front();
-  auto firstType = firstLookup.getResult().getType();
-  int64_t batch = firstType.getDimSize(0);
-  Type elementType = firstType.getElementType();
+  EmbeddingBagOp first = lookups.front();
+  Type elementType = first.getResult().getType().getElementType();
   for (EmbeddingBagOp lookup : lookups)
     if (lookup.getResult().getType().getElementType() != elementType)
       return lookup.emitOpError()
              << "produces " << lookup.getResult().getType().getElementType()
              << " but other lookups of the block produce " << elementType
              << "; one exchange buffer holds one element type";
+  return success();
+}
+
+/// Rewrites the lookups of one block, which checkBlockCanBeFused accepted.
+/// The fused lookups go after the last lookup so that every index and offset
+/// operand dominates them.
+void ShardTablesPass::rewriteBlock(
+    ArrayRef<EmbeddingBagOp> lookups,
+    const DenseMap<Operation *, unsigned> &tableOfLookup, unsigned numTables,
+    const ::neuroshard::Topology &topology,
+    const ::neuroshard::ShardingPlan &plan) {
+  SmallVector<SmallVector<EmbeddingBagOp>> lookupsOfTable(numTables);
+  for (EmbeddingBagOp lookup : lookups)
+    lookupsOfTable[tableOfLookup.at(lookup)].push_back(lookup);
+
+  Operation *last = lastLookup(lookups);
+  OpBuilder builder(&getContext());
+  builder.setInsertionPointAfter(last);
+  Location loc = last->getLoc();
+  EmbeddingBagOp firstLookup = lookups.front();
+  auto firstType = firstLookup.getResult().getType();
+  int64_t batch = firstType.getDimSize(0);
+  Type elementType = firstType.getElementType();
 
   // Column of the exchanged buffer where (shard, lookup) lands.
   DenseMap<std::pair<unsigned, Operation *>, int64_t> columnOf;
@@ -327,7 +332,6 @@ ShardTablesPass::rewriteFunction(Block *block, ArrayRef<EmbeddingBagOp> lookups,
       lookup.erase();
     }
   }
-  return success();
 }
 
 void ShardTablesPass::attachPlan(ModuleOp module,
@@ -426,6 +430,7 @@ void ShardTablesPass::runOnOperation() {
     return markAllAnalysesPreserved();
 
   llvm::MapVector<Block *, SmallVector<EmbeddingBagOp>> lookupsOfBlock;
+  DenseMap<Operation *, unsigned> tableOfLookup;
   WalkResult walk = module.walk([&](Operation *op) {
     if (isa<FusedEmbeddingBagOp, AllToAllOp>(op)) {
       op->emitOpError() << "is already sharded IR; --neuroshard-shard plans "
@@ -444,11 +449,15 @@ void ShardTablesPass::runOnOperation() {
       return WalkResult::interrupt();
     }
     it->second.lookups.push_back(lookup);
+    tableOfLookup[lookup] = std::distance(tableInfos.begin(), it);
     lookupsOfBlock[lookup->getBlock()].push_back(lookup);
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
     return signalPassFailure();
+  for (auto &[block, lookups] : lookupsOfBlock)
+    if (failed(checkBlockCanBeFused(block, lookups)))
+      return signalPassFailure();
 
   SmallVector<TableInfo> tables =
       llvm::to_vector(llvm::make_second_range(tableInfos));
@@ -475,24 +484,29 @@ void ShardTablesPass::runOnOperation() {
     return signalPassFailure();
   }
 
-  // Record the placement on every table.
+  if (failed(writeReports(module, *specs, *topology, *result)))
+    return signalPassFailure();
+
+  // Every check has passed: rewrite the module. Options override the
+  // module's topology, so record the one that was planned for.
+  MLIRContext *ctx = &getContext();
+  module->setAttr(
+      NeuroShardDialect::getTopologyAttrName(),
+      TopologyAttr::get(ctx, topology->numDevices(),
+                        DenseF64ArrayAttr::get(ctx, topology->memoryGB)));
   for (auto [index, info] : llvm::enumerate(tables)) {
     SmallVector<Attribute> shards;
     for (const ::neuroshard::Shard &shard : result->plan.shards)
       if (shard.table == index)
-        shards.push_back(ShardAttr::get(&getContext(), shard.colBegin,
-                                        shard.colEnd, shard.device));
-    info.op.setShardsAttr(ArrayAttr::get(&getContext(), shards));
+        shards.push_back(
+            ShardAttr::get(ctx, shard.colBegin, shard.colEnd, shard.device));
+    info.op.setShardsAttr(ArrayAttr::get(ctx, shards));
   }
 
   for (auto &[block, lookups] : lookupsOfBlock)
-    if (failed(
-            rewriteFunction(block, lookups, *topology, tables, result->plan)))
-      return signalPassFailure();
-
+    rewriteBlock(lookups, tableOfLookup, tables.size(), *topology,
+                 result->plan);
   attachPlan(module, *result, *topology);
-  if (failed(writeReports(module, *specs, *topology, *result)))
-    return signalPassFailure();
 
   numTables = tables.size();
   numShards = result->plan.shards.size();
