@@ -1,0 +1,115 @@
+//===- InputGeneratorTest.cpp - Deterministic lookup inputs ---------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Runtime/InputGenerator.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace neuroshard::inputs;
+
+namespace {
+
+TableStats skewedTable() {
+  TableStats table;
+  table.name = "user";
+  table.rows = 200000;
+  table.dim = 64;
+  table.poolingFactor = 12.0;
+  table.accessHist = {0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02, 0,
+                      0,    0,    0,    0,    0,    0,    0,    0};
+  return table;
+}
+
+TEST(InputGenerator, IsDeterministicAndStreamsDiffer) {
+  TableStats table = skewedTable();
+  LookupInputs a = generateLookup(table, 512, 7, 0);
+  LookupInputs b = generateLookup(table, 512, 7, 0);
+  LookupInputs c = generateLookup(table, 512, 7, 1);
+  EXPECT_EQ(a.indices, b.indices);
+  EXPECT_EQ(a.offsets, b.offsets);
+  EXPECT_NE(a.indices, c.indices);
+}
+
+TEST(InputGenerator, OffsetsAreWellFormedAndIndicesInRange) {
+  TableStats table = skewedTable();
+  LookupInputs in = generateLookup(table, 1024, 3, 0, /*rowLimit=*/5000);
+  ASSERT_EQ(in.offsets.size(), 1025u);
+  EXPECT_EQ(in.offsets.front(), 0);
+  EXPECT_EQ(in.offsets.back(), static_cast<int64_t>(in.indices.size()));
+  for (size_t b = 0; b + 1 < in.offsets.size(); ++b) {
+    EXPECT_LE(in.offsets[b], in.offsets[b + 1]);
+  }
+  for (int64_t index : in.indices) {
+    EXPECT_GE(index, 0);
+    EXPECT_LT(index, 5000);
+  }
+  // Mean bag length follows the pooling factor.
+  double mean = double(in.indices.size()) / 1024.0;
+  EXPECT_NEAR(mean, 12.0, 0.6);
+}
+
+TEST(InputGenerator, PoissonBagsIncludeEmptyBagsForSmallPooling) {
+  TableStats table = skewedTable();
+  table.poolingFactor = 1.0;
+  LookupInputs in = generateLookup(table, 1024, 3, 0);
+  int empty = 0;
+  for (size_t b = 0; b + 1 < in.offsets.size(); ++b)
+    empty += in.offsets[b] == in.offsets[b + 1];
+  // P(0) = e^-1 ~ 0.37 of 1024 bags.
+  EXPECT_GT(empty, 300);
+  EXPECT_LT(empty, 460);
+}
+
+TEST(InputGenerator, HistogramOfTheStreamFollowsTheTable) {
+  TableStats table = skewedTable();
+  LookupInputs in = generateLookup(table, 4096, 11, 0);
+  std::array<double, kNumHistogramBins> hist = accessHistogram(in.indices);
+  double sum = 0.0;
+  for (unsigned j = 0; j < kNumHistogramBins; ++j) {
+    sum += hist[j];
+    EXPECT_NEAR(hist[j], table.accessHist[j], 0.03) << "bin " << j;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+}
+
+TEST(InputGenerator, UnusedTableHasOnlyEmptyBags) {
+  TableStats table = skewedTable();
+  table.accessHist.fill(0.0);
+  LookupInputs in = generateLookup(table, 64, 1, 0);
+  EXPECT_TRUE(in.indices.empty());
+  EXPECT_EQ(in.offsets.back(), 0);
+}
+
+TEST(InputGenerator, AccessHistogramBins) {
+  // Row 1 hit once (bin 0), row 2 twice (bin 1), row 3 three times (bin 2),
+  // row 4 five times (bin 3).
+  std::vector<int64_t> indices = {1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 4};
+  std::array<double, kNumHistogramBins> hist = accessHistogram(indices);
+  EXPECT_DOUBLE_EQ(hist[0], 0.25);
+  EXPECT_DOUBLE_EQ(hist[1], 0.25);
+  EXPECT_DOUBLE_EQ(hist[2], 0.25);
+  EXPECT_DOUBLE_EQ(hist[3], 0.25);
+}
+
+TEST(InputGenerator, WeightsAreColumnKeyedSoShardsAgree) {
+  uint64_t key = hashString("user");
+  std::vector<float> whole(10 * 8), right(10 * 4);
+  fillWeights(key, 10, 0, 8, whole.data(), 8);
+  fillWeights(key, 10, 4, 4, right.data(), 4);
+  for (int r = 0; r < 10; ++r)
+    for (int c = 0; c < 4; ++c)
+      EXPECT_EQ(whole[r * 8 + 4 + c], right[r * 4 + c]);
+  for (float v : whole) {
+    EXPECT_GE(v, -1.0f);
+    EXPECT_LT(v, 1.0f);
+  }
+  EXPECT_NE(weightValue(key, 0, 0), weightValue(key, 0, 1));
+  EXPECT_NE(gradientValue(key, 0, 0), weightValue(key, 0, 0));
+}
+
+} // namespace
