@@ -28,7 +28,7 @@ if config.neuroshard_has_cuda:
 # Tools are looked up in the build tree first, then in LLVM's tools.
 tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench"], tool_dirs)
+    ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench", "neuroshard-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

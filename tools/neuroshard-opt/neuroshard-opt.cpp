@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Transforms/Passes.h"
@@ -24,6 +25,8 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   neuroshard::registerAvailableCostModels();
   mlir::neuroshard::registerNeuroShardPasses();
+  mlir::neuroshard::registerNeuroShardConversionPasses();
+  mlir::neuroshard::registerNeuroShardToCPUPipeline();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::neuroshard::NeuroShardDialect>();
