@@ -32,3 +32,9 @@ llvm_config.add_tool_substitutions(
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# `%python -m neuroshard.…` runs the package from the source tree (e.g. to
+# export a cost-model bundle inside a test) without writing bytecode there.
+llvm_config.with_environment(
+    "PYTHONPATH", os.path.join(config.neuroshard_src_root, "python"),
+    append_path=True)
+llvm_config.with_environment("PYTHONDONTWRITEBYTECODE", "1")
