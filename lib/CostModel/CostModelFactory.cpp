@@ -22,8 +22,18 @@ void registerNeuralCostModelLoader(NeuralCostModelLoader loader) {
   neuralLoader = loader;
 }
 
-Expected<std::unique_ptr<CostModel>> createCostModel(StringRef spec,
+std::string resolveCostModelSpec(StringRef spec) {
+  if (spec != kDefaultCostModel)
+    return spec.str();
+  if (neuralLoader && sys::fs::is_directory(NEUROSHARD_DEFAULT_MODEL_DIR))
+    return NEUROSHARD_DEFAULT_MODEL_DIR;
+  return "analytical";
+}
+
+Expected<std::unique_ptr<CostModel>> createCostModel(StringRef requested,
                                                      const Topology &topology) {
+  std::string resolved = resolveCostModelSpec(requested);
+  StringRef spec = resolved;
   std::unique_ptr<CostModel> model;
   if (spec == "analytical") {
     model = std::make_unique<AnalyticalCostModel>();
@@ -31,8 +41,8 @@ Expected<std::unique_ptr<CostModel>> createCostModel(StringRef spec,
     if (!sys::fs::exists(spec))
       return createStringError(
           inconvertibleErrorCode(),
-          formatv("cost model '{0}' does not exist (expected 'analytical' or "
-                  "the path of a neural cost model bundle)",
+          formatv("cost model '{0}' does not exist (expected 'default', "
+                  "'analytical' or the path of a neural cost model bundle)",
                   spec));
     if (!neuralLoader)
       return createStringError(

@@ -470,6 +470,57 @@ llvm::Expected<ModelData> rt::generateData(const ModelInfo &info,
   return data;
 }
 
+llvm::Error rt::replaceInputs(const ModelInfo &info, ModelData &data,
+                              const llvm::json::Object &arguments) {
+  auto read = [&](unsigned arg, bool i32,
+                  std::vector<int64_t> &out) -> llvm::Error {
+    const llvm::json::Array *values = arguments.getArray(std::to_string(arg));
+    if (!values)
+      return makeError("no values for argument #" + llvm::Twine(arg) + " of @" +
+                       info.entry);
+    out.clear();
+    for (const llvm::json::Value &v : *values) {
+      std::optional<int64_t> x = v.getAsInteger();
+      if (!x || (i32 && (*x < INT32_MIN || *x > INT32_MAX)))
+        return makeError("argument #" + llvm::Twine(arg) + " element " +
+                         llvm::Twine(out.size()) + " is not an " +
+                         (i32 ? "i32" : "i64") + " integer");
+      out.push_back(*x);
+    }
+    return llvm::Error::success();
+  };
+  for (size_t p = 0; p < info.pairs.size(); ++p) {
+    const InputPair &pair = info.pairs[p];
+    inputs::LookupInputs in;
+    if (llvm::Error e = read(pair.indicesArg, pair.indicesAreI32, in.indices))
+      return e;
+    if (llvm::Error e = read(pair.offsetsArg, pair.indicesAreI32, in.offsets))
+      return e;
+    std::string where = "offsets argument #" + std::to_string(pair.offsetsArg);
+    if (static_cast<int64_t>(in.offsets.size()) != pair.batch + 1)
+      return makeError(where + " has " + llvm::Twine(in.offsets.size()) +
+                       " values; the batch of " + llvm::Twine(pair.batch) +
+                       " needs " + llvm::Twine(pair.batch + 1));
+    if (in.offsets.front() != 0)
+      return makeError(where + " must start at 0, not " +
+                       llvm::Twine(in.offsets.front()));
+    for (int64_t b = 0; b < pair.batch; ++b)
+      if (in.offsets[b + 1] < in.offsets[b])
+        return makeError(where + " decreases at bag " + llvm::Twine(b) + ": " +
+                         llvm::Twine(in.offsets[b]) + " then " +
+                         llvm::Twine(in.offsets[b + 1]));
+    if (in.offsets.back() != static_cast<int64_t>(in.indices.size()))
+      return makeError(where + " ends at " + llvm::Twine(in.offsets.back()) +
+                       " but indices argument #" +
+                       llvm::Twine(pair.indicesArg) + " has " +
+                       llvm::Twine(in.indices.size()) + " values");
+    data.indices32[p].assign(in.indices.begin(), in.indices.end());
+    data.offsets32[p].assign(in.offsets.begin(), in.offsets.end());
+    data.inputs[p] = std::move(in);
+  }
+  return llvm::Error::success();
+}
+
 std::optional<std::string> rt::findOutOfRangeIndex(const ModelInfo &info,
                                                    const ModelData &data) {
   for (size_t p = 0; p < info.pairs.size(); ++p) {

@@ -1,21 +1,21 @@
 // Every algorithm name is accepted and recorded in the plan.
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=neuroshard seed=7" | FileCheck %s --check-prefix=NEUROSHARD
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=neuroshard seed=7" | FileCheck %s --check-prefix=NEUROSHARD
 // NEUROSHARD: neuroshard.plan = {algorithm = "neuroshard", cost_model = "analytical"
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=table-greedy-grid seed=7" | FileCheck %s --check-prefix=TABLE_GREEDY_GRID
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=table-greedy-grid seed=7" | FileCheck %s --check-prefix=TABLE_GREEDY_GRID
 // TABLE_GREEDY_GRID: neuroshard.plan = {algorithm = "table-greedy-grid", cost_model = "analytical"
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=random seed=7" | FileCheck %s --check-prefix=RANDOM
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=random seed=7" | FileCheck %s --check-prefix=RANDOM
 // RANDOM: neuroshard.plan = {algorithm = "random", cost_model = "analytical"
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=size-greedy seed=7" | FileCheck %s --check-prefix=SIZE_GREEDY
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=size-greedy seed=7" | FileCheck %s --check-prefix=SIZE_GREEDY
 // SIZE_GREEDY: neuroshard.plan = {algorithm = "size-greedy", cost_model = "analytical"
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=dim-greedy seed=7" | FileCheck %s --check-prefix=DIM_GREEDY
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=dim-greedy seed=7" | FileCheck %s --check-prefix=DIM_GREEDY
 // DIM_GREEDY: neuroshard.plan = {algorithm = "dim-greedy", cost_model = "analytical"
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=lookup-greedy seed=7" | FileCheck %s --check-prefix=LOOKUP_GREEDY
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=lookup-greedy seed=7" | FileCheck %s --check-prefix=LOOKUP_GREEDY
 // LOOKUP_GREEDY: neuroshard.plan = {algorithm = "lookup-greedy", cost_model = "analytical"
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=size-lookup-greedy seed=7" | FileCheck %s --check-prefix=SIZE_LOOKUP_GREEDY
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=size-lookup-greedy seed=7" | FileCheck %s --check-prefix=SIZE_LOOKUP_GREEDY
 // SIZE_LOOKUP_GREEDY: neuroshard.plan = {algorithm = "size-lookup-greedy", cost_model = "analytical"
 
 // The plan JSON has the neuroshard-plan schema.
-// RUN: neuroshard-opt %s --neuroshard-shard="plan-out=%t.json plan-table=%t.txt" -o /dev/null
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical plan-out=%t.json plan-table=%t.txt" -o /dev/null
 // RUN: FileCheck %s --check-prefix=JSON < %t.json
 // RUN: FileCheck %s --check-prefix=TABLE < %t.txt
 // JSON: "algorithm": "neuroshard"

@@ -1,5 +1,5 @@
-// RUN: neuroshard-opt %s --neuroshard-shard | FileCheck %s
-// RUN: neuroshard-opt %s --neuroshard-shard="devices=3 memory-gb=0.5,0.5,4" | FileCheck %s --check-prefix=HETERO
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical" | FileCheck %s
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=3 memory-gb=0.5,0.5,4" | FileCheck %s --check-prefix=HETERO
 
 // Pinned tables stay on their device and no_split tables stay whole even
 // when the search would gain from splitting them.

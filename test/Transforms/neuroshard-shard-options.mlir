@@ -1,15 +1,15 @@
 // Errors in the pass options name the option and the value.
-// RUN: not neuroshard-opt %s --neuroshard-shard="algorithm=best" 2>&1 | FileCheck %s --check-prefix=ALGO
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=best" 2>&1 | FileCheck %s --check-prefix=ALGO
 // ALGO: error: unknown algorithm 'best'; expected one of neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy
-// RUN: not neuroshard-opt %s --neuroshard-shard="memory-gb=8,x" 2>&1 | FileCheck %s --check-prefix=MEM
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical memory-gb=8,x" 2>&1 | FileCheck %s --check-prefix=MEM
 // MEM: error: memory-gb entry 'x' is not a positive number of GB
-// RUN: not neuroshard-opt %s --neuroshard-shard="devices=3 memory-gb=8,8" 2>&1 | FileCheck %s --check-prefix=COUNT
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=3 memory-gb=8,8" 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: error: memory-gb lists 2 capacities for 3 devices
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=%t.does-not-exist" 2>&1 | FileCheck %s --check-prefix=MODEL
 // MODEL: error: cost model '{{.*}}does-not-exist'
-// RUN: not neuroshard-opt %s --neuroshard-shard="beam-width=0" 2>&1 | FileCheck %s --check-prefix=BEAM
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical beam-width=0" 2>&1 | FileCheck %s --check-prefix=BEAM
 // BEAM: error: {{.*}}beam
-// RUN: not neuroshard-opt %s --neuroshard-shard="plan-out=%t.missing-dir/plan.json" 2>&1 | FileCheck %s --check-prefix=OUT
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical plan-out=%t.missing-dir/plan.json" 2>&1 | FileCheck %s --check-prefix=OUT
 // OUT: error: cannot write plan-out file '{{.*}}plan.json'
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {

@@ -1,5 +1,5 @@
-// RUN: neuroshard-opt %s --neuroshard-shard | FileCheck %s
-// RUN: not neuroshard-opt %s --neuroshard-shard="algorithm=table-greedy-grid" 2>&1 | FileCheck %s --check-prefix=WHOLE
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical" | FileCheck %s
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=table-greedy-grid" 2>&1 | FileCheck %s --check-prefix=WHOLE
 
 // A table larger than any device (1.19 GB on 1 GB devices) is split in
 // column halves by the beam search; a table-wise algorithm cannot place it.

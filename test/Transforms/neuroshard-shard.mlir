@@ -1,5 +1,5 @@
-// RUN: neuroshard-opt %s --neuroshard-shard="algorithm=table-greedy-grid" | FileCheck %s
-// RUN: neuroshard-opt %s --neuroshard-shard | neuroshard-opt | FileCheck %s --check-prefix=VALID
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=table-greedy-grid" | FileCheck %s
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical" | neuroshard-opt | FileCheck %s --check-prefix=VALID
 
 // VALID: module attributes {neuroshard.plan = {algorithm = "neuroshard"
 

@@ -50,8 +50,10 @@ static cl::opt<std::string> algorithm("algorithm", cl::desc(algorithmHelp),
                                       cl::cat(category));
 static cl::opt<std::string>
     costModel("cost-model",
-              cl::desc("'analytical' or the path of a neural cost model"),
-              cl::init("analytical"), cl::cat(category));
+              cl::desc("'default' (the shipped trained model, or the "
+                       "analytical model without LibTorch), 'analytical', or "
+                       "the path of a neural cost model"),
+              cl::init("default"), cl::cat(category));
 static cl::opt<unsigned> beamWidth("beam-width",
                                    cl::desc("Beam search: states per level"),
                                    cl::init(SearchOptions().beamWidth),

@@ -29,6 +29,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
@@ -92,8 +93,14 @@ static cl::opt<double>
 static cl::opt<bool>
     checkIndices("check-indices",
                  cl::desc("Check every index against its table's rows "
-                          "before running"),
+                          "before running and report the first one outside "
+                          "(the kernels themselves do not check)"),
                  cl::cat(category));
+static cl::opt<std::string> inputsPath(
+    "inputs",
+    cl::desc("Take the lookup inputs from this JSON file instead of "
+             "generating them: {\"<argument number>\": [integers], ...}"),
+    cl::cat(category));
 static cl::opt<bool> jsonOutput("json", cl::desc("Print the report as JSON"),
                                 cl::cat(category));
 
@@ -217,6 +224,20 @@ int main(int argc, char **argv) {
   if (!generated)
     fail(inputPath + ": " + toString(generated.takeError()));
   ModelData data = std::move(*generated);
+  std::optional<json::Value> givenInputs;
+  if (!inputsPath.empty()) {
+    auto buffer = MemoryBuffer::getFile(inputsPath);
+    if (!buffer)
+      fail("cannot read '" + inputsPath + "': " + buffer.getError().message());
+    auto parsed = json::parse((*buffer)->getBuffer());
+    if (!parsed)
+      fail(inputsPath + ": " + toString(parsed.takeError()));
+    if (!parsed->getAsObject())
+      fail(inputsPath + ": expected an object of argument arrays");
+    givenInputs = std::move(*parsed);
+    failOn(replaceInputs(model.info, data, *givenInputs->getAsObject()),
+           inputsPath);
+  }
   if (checkIndices)
     if (auto bad = findOutOfRangeIndex(model.info, data))
       fail(*bad);
@@ -256,6 +277,9 @@ int main(int argc, char **argv) {
     if (!otherGenerated)
       fail(comparePath + ": " + toString(otherGenerated.takeError()));
     ModelData otherData = std::move(*otherGenerated);
+    if (givenInputs)
+      failOn(replaceInputs(other.info, otherData, *givenInputs->getAsObject()),
+             inputsPath);
     std::vector<std::vector<float>> otherOutputs;
     step(other, otherData, otherOutputs);
     double diff = 0;

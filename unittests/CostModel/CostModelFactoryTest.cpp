@@ -48,14 +48,33 @@ TEST_F(CostModelFactoryTest, CreatesTheAnalyticalModel) {
 }
 
 TEST_F(CostModelFactoryTest, ExplainsMissingPathsAndMissingLibTorch) {
-  EXPECT_EQ(factoryError("/no/such/bundle", 4),
-            "cost model '/no/such/bundle' does not exist (expected "
-            "'analytical' or the path of a neural cost model bundle)");
+  EXPECT_EQ(
+      factoryError("/no/such/bundle", 4),
+      "cost model '/no/such/bundle' does not exist (expected "
+      "'default', 'analytical' or the path of a neural cost model bundle)");
   EXPECT_EQ(factoryError(bundle, 4),
             "cost model '" + bundle.str().str() +
                 "': neural cost models need LibTorch support, which this "
                 "build lacks (configure with LibTorch and "
                 "-DNEUROSHARD_ENABLE_TORCH=ON, or use 'analytical')");
+}
+
+TEST_F(CostModelFactoryTest, DefaultIsTheShippedModelWhenLoadable) {
+  EXPECT_EQ(resolveCostModelSpec("analytical"), "analytical");
+  EXPECT_EQ(resolveCostModelSpec("/some/bundle"), "/some/bundle");
+  // Without a neural loader (a build without LibTorch) the default is the
+  // analytical model.
+  registerNeuralCostModelLoader(nullptr);
+  EXPECT_EQ(resolveCostModelSpec(kDefaultCostModel), "analytical");
+  Expected<std::unique_ptr<CostModel>> model =
+      createCostModel(kDefaultCostModel, Topology::uniform(4, 16));
+  ASSERT_EQ(errorMessage(model), "");
+  EXPECT_EQ((*model)->name(), "analytical");
+  // With one, it is the trained bundle shipped under models/.
+  registerNeuralCostModelLoader(loadEightDeviceModel);
+  EXPECT_TRUE(StringRef(resolveCostModelSpec(kDefaultCostModel))
+                  .ends_with("/models/cpu-zen5-b1024"));
+  registerNeuralCostModelLoader(nullptr);
 }
 
 TEST_F(CostModelFactoryTest, UsesTheRegisteredLoaderAndChecksDevices) {

@@ -21,6 +21,7 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <string>
 
 namespace neuroshard {
 
@@ -32,7 +33,17 @@ using NeuralCostModelLoader =
 /// The neural cost-model library calls this once at start-up.
 void registerNeuralCostModelLoader(NeuralCostModelLoader loader);
 
-/// Creates the model named by `spec` ("analytical" or a neural bundle path)
+/// The spec that names the shipped model: the trained bundle under models/
+/// that the build was configured with (NEUROSHARD_DEFAULT_MODEL) when this
+/// build can load neural models, else the analytical model.
+constexpr const char *kDefaultCostModel = "default";
+
+/// The spec `spec` stands for: "default" resolved as above, anything else
+/// unchanged.
+std::string resolveCostModelSpec(llvm::StringRef spec);
+
+/// Creates the model named by `spec` ("default", "analytical" or a neural
+/// bundle path)
 /// and checks that it supports the topology's device count. Fails naming
 /// `spec` if the path does not exist or no neural loader is registered.
 llvm::Expected<std::unique_ptr<CostModel>>

@@ -29,6 +29,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <memory>
@@ -118,6 +119,14 @@ struct DataOptions {
 /// Generates weights, inputs and gradients for `info` deterministically.
 llvm::Expected<ModelData> generateData(const ModelInfo &info,
                                        const DataOptions &options);
+
+/// Replaces the generated lookup inputs with given ones: `arguments` maps
+/// entry argument numbers (as strings) to integer arrays, and must give both
+/// the indices and the offsets of every lookup input. Offsets are checked
+/// (B + 1 entries from 0, non-decreasing, ending at the number of indices);
+/// indices are not (see findOutOfRangeIndex).
+llvm::Error replaceInputs(const ModelInfo &info, ModelData &data,
+                          const llvm::json::Object &arguments);
 
 /// The first index outside its table's allocated rows, if any:
 /// "table 't3' (argument 4), bag 17: index 5003 is outside [0, 5000)".

@@ -37,8 +37,10 @@ def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
     Option<"algorithm", "algorithm", "std::string", "\"neuroshard\"",
            "Search algorithm: neuroshard, table-greedy-grid, random, "
            "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy">,
-    Option<"costModel", "cost-model", "std::string", "\"analytical\"",
-           "Cost model: 'analytical' or the path of a neural model bundle">,
+    Option<"costModel", "cost-model", "std::string", "\"default\"",
+           "Cost model: 'default' (the shipped trained model, or the "
+           "analytical model in builds without LibTorch), 'analytical', or "
+           "the path of a neural model bundle">,
     Option<"beamWidth", "beam-width", "unsigned", "3",
            "Beam search: states kept per level">,
     Option<"candidates", "candidates", "unsigned", "10",
