@@ -2,6 +2,8 @@
 # lit configuration of the NeuroShard test suite.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -24,6 +26,16 @@ if config.neuroshard_has_torch:
     config.available_features.add("torch")
 if config.neuroshard_has_cuda:
     config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit_dir))
+# `ptxas`: the toolkit can turn PTX into cubins. `cuda`: a GPU and its driver
+# are usable here, so tests may execute kernels.
+if config.cuda_toolkit_dir and os.access(
+        os.path.join(config.cuda_toolkit_dir, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("ptxas")
+nvidia_smi = shutil.which("nvidia-smi")
+if nvidia_smi and subprocess.run([nvidia_smi, "-L"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("cuda")
 
 # Tools are looked up in the build tree first, then in LLVM's tools.
 tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
