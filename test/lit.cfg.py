@@ -47,8 +47,14 @@ if nvidia_smi and subprocess.run([nvidia_smi, "-L"], stdout=subprocess.DEVNULL,
 # Tools are looked up in the build tree first, then in LLVM's tools.
 tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench",
+    ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench", "neuroshard-run",
      "neuroshard-cuda-runner"], tool_dirs)
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# `%python -m neuroshard.…` runs the package from the source tree (e.g. to
+# export a cost-model bundle inside a test) without writing bytecode there.
+llvm_config.with_environment(
+    "PYTHONPATH", os.path.join(config.neuroshard_src_root, "python"),
+    append_path=True)
+llvm_config.with_environment("PYTHONDONTWRITEBYTECODE", "1")

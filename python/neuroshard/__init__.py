@@ -4,4 +4,7 @@
 #
 #===----------------------------------------------------------------------===#
 """NeuroShard's Python side: the neural cost models (neuroshard.cost_model)
-and their TorchScript bundle export, which the C++ planner loads."""
+and their TorchScript bundle export, which the C++ planner loads, and the
+pre-training pipeline that feeds them: the synthetic table pool
+(neuroshard.table_pool), cost-data collection (neuroshard.collect), training
+(neuroshard.train) and its report (neuroshard.report, neuroshard.metrics)."""

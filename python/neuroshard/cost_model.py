@@ -163,7 +163,8 @@ def bundle_meta(*, trained: bool, hardware: str, batch_size: int,
     """meta.json of a bundle. dataset_size counts the samples per model
     ({"compute": ..., "comm": ...}) and held_out holds the validation
     errors (compute_mape, compute_kendall_tau, ...); both are None for an
-    untrained bundle. devices is None when the bundle has no comm models."""
+    untrained bundle. devices is None when the bundle has no comm models;
+    "comm" then says that the planner prices communication analytically."""
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
@@ -174,6 +175,7 @@ def bundle_meta(*, trained: bool, hardware: str, batch_size: int,
         "feature_order": list(FEATURE_ORDER),
         "encoding_dim": ENCODING_DIM,
         "devices": devices,
+        "comm": "neural" if devices is not None else "analytical",
         "dataset_size": dataset_size,
         "held_out": held_out,
         "seed": seed,

@@ -123,6 +123,7 @@ def test_export_untrained_cli(tmp_path):
     meta = json.loads((out / "meta.json").read_text())
     assert meta["trained"] is False
     assert meta["devices"] == 4
+    assert meta["comm"] == "neural"
     assert meta["batch_size"] == 4096
     assert meta["dtype"] == "f32"
     assert meta["feature_order"] == cm.FEATURE_ORDER
@@ -136,8 +137,8 @@ def test_export_untrained_is_seeded_and_comm_optional(tmp_path):
         cm.main(["export-untrained", "--out", str(tmp_path / name),
                  "--seed", "11"])
     assert sorted(os.listdir(tmp_path / "a")) == ["compute.pt", "meta.json"]
-    assert json.loads((tmp_path / "a" / "meta.json").read_text())[
-        "devices"] is None
+    meta = json.loads((tmp_path / "a" / "meta.json").read_text())
+    assert meta["devices"] is None and meta["comm"] == "analytical"
     a = torch.jit.load(str(tmp_path / "a" / "compute.pt"))
     b = torch.jit.load(str(tmp_path / "b" / "compute.pt"))
     features = random_features(3)

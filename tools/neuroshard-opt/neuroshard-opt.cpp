@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
+#include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Transforms/Passes.h"
@@ -26,6 +27,8 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   neuroshard::registerAvailableCostModels();
   mlir::neuroshard::registerNeuroShardPasses();
+  mlir::neuroshard::registerNeuroShardConversionPasses();
+  mlir::neuroshard::registerNeuroShardToCPUPipeline();
   mlir::neuroshard::registerNeuroShardCUDAPasses();
 
   mlir::DialectRegistry registry;

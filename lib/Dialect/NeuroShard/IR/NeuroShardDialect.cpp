@@ -48,6 +48,15 @@ NeuroShardDialect::verifyOperationAttribute(Operation *op,
              << attribute.getValue();
     return success();
   }
+  if (name == getWeightTablesAttrName()) {
+    auto names = dyn_cast<ArrayAttr>(attribute.getValue());
+    if (!isa<ModuleOp>(op) || !names ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError() << "'" << name
+                             << "' must be an array of table names on a "
+                                "builtin.module";
+    return success();
+  }
   return op->emitError() << "unknown NeuroShard attribute '" << name << "'";
 }
 

@@ -43,6 +43,11 @@ def NeuroShard_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPlanAttrName() {
       return ::llvm::StringLiteral("neuroshard.plan");
     }
+    /// Module attribute left by the lowering: the names of the tables whose
+    /// weights the arena holds, in table-ordinal order.
+    static constexpr ::llvm::StringLiteral getWeightTablesAttrName() {
+      return ::llvm::StringLiteral("neuroshard.weight_tables");
+    }
   }];
 }
 

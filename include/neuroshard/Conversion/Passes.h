@@ -1,0 +1,40 @@
+//===- Passes.h - NeuroShard conversion passes ------------------*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_CONVERSION_PASSES_H
+#define NEUROSHARD_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::neuroshard {
+
+#define GEN_PASS_DECL
+#include "neuroshard/Conversion/Passes.h.inc"
+
+/// Appends `--neuroshard-to-cpu` to `pm`: lookups to generic kernel calls,
+/// bufferization (results become trailing out-parameters), deallocation, and
+/// conversion of everything to the LLVM dialect.
+void buildNeuroShardToCPUPipeline(OpPassManager &pm);
+
+/// Registers the `neuroshard-to-cpu` pipeline (the passes themselves are
+/// registered by registerNeuroShardConversionPasses, generated below).
+void registerNeuroShardToCPUPipeline();
+
+#define GEN_PASS_REGISTRATION
+#include "neuroshard/Conversion/Passes.h.inc"
+
+} // namespace mlir::neuroshard
+
+#endif // NEUROSHARD_CONVERSION_PASSES_H

@@ -1,0 +1,46 @@
+//===- Passes.td - NeuroShard conversion passes ------------*- tablegen -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_CONVERSION_PASSES_TD
+#define NEUROSHARD_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerLookupsToCPU : Pass<"neuroshard-lower-lookups-cpu", "::mlir::ModuleOp"> {
+  let summary = "Lower NeuroShard lookups to calls of the generic CPU kernels";
+  let description = [{
+    The first step of `--neuroshard-to-cpu`. Adds the generic fused kernels
+    of `neuroshard/Runtime/KernelABI.h` to the module as `func.func`s
+    written in `scf`, `memref` and `vector` (a forward and a backward-SGD
+    kernel for i32 and for i64 indices; their loops over a shard's columns
+    use 8-, then 4-, then 1-wide vectors), and rewrites every lookup:
+
+    * `neuroshard.embedding_bag` and `neuroshard.fused_embedding_bag`
+      become one call of the forward kernel: their indices and offsets are
+      concatenated into one buffer each (widened to i64 when index types
+      differ), a metadata buffer describes every shard, and the result is a
+      freshly allocated `B x W` buffer;
+    * `neuroshard.all_to_all` becomes `tensor.extract_slice`s of every
+      device's rows and a `tensor.concat` per device, which is what the
+      exchange computes when all devices share one address space;
+    * `neuroshard.table`s are erased; a function with lookups gains two
+      trailing arguments, the weight arena (`memref<?xf32>`, argument
+      attribute `neuroshard.weights`) and the table layout (`memref<?xi64>`,
+      `neuroshard.layout`: the arena offset of each table's row 0), and the
+      module's `neuroshard.weight_tables` lists the tables in layout order.
+
+    The output still holds tensors; the rest of `--neuroshard-to-cpu`
+    bufferizes it and converts it to the LLVM dialect.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+#endif // NEUROSHARD_CONVERSION_PASSES_TD

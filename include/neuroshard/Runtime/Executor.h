@@ -1,0 +1,199 @@
+//===- Executor.h - Compile and run NeuroShard modules on the CPU -*- C++
+//-*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What `neuroshard-run` and cost-data collection execute with:
+//
+// * `analyzeModel` reads a NeuroShard module (sharded or not) before it is
+//   lowered: its tables, which function arguments are which lookup's indices
+//   and offsets, and every lookup's shards.
+// * `ModelData` holds what a run feeds the model: the weight arena (tables
+//   in module order, optionally capped to a number of rows), the generated
+//   indices and offsets of every lookup, and output gradients.
+// * `CPUModel` lowers a module with `--neuroshard-to-cpu`, JIT-compiles it
+//   with MLIR's ExecutionEngine for the host CPU, and runs the entry
+//   function (forward) and the generic backward-SGD kernel per lookup.
+// * `CPUKernels` compiles only the generic kernels and calls them on shard
+//   sets given at run time, so any number of sets is timed with one
+//   compilation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_RUNTIME_EXECUTOR_H
+#define NEUROSHARD_RUNTIME_EXECUTOR_H
+
+#include "neuroshard/Runtime/InputGenerator.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace neuroshard {
+namespace runtime {
+
+/// A table as the runtime sees it.
+struct TableInfo {
+  inputs::TableStats stats; // name, rows, dim, pooling factor, histogram
+  bool hasStatistics = false;
+};
+
+/// One shard of a lookup: columns [colBegin, colBegin + width) of a table,
+/// pooled with `mode` (KernelABI.h) over the bags of input pair `pair`.
+struct ShardRef {
+  int64_t table = 0;
+  int64_t colBegin = 0;
+  int64_t width = 0;
+  int64_t mode = 0;
+  unsigned pair = 0;
+};
+
+/// One lookup op (embedding_bag or fused_embedding_bag) of the entry.
+struct LookupInfo {
+  std::vector<ShardRef> shards;
+  int64_t batch = 0;
+  int64_t width = 0;
+};
+
+/// The entry arguments of one lookup input: indices and offsets.
+struct InputPair {
+  unsigned indicesArg = 0;
+  unsigned offsetsArg = 0;
+  int64_t table = 0;
+  int64_t batch = 0;
+  bool indicesAreI32 = false;
+};
+
+struct ModelInfo {
+  std::string entry;
+  unsigned numArguments = 0;
+  std::vector<TableInfo> tables;
+  std::vector<InputPair> pairs;
+  std::vector<LookupInfo> lookups;
+  /// Static shapes of the entry's results (all 2-D f32).
+  std::vector<std::vector<int64_t>> resultShapes;
+};
+
+/// Reads `module` before lowering. `entry` empty means the module's only
+/// public function. Errors name the function, argument or op at fault.
+llvm::Expected<ModelInfo> analyzeModel(mlir::ModuleOp module,
+                                       llvm::StringRef entry);
+
+/// Checks that two models can be compared: same tables, arguments and
+/// result shapes.
+llvm::Error checkComparable(const ModelInfo &a, const ModelInfo &b);
+
+/// The data of a run.
+struct ModelData {
+  /// Rows allocated per table (the table's rows, or the cap).
+  std::vector<int64_t> allocatedRows;
+  std::vector<int64_t> layout;
+  std::vector<float> weights;
+  /// Per input pair: generated indices and offsets (i64), and i32 copies
+  /// for pairs whose arguments are i32.
+  std::vector<inputs::LookupInputs> inputs;
+  std::vector<std::vector<int32_t>> indices32, offsets32;
+  /// Per lookup: its output gradient (batch x width, row-major).
+  std::vector<std::vector<float>> gradients;
+};
+
+struct DataOptions {
+  uint64_t seed = 0;
+  /// Cap on the rows allocated per table (0: no cap).
+  int64_t maxRows = 0;
+  /// Refuse to allocate a weight arena larger than this.
+  uint64_t maxWeightBytes = uint64_t(16) << 30;
+};
+
+/// Generates weights, inputs and gradients for `info` deterministically.
+llvm::Expected<ModelData> generateData(const ModelInfo &info,
+                                       const DataOptions &options);
+
+/// The first index outside its table's allocated rows, if any:
+/// "table 't3' (argument 4), bag 17: index 5003 is outside [0, 5000)".
+std::optional<std::string> findOutOfRangeIndex(const ModelInfo &info,
+                                               const ModelData &data);
+
+/// A module lowered to the CPU and JIT-compiled.
+class CPUModel {
+public:
+  ~CPUModel();
+  /// Lowers a clone of `module` (which `info` describes) and compiles it.
+  static llvm::Expected<std::unique_ptr<CPUModel>>
+  compile(mlir::ModuleOp module, const ModelInfo &info);
+
+  /// Runs the entry function; `outputs[i]` receives result i (row-major).
+  llvm::Error forward(ModelData &data,
+                      std::vector<std::vector<float>> &outputs);
+  /// Runs the backward-SGD kernel of every lookup with its gradient.
+  llvm::Error backward(ModelData &data, float learningRate);
+
+private:
+  CPUModel() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// Element-wise comparison: max |a - b| divided by max |b| (0 when both are
+/// empty or all zero).
+double maxRelativeDifference(const std::vector<float> &a,
+                             const std::vector<float> &b);
+
+/// A shard set for direct kernel calls: tables packed one after another in
+/// `weights` (row stride = width), all with their own inputs.
+struct KernelShard {
+  const float *weights = nullptr; // rows x width, row-major
+  int64_t rows = 0;
+  int64_t width = 0;
+  int64_t mode = 0;
+  const inputs::LookupInputs *inputs = nullptr;
+};
+
+/// Buffers of one shard set for direct kernel calls: the shards' weights
+/// packed into one arena (each shard is its own table, row stride = width),
+/// concatenated indices and offsets, metadata, output and gradient.
+struct PreparedSet {
+  int64_t batch = 0;
+  int64_t width = 0;
+  bool indicesAreI32 = false;
+  std::vector<int64_t> layout, meta, indices, offsets;
+  std::vector<int32_t> indices32, offsets32;
+  std::vector<float> weights, output, gradient;
+};
+
+/// The generic kernels alone, compiled once and called on shard sets that
+/// are only known at run time.
+class CPUKernels {
+public:
+  ~CPUKernels();
+  static llvm::Expected<std::unique_ptr<CPUKernels>> compile();
+
+  /// Packs `shards` for a batch of `batch` bags (every shard's inputs must
+  /// have batch + 1 offsets); gradients are drawn with `gradientSeed`.
+  static PreparedSet prepare(const std::vector<KernelShard> &shards,
+                             int64_t batch, uint64_t gradientSeed,
+                             bool indicesAreI32 = false);
+  void forward(PreparedSet &set);
+  void backward(PreparedSet &set, float learningRate);
+
+private:
+  CPUKernels() = default;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  void *forwardI32 = nullptr, *forwardI64 = nullptr;
+  void *backwardI32 = nullptr, *backwardI64 = nullptr;
+};
+
+} // namespace runtime
+} // namespace neuroshard
+
+#endif // NEUROSHARD_RUNTIME_EXECUTOR_H

@@ -1,0 +1,264 @@
+//===- CPUKernels.cpp - The generic fused embedding kernels for CPUs ------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builds the four kernels of KernelABI.h as `func.func`s over `scf` loops:
+// shards, then bags, then the shard's columns in 8-, 4- and 1-wide vector
+// chunks. The forward kernel keeps a chunk's running sum in a register over
+// the bag's indices and stores it once; the backward kernel walks a bag's
+// indices in order and applies `row -= lr * scale * grad` chunk by chunk, so
+// repeated indices each apply, in order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Conversion/LookupLowering.h"
+#include "neuroshard/Runtime/KernelABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+namespace abi = ::neuroshard::kernel_abi;
+
+namespace {
+
+/// Vector widths of the column loops, widest first; the last must be 1.
+constexpr int64_t kChunkWidths[] = {8, 4, 1};
+
+/// One shard's metadata row, loaded as `index` values.
+struct ShardFields {
+  Value weightBase; // layout[table] + colBegin
+  Value rowStride, width, outColumn, indicesBase, offsetsBase;
+  Value isMean; // i1
+};
+
+/// Small helpers over an ImplicitLocOpBuilder.
+class KernelBuilder {
+public:
+  explicit KernelBuilder(ImplicitLocOpBuilder &b) : b(b) {}
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+
+  /// Loads element `pos` of an integer memref as an `index`.
+  Value loadIndex(Value memref, Value pos) {
+    Value v = memref::LoadOp::create(b, memref, ValueRange{pos});
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  }
+
+  ShardFields loadShard(Value meta, Value layout, Value shard) {
+    Value row =
+        arith::MulIOp::create(b, shard, index(abi::kShardFields)).getResult();
+    auto field = [&](int64_t f) {
+      return loadIndex(meta, arith::AddIOp::create(b, row, index(f)));
+    };
+    ShardFields s;
+    Value table = field(abi::kTable);
+    s.rowStride = field(abi::kRowStride);
+    s.weightBase = arith::AddIOp::create(b, loadIndex(layout, table),
+                                         field(abi::kColBegin));
+    s.width = field(abi::kWidth);
+    s.outColumn = field(abi::kOutColumn);
+    s.indicesBase = field(abi::kIndicesBase);
+    s.offsetsBase = field(abi::kOffsetsBase);
+    s.isMean = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                     field(abi::kMode), index(abi::kMean));
+    return s;
+  }
+
+  /// Bag bounds [start, end) in the indices buffer and the divisor of the
+  /// bag's pooled value (its length for mean pooling, else 1) as f32.
+  void bagBounds(const ShardFields &s, Value offsets, Value bag, Value &start,
+                 Value &end, Value &divisor) {
+    Value pos = arith::AddIOp::create(b, s.offsetsBase, bag);
+    Value first = loadIndex(offsets, pos);
+    Value last =
+        loadIndex(offsets, arith::AddIOp::create(b, pos, index(1)).getResult());
+    start = arith::AddIOp::create(b, s.indicesBase, first);
+    end = arith::AddIOp::create(b, s.indicesBase, last);
+    Value length = arith::SubIOp::create(b, last, first);
+    Value nonEmpty =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, length, index(0));
+    Value useLength = arith::AndIOp::create(b, s.isMean, nonEmpty);
+    Value lengthF = arith::UIToFPOp::create(
+        b, b.getF32Type(),
+        arith::IndexCastOp::create(b, b.getI64Type(), length).getResult());
+    Value one = arith::ConstantOp::create(b, b.getF32FloatAttr(1.0f));
+    divisor = arith::SelectOp::create(b, useLength, lengthF, one);
+  }
+
+  /// Emits loops over the columns [0, width) in chunks of kChunkWidths,
+  /// calling `body(column, chunkType)` for each chunk.
+  void forEachChunk(Value width,
+                    llvm::function_ref<void(Value, VectorType)> body) {
+    Value begin = index(0);
+    for (int64_t chunk : kChunkWidths) {
+      Value end = width;
+      if (chunk > 1) {
+        Value rem = arith::RemUIOp::create(b, width, index(chunk));
+        end = arith::SubIOp::create(b, width, rem);
+      }
+      auto type = VectorType::get({chunk}, b.getF32Type());
+      auto loop = scf::ForOp::create(b, begin, end, index(chunk));
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        body(loop.getInductionVar(), type);
+      }
+      begin = end;
+    }
+  }
+
+  ImplicitLocOpBuilder &b;
+};
+
+MemRefType dynamic1D(Type element) {
+  return MemRefType::get({ShapedType::kDynamic}, element);
+}
+
+func::FuncOp createKernel(OpBuilder &builder, Location loc, StringRef name,
+                          ArrayRef<Type> inputs) {
+  auto type = builder.getFunctionType(inputs, {});
+  auto func = func::FuncOp::create(builder, loc, name, type);
+  func->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+  func.addEntryBlock();
+  return func;
+}
+
+/// forward(meta, layout, weights, indices, offsets, out)
+void buildForward(OpBuilder &builder, Location loc, StringRef name,
+                  IntegerType indexType) {
+  MLIRContext *ctx = builder.getContext();
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  auto outType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                 Float32Type::get(ctx));
+  func::FuncOp func =
+      createKernel(builder, loc, name,
+                   {dynamic1D(i64), dynamic1D(i64), dynamic1D(f32),
+                    dynamic1D(indexType), dynamic1D(indexType), outType});
+  ImplicitLocOpBuilder b(loc, builder);
+  b.setInsertionPointToStart(&func.getBody().front());
+  KernelBuilder kb(b);
+  Value meta = func.getArgument(0), layout = func.getArgument(1),
+        weights = func.getArgument(2), indices = func.getArgument(3),
+        offsets = func.getArgument(4), out = func.getArgument(5);
+
+  Value numShards = arith::DivUIOp::create(b, memref::DimOp::create(b, meta, 0),
+                                           kb.index(abi::kShardFields));
+  Value batch = memref::DimOp::create(b, out, 0);
+  auto shardLoop = scf::ForOp::create(b, kb.index(0), numShards, kb.index(1));
+  b.setInsertionPointToStart(shardLoop.getBody());
+  ShardFields s = kb.loadShard(meta, layout, shardLoop.getInductionVar());
+  auto bagLoop = scf::ForOp::create(b, kb.index(0), batch, kb.index(1));
+  b.setInsertionPointToStart(bagLoop.getBody());
+  Value bag = bagLoop.getInductionVar();
+  Value start, end, divisor;
+  kb.bagBounds(s, offsets, bag, start, end, divisor);
+
+  kb.forEachChunk(s.width, [&](Value column, VectorType chunkType) {
+    Value zero = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0.0f)));
+    Value colInRow = arith::AddIOp::create(b, s.weightBase, column);
+    auto reduce =
+        scf::ForOp::create(b, start, end, kb.index(1), ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(reduce.getBody());
+      Value row = kb.loadIndex(indices, reduce.getInductionVar());
+      Value addr = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, row, s.rowStride), colInRow);
+      Value v = vector::LoadOp::create(b, chunkType, weights, ValueRange{addr});
+      Value sum = arith::AddFOp::create(b, reduce.getRegionIterArg(0), v);
+      scf::YieldOp::create(b, sum);
+    }
+    Value scale = vector::BroadcastOp::create(b, chunkType, divisor);
+    Value pooled = arith::DivFOp::create(b, reduce.getResult(0), scale);
+    Value outCol = arith::AddIOp::create(b, s.outColumn, column);
+    vector::StoreOp::create(b, pooled, out, ValueRange{bag, outCol});
+  });
+  b.setInsertionPointAfter(shardLoop);
+  func::ReturnOp::create(b);
+}
+
+/// backward(meta, layout, weights, indices, offsets, grad, lr)
+void buildBackward(OpBuilder &builder, Location loc, StringRef name,
+                   IntegerType indexType) {
+  MLIRContext *ctx = builder.getContext();
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  auto gradType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                  Float32Type::get(ctx));
+  func::FuncOp func =
+      createKernel(builder, loc, name,
+                   {dynamic1D(i64), dynamic1D(i64), dynamic1D(f32),
+                    dynamic1D(indexType), dynamic1D(indexType), gradType, f32});
+  ImplicitLocOpBuilder b(loc, builder);
+  b.setInsertionPointToStart(&func.getBody().front());
+  KernelBuilder kb(b);
+  Value meta = func.getArgument(0), layout = func.getArgument(1),
+        weights = func.getArgument(2), indices = func.getArgument(3),
+        offsets = func.getArgument(4), grad = func.getArgument(5),
+        lr = func.getArgument(6);
+
+  Value numShards = arith::DivUIOp::create(b, memref::DimOp::create(b, meta, 0),
+                                           kb.index(abi::kShardFields));
+  Value batch = memref::DimOp::create(b, grad, 0);
+  Value negLr = arith::NegFOp::create(b, lr);
+  auto shardLoop = scf::ForOp::create(b, kb.index(0), numShards, kb.index(1));
+  b.setInsertionPointToStart(shardLoop.getBody());
+  ShardFields s = kb.loadShard(meta, layout, shardLoop.getInductionVar());
+  auto bagLoop = scf::ForOp::create(b, kb.index(0), batch, kb.index(1));
+  b.setInsertionPointToStart(bagLoop.getBody());
+  Value bag = bagLoop.getInductionVar();
+  Value start, end, divisor;
+  kb.bagBounds(s, offsets, bag, start, end, divisor);
+  // -lr / divisor: every index of the bag moves its row by this times grad.
+  Value coefficient = arith::DivFOp::create(b, negLr, divisor);
+  auto indexLoop = scf::ForOp::create(b, start, end, kb.index(1));
+  b.setInsertionPointToStart(indexLoop.getBody());
+  Value row = kb.loadIndex(indices, indexLoop.getInductionVar());
+  Value rowBase = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, row, s.rowStride), s.weightBase);
+  kb.forEachChunk(s.width, [&](Value column, VectorType chunkType) {
+    Value outCol = arith::AddIOp::create(b, s.outColumn, column);
+    Value g =
+        vector::LoadOp::create(b, chunkType, grad, ValueRange{bag, outCol});
+    Value addr = arith::AddIOp::create(b, rowBase, column);
+    Value w = vector::LoadOp::create(b, chunkType, weights, ValueRange{addr});
+    Value c = vector::BroadcastOp::create(b, chunkType, coefficient);
+    Value updated = vector::FMAOp::create(b, c, g, w);
+    vector::StoreOp::create(b, updated, weights, ValueRange{addr});
+  });
+  b.setInsertionPointAfter(shardLoop);
+  func::ReturnOp::create(b);
+}
+
+} // namespace
+
+void mlir::neuroshard::buildCPUKernels(ModuleOp module) {
+  OpBuilder builder(module.getContext());
+  builder.setInsertionPointToEnd(module.getBody());
+  Location loc = builder.getUnknownLoc();
+  auto i32 = builder.getI32Type(), i64 = builder.getI64Type();
+  struct Kernel {
+    const char *name;
+    IntegerType indexType;
+    bool backward;
+  } kernels[] = {{abi::kForwardI32, i32, false},
+                 {abi::kForwardI64, i64, false},
+                 {abi::kBackwardI32, i32, true},
+                 {abi::kBackwardI64, i64, true}};
+  for (const Kernel &k : kernels) {
+    if (module.lookupSymbol(k.name))
+      continue;
+    if (k.backward)
+      buildBackward(builder, loc, k.name, k.indexType);
+    else
+      buildForward(builder, loc, k.name, k.indexType);
+  }
+}

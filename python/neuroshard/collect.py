@@ -1,0 +1,374 @@
+#===- collect.py - Compute-cost data collection driver --------------------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+"""Measures compute-cost samples (DESIGN §6) by driving the C++ timing tool.
+
+Sample k is a set of 1..15 whole tables from the pool's train split, with
+distinct base tables and a total size under a memory cap, drawn from
+mix_seed(seed, k) alone: the same (pool, seed, k) is always the same set, so
+a run can stop anywhere and resume. The driver writes a batch of sets to a
+sets file, runs
+
+  neuroshard-collect --pool POOL --sets SETS --device D --batch-size B
+                     --warmup W --iters N --seed S [--max-rows R]
+
+which compiles the fused kernel once and prints one JSON line per set
+({"id", "cost_ms", "min_ms", "max_ms", "runs", "device", "hardware",
+"batch_size"}), and appends each result as it arrives to the dataset, a JSON
+Lines file with one sample per line (SAMPLE_FIELDS; docs/cost-model.md):
+
+  {"id": 17, "tables": [402, 1187, 95], "cost_ms": 1.93, "min_ms": 1.90,
+   "max_ms": 2.11, "runs": 10, "device": "cpu", "hardware": "AMD EPYC ...",
+   "batch_size": 4096, "warmup": 3, "seed": 0, "pool": "3f2a9c0e5d1b7a64"}
+
+"pool" is the pool's fingerprint (table_pool.pool_fingerprint): samples
+never get paired with another pool.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, Sequence, TextIO
+
+import numpy as np
+
+from neuroshard import table_pool as tp
+
+MAX_TABLES_PER_SET = 15
+TOOL_NAME = "neuroshard-collect"
+# Fields of a dataset line and their types.
+SAMPLE_FIELDS = {"id": int, "tables": list, "cost_ms": (int, float),
+                 "min_ms": (int, float), "max_ms": (int, float),
+                 "runs": int, "device": str, "hardware": str,
+                 "batch_size": int, "warmup": int, "seed": int, "pool": str}
+# Fields of a timing-tool line that the dataset copies.
+TOOL_FIELDS = ("cost_ms", "min_ms", "max_ms", "runs", "device", "hardware",
+               "batch_size")
+# A collection's settings: every sample of one dataset shares them.
+SETTING_FIELDS = ("device", "batch_size", "warmup", "runs", "seed", "pool")
+
+
+class CollectError(Exception):
+    """A problem that stops collection; the message names the file or the
+    tool."""
+
+
+def sample_set(pool: Dict, seed: int, sample_id: int,
+               memory_cap_bytes: int,
+               max_tables: int = MAX_TABLES_PER_SET) -> List[int]:
+    """The pool table ids of sample `sample_id`: a table count uniform in
+    1..max_tables, then train tables in a random order, each taken if its
+    base table is not in the set yet and the set stays under the cap (so a
+    set can hold fewer tables than drawn when the cap binds)."""
+    train = [t for t in pool["tables"] if t["split"] == "train"
+             and tp.table_bytes(t) <= memory_cap_bytes]
+    if not train:
+        raise CollectError("no train table of the pool fits under the "
+                           "memory cap of %.3g GB" %
+                           (memory_cap_bytes / 2**30))
+    random = tp.SplitMix64(tp.mix_seed(seed, sample_id))
+    count = 1 + random.below(max_tables)
+    order = np.argsort(random.uniform_block(len(train)), kind="stable")
+    chosen, bases, total = [], set(), 0
+    for k in order:
+        table = train[int(k)]
+        size = tp.table_bytes(table)
+        if table["base"] in bases or total + size > memory_cap_bytes:
+            continue
+        chosen.append(int(table["id"]))
+        bases.add(table["base"])
+        total += size
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def load_samples(path: str, allow_missing: bool = False) -> List[Dict]:
+    """The samples of a dataset file, checked line by line; errors name the
+    file and the line. A missing file is an error unless allow_missing (then
+    it holds no samples). Duplicate ids are errors."""
+    if allow_missing and not os.path.exists(path):
+        return []
+    try:
+        f = open(path)
+    except OSError as e:
+        raise CollectError("cannot read dataset '%s': %s" %
+                           (path, e.strerror))
+    samples, seen = [], set()
+    with f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = "dataset '%s' line %d" % (path, number)
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CollectError("%s is not valid JSON: %s" % (where, e))
+            check_sample(sample, where)
+            if sample["id"] in seen:
+                raise CollectError("%s: sample id %d appears twice" %
+                                   (where, sample["id"]))
+            seen.add(sample["id"])
+            samples.append(sample)
+    return samples
+
+
+def check_sample(sample, where: str) -> None:
+    if not isinstance(sample, dict):
+        raise CollectError("%s: expected a JSON object" % where)
+    for field, kind in SAMPLE_FIELDS.items():
+        if field not in sample:
+            raise CollectError("%s has no \"%s\"" % (where, field))
+        if not isinstance(sample[field], kind) or isinstance(sample[field],
+                                                              bool):
+            raise CollectError("%s: \"%s\" has the wrong type (%r)" %
+                               (where, field, sample[field]))
+    tables = sample["tables"]
+    if not tables or not all(isinstance(t, int) for t in tables):
+        raise CollectError("%s: \"tables\" must be a non-empty list of pool "
+                           "table ids" % where)
+    if not sample["cost_ms"] > 0:
+        raise CollectError("%s: cost_ms must be positive, got %r" %
+                           (where, sample["cost_ms"]))
+
+
+def check_one_setting(samples: Sequence[Dict], path: str) -> Dict:
+    """The settings all samples share; an error if they differ (a dataset
+    measured on two machines or batch sizes cannot train one model)."""
+    settings = {}
+    for field in SETTING_FIELDS + ("hardware",):
+        values = sorted(set(str(s[field]) for s in samples))
+        if len(values) > 1:
+            raise CollectError("dataset '%s' mixes samples with different "
+                               "%s: %s" % (path, field, ", ".join(values)))
+        settings[field] = samples[0][field]
+    return settings
+
+
+def find_tool(tool: Optional[str]) -> str:
+    """The timing tool: `tool` if given, else neuroshard-collect on PATH,
+    else the repository's build/bin."""
+    if tool:
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            raise CollectError("timing tool '%s' is not an executable file"
+                               % tool)
+        return tool
+    found = shutil.which(TOOL_NAME)
+    if found:
+        return found
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    candidate = os.path.join(repo, "build", "bin", TOOL_NAME)
+    if os.access(candidate, os.X_OK):
+        return candidate
+    raise CollectError("cannot find %s on PATH or in %s; build it "
+                       "(ninja -C build %s) or pass --tool" %
+                       (TOOL_NAME, os.path.dirname(candidate), TOOL_NAME))
+
+
+def _parse_tool_line(line: str, tool: str, pending: Dict[int, List[int]],
+                     args) -> Dict:
+    """A sample from one line of the tool's output, checked against what was
+    asked of it."""
+    try:
+        result = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise CollectError("%s printed a line that is not JSON (%s): %r" %
+                           (tool, e, line[:200]))
+    if not isinstance(result, dict) or not isinstance(result.get("id"), int):
+        raise CollectError("%s printed a result without an integer \"id\": %r"
+                           % (tool, line[:200]))
+    sample_id = result["id"]
+    if sample_id not in pending:
+        raise CollectError("%s returned set %d, which was not asked for or "
+                           "came twice" % (tool, sample_id))
+    missing = [f for f in TOOL_FIELDS if f not in result]
+    if missing:
+        raise CollectError("%s: the result of set %d has no %s" %
+                           (tool, sample_id, ", ".join(missing)))
+    if result["device"] != args.device or result["batch_size"] != \
+            args.batch_size:
+        raise CollectError("%s measured set %d on %s with batch %s, but %s "
+                           "with batch %d was asked for" %
+                           (tool, sample_id, result["device"],
+                            result["batch_size"], args.device,
+                            args.batch_size))
+    if args.hardware is not None and result["hardware"] != args.hardware:
+        raise CollectError("%s measured set %d on '%s', but the dataset was "
+                           "measured on '%s'" % (tool, sample_id,
+                                                 result["hardware"],
+                                                 args.hardware))
+    sample = {"id": sample_id, "tables": pending.pop(sample_id)}
+    for field in TOOL_FIELDS:
+        sample[field] = result[field]
+    sample.update(warmup=args.warmup, seed=args.seed, pool=args.fingerprint)
+    check_sample(sample, "%s's result for set %d" % (tool, sample_id))
+    return sample
+
+
+def run_batch(tool: str, sets: Dict[int, List[int]], args, sets_path: str,
+              out: TextIO) -> int:
+    """Times one batch of sets with the tool, appending each sample to `out`
+    as soon as the tool prints it. Returns the number of samples."""
+    with open(sets_path, "w") as f:
+        for sample_id, tables in sets.items():
+            f.write(json.dumps({"id": sample_id, "tables": tables}) + "\n")
+    command = [tool, "--pool", args.pool, "--sets", sets_path,
+               "--device", args.device, "--batch-size", str(args.batch_size),
+               "--warmup", str(args.warmup), "--iters", str(args.iters),
+               "--seed", str(args.seed)]
+    if args.max_rows is not None:
+        command += ["--max-rows", str(args.max_rows)]
+    pending = dict(sets)
+    written = 0
+    # stderr goes to a file: a chatty tool must not block on a full pipe
+    # while stdout is being read.
+    with tempfile.TemporaryFile("w+") as errors, subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=errors,
+            text=True) as process:
+        try:
+            for line in process.stdout:
+                if not line.strip():
+                    continue
+                sample = _parse_tool_line(line, tool, pending, args)
+                if args.hardware is None:
+                    args.hardware = sample["hardware"]
+                out.write(json.dumps(sample) + "\n")
+                out.flush()
+                written += 1
+        except CollectError:
+            process.kill()
+            raise
+        status = process.wait()
+        errors.seek(0)
+        stderr = errors.read()
+    if status != 0:
+        raise CollectError("%s failed (exit status %d) after %d of %d sets: "
+                           "%s" % (tool, status, written, len(sets),
+                                   stderr.strip() or "no message"))
+    if pending:
+        raise CollectError("%s exited without timing sets %s" %
+                           (tool, ", ".join(str(i) for i in sorted(pending))))
+    return written
+
+
+def _format_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return "%ds" % seconds
+    if seconds < 3600:
+        return "%dm%02ds" % divmod(seconds, 60)
+    return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+
+
+def collect(args, log: Optional[TextIO] = None) -> int:
+    """Collects samples 0..args.samples-1 that the dataset lacks, reporting
+    progress to `log` (default stderr). Returns how many were added."""
+    log = log or sys.stderr
+    pool = tp.load_pool(args.pool)
+    args.fingerprint = tp.pool_fingerprint(pool)
+    existing = load_samples(args.out, allow_missing=True)
+    for sample in existing:
+        asked = {"device": args.device, "batch_size": args.batch_size,
+                 "warmup": args.warmup, "runs": args.iters,
+                 "seed": args.seed, "pool": args.fingerprint}
+        for field, value in asked.items():
+            if sample[field] != value:
+                raise CollectError(
+                    "dataset '%s' holds sample %d with %s %r, but this run "
+                    "asks for %r: resume with the same options and pool, or "
+                    "write to another file" % (args.out, sample["id"], field,
+                                               sample[field], value))
+    args.hardware = existing[0]["hardware"] if existing else None
+    done = set(s["id"] for s in existing)
+    todo = [k for k in range(args.samples) if k not in done]
+    print("collect: %d of %d samples already in %s, %d to measure" %
+          (args.samples - len(todo), args.samples, args.out, len(todo)),
+          file=log)
+    if not todo:
+        return 0
+    tool = find_tool(args.tool)
+    cap = int(args.memory_cap_gb * 2**30)
+    sets_path = args.out + ".sets.jsonl"
+    start = time.monotonic()
+    added = 0
+    with open(args.out, "a") as out:
+        for begin in range(0, len(todo), args.sets_per_run):
+            batch = todo[begin:begin + args.sets_per_run]
+            sets = {k: sample_set(pool, args.seed, k, cap) for k in batch}
+            batch_start = time.monotonic()
+            added += run_batch(tool, sets, args, sets_path, out)
+            now = time.monotonic()
+            rate = added / max(now - start, 1e-9)
+            left = len(todo) - added
+            print("collect: %d/%d samples (%.1f%%), this run %.2f samples/s, "
+                  "overall %.2f samples/s, about %s left" %
+                  (args.samples - left, args.samples,
+                   100.0 * (args.samples - left) / args.samples,
+                   len(batch) / max(now - batch_start, 1e-9), rate,
+                   _format_duration(left / rate if rate > 0 else 0.0)),
+                  file=log, flush=True)
+    os.remove(sets_path)
+    return added
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m neuroshard.collect",
+        description="Measures compute-cost samples of the pool's train "
+        "tables with the neuroshard-collect timing tool and appends them to "
+        "a dataset (JSON Lines). Re-running with the same options resumes.")
+    parser.add_argument("--pool", required=True, help="pool JSON file "
+                        "(python3 -m neuroshard.table_pool)")
+    parser.add_argument("--out", required=True, help="dataset JSONL file "
+                        "(appended to)")
+    parser.add_argument("--samples", type=int, required=True,
+                        help="collect sample ids 0..SAMPLES-1")
+    parser.add_argument("--tool", default=None,
+                        help="timing tool (default: %s on PATH, else "
+                        "build/bin/%s)" % (TOOL_NAME, TOOL_NAME))
+    parser.add_argument("--device", default="cpu",
+                        help="device to time on, passed to the tool "
+                        "(default %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=4096)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=10,
+                        help="timed runs per set; the median is the cost "
+                        "(at least 10)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the sets and of the tool's inputs")
+    parser.add_argument("--memory-cap-gb", type=float, default=4.0,
+                        help="most GB (2^30 bytes, f32) of tables in one set")
+    parser.add_argument("--max-rows", type=int, default=None,
+                        help="passed to the tool: most rows it allocates "
+                        "per table")
+    parser.add_argument("--sets-per-run", type=int, default=50,
+                        help="sets timed by one run of the tool")
+    args = parser.parse_args(argv)
+    if args.samples < 1 or args.batch_size < 1 or args.warmup < 0:
+        parser.error("--samples and --batch-size must be positive and "
+                     "--warmup not negative")
+    if args.iters < 10:
+        parser.error("--iters must be at least 10 (the cost is a median of "
+                     ">= 10 timed runs), got %d" % args.iters)
+    if args.memory_cap_gb <= 0 or args.sets_per_run < 1:
+        parser.error("--memory-cap-gb and --sets-per-run must be positive")
+    try:
+        added = collect(args)
+    except (CollectError, tp.PoolError) as e:
+        print("collect: error: %s" % e, file=sys.stderr)
+        return 1
+    print("collect: added %d samples to %s" % (added, args.out),
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+#===- report.py - How well a bundle predicts measured costs ---------------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+"""Evaluates a trained bundle's exported compute.pt on its dataset: MAPE and
+Kendall's tau on the training and the held-out samples (the split rebuilt
+from meta.json with train.held_out), printed as a table, and a
+predicted-vs-measured scatter plot (PNG) of both."""
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict, List, Optional
+
+import torch
+
+from neuroshard import collect
+from neuroshard import metrics
+from neuroshard import table_pool as tp
+from neuroshard import train as tr
+
+
+class ReportError(Exception):
+    """A bundle or dataset that cannot be reported on."""
+
+
+def load_meta(bundle_dir: str) -> Dict:
+    path = os.path.join(bundle_dir, "meta.json")
+    try:
+        with open(path) as f:
+            meta = json.load(f)
+    except OSError as e:
+        raise ReportError("cannot read '%s': %s" % (path, e.strerror))
+    except json.JSONDecodeError as e:
+        raise ReportError("'%s' is not valid JSON: %s" % (path, e))
+    training = meta.get("training") if isinstance(meta, dict) else None
+    if not isinstance(training, dict) or "validation_fraction" not in \
+            training or not isinstance(meta.get("seed"), int):
+        raise ReportError("'%s' has no training record (\"training\" with "
+                          "\"validation_fraction\", and \"seed\"): is it a "
+                          "bundle written by neuroshard.train?" % path)
+    return meta
+
+
+def evaluate_bundle(bundle_dir: str, pool_path: str,
+                    data_path: str) -> Dict:
+    """Predictions and metrics of the bundle's compute.pt on both splits."""
+    meta = load_meta(bundle_dir)
+    compute_path = os.path.join(bundle_dir, "compute.pt")
+    try:
+        model = torch.jit.load(compute_path)
+    except (RuntimeError, ValueError) as e:
+        raise ReportError("cannot load '%s': %s" %
+                          (compute_path, str(e).splitlines()[0]))
+    pool = tp.load_pool(pool_path)
+    samples = collect.load_samples(data_path)
+    if not samples:
+        raise ReportError("dataset '%s' holds no samples" % data_path)
+    train, valid = tr.build_sample_sets(
+        pool, pool_path, samples, data_path, meta["seed"],
+        meta["training"]["validation_fraction"])
+    result = {"meta": meta,
+              "bundle": os.path.basename(os.path.normpath(bundle_dir))}
+    for name, split in (("training", train), ("held-out", valid)):
+        predicted = tr.predict(model, split).numpy()
+        measured = split.costs.numpy()
+        result[name] = {
+            "samples": len(split),
+            "predicted": predicted,
+            "measured": measured,
+            "mape": metrics.mape(predicted, measured),
+            "kendall_tau": metrics.kendall_tau(predicted, measured)
+                           if len(split) >= 2 else float("nan"),
+        }
+    return result
+
+
+def format_table(result: Dict) -> str:
+    meta = result["meta"]
+    lines = [
+        "cost model '%s' (measured on %s, batch %d, %s; comm: %s)" %
+        (result["bundle"], meta["hardware"], meta["batch_size"],
+         meta["dtype"], meta.get("comm", "?")),
+        "%-10s %8s %9s %13s" % ("split", "samples", "MAPE", "Kendall tau"),
+    ]
+    for name in ("training", "held-out"):
+        split = result[name]
+        lines.append("%-10s %8d %8.2f%% %13.4f" %
+                     (name, split["samples"], 100.0 * split["mape"],
+                      split["kendall_tau"]))
+    return "\n".join(lines)
+
+
+def scatter_plot(result: Dict, png_path: str, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(5.5, 5.0), dpi=120)
+    low, high = float("inf"), 0.0
+    for name, style in (("training", dict(s=4, c="0.7")),
+                        ("held-out", dict(s=8, c="tab:blue"))):
+        split = result[name]
+        axes.scatter(split["measured"], split["predicted"], label="%s (%d): "
+                     "MAPE %.1f%%, tau %.3f" %
+                     (name, split["samples"], 100.0 * split["mape"],
+                      split["kendall_tau"]), linewidths=0, **style)
+        low = min(low, split["measured"].min(), split["predicted"].min())
+        high = max(high, split["measured"].max(), split["predicted"].max())
+    low = max(low, 1e-6)
+    axes.plot([low, high], [low, high], color="black", linewidth=0.8)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("measured cost (ms)")
+    axes.set_ylabel("predicted cost (ms)")
+    axes.set_title(title, fontsize=9)
+    axes.legend(loc="upper left", fontsize=7)
+    figure.tight_layout()
+    figure.savefig(png_path)
+    plt.close(figure)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m neuroshard.report",
+        description="Held-out MAPE and Kendall's tau of a trained bundle on "
+        "its dataset, and a predicted-vs-measured scatter plot.")
+    parser.add_argument("--bundle", required=True)
+    parser.add_argument("--pool", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--plot", default=None,
+                        help="write the scatter plot to this PNG file")
+    args = parser.parse_args(argv)
+    try:
+        result = evaluate_bundle(args.bundle, args.pool, args.data)
+    except (ReportError, tr.TrainError, collect.CollectError,
+            tp.PoolError) as e:
+        print("report: error: %s" % e, file=sys.stderr)
+        return 1
+    print(format_table(result))
+    if args.plot:
+        meta = result["meta"]
+        scatter_plot(result, args.plot,
+                     "%s: compute cost on %s, batch %d" %
+                     (os.path.basename(os.path.normpath(args.bundle)),
+                      meta["hardware"], meta["batch_size"]))
+        print("wrote %s" % args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+#===- conftest.py - Shared fixtures of the Python tests -------------------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+
+import json
+import stat
+import sys
+
+import pytest
+
+from neuroshard import table_pool as tp
+
+# A stand-in for the C++ timing tool with its exact command-line interface
+# (python/neuroshard/collect.py). Its "measurement" is a known function of
+# the tables' statistics: a roofline-like byte count in which hot rows are
+# cheaper and narrow rows pay a penalty, summed over the set, plus a launch
+# cost and a deterministic +-1% jitter per set. Environment knobs let the
+# tests make it fail: FAKE_TOOL_FAIL_ID (exit 3 on reaching that set),
+# FAKE_TOOL_GARBAGE (print a non-JSON line), FAKE_TOOL_LOG (append the
+# arguments and the asked ids of each run).
+FAKE_TOOL = r'''
+import argparse, json, math, os, sys
+parser = argparse.ArgumentParser()
+for option in ("--pool", "--sets", "--device"):
+    parser.add_argument(option, required=True)
+for option in ("--batch-size", "--warmup", "--iters", "--seed"):
+    parser.add_argument(option, type=int, required=True)
+parser.add_argument("--max-rows", type=int)
+args = parser.parse_args()
+tables = {t["id"]: t for t in json.load(open(args.pool))["tables"]}
+sets = [json.loads(line) for line in open(args.sets)]
+if os.environ.get("FAKE_TOOL_LOG"):
+    with open(os.environ["FAKE_TOOL_LOG"], "a") as log:
+        log.write(json.dumps({"argv": sys.argv[1:],
+                              "ids": [s["id"] for s in sets]}) + "\n")
+if os.environ.get("FAKE_TOOL_GARBAGE"):
+    print("Segmentation fault (core dumped)")
+    sys.exit(0)
+
+def table_ms(t, batch):
+    lookups = batch * t["pooling_factor"]
+    hot = sum(t["access_hist"][4:])
+    row_bytes = t["dim"] * 4 * (1.0 - 0.6 * hot)
+    if t["rows"] * t["dim"] * 4 < 2**21:
+        row_bytes *= 0.5
+    penalty = 1.6 if t["dim"] < 16 else (1.2 if t["dim"] < 64 else 1.0)
+    nbytes = lookups * (4 + row_bytes) + batch * t["dim"] * 4
+    return 3.0 * nbytes / 20e9 * 1e3 * penalty + 0.002
+
+for s in sets:
+    if str(s["id"]) == os.environ.get("FAKE_TOOL_FAIL_ID"):
+        print("neuroshard-collect: error: cannot allocate set %d" % s["id"],
+              file=sys.stderr)
+        sys.exit(3)
+    cost = 0.01 + sum(table_ms(tables[t], args.batch_size)
+                      for t in s["tables"])
+    cost *= 1.0 + 0.01 * math.sin(12.9898 * s["id"])
+    print(json.dumps({"id": s["id"], "cost_ms": cost, "min_ms": 0.98 * cost,
+                      "max_ms": 1.05 * cost, "runs": args.iters,
+                      "device": args.device,
+                      "hardware": os.environ.get("FAKE_TOOL_HARDWARE",
+                                                 "Test CPU 9000"),
+                      "batch_size": args.batch_size}), flush=True)
+'''
+
+
+def write_fake_tool(directory):
+    path = directory / "fake-neuroshard-collect"
+    path.write_text("#!%s\n%s" % (sys.executable, FAKE_TOOL))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.fixture
+def fake_tool(tmp_path):
+    return write_fake_tool(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def shared_fake_tool(tmp_path_factory):
+    """The fake tool for module- and session-scoped fixtures."""
+    return write_fake_tool(tmp_path_factory.mktemp("tool"))
+
+
+@pytest.fixture(scope="session")
+def small_pool_path(tmp_path_factory):
+    """A 40-base-table pool (240 tables) written to a file."""
+    path = tmp_path_factory.mktemp("pool") / "pool.json"
+    with open(path, "w") as f:
+        json.dump(tp.generate_pool(seed=7, base_tables=40), f)
+    return str(path)
+
+
+@pytest.fixture
+def collect_args():
+    """Command-line arguments of neuroshard.collect for the tests."""
+
+    def make(pool, out, tool, samples, *extra):
+        return ["--pool", pool, "--out", out, "--tool", tool, "--samples",
+                str(samples), "--batch-size", "2048",
+                "--memory-cap-gb", "2"] + list(extra)
+
+    return make

@@ -1,0 +1,254 @@
+#===- test_train.py - Tests of training, export, metrics and the report ---===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+
+import itertools
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from neuroshard import collect
+from neuroshard import cost_model as cm
+from neuroshard import metrics
+from neuroshard import report
+from neuroshard import table_pool as tp
+from neuroshard import train
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def brute_force_tau_b(x, y):
+    """Kendall's tau-b straight from its definition, pair by pair."""
+    concordant = discordant = tied_x = tied_y = 0
+    for i, j in itertools.combinations(range(len(x)), 2):
+        dx, dy = x[i] - x[j], y[i] - y[j]
+        tied_x += dx == 0
+        tied_y += dy == 0
+        if dx * dy > 0:
+            concordant += 1
+        elif dx * dy < 0:
+            discordant += 1
+    pairs = len(x) * (len(x) - 1) // 2
+    return (concordant - discordant) / np.sqrt(
+        (pairs - tied_x) * (pairs - tied_y))
+
+
+def test_kendall_tau_on_known_rankings():
+    assert metrics.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
+    assert metrics.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
+    # Pairs (0,1) and (0,2) concordant, (1,2) discordant: (2 - 1) / 3.
+    assert metrics.kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+    # One pair tied in x: 2 / sqrt((3 - 1) * 3).
+    assert metrics.kendall_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(
+        2 / np.sqrt(6))
+    assert np.isnan(metrics.kendall_tau([1, 1, 1], [1, 2, 3]))
+    with pytest.raises(ValueError):
+        metrics.kendall_tau([1], [1])
+
+
+def test_kendall_tau_matches_the_definition_with_ties():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 8, 300).astype(float)
+    y = x + rng.integers(0, 5, 300)
+    expected = brute_force_tau_b(x.tolist(), y.tolist())
+    assert metrics.kendall_tau(x, y) == pytest.approx(expected, rel=1e-12)
+
+
+def test_kendall_tau_matches_scipy_when_present():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=2500)
+    y = x + rng.normal(size=2500)
+    assert metrics.kendall_tau(x, y) == pytest.approx(
+        stats.kendalltau(x, y)[0], rel=1e-9)
+
+
+def test_mape():
+    assert metrics.mape([1.1, 1.8], [1.0, 2.0]) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="positive"):
+        metrics.mape([1.0], [0.0])
+
+
+def test_held_out_split_is_seeded_by_id():
+    chosen = [k for k in range(4000) if train.held_out(k, 5, 0.2)]
+    assert 0.17 < len(chosen) / 4000 < 0.23
+    assert chosen == [k for k in range(4000) if train.held_out(k, 5, 0.2)]
+    assert chosen != [k for k in range(4000) if train.held_out(k, 6, 0.2)]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory, small_pool_path, shared_fake_tool):
+    """500 samples "measured" by the fake tool: its cost function is known,
+    so a model can learn it."""
+    data = str(tmp_path_factory.mktemp("data") / "samples.jsonl")
+    assert collect.main(["--pool", small_pool_path, "--out", data,
+                         "--tool", shared_fake_tool, "--samples", "500",
+                         "--batch-size", "2048", "--memory-cap-gb", "2",
+                         "--sets-per-run", "250"]) == 0
+    return data
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory, small_pool_path, dataset):
+    out = str(tmp_path_factory.mktemp("bundle") / "cpu-test")
+    assert train.main(["--pool", small_pool_path, "--data", dataset,
+                       "--out", out, "--epochs", "80", "--seed", "1"]) == 0
+    return out
+
+
+def test_training_learns_the_cost_function(bundle):
+    meta = json.load(open(os.path.join(bundle, "meta.json")))
+    # The untrained starting point (epoch 0) is far off; the kept epoch is
+    # both the best one and close to the known function.
+    held = meta["held_out"]
+    assert meta["training"]["best_epoch"] > 20
+    assert held["compute_mape"] < 0.10
+    assert held["compute_kendall_tau"] > 0.9
+
+
+def test_training_reduces_held_out_error(small_pool_path, dataset):
+    pool = tp.load_pool(small_pool_path)
+    samples = collect.load_samples(dataset)
+    training, valid = train.build_sample_sets(pool, small_pool_path,
+                                              samples, dataset, 2, 0.2)
+    model, run = train.train_compute_model(training, valid, epochs=8, seed=2)
+    assert run["history"][run["best_epoch"]] == min(run["history"])
+    assert min(run["history"]) < 0.5 * run["history"][0]
+    assert train.evaluate(model, valid)["mape"] == pytest.approx(
+        min(run["history"]), rel=1e-6)
+
+
+def test_training_is_seeded(tmp_path, small_pool_path, dataset):
+    outs = [str(tmp_path / name) for name in ("a", "b")]
+    for out in outs:
+        train.train_bundle(small_pool_path, dataset, out, epochs=2, seed=4)
+    a, b = (torch.jit.load(os.path.join(o, "compute.pt")) for o in outs)
+    features = cm._plausible_features(torch.Generator().manual_seed(0), 5)
+    assert torch.equal(a.encode(features), b.encode(features))
+
+
+def test_exported_bundle_loads_back(bundle, small_pool_path, dataset):
+    meta = json.load(open(os.path.join(bundle, "meta.json")))
+    assert sorted(os.listdir(bundle)) == ["compute.pt", "meta.json"]
+    assert meta["trained"] is True
+    assert meta["format"] == cm.BUNDLE_FORMAT
+    assert (meta["hardware"], meta["batch_size"], meta["dtype"]) == (
+        "Test CPU 9000", 2048, "f32")
+    assert meta["feature_order"] == cm.FEATURE_ORDER
+    assert meta["devices"] is None and meta["comm"] == "analytical"
+    assert meta["dataset_size"] == {"compute": 500, "comm": 0}
+    assert meta["measured_device"] == "cpu"
+    # The TorchScript file reproduces the recorded held-out error, and its
+    # encode/head path equals its forward.
+    result = report.evaluate_bundle(bundle, small_pool_path, dataset)
+    held = result["held-out"]
+    assert held["samples"] == meta["held_out"]["compute_samples"]
+    assert held["mape"] == pytest.approx(meta["held_out"]["compute_mape"],
+                                         rel=1e-5)
+    assert held["kendall_tau"] == pytest.approx(
+        meta["held_out"]["compute_kendall_tau"], rel=1e-6)
+    model = torch.jit.load(os.path.join(bundle, "compute.pt"))
+    features = cm._plausible_features(torch.Generator().manual_seed(1), 6)
+    ids = torch.tensor([0, 0, 1, 1, 1, 2])
+    with torch.no_grad():
+        encodings = model.encode(features)
+        summed = torch.zeros(3, cm.ENCODING_DIM).index_add(0, ids, encodings)
+        assert torch.allclose(model(features, ids, 3), model.head(summed),
+                              rtol=1e-5)
+
+
+def tools_dir():
+    return os.environ.get("NEUROSHARD_TOOLS_DIR",
+                          os.path.join(REPO, "build", "bin"))
+
+
+def test_neuroshard_plan_uses_the_bundle(bundle, tmp_path):
+    plan = os.path.join(tools_dir(), "neuroshard-plan")
+    if not os.access(plan, os.X_OK):
+        pytest.skip("neuroshard-plan is not built (%s)" % plan)
+    task = tmp_path / "task.json"
+    hist = [0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02] + [0.0] * 9
+    task.write_text(json.dumps({"tables": [
+        {"name": "t%d" % i, "rows": 10**(3 + i % 4), "dim": 64,
+         "pooling_factor": 4 + 3 * i, "access_hist": hist}
+        for i in range(6)]}))
+    result = subprocess.run([plan, str(task), "--devices", "2",
+                             "--cost-model", bundle, "--format=table"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "neural cost model 'cpu-test' (measured on Test CPU 9000; batch " \
+        "2048, f32, held-out compute MAPE" in result.stdout
+    assert "comm: analytical" in result.stdout
+
+
+def test_report_prints_table_and_writes_png(bundle, small_pool_path, dataset,
+                                            tmp_path, capsys):
+    png = tmp_path / "scatter.png"
+    assert report.main(["--bundle", bundle, "--pool", small_pool_path,
+                        "--data", dataset, "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "cost model 'cpu-test' (measured on Test CPU 9000, batch 2048, " \
+        "f32; comm: analytical)" in out
+    lines = out.splitlines()
+    assert lines[1].split() == ["split", "samples", "MAPE", "Kendall", "tau"]
+    held = lines[3].split()
+    meta = json.load(open(os.path.join(bundle, "meta.json")))
+    assert held[0] == "held-out"
+    assert int(held[1]) == meta["held_out"]["compute_samples"]
+    assert float(held[2].rstrip("%")) == pytest.approx(
+        100 * meta["held_out"]["compute_mape"], abs=0.006)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_refuses_untrained_bundle(tmp_path, small_pool_path, dataset,
+                                         capsys):
+    cm.export_untrained(str(tmp_path / "u"), seed=0, devices=None,
+                        batch_size=2048)
+    assert report.main(["--bundle", str(tmp_path / "u"), "--pool",
+                        small_pool_path, "--data", dataset]) == 1
+    assert "has no training record" in capsys.readouterr().err
+
+
+def write_samples(path, samples):
+    path.write_text("".join(json.dumps(s) + "\n" for s in samples))
+    return str(path)
+
+
+def test_train_errors_name_the_problem(tmp_path, small_pool_path, dataset,
+                                       capsys):
+    samples = collect.load_samples(dataset)
+
+    def fails(data, message):
+        assert train.main(["--pool", small_pool_path, "--data", data,
+                           "--out", str(tmp_path / "out"), "--epochs",
+                           "1"]) == 1
+        err = capsys.readouterr().err
+        assert message in err and data in err, err
+
+    fails(write_samples(tmp_path / "empty.jsonl", []), "holds no samples")
+    fails(str(tmp_path / "missing.jsonl"), "cannot read dataset")
+    bad = dict(samples[0], tables=[99999])
+    fails(write_samples(tmp_path / "unknown.jsonl", [bad] + samples[1:]),
+          "sample 0 uses table 99999, which pool")
+    pool = tp.load_pool(small_pool_path)
+    test_table = next(t for t in pool["tables"] if t["split"] == "test")
+    bad = dict(samples[0], tables=[test_table["id"]])
+    fails(write_samples(tmp_path / "leak.jsonl", [bad] + samples[1:]),
+          "of the pool's test split")
+    other = [dict(s, pool="0123456789abcdef") for s in samples]
+    fails(write_samples(tmp_path / "other.jsonl", other),
+          "sample 0 was measured on pool 0123456789abcdef, but '%s' is "
+          "pool" % small_pool_path)
+    bad = dict(samples[0], hardware="Other CPU")
+    fails(write_samples(tmp_path / "mixed.jsonl", [bad] + samples[1:]),
+          "mixes samples with different hardware: Other CPU, Test CPU 9000")
+    fails(write_samples(tmp_path / "tiny.jsonl", samples[:2]),
+          "collect more samples")
+    assert not os.path.exists(tmp_path / "out")

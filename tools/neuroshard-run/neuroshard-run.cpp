@@ -1,0 +1,333 @@
+//===- neuroshard-run.cpp - Execute NeuroShard modules --------------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Compiles a NeuroShard module (sharded or not) for the CPU, generates its
+// lookup inputs and weights deterministically from the tables' statistics,
+// runs the entry function (and, with --backward, the backward-SGD kernels),
+// and prints a checksum of every result. --compare runs a second module on
+// the same data and reports the largest relative difference; --iters times
+// the run. Exits 1 with a one-line reason on bad input or a mismatch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Runtime/Executor.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+using namespace llvm;
+using namespace mlir;
+using namespace ::neuroshard::runtime;
+
+static cl::OptionCategory category("neuroshard-run options");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<module.mlir>"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    entry("entry",
+          cl::desc("Function to run (default: the only public function)"),
+          cl::cat(category));
+static cl::opt<std::string> device("device",
+                                   cl::desc("Where to run: cpu or cuda"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<int64_t>
+    batchSize("batch-size",
+              cl::desc("Expected batch size (the module's types fix it; a "
+                       "different value is an error)"),
+              cl::init(0), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed of inputs and weights"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    maxRows("max-rows",
+            cl::desc("Allocate at most this many rows per table and draw "
+                     "indices below it (0: every row)"),
+            cl::init(0), cl::cat(category));
+static cl::opt<double>
+    maxWeightGB("max-weight-gb",
+                cl::desc("Refuse weight arenas larger than this (GiB)"),
+                cl::init(16.0), cl::cat(category));
+static cl::opt<bool>
+    backward("backward",
+             cl::desc("Run the backward pass with an SGD update after the "
+                      "forward pass"),
+             cl::cat(category));
+static cl::opt<float> learningRate("lr", cl::desc("SGD learning rate"),
+                                   cl::init(0.01f), cl::cat(category));
+static cl::opt<unsigned> warmup("warmup",
+                                cl::desc("Untimed runs before timing"),
+                                cl::init(0), cl::cat(category));
+static cl::opt<unsigned> iters("iters", cl::desc("Timed runs (0: no timing)"),
+                               cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    comparePath("compare",
+                cl::desc("Run this module too and compare results (and "
+                         "updated weights with --backward)"),
+                cl::cat(category));
+static cl::opt<double>
+    tolerance("tolerance",
+              cl::desc("Largest relative difference --compare accepts"),
+              cl::init(1e-5), cl::cat(category));
+static cl::opt<bool>
+    checkIndices("check-indices",
+                 cl::desc("Check every index against its table's rows "
+                          "before running"),
+                 cl::cat(category));
+static cl::opt<bool> jsonOutput("json", cl::desc("Print the report as JSON"),
+                                cl::cat(category));
+
+namespace {
+
+[[noreturn]] void fail(const Twine &message) {
+  WithColor::error(errs(), "neuroshard-run") << message << "\n";
+  exit(1);
+}
+
+void failOn(Error error, StringRef what) {
+  if (error)
+    fail(what + ": " + toString(std::move(error)));
+}
+
+struct Loaded {
+  OwningOpRef<ModuleOp> module;
+  ModelInfo info;
+  std::unique_ptr<CPUModel> model;
+};
+
+Loaded load(MLIRContext &context, StringRef path) {
+  Loaded loaded;
+  std::string message;
+  auto file = openInputFile(path, &message);
+  if (!file)
+    fail(message);
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  loaded.module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!loaded.module)
+    fail("cannot parse '" + path + "'");
+  auto info = analyzeModel(*loaded.module, entry);
+  if (!info)
+    fail(path + ": " + toString(info.takeError()));
+  loaded.info = std::move(*info);
+  if (batchSize > 0)
+    for (const InputPair &pair : loaded.info.pairs)
+      if (pair.batch != batchSize)
+        fail(path + ": the lookups of @" + loaded.info.entry +
+             " have batch size " + Twine(pair.batch) +
+             ", fixed by their types, but --batch-size is " + Twine(batchSize));
+  auto model = CPUModel::compile(*loaded.module, loaded.info);
+  if (!model)
+    fail(path + ": " + toString(model.takeError()));
+  loaded.model = std::move(*model);
+  return loaded;
+}
+
+/// One step: forward, then backward with SGD when asked.
+void step(Loaded &loaded, ModelData &data,
+          std::vector<std::vector<float>> &outputs) {
+  failOn(loaded.model->forward(data, outputs), "forward");
+  if (backward)
+    failOn(loaded.model->backward(data, learningRate), "backward");
+}
+
+struct Timing {
+  double median = 0, min = 0, max = 0;
+};
+
+Timing timeSteps(Loaded &loaded, ModelData &data) {
+  std::vector<std::vector<float>> outputs;
+  for (unsigned i = 0; i < warmup; ++i)
+    step(loaded, data, outputs);
+  std::vector<double> ms;
+  for (unsigned i = 0; i < iters; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    step(loaded, data, outputs);
+    auto stop = std::chrono::steady_clock::now();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  Timing t;
+  t.median = ms.size() % 2 ? ms[ms.size() / 2]
+                           : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  t.min = ms.front();
+  t.max = ms.back();
+  return t;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "Execute a NeuroShard module on generated inputs\n\n"
+      "Inputs and weights are drawn from each table's pooling_factor and "
+      "access_hist with --seed, identically for a model and its sharded "
+      "form, so --compare checks that sharding preserved the results.\n");
+
+  if (device == "cuda")
+    fail("--device cuda: this neuroshard-run executes on the CPU; CUDA "
+         "modules run with neuroshard-cuda-runner (docs/lowering.md)");
+  if (device != "cpu")
+    fail("unknown --device '" + device + "' (expected cpu or cuda)");
+  if (maxRows < 0)
+    fail("--max-rows must be >= 0, got " + Twine(maxRows));
+  if (!(maxWeightGB > 0.0))
+    fail("--max-weight-gb must be positive");
+  if (!(tolerance >= 0.0))
+    fail("--tolerance must be >= 0");
+
+  DialectRegistry registry;
+  registry.insert<mlir::neuroshard::NeuroShardDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  MLIRContext context(registry);
+
+  Loaded model = load(context, inputPath);
+  DataOptions dataOptions;
+  dataOptions.seed = seed;
+  dataOptions.maxRows = maxRows;
+  dataOptions.maxWeightBytes =
+      static_cast<uint64_t>(maxWeightGB * double(1ull << 30));
+  auto generated = generateData(model.info, dataOptions);
+  if (!generated)
+    fail(inputPath + ": " + toString(generated.takeError()));
+  ModelData data = std::move(*generated);
+  if (checkIndices)
+    if (auto bad = findOutOfRangeIndex(model.info, data))
+      fail(*bad);
+
+  std::vector<std::vector<float>> outputs;
+  step(model, data, outputs);
+
+  json::Object report;
+  report["module"] = inputPath.getValue();
+  report["entry"] = model.info.entry;
+  report["device"] = "cpu";
+  report["seed"] = static_cast<int64_t>(seed);
+  report["max_rows"] = static_cast<int64_t>(maxRows);
+  report["backward"] = static_cast<bool>(backward);
+  json::Array results;
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    double sum = 0, maxAbs = 0;
+    for (float v : outputs[r]) {
+      sum += v;
+      maxAbs = std::max(maxAbs, std::fabs(double(v)));
+    }
+    results.push_back(
+        json::Object{{"shape", json::Array{model.info.resultShapes[r][0],
+                                           model.info.resultShapes[r][1]}},
+                     {"sum", sum},
+                     {"max_abs", maxAbs}});
+  }
+
+  std::optional<double> outputDiff, weightDiff;
+  if (!comparePath.empty()) {
+    Loaded other = load(context, comparePath);
+    failOn(checkComparable(model.info, other.info),
+           "cannot compare '" + inputPath + "' with '" + comparePath + "'");
+    // Same seed and options: identical inputs and weights, and gradients
+    // laid out for the other module's lookups.
+    auto otherGenerated = generateData(other.info, dataOptions);
+    if (!otherGenerated)
+      fail(comparePath + ": " + toString(otherGenerated.takeError()));
+    ModelData otherData = std::move(*otherGenerated);
+    std::vector<std::vector<float>> otherOutputs;
+    step(other, otherData, otherOutputs);
+    double diff = 0;
+    for (size_t r = 0; r < outputs.size(); ++r)
+      diff = std::max(diff, maxRelativeDifference(otherOutputs[r], outputs[r]));
+    outputDiff = diff;
+    if (backward)
+      weightDiff = maxRelativeDifference(otherData.weights, data.weights);
+  }
+
+  std::optional<Timing> timing;
+  if (iters > 0)
+    timing = timeSteps(model, data);
+
+  bool mismatch = (outputDiff && *outputDiff > tolerance) ||
+                  (weightDiff && *weightDiff > tolerance);
+  if (jsonOutput) {
+    report["results"] = std::move(results);
+    if (outputDiff) {
+      report["compare"] = comparePath.getValue();
+      report["max_rel_diff_outputs"] = *outputDiff;
+      if (weightDiff)
+        report["max_rel_diff_weights"] = *weightDiff;
+      report["tolerance"] = tolerance.getValue();
+      report["match"] = !mismatch;
+    }
+    if (timing)
+      report["timing_ms"] =
+          json::Object{{"median", timing->median},
+                       {"min", timing->min},
+                       {"max", timing->max},
+                       {"warmup", int64_t(warmup)},
+                       {"iters", int64_t(iters)},
+                       {"step", backward ? "forward+backward" : "forward"}};
+    outs() << formatv("{0:2}", json::Value(std::move(report))) << "\n";
+  } else {
+    outs() << "@" << model.info.entry << " on cpu: " << outputs.size()
+           << " results, " << model.info.pairs.size() << " lookup inputs, "
+           << model.info.tables.size() << " tables, seed " << seed;
+    if (maxRows > 0)
+      outs() << ", at most " << maxRows << " rows per table";
+    outs() << (backward ? ", forward + backward (SGD)\n" : ", forward\n");
+    outs() << formatv("{0,-8} {1,-12} {2,16} {3,12}\n", "result", "shape",
+                      "sum", "max |x|");
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      const json::Object &row = *results[r].getAsObject();
+      outs() << formatv("{0,-8} {1,-12} {2,16:F6} {3,12:F6}\n", r,
+                        formatv("{0}x{1}", model.info.resultShapes[r][0],
+                                model.info.resultShapes[r][1])
+                            .str(),
+                        *row.getNumber("sum"), *row.getNumber("max_abs"));
+    }
+    if (outputDiff) {
+      outs() << formatv("compare with {0}: max relative difference {1:E2} "
+                        "(outputs)",
+                        comparePath, *outputDiff);
+      if (weightDiff)
+        outs() << formatv(", {0:E2} (updated weights)", *weightDiff);
+      outs() << formatv(", tolerance {0:E1}: {1}\n", tolerance.getValue(),
+                        mismatch ? "MISMATCH" : "match");
+    }
+    if (timing)
+      outs() << formatv("{0} ms: median {1:F3}, min {2:F3}, max {3:F3} over "
+                        "{4} runs after {5} warm-up\n",
+                        backward ? "forward+backward" : "forward",
+                        timing->median, timing->min, timing->max,
+                        unsigned(iters), unsigned(warmup));
+  }
+  if (mismatch) {
+    WithColor::error(errs(), "neuroshard-run")
+        << "results differ beyond the tolerance\n";
+    return 1;
+  }
+  return 0;
+}
