@@ -5,15 +5,20 @@
 //===----------------------------------------------------------------------===//
 //
 // neuroshard ops -> gpu kernels -> NVVM -> cubin (ptxas) or PTX, embedded as
-// gpu.binary; host code -> LLVM dialect with gpu-to-llvm, whose launches call
-// the mgpu* entry points of NeuroShard's CUDA runtime.
+// gpu.binary; lookups -> kernel calls (the lookup lowering shared with the
+// CPU) -> bufferized host code -> GPU launches -> LLVM dialect with
+// gpu-to-llvm, whose launches call the mgpu* entry points of NeuroShard's
+// CUDA runtime.
 //
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -68,16 +73,38 @@ mlir::neuroshard::buildCUDAPipeline(OpPassManager &pm,
   device.addPass(createCSEPass());
   device.addPass(createReconcileUnrealizedCastsPass());
 
-  if (options.host) {
-    pm.addPass(createSCFToControlFlowPass());
-    pm.addPass(createGpuToLLVMConversionPass());
-    pm.addPass(createReconcileUnrealizedCastsPass());
-  }
-
+  // The kernels become a gpu.binary before the host code is bufferized, so
+  // that host passes never walk into device functions.
   GpuModuleToBinaryPassOptions binary;
   binary.toolkitPath = toolkit;
   binary.compilationTarget = format;
   pm.addPass(createGpuModuleToBinaryPass(binary));
+  if (!options.host)
+    return "";
+
+  // The host code is bufferized as on the CPU (results become caller
+  // buffers, temporaries are freed); only then do kernel calls become
+  // launches, whose gpu.dealloc the deallocation pipeline must not see.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLaunchCUDAKernels());
+
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
   return "";
 }
 

@@ -510,6 +510,22 @@ mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
   return module;
 }
 
+SmallVector<Type> mlir::neuroshard::embeddingKernelOperandTypes(
+    MLIRContext *context, StringRef kernelName, bool isBackward) {
+  Type i64 = IntegerType::get(context, 64);
+  Type f32 = Float32Type::get(context);
+  Type index =
+      IntegerType::get(context, kernelName.ends_with("_i32") ? 32 : 64);
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> types = {
+      MemRefType::get({dyn}, i64),   MemRefType::get({dyn}, i64),
+      MemRefType::get({dyn}, f32),   MemRefType::get({dyn}, index),
+      MemRefType::get({dyn}, index), MemRefType::get({dyn, dyn}, f32)};
+  if (isBackward)
+    types.push_back(f32);
+  return types;
+}
+
 bool mlir::neuroshard::isEmbeddingKernelName(StringRef name, bool &isBackward) {
   isBackward = name == abi::kBackwardI32 || name == abi::kBackwardI64;
   return isBackward || name == abi::kForwardI32 || name == abi::kForwardI64;

@@ -4,14 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Adds the generic kernels module and turns host calls to the kernel symbols
-// into GPU launches. Every check runs before the module changes, so a failing
-// run leaves it as it was.
+// Adds the generic kernels module and lowers the lookups into calls of the
+// kernel symbols with the lookup lowering the CPU target shares. Every check
+// runs before the module changes, so a failing run leaves it as it was.
 //
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 
+#include "neuroshard/Conversion/LookupLowering.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 #include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
 
@@ -51,31 +52,17 @@ std::string mlir::neuroshard::checkCUDATarget(StringRef chip,
   return "";
 }
 
-/// The operand types a call to `kernelName` must have (KernelABI.h).
-static SmallVector<Type> expectedOperandTypes(MLIRContext *context,
-                                              StringRef kernelName,
-                                              bool isBackward) {
-  Type i64 = IntegerType::get(context, 64);
-  Type f32 = Float32Type::get(context);
-  Type index =
-      IntegerType::get(context, kernelName.ends_with("_i32") ? 32 : 64);
-  int64_t dyn = ShapedType::kDynamic;
-  SmallVector<Type> types = {
-      MemRefType::get({dyn}, i64),   MemRefType::get({dyn}, i64),
-      MemRefType::get({dyn}, f32),   MemRefType::get({dyn}, index),
-      MemRefType::get({dyn}, index), MemRefType::get({dyn, dyn}, f32)};
-  if (isBackward)
-    types.push_back(f32);
-  return types;
-}
-
-static std::string typeList(TypeRange types) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "(";
-  llvm::interleaveComma(types, os);
-  os << ")";
-  return text;
+/// Declares `kernel` privately with its KernelABI.h signature, once.
+static void declareKernel(ModuleOp module, StringRef kernel) {
+  if (SymbolTable::lookupSymbolIn(module, kernel))
+    return;
+  bool isBackward = false;
+  (void)isEmbeddingKernelName(kernel, isBackward);
+  OpBuilder builder(module.getContext());
+  builder.setInsertionPointToStart(module.getBody());
+  auto type = builder.getFunctionType(
+      embeddingKernelOperandTypes(module.getContext(), kernel, isBackward), {});
+  func::FuncOp::create(builder, module.getLoc(), kernel, type).setPrivate();
 }
 
 namespace {
@@ -107,28 +94,19 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
     return signalPassFailure();
   }
 
-  SmallVector<func::CallOp> calls;
-  WalkResult walk = module.walk([&](func::CallOp call) {
-    bool isBackward = false;
-    StringRef callee = call.getCallee();
-    if (!isEmbeddingKernelName(callee, isBackward))
-      return WalkResult::advance();
-    SmallVector<Type> expected =
-        expectedOperandTypes(context, callee, isBackward);
-    if (TypeRange(call.getOperandTypes()) != TypeRange(expected) ||
-        call.getNumResults() != 0) {
-      call.emitOpError() << "calls '" << callee << "' with "
-                         << typeList(call.getOperandTypes()) << " -> "
-                         << typeList(call.getResultTypes())
-                         << " but the kernel takes " << typeList(expected)
-                         << " -> ()";
-      return WalkResult::interrupt();
-    }
-    calls.push_back(call);
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
-    return signalPassFailure();
+  // The lookup lowering checks everything before it changes the module.
+  if (host) {
+    auto emitCall = [&](OpBuilder &builder, Location loc,
+                        const KernelInvocation &kernel) {
+      declareKernel(module, kernel.kernel);
+      func::CallOp::create(builder, loc, kernel.kernel, TypeRange{},
+                           ValueRange{kernel.meta, kernel.layout,
+                                      kernel.weights, kernel.indices,
+                                      kernel.offsets, kernel.out});
+    };
+    if (failed(lowerLookups(module, emitCall)))
+      return signalPassFailure();
+  }
 
   OpBuilder builder(context);
   builder.setInsertionPointToEnd(module.getBody());
@@ -137,22 +115,4 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
   buildEmbeddingKernelModule(builder, module.getLoc(), target);
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   builder.getUnitAttr());
-  if (!host)
-    return;
-
-  for (func::CallOp call : calls) {
-    builder.setInsertionPoint(call);
-    emitKernelLaunch(builder, call.getLoc(), call.getCallee(),
-                     call.getOperands());
-    call.erase();
-    ++numLaunches;
-  }
-  for (func::FuncOp func :
-       llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    bool isBackward = false;
-    if (func.isDeclaration() &&
-        isEmbeddingKernelName(func.getSymName(), isBackward) &&
-        SymbolTable::symbolKnownUseEmpty(func, module))
-      func.erase();
-  }
 }

@@ -1,5 +1,5 @@
-// RUN: neuroshard-opt %s --neuroshard-to-cuda | FileCheck %s
-// RUN: neuroshard-opt %s --neuroshard-to-cuda="host=false" | FileCheck %s --check-prefix=NOHOST
+// RUN: neuroshard-opt %s --neuroshard-to-cuda --neuroshard-cuda-launch | FileCheck %s
+// RUN: neuroshard-opt %s --neuroshard-to-cuda | FileCheck %s --check-prefix=CALLS
 // RUN: neuroshard-opt %s --neuroshard-cuda-pipeline="format=isa" | FileCheck %s --check-prefix=LLVM
 // RUN: neuroshard-opt %s --neuroshard-cuda-pipeline="format=isa" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=IR
 
@@ -28,10 +28,11 @@
 // CHECK-NEXT: gpu.memcpy async [%{{.*}}] %[[W]], %{{.*}} : memref<?xf32>, memref<?xf32>
 // CHECK: gpu.module @neuroshard_kernels
 
-// NOHOST: func.func private @neuroshard_bag_forward_i32
-// NOHOST: call @neuroshard_bag_forward_i32(
-// NOHOST-NOT: gpu.launch_func
-// NOHOST: gpu.module @neuroshard_kernels
+// Until --neuroshard-cuda-launch, the calls stay calls.
+// CALLS: func.func private @neuroshard_bag_forward_i32
+// CALLS: call @neuroshard_bag_forward_i32(
+// CALLS-NOT: gpu.launch_func
+// CALLS: gpu.module @neuroshard_kernels
 
 // LLVM: llvm.func @step(
 // LLVM: llvm.call @mgpuStreamCreate()

@@ -1,4 +1,5 @@
-// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-to-cuda
+// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-to-cuda --neuroshard-cuda-launch
+// RUN: not neuroshard-opt %S/host-launch.mlir --neuroshard-cuda-launch 2>&1 | FileCheck %s --check-prefix=NOKERNELS
 
 // A call to a kernel symbol must have the memref signature of KernelABI.h.
 module {
@@ -40,3 +41,5 @@ module attributes {gpu.container_module} {
   gpu.module @neuroshard_kernels {
   }
 }
+
+// NOKERNELS: error: 'func.call' op calls a generic kernel but the module has no gpu.module or gpu.binary @neuroshard_kernels; run --neuroshard-to-cuda first

@@ -3,7 +3,7 @@
 // The kernels module holds four generic kernels; nothing in it depends on
 // the tables of the module, so an empty module gets the same kernels.
 
-// CHECK: module attributes {gpu.container_module}
+// CHECK: module attributes {gpu.container_module
 // CHECK: gpu.module @neuroshard_kernels [#nvvm.target<O = 3, chip = "sm_80">]
 
 // Forward, i32 indices: the shard row comes from the metadata buffer, the

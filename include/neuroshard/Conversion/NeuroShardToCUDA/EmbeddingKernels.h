@@ -30,6 +30,12 @@ gpu::GPUModuleOp buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
 /// `isBackward` accordingly.
 bool isEmbeddingKernelName(StringRef name, bool &isBackward);
 
+/// The operand types of a call of `kernelName` (KernelABI.h): six memrefs,
+/// and the learning rate for the backward kernel.
+SmallVector<Type> embeddingKernelOperandTypes(MLIRContext *context,
+                                              StringRef kernelName,
+                                              bool isBackward);
+
 /// Emits the host side of one kernel call: copies the host memrefs `args`
 /// (meta, layout, weights, indices, offsets, out or grad, then lr for the
 /// backward kernel) to device buffers, launches `kernelName` of the kernels

@@ -8,10 +8,13 @@
 #define NEUROSHARD_CONVERSION_NEUROSHARDTOCUDA_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -49,8 +52,8 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::init("")};
   PassOptions::Option<bool> host{
       *this, "host",
-      llvm::cl::desc("Launch the kernels from the host code and lower the "
-                     "host code to the LLVM dialect"),
+      llvm::cl::desc("Lower the lookups to kernel launches and the host "
+                     "code to the LLVM dialect"),
       llvm::cl::init(true)};
 };
 
@@ -60,7 +63,8 @@ std::string checkCUDATarget(StringRef chip, StringRef features,
                             unsigned optLevel);
 
 /// Builds the pipeline: neuroshard-to-cuda, the kernels to NVVM and to a
-/// gpu.binary, and (with `host`) the host code to the LLVM dialect. Returns
+/// gpu.binary, and (with `host`) the host code bufferized, its kernel calls
+/// turned into launches and lowered to the LLVM dialect. Returns
 /// why it cannot (a bad option, a cubin without ptxas), or an empty string.
 std::string buildCUDAPipeline(OpPassManager &pm,
                               const CUDAPipelineOptions &options);

@@ -10,7 +10,8 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
-  let summary = "Add the generic CUDA embedding kernels and launch them";
+  let summary = "Add the generic CUDA embedding kernels and lower lookups to "
+                "kernel calls";
   let description = [{
     Adds `gpu.module @neuroshard_kernels [#nvvm.target<chip = ...>]` with the
     four generic kernels of `KernelABI.h` (forward and backward+SGD, for i32
@@ -19,31 +20,27 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
     metadata buffer at run time, so the module is the same for every model
     and every shard set.
 
-    With `host=true` (the default), every `func.call` to one of the four
-    kernel symbols with the memref signature of `KernelABI.h` (what the
-    lookup lowering emits for the CPU) becomes a launch of the GPU kernel:
-    device buffers (`gpu.alloc`), uploads, `gpu.launch_func`, the download of
-    the result (the output after forward, the weights after backward) and
-    `gpu.dealloc`, on one stream that the call waits for. Declarations of the
-    kernel symbols that are no longer used are erased. `neuroshard` lookups
-    that were not lowered to kernel calls are left as they are.
+    With `host=true` (the default), the module's lookups are lowered with the
+    lookup lowering the CPU target uses (`LookupLowering.h`): every
+    `neuroshard.embedding_bag` and `neuroshard.fused_embedding_bag` becomes
+    one `func.call` of a kernel symbol on memrefs (metadata, concatenated
+    indices and offsets, a fresh output buffer), the exchange becomes slices
+    and concatenations, tables are erased and functions with lookups gain the
+    weight arena and table layout arguments. `--neuroshard-cuda-launch` turns
+    those calls into GPU launches once the host code is bufferized.
 
     ```mlir
+    %0 = neuroshard.embedding_bag @t(%i, %o) sum
+        : (tensor<?xi32>, tensor<5xi32>) -> tensor<4x16xf32>
+    // becomes (abridged)
     func.call @neuroshard_bag_forward_i32(%meta, %layout, %weights, %idx,
         %off, %out) : (memref<?xi64>, memref<?xi64>, memref<?xf32>,
         memref<?xi32>, memref<?xi32>, memref<?x?xf32>) -> ()
-    // becomes
-    %t = gpu.wait async
-    %d0, %t0 = gpu.alloc async [%t] (%n) : memref<?xi64>
-    ...
-    %tl = gpu.launch_func async [%t9] @neuroshard_kernels::@neuroshard_bag_forward_i32
-        blocks in (%gx, %gy, %c1) threads in (%c256, %c1, %c1) args(...)
     ```
 
-    The module fails with a diagnostic if the chip, the features or the
-    optimisation level are malformed, if the module already holds a symbol
-    `neuroshard_kernels`, or if a kernel call does not have the signature of
-    `KernelABI.h`.
+    The module fails with a diagnostic, unchanged, if the chip, the features
+    or the optimisation level are malformed, if it already holds a symbol
+    `neuroshard_kernels`, or if the lookup lowering refuses a lookup.
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90\"",
@@ -55,18 +52,55 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
     Option<"optLevel", "opt-level", "unsigned", "3",
            "Optimisation level of the device code, 0 to 3">,
     Option<"host", "host", "bool", "true",
-           "Rewrite host calls to the kernel symbols into GPU launches">
+           "Lower the module's lookups into calls of the kernel symbols">
   ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def LaunchCUDAKernels : Pass<"neuroshard-cuda-launch", "::mlir::ModuleOp"> {
+  let summary = "Turn host calls of the kernel symbols into GPU launches";
+  let description = [{
+    Every `func.call` of one of the four kernel symbols with the memref
+    signature of `KernelABI.h` (what the lookup lowering emits) becomes a
+    launch of the kernel of `@neuroshard_kernels`: device buffers
+    (`gpu.alloc`), uploads, `gpu.launch_func` with the geometry of
+    `CudaKernelABI.h`, the download of the result (the output after
+    forward, the weights after backward) and `gpu.dealloc`, on one stream
+    that the call waits for. Declarations of the kernel symbols that are no
+    longer used are erased.
+
+    ```mlir
+    func.call @neuroshard_bag_forward_i32(%meta, %layout, %weights, %idx,
+        %off, %out) : (...) -> ()
+    // becomes
+    %t = gpu.wait async
+    %d0, %t0 = gpu.alloc async [%t] (%n) : memref<?xi64>
+    ...
+    %tl = gpu.launch_func async [%t9] @neuroshard_kernels::@neuroshard_bag_forward_i32
+        blocks in (%gx, %gy, %c1) threads in (%c256, %c1, %c1) args(...)
+    ```
+
+    Runs after bufferization (its `gpu.dealloc`s would otherwise meet the
+    buffer deallocation pipeline). Fails, leaving the module unchanged, if a
+    kernel call has another signature or the module has no kernels module.
+  }];
   let statistics = [
     Statistic<"numLaunches", "launches", "Kernel calls turned into launches">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
-    "::mlir::memref::MemRefDialect",
-    "::mlir::NVVM::NVVMDialect",
-    "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::memref::MemRefDialect"
   ];
 }
 
