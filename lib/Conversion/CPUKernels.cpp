@@ -5,11 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // Builds the four kernels of KernelABI.h as `func.func`s over `scf` loops:
-// shards, then bags, then the shard's columns in 8-, 4- and 1-wide vector
-// chunks. The forward kernel keeps a chunk's running sum in a register over
-// the bag's indices and stores it once; the backward kernel walks a bag's
-// indices in order and applies `row -= lr * scale * grad` chunk by chunk, so
-// repeated indices each apply, in order.
+// shards, then bags, then the shard's columns in 128-, 64-, 32-, 16-, 8-, 4-
+// and 1-wide vector chunks (a 128-wide chunk is 8 AVX-512 or 16 AVX2
+// registers). The forward kernel keeps a chunk's running sum in registers
+// over the bag's indices and stores it once; the backward kernel walks a
+// bag's indices in order and applies `row -= lr * scale * grad` chunk by
+// chunk, so repeated indices each apply, in order. Both prefetch the rows a
+// few indices ahead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +32,12 @@ namespace abi = ::neuroshard::kernel_abi;
 namespace {
 
 /// Vector widths of the column loops, widest first; the last must be 1.
-constexpr int64_t kChunkWidths[] = {8, 4, 1};
+constexpr int64_t kChunkWidths[] = {128, 64, 32, 16, 8, 4, 1};
+/// How many indices ahead of the current one the kernels prefetch rows.
+constexpr int64_t kPrefetchDistance = 16;
+/// Elements between two prefetched addresses of a chunk (the hardware's
+/// adjacent-line prefetcher brings the line next to each).
+constexpr int64_t kPrefetchStride = 32;
 
 /// One shard's metadata row, loaded as `index` values.
 struct ShardFields {
@@ -115,6 +122,29 @@ public:
     }
   }
 
+  /// Prefetches the chunk at `column` of the row `kPrefetchDistance`
+  /// indices ahead of `position` (clamped to the bag), every
+  /// kPrefetchStride floats, as FBGEMM's kernels do for their gathers.
+  void prefetchAhead(Value indices, Value position, Value end, Value rowStride,
+                     Value weightBase, Value column, VectorType chunkType,
+                     Value weights, bool forWrite) {
+    Value ahead = arith::AddIOp::create(b, position, index(kPrefetchDistance));
+    Value last = arith::SubIOp::create(b, end, index(1));
+    Value clamped = arith::MinSIOp::create(b, ahead, last);
+    Value row = loadIndex(indices, clamped);
+    Value base = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, row, rowStride), weightBase);
+    base = arith::AddIOp::create(b, base, column);
+    for (int64_t offset = 0; offset < chunkType.getNumElements();
+         offset += kPrefetchStride) {
+      Value addr =
+          offset ? arith::AddIOp::create(b, base, index(offset)).getResult()
+                 : base;
+      memref::PrefetchOp::create(b, weights, ValueRange{addr}, forWrite,
+                                 /*localityHint=*/3, /*isDataCache=*/true);
+    }
+  }
+
   ImplicitLocOpBuilder &b;
 };
 
@@ -160,6 +190,10 @@ void buildForward(OpBuilder &builder, Location loc, StringRef name,
   Value bag = bagLoop.getInductionVar();
   Value start, end, divisor;
   kb.bagBounds(s, offsets, bag, start, end, divisor);
+  // Mean pooling multiplies by the reciprocal of the bag length, as
+  // PyTorch's CPU kernels do; sum pooling multiplies by 1.
+  Value one = arith::ConstantOp::create(b, b.getF32FloatAttr(1.0f));
+  Value reciprocal = arith::DivFOp::create(b, one, divisor);
 
   kb.forEachChunk(s.width, [&](Value column, VectorType chunkType) {
     Value zero = arith::ConstantOp::create(
@@ -170,15 +204,18 @@ void buildForward(OpBuilder &builder, Location loc, StringRef name,
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(reduce.getBody());
-      Value row = kb.loadIndex(indices, reduce.getInductionVar());
+      Value position = reduce.getInductionVar();
+      kb.prefetchAhead(indices, position, end, s.rowStride, s.weightBase,
+                       column, chunkType, weights, /*forWrite=*/false);
+      Value row = kb.loadIndex(indices, position);
       Value addr = arith::AddIOp::create(
           b, arith::MulIOp::create(b, row, s.rowStride), colInRow);
       Value v = vector::LoadOp::create(b, chunkType, weights, ValueRange{addr});
       Value sum = arith::AddFOp::create(b, reduce.getRegionIterArg(0), v);
       scf::YieldOp::create(b, sum);
     }
-    Value scale = vector::BroadcastOp::create(b, chunkType, divisor);
-    Value pooled = arith::DivFOp::create(b, reduce.getResult(0), scale);
+    Value scale = vector::BroadcastOp::create(b, chunkType, reciprocal);
+    Value pooled = arith::MulFOp::create(b, reduce.getResult(0), scale);
     Value outCol = arith::AddIOp::create(b, s.outColumn, column);
     vector::StoreOp::create(b, pooled, out, ValueRange{bag, outCol});
   });
@@ -221,10 +258,13 @@ void buildBackward(OpBuilder &builder, Location loc, StringRef name,
   Value coefficient = arith::DivFOp::create(b, negLr, divisor);
   auto indexLoop = scf::ForOp::create(b, start, end, kb.index(1));
   b.setInsertionPointToStart(indexLoop.getBody());
-  Value row = kb.loadIndex(indices, indexLoop.getInductionVar());
+  Value position = indexLoop.getInductionVar();
+  Value row = kb.loadIndex(indices, position);
   Value rowBase = arith::AddIOp::create(
       b, arith::MulIOp::create(b, row, s.rowStride), s.weightBase);
   kb.forEachChunk(s.width, [&](Value column, VectorType chunkType) {
+    kb.prefetchAhead(indices, position, end, s.rowStride, s.weightBase, column,
+                     chunkType, weights, /*forWrite=*/true);
     Value outCol = arith::AddIOp::create(b, s.outColumn, column);
     Value g =
         vector::LoadOp::create(b, chunkType, grad, ValueRange{bag, outCol});

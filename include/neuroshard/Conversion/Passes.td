@@ -16,7 +16,8 @@ def LowerLookupsToCPU : Pass<"neuroshard-lower-lookups-cpu", "::mlir::ModuleOp">
     of `neuroshard/Runtime/KernelABI.h` to the module as `func.func`s
     written in `scf`, `memref` and `vector` (a forward and a backward-SGD
     kernel for i32 and for i64 indices; their loops over a shard's columns
-    use 8-, then 4-, then 1-wide vectors), and rewrites every lookup:
+    use 128- down to 1-wide vectors and prefetch rows a few indices
+    ahead), and rewrites every lookup:
 
     * `neuroshard.embedding_bag` and `neuroshard.fused_embedding_bag`
       become one call of the forward kernel: their indices and offsets are

@@ -15,7 +15,7 @@
 // CHECK:                 memref.load %[[IDX]]
 // CHECK:                 vector.load %[[W]][%{{.*}}] : memref<?xf32>, vector<8xf32>
 // CHECK:                 arith.addf %[[ACC]]
-// CHECK:               arith.divf %[[SUM]]
+// CHECK:               arith.mulf %[[SUM]]
 // CHECK:               vector.store %{{.*}}, %[[OUT]][%[[B]], %{{.*}}] : memref<?x?xf32>, vector<8xf32>
 // CHECK:             step %c4
 // CHECK:               vector.load %[[W]][%{{.*}}] : memref<?xf32>, vector<4xf32>
