@@ -2,6 +2,8 @@
 # lit configuration of the NeuroShard test suite.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -16,6 +18,8 @@ config.test_exec_root = os.path.join(config.neuroshard_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%neuroshard_src_root", config.neuroshard_src_root))
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%shlibdir", os.path.join(config.neuroshard_obj_root, "lib")))
+config.substitutions.append(("%mlir_libdir", os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -24,11 +28,27 @@ if config.neuroshard_has_torch:
     config.available_features.add("torch")
 if config.neuroshard_has_cuda:
     config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit_dir))
+# `ptxas`: the toolkit can turn PTX into cubins. `cuda`: a GPU and its driver
+# are usable here, so tests may execute kernels.
+if config.cuda_toolkit_dir and os.access(
+        os.path.join(config.cuda_toolkit_dir, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("ptxas")
+stub_driver = os.path.join(config.cuda_toolkit_dir or "", "lib64", "stubs",
+                           "libcuda.so")
+if config.cuda_toolkit_dir and os.path.exists(stub_driver):
+    config.available_features.add("cuda-driver-stub")
+    config.substitutions.append(("%cuda_stub_driver", stub_driver))
+nvidia_smi = shutil.which("nvidia-smi")
+if nvidia_smi and subprocess.run([nvidia_smi, "-L"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("cuda")
 
 # Tools are looked up in the build tree first, then in LLVM's tools.
 tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench", "neuroshard-run"], tool_dirs)
+    ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench", "neuroshard-run",
+     "neuroshard-cuda-runner"], tool_dirs)
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 #include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
@@ -19,6 +20,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
@@ -27,11 +29,15 @@ int main(int argc, char **argv) {
   mlir::neuroshard::registerNeuroShardPasses();
   mlir::neuroshard::registerNeuroShardConversionPasses();
   mlir::neuroshard::registerNeuroShardToCPUPipeline();
+  mlir::neuroshard::registerNeuroShardCUDAPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::neuroshard::NeuroShardDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR: the GPU and NVVM
+  // dialects need their translation interfaces.
+  mlir::registerAllGPUToLLVMIRTranslations(registry);
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "NeuroShard optimizer driver\n", registry));

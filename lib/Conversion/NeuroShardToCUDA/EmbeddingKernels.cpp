@@ -1,0 +1,605 @@
+//===- EmbeddingKernels.cpp - The generic CUDA embedding kernels ----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Shape of the kernels (both directions). The grid's y dimension walks the
+// shards and its warps walk the bags. A shard whose width fills a warp gets
+// one warp per bag; a narrower shard splits the warp into sub-warps of S
+// lanes (a power of two), each owning one bag, so that narrow tables do not
+// leave most lanes idle. The lanes of a sub-warp cover the shard's columns,
+// four at a time with 16-byte loads and stores when every address of the
+// shard is 16-byte aligned (checked at run time from the metadata and the
+// buffers), one at a time otherwise; wider shards loop over column tiles.
+//
+// A bag's indices are read once per sub-warp: lane k loads index k of a
+// chunk of S indices (one coalesced load), and every lane receives each row
+// index in turn with `gpu.shuffle idx`. Shuffles involve the whole warp, so
+// every loop around them has warp-uniform bounds (the chunk loop runs to the
+// longest bag of the warp; lanes past their own bag are masked off).
+//
+// Forward sums the rows in index order (mean divides by the bag length;
+// empty bags write zeros). Backward scales the output gradient once per bag
+// and adds it into every row of the bag with float atomics, which applies
+// repeated indices exactly like an index_add.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
+
+#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
+#include "neuroshard/Runtime/KernelABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+
+namespace abi = ::neuroshard::kernel_abi;
+namespace cuda_abi = ::neuroshard::cuda_abi;
+
+namespace {
+
+enum class KernelKind { Forward, BackwardSGD };
+
+/// The kernel arguments, in KernelABI.h order. `out` is the output of the
+/// forward kernel and the output gradient of the backward one.
+struct KernelArgs {
+  Value meta, layout, weights, indices, offsets, out, lr;
+};
+
+/// One shard's metadata row (index values) and its pooling mode.
+struct ShardRow {
+  Value rowStride, colBegin, width, outColumn, indicesBase, offsetsBase;
+  Value tableBase;
+  Value isMean;
+};
+
+/// Emits the body of one kernel.
+class KernelBodyBuilder {
+public:
+  KernelBodyBuilder(ImplicitLocOpBuilder &b, KernelKind kind,
+                    IntegerType indexType, const KernelArgs &args)
+      : b(b), kind(kind), indexType(indexType), args(args), i32(b.getI32Type()),
+        f32(b.getF32Type()) {}
+
+  void build();
+
+private:
+  Value cIndex(int64_t value) {
+    return arith::ConstantIndexOp::create(b, value);
+  }
+  Value cI32(int64_t value) {
+    return arith::ConstantIntOp::create(b, i32, value);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value div(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
+  Value ceilDiv(Value x, Value y) {
+    return arith::CeilDivUIOp::create(b, x, y);
+  }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value eq(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  }
+  Value toI32(Value v) { return arith::IndexCastOp::create(b, i32, v); }
+  Value isMultipleOf(Value v, int64_t n) {
+    return eq(rem(v, cIndex(n)), cIndex(0));
+  }
+
+  /// scf.for from `lower` to `upper` by `step`; `body` returns the values
+  /// the iteration yields.
+  scf::ForOp
+  loop(Value lower, Value upper, Value step, ValueRange inits,
+       function_ref<SmallVector<Value>(Value iv, ValueRange iters)> body);
+  /// scf.if with results: `thenValues` and `elseValues` build the yields.
+  SmallVector<Value> ifValues(Value cond, TypeRange types,
+                              function_ref<SmallVector<Value>()> thenValues,
+                              function_ref<SmallVector<Value>()> elseValues);
+  /// scf.if without results.
+  void ifThen(Value cond, function_ref<void()> body);
+
+  ShardRow loadShard(Value shard);
+  void emitShard(const ShardRow &shard, int64_t vectorWidth);
+  Value warpMax(Value value);
+  Value broadcastIndex(Value myIndex, Value sourceLane);
+
+  Value zeroValue(int64_t vectorWidth);
+  Value loadValue(Value memref, ValueRange position, int64_t vectorWidth);
+  void storeValue(Value value, Value memref, ValueRange position,
+                  int64_t vectorWidth);
+
+  ImplicitLocOpBuilder &b;
+  KernelKind kind;
+  IntegerType indexType;
+  KernelArgs args;
+  IntegerType i32;
+  FloatType f32;
+};
+
+} // namespace
+
+scf::ForOp KernelBodyBuilder::loop(
+    Value lower, Value upper, Value step, ValueRange inits,
+    function_ref<SmallVector<Value>(Value iv, ValueRange iters)> body) {
+  return scf::ForOp::create(
+      b, lower, upper, step, inits,
+      [&](OpBuilder &nested, Location, Value iv, ValueRange iters) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        SmallVector<Value> results = body(iv, iters);
+        scf::YieldOp::create(b, results);
+      });
+}
+
+SmallVector<Value>
+KernelBodyBuilder::ifValues(Value cond, TypeRange types,
+                            function_ref<SmallVector<Value>()> thenValues,
+                            function_ref<SmallVector<Value>()> elseValues) {
+  auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, thenValues());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, elseValues());
+  }
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+void KernelBodyBuilder::ifThen(Value cond, function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body();
+}
+
+Value KernelBodyBuilder::zeroValue(int64_t vectorWidth) {
+  if (vectorWidth == 1)
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
+  auto type = VectorType::get({vectorWidth}, f32);
+  return arith::ConstantOp::create(
+      b, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
+}
+
+Value KernelBodyBuilder::loadValue(Value memref, ValueRange position,
+                                   int64_t vectorWidth) {
+  if (vectorWidth == 1)
+    return memref::LoadOp::create(b, memref, position);
+  // The caller checked 16-byte alignment; saying so lets the backend emit
+  // one ld.global.v4.f32 instead of four scalar loads.
+  return vector::LoadOp::create(b, VectorType::get({vectorWidth}, f32), memref,
+                                position, /*nontemporal=*/false,
+                                llvm::MaybeAlign(4 * vectorWidth));
+}
+
+void KernelBodyBuilder::storeValue(Value value, Value memref,
+                                   ValueRange position, int64_t vectorWidth) {
+  if (vectorWidth == 1) {
+    memref::StoreOp::create(b, value, memref, position);
+    return;
+  }
+  vector::StoreOp::create(b, value, memref, position, /*nontemporal=*/false,
+                          llvm::MaybeAlign(4 * vectorWidth));
+}
+
+ShardRow KernelBodyBuilder::loadShard(Value shard) {
+  Value rowStart = mul(shard, cIndex(abi::kShardFields));
+  auto field = [&](int64_t which) -> Value {
+    return memref::LoadOp::create(b, args.meta,
+                                  ValueRange{add(rowStart, cIndex(which))});
+  };
+  ShardRow row;
+  Value table = toIndex(field(abi::kTable));
+  row.rowStride = toIndex(field(abi::kRowStride));
+  row.colBegin = toIndex(field(abi::kColBegin));
+  row.width = toIndex(field(abi::kWidth));
+  row.outColumn = toIndex(field(abi::kOutColumn));
+  row.indicesBase = toIndex(field(abi::kIndicesBase));
+  row.offsetsBase = toIndex(field(abi::kOffsetsBase));
+  row.isMean = eq(field(abi::kMode),
+                  arith::ConstantIntOp::create(b, b.getI64Type(), abi::kMean));
+  row.tableBase =
+      toIndex(memref::LoadOp::create(b, args.layout, ValueRange{table}));
+  return row;
+}
+
+Value KernelBodyBuilder::warpMax(Value value) {
+  for (int32_t distance = cuda_abi::kWarpSize / 2; distance >= 1;
+       distance /= 2) {
+    Value other =
+        gpu::ShuffleOp::create(b, value, distance, cuda_abi::kWarpSize,
+                               gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    value = arith::MaxSIOp::create(b, value, other);
+  }
+  return value;
+}
+
+Value KernelBodyBuilder::broadcastIndex(Value myIndex, Value sourceLane) {
+  Value width = cI32(cuda_abi::kWarpSize);
+  auto shuffle = [&](Value v) -> Value {
+    return gpu::ShuffleOp::create(b, v, sourceLane, width,
+                                  gpu::ShuffleMode::IDX)
+        .getShuffleResult();
+  };
+  if (indexType.getWidth() == 32)
+    return toIndex(shuffle(myIndex));
+  // Shuffles move 32 bits: send an i64 index as its two halves.
+  IntegerType i64 = b.getI64Type();
+  Value low = arith::TruncIOp::create(b, i32, myIndex);
+  Value high = arith::TruncIOp::create(
+      b, i32,
+      arith::ShRUIOp::create(b, myIndex,
+                             arith::ConstantIntOp::create(b, i64, 32)));
+  Value lowBack = arith::ExtUIOp::create(b, i64, shuffle(low));
+  Value highBack =
+      arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, shuffle(high)),
+                            arith::ConstantIntOp::create(b, i64, 32));
+  return toIndex(arith::OrIOp::create(b, lowBack, highBack));
+}
+
+void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
+  constexpr int64_t kUnroll = 4;
+  Value warpSize = cIndex(cuda_abi::kWarpSize);
+
+  // Lanes per bag: the smallest power of two that covers the shard's width
+  // in one pass, at most a warp.
+  Value lanesWanted = vectorWidth == 1
+                          ? shard.width
+                          : ceilDiv(shard.width, cIndex(vectorWidth));
+  Value lanesPerBag = warpSize;
+  for (int64_t lanes = cuda_abi::kWarpSize / 2; lanes >= 1; lanes /= 2)
+    lanesPerBag = select(arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                               lanesWanted, cIndex(lanes)),
+                         cIndex(lanes), lanesPerBag);
+  Value bagsPerWarp = div(warpSize, lanesPerBag);
+
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value lane = rem(thread, warpSize);
+  Value warpsPerBlock =
+      div(gpu::BlockDimOp::create(b, gpu::Dimension::x), warpSize);
+  Value firstWarp =
+      add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), warpsPerBlock),
+          div(thread, warpSize));
+  Value totalWarps =
+      mul(gpu::GridDimOp::create(b, gpu::Dimension::x), warpsPerBlock);
+  Value group = div(lane, lanesPerBag);
+  Value laneInBag = rem(lane, lanesPerBag);
+  Value groupFirstLane = toI32(mul(group, lanesPerBag));
+  Value laneMask = toI32(sub(lanesPerBag, cIndex(1)));
+
+  Value batch = memref::DimOp::create(b, args.out, 0);
+  Value numTasks = ceilDiv(batch, bagsPerWarp);
+  Value tileColumns = mul(lanesPerBag, cIndex(vectorWidth));
+  Value numTiles = ceilDiv(shard.width, tileColumns);
+  Value zero = cIndex(0), one = cIndex(1);
+
+  loop(firstWarp, numTasks, totalWarps, {}, [&](Value task, ValueRange) {
+    Value bag = add(mul(task, bagsPerWarp), group);
+    Value bagValid = ult(bag, batch);
+    SmallVector<Value> extent = ifValues(
+        bagValid, {b.getIndexType(), b.getIndexType()},
+        [&]() -> SmallVector<Value> {
+          Value at = add(shard.offsetsBase, bag);
+          Value begin =
+              toIndex(memref::LoadOp::create(b, args.offsets, ValueRange{at}));
+          Value end = toIndex(memref::LoadOp::create(b, args.offsets,
+                                                     ValueRange{add(at, one)}));
+          return {begin, sub(end, begin)};
+        },
+        [&]() -> SmallVector<Value> {
+          return {zero, zero};
+        });
+    Value bagBegin = extent[0], bagLength = extent[1];
+    Value longest = toIndex(warpMax(toI32(bagLength)));
+    Value numChunks = ceilDiv(longest, lanesPerBag);
+
+    // 1 / length for mean pooling (empty bags produce zeros either way).
+    Value lengthF = arith::UIToFPOp::create(
+        b, f32, toI32(arith::MaxUIOp::create(b, bagLength, one)));
+    Value oneF = arith::ConstantOp::create(b, b.getF32FloatAttr(1.0f));
+    Value scale =
+        select(shard.isMean, arith::DivFOp::create(b, oneF, lengthF), oneF);
+
+    loop(zero, numTiles, one, {}, [&](Value tile, ValueRange) {
+      Value column =
+          add(mul(tile, tileColumns), mul(laneInBag, cIndex(vectorWidth)));
+      Value columnValid = ult(column, shard.width);
+      Value outColumn = add(shard.outColumn, column);
+      Value rowColumn = add(shard.tableBase, add(shard.colBegin, column));
+
+      // Backward: this lane's slice of -lr * scale * grad, read once.
+      Value update;
+      Type valueType = zeroValue(vectorWidth).getType();
+      if (kind == KernelKind::BackwardSGD) {
+        update = ifValues(
+            both(columnValid, bagValid), valueType,
+            [&]() -> SmallVector<Value> {
+              Value grad =
+                  loadValue(args.out, ValueRange{bag, outColumn}, vectorWidth);
+              Value factor = arith::NegFOp::create(
+                  b, arith::MulFOp::create(b, args.lr, scale));
+              if (vectorWidth != 1)
+                factor = vector::BroadcastOp::create(b, valueType, factor);
+              return {arith::MulFOp::create(b, grad, factor)};
+            },
+            [&]() -> SmallVector<Value> {
+              return {zeroValue(vectorWidth)};
+            })[0];
+      }
+
+      SmallVector<Value> inits;
+      if (kind == KernelKind::Forward)
+        inits.push_back(zeroValue(vectorWidth));
+      scf::ForOp chunks = loop(
+          zero, numChunks, one, inits,
+          [&](Value chunk, ValueRange chunkIters) -> SmallVector<Value> {
+            Value chunkBegin = mul(chunk, lanesPerBag);
+            Value mine = add(chunkBegin, laneInBag);
+            Value myIndex = ifValues(
+                ult(mine, bagLength), indexType,
+                [&]() -> SmallVector<Value> {
+                  Value at = add(shard.indicesBase, add(bagBegin, mine));
+                  return {
+                      memref::LoadOp::create(b, args.indices, ValueRange{at})};
+                },
+                [&]() -> SmallVector<Value> {
+                  return {arith::ConstantIntOp::create(b, indexType, 0)};
+                })[0];
+
+            scf::ForOp steps =
+                loop(zero, lanesPerBag, cIndex(kUnroll), chunkIters,
+                     [&](Value step, ValueRange iters) -> SmallVector<Value> {
+                       SmallVector<Value> acc(iters);
+                       for (int64_t u = 0; u < kUnroll; ++u) {
+                         Value slot = add(step, cIndex(u));
+                         Value source = arith::AddIOp::create(
+                             b, groupFirstLane,
+                             arith::AndIOp::create(b, toI32(slot), laneMask));
+                         Value row = broadcastIndex(myIndex, source);
+                         Value valid =
+                             both(both(ult(slot, lanesPerBag),
+                                       ult(add(chunkBegin, slot), bagLength)),
+                                  columnValid);
+                         Value at = add(mul(row, shard.rowStride), rowColumn);
+                         if (kind == KernelKind::Forward) {
+                           Value value = ifValues(
+                               valid, valueType,
+                               [&]() -> SmallVector<Value> {
+                                 return {loadValue(args.weights, ValueRange{at},
+                                                   vectorWidth)};
+                               },
+                               [&]() -> SmallVector<Value> {
+                                 return {zeroValue(vectorWidth)};
+                               })[0];
+                           acc[0] = arith::AddFOp::create(b, acc[0], value);
+                           continue;
+                         }
+                         ifThen(valid, [&]() {
+                           for (int64_t e = 0; e < vectorWidth; ++e) {
+                             Value element =
+                                 vectorWidth == 1
+                                     ? update
+                                     : Value(vector::ExtractOp::create(
+                                           b, update, e));
+                             memref::AtomicRMWOp::create(
+                                 b, arith::AtomicRMWKind::addf, element,
+                                 args.weights, ValueRange{add(at, cIndex(e))});
+                           }
+                         });
+                       }
+                       return acc;
+                     });
+            return SmallVector<Value>(steps.getResults());
+          });
+
+      if (kind == KernelKind::Forward) {
+        ifThen(both(columnValid, bagValid), [&]() {
+          Value sum = chunks.getResult(0);
+          Value factor = scale;
+          if (vectorWidth != 1)
+            factor = vector::BroadcastOp::create(b, sum.getType(), scale);
+          storeValue(arith::MulFOp::create(b, sum, factor), args.out,
+                     ValueRange{bag, outColumn}, vectorWidth);
+        });
+      }
+      return SmallVector<Value>();
+    });
+    return SmallVector<Value>();
+  });
+}
+
+void KernelBodyBuilder::build() {
+  Value numShards =
+      div(memref::DimOp::create(b, args.meta, 0), cIndex(abi::kShardFields));
+  loop(gpu::BlockIdOp::create(b, gpu::Dimension::y), numShards,
+       gpu::GridDimOp::create(b, gpu::Dimension::y), {},
+       [&](Value shardIndex, ValueRange) {
+         ShardRow shard = loadShard(shardIndex);
+         // 16-byte vectors need every row start, the output columns and both
+         // buffers 16-byte aligned.
+         auto aligned = [&](Value memref) {
+           return isMultipleOf(
+               memref::ExtractAlignedPointerAsIndexOp::create(b, memref), 16);
+         };
+         Value vectorizable = isMultipleOf(shard.width, 4);
+         for (Value v :
+              {shard.rowStride, shard.colBegin, shard.tableBase,
+               shard.outColumn, Value(memref::DimOp::create(b, args.out, 1))})
+           vectorizable = both(vectorizable, isMultipleOf(v, 4));
+         vectorizable = both(vectorizable, aligned(args.weights));
+         vectorizable = both(vectorizable, aligned(args.out));
+         auto ifOp =
+             scf::IfOp::create(b, vectorizable, /*withElseRegion=*/true);
+         {
+           OpBuilder::InsertionGuard guard(b);
+           b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+           emitShard(shard, 4);
+           b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+           emitShard(shard, 1);
+         }
+         return SmallVector<Value>();
+       });
+}
+
+static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
+                        KernelKind kind, IntegerType indexType) {
+  MLIRContext *context = builder.getContext();
+  Type dynamic1D =
+      MemRefType::get({ShapedType::kDynamic}, IntegerType::get(context, 64));
+  Type floats1D =
+      MemRefType::get({ShapedType::kDynamic}, Float32Type::get(context));
+  Type indices1D = MemRefType::get({ShapedType::kDynamic}, indexType);
+  Type floats2D = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                  Float32Type::get(context));
+  SmallVector<Type> inputs = {dynamic1D, dynamic1D, floats1D,
+                              indices1D, indices1D, floats2D};
+  if (kind == KernelKind::BackwardSGD)
+    inputs.push_back(Float32Type::get(context));
+
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(inputs, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  Block &entry = func.getBody().front();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&entry);
+  ImplicitLocOpBuilder b(loc, builder);
+  KernelArgs args{entry.getArgument(0),
+                  entry.getArgument(1),
+                  entry.getArgument(2),
+                  entry.getArgument(3),
+                  entry.getArgument(4),
+                  entry.getArgument(5),
+                  kind == KernelKind::BackwardSGD ? entry.getArgument(6)
+                                                  : Value()};
+  KernelBodyBuilder(b, kind, indexType, args).build();
+  gpu::ReturnOp::create(b);
+}
+
+gpu::GPUModuleOp
+mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
+                                             Attribute target) {
+  auto module = gpu::GPUModuleOp::create(
+      builder, loc, cuda_abi::kKernelModuleName, ArrayRef<Attribute>{target});
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(module.getBody());
+  IntegerType i32 = builder.getI32Type(), i64 = builder.getI64Type();
+  buildKernel(builder, loc, abi::kForwardI32, KernelKind::Forward, i32);
+  buildKernel(builder, loc, abi::kForwardI64, KernelKind::Forward, i64);
+  buildKernel(builder, loc, abi::kBackwardI32, KernelKind::BackwardSGD, i32);
+  buildKernel(builder, loc, abi::kBackwardI64, KernelKind::BackwardSGD, i64);
+  return module;
+}
+
+SmallVector<Type> mlir::neuroshard::embeddingKernelOperandTypes(
+    MLIRContext *context, StringRef kernelName, bool isBackward) {
+  Type i64 = IntegerType::get(context, 64);
+  Type f32 = Float32Type::get(context);
+  Type index =
+      IntegerType::get(context, kernelName.ends_with("_i32") ? 32 : 64);
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> types = {
+      MemRefType::get({dyn}, i64),   MemRefType::get({dyn}, i64),
+      MemRefType::get({dyn}, f32),   MemRefType::get({dyn}, index),
+      MemRefType::get({dyn}, index), MemRefType::get({dyn, dyn}, f32)};
+  if (isBackward)
+    types.push_back(f32);
+  return types;
+}
+
+bool mlir::neuroshard::isEmbeddingKernelName(StringRef name, bool &isBackward) {
+  isBackward = name == abi::kBackwardI32 || name == abi::kBackwardI64;
+  return isBackward || name == abi::kForwardI32 || name == abi::kForwardI64;
+}
+
+void mlir::neuroshard::emitKernelLaunch(OpBuilder &builder, Location loc,
+                                        StringRef kernelName, ValueRange args) {
+  ImplicitLocOpBuilder b(loc, builder);
+  bool isBackward = false;
+  (void)isEmbeddingKernelName(kernelName, isBackward);
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
+
+  // Device copies of the six memrefs. The forward output needs no upload:
+  // the kernel writes every element of it.
+  constexpr unsigned kWeights = 2, kOut = 5, kNumMemRefs = 6;
+  SmallVector<Value> deviceArgs;
+  for (unsigned i = 0; i < kNumMemRefs; ++i) {
+    Value host = args[i];
+    auto type = cast<MemRefType>(host.getType());
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        sizes.push_back(memref::DimOp::create(b, host, d));
+    auto alloc =
+        gpu::AllocOp::create(b, type, tokenType, ValueRange{token}, sizes,
+                             ValueRange{}, /*hostShared=*/false);
+    token = alloc.getAsyncToken();
+    if (i != kOut || isBackward)
+      token = gpu::MemcpyOp::create(b, tokenType, ValueRange{token},
+                                    alloc.getMemref(), host)
+                  .getAsyncToken();
+    deviceArgs.push_back(alloc.getMemref());
+  }
+  if (isBackward)
+    deviceArgs.push_back(args[kNumMemRefs]);
+
+  // The geometry of CudaKernelABI.h; a grid of at least 1 x 1 is always
+  // valid since the kernels' grid-stride loops simply run no iteration.
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value numShards = arith::DivUIOp::create(
+      b, memref::DimOp::create(b, args[0], 0),
+      arith::ConstantIndexOp::create(b, abi::kShardFields));
+  Value batch = memref::DimOp::create(b, args[kOut], 0);
+  Value warpsPerBlock = arith::ConstantIndexOp::create(
+      b, cuda_abi::kThreadsPerBlock / cuda_abi::kWarpSize);
+  Value gridX = arith::MaxUIOp::create(
+      b,
+      arith::MinUIOp::create(
+          b, arith::CeilDivUIOp::create(b, batch, warpsPerBlock),
+          arith::ConstantIndexOp::create(b, 2147483647)),
+      one);
+  Value gridY = arith::MaxUIOp::create(
+      b,
+      arith::MinUIOp::create(b, numShards,
+                             arith::ConstantIndexOp::create(b, 65535)),
+      one);
+  Value blockX = arith::ConstantIndexOp::create(b, cuda_abi::kThreadsPerBlock);
+  auto kernel =
+      SymbolRefAttr::get(b.getStringAttr(cuda_abi::kKernelModuleName),
+                         {FlatSymbolRefAttr::get(b.getStringAttr(kernelName))});
+  token = gpu::LaunchFuncOp::create(
+              b, kernel, gpu::KernelDim3{gridX, gridY, one},
+              gpu::KernelDim3{blockX, one, one}, /*dynamicSharedMemorySize=*/
+              Value(), deviceArgs, tokenType, ValueRange{token})
+              .getAsyncToken();
+
+  unsigned result = isBackward ? kWeights : kOut;
+  token = gpu::MemcpyOp::create(b, tokenType, ValueRange{token}, args[result],
+                                deviceArgs[result])
+              .getAsyncToken();
+  for (unsigned i = 0; i < kNumMemRefs; ++i)
+    token =
+        gpu::DeallocOp::create(b, tokenType, ValueRange{token}, deviceArgs[i])
+            .getAsyncToken();
+  gpu::WaitOp::create(b, Type(), ValueRange{token});
+}

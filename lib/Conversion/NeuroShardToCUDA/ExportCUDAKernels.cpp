@@ -1,0 +1,290 @@
+//===- ExportCUDAKernels.cpp - The --neuroshard-export-cuda pass ----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Writes what neuroshard-cuda-runner needs to run a model's kernels on a
+// machine without LLVM: the kernels object and a JSON launch manifest (format
+// in docs/lowering.md). A lookup is identified by its indices value, so the
+// column shards of one split table share their inputs and gradient, as they
+// do in the sharded IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
+
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
+#include "neuroshard/Runtime/KernelABI.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace mlir::neuroshard {
+#define GEN_PASS_DEF_EXPORTCUDAKERNELS
+#include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h.inc"
+} // namespace mlir::neuroshard
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+
+namespace abi = ::neuroshard::kernel_abi;
+namespace cuda_abi = ::neuroshard::cuda_abi;
+
+namespace {
+
+/// One shard of a launch, as the manifest lists it.
+struct ManifestShard {
+  unsigned lookup;
+  int64_t colBegin, colEnd;
+  PoolingMode mode;
+};
+
+struct ManifestLaunch {
+  int64_t device;
+  unsigned indexBits;
+  SmallVector<ManifestShard> shards;
+};
+
+struct ManifestLookup {
+  unsigned table;
+  unsigned stream;
+};
+
+struct ExportCUDAKernelsPass
+    : public mlir::neuroshard::impl::ExportCUDAKernelsBase<
+          ExportCUDAKernelsPass> {
+  using ExportCUDAKernelsBase::ExportCUDAKernelsBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult collect(ModuleOp module);
+  unsigned lookupOf(Value indices, unsigned table);
+  LogicalResult recordBatch(Operation *op, Value result);
+  llvm::json::Value toJSON(StringRef moduleFile, StringRef moduleFormat,
+                           StringRef chip);
+
+  SmallVector<TableOp> tables;
+  llvm::StringMap<unsigned> tableIndex;
+  llvm::MapVector<Value, unsigned> lookupIds;
+  SmallVector<ManifestLookup> lookups;
+  SmallVector<unsigned> streamsPerTable;
+  SmallVector<ManifestLaunch> launches;
+  Operation *batchOp = nullptr;
+  int64_t batchSize = 0;
+};
+
+} // namespace
+
+unsigned ExportCUDAKernelsPass::lookupOf(Value indices, unsigned table) {
+  auto [it, inserted] = lookupIds.try_emplace(indices, lookups.size());
+  if (inserted)
+    lookups.push_back({table, streamsPerTable[table]++});
+  return it->second;
+}
+
+LogicalResult ExportCUDAKernelsPass::recordBatch(Operation *op, Value result) {
+  int64_t batch = cast<ShapedType>(result.getType()).getDimSize(0);
+  if (ShapedType::isDynamic(batch))
+    return op->emitOpError()
+           << "has a dynamic batch size; the manifest needs a static batch";
+  if (!batchOp) {
+    batchOp = op;
+    batchSize = batch;
+    return success();
+  }
+  if (batch != batchSize) {
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "has a batch of " << batch
+                              << " but other lookups use " << batchSize
+                              << "; the manifest holds one batch size";
+    diag.attachNote(batchOp->getLoc()) << "batch of " << batchSize << " here";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
+  for (TableOp table : module.getOps<TableOp>()) {
+    if (!table.hasCostStatistics())
+      return table.emitOpError()
+             << "table '" << table.getSymName()
+             << "' has no pooling_factor and access_hist; the runner "
+                "generates its inputs from them";
+    if (!table.getElementType().isF32())
+      return table.emitOpError()
+             << "table '" << table.getSymName() << "' has element type "
+             << table.getElementType()
+             << "; the CUDA kernels handle f32 tables only";
+    tableIndex[table.getSymName()] = tables.size();
+    tables.push_back(table);
+  }
+  streamsPerTable.assign(tables.size(), 0);
+
+  auto indexBits = [](Value indices) {
+    return cast<ShapedType>(indices.getType()).getElementTypeBitWidth();
+  };
+  WalkResult walk = module.walk([&](Operation *op) {
+    if (auto lookup = dyn_cast<EmbeddingBagOp>(op)) {
+      if (failed(recordBatch(op, lookup.getResult())))
+        return WalkResult::interrupt();
+      unsigned table = tableIndex.lookup(lookup.getTable());
+      ManifestLaunch launch{0, indexBits(lookup.getIndices()), {}};
+      launch.shards.push_back({lookupOf(lookup.getIndices(), table), 0,
+                               tables[table].getNumCols(), lookup.getMode()});
+      launches.push_back(std::move(launch));
+    } else if (auto fused = dyn_cast<FusedEmbeddingBagOp>(op)) {
+      if (failed(recordBatch(op, fused.getResult())))
+        return WalkResult::interrupt();
+      ManifestLaunch launch{static_cast<int64_t>(fused.getDevice()), 32, {}};
+      for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
+        Value indices = fused.getIndices()[i];
+        launch.indexBits = std::max(launch.indexBits, indexBits(indices));
+        unsigned table = tableIndex.lookup(fused.getEntryTable(i));
+        auto mode = cast<PoolingModeAttr>(fused.getModes()[i]);
+        launch.shards.push_back({lookupOf(indices, table),
+                                 fused.getColBegins()[i], fused.getColEnds()[i],
+                                 mode.getValue()});
+      }
+      launches.push_back(std::move(launch));
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (launches.empty())
+    return emitError(module.getLoc())
+           << "the module has no neuroshard.embedding_bag or "
+              "neuroshard.fused_embedding_bag lookups to export";
+  return success();
+}
+
+llvm::json::Value ExportCUDAKernelsPass::toJSON(StringRef moduleFile,
+                                                StringRef moduleFormat,
+                                                StringRef chip) {
+  llvm::json::Array tableArray;
+  for (TableOp table : tables) {
+    llvm::json::Array hist;
+    ArrayRef<double> bins = *table.getAccessHist();
+    for (double bin : bins)
+      hist.push_back(bin);
+    tableArray.push_back(
+        llvm::json::Object{{"name", table.getSymName()},
+                           {"rows", table.getNumRows()},
+                           {"dim", table.getNumCols()},
+                           {"pooling_factor", *table.getPoolingFactorValue()},
+                           {"access_hist", std::move(hist)}});
+  }
+  llvm::json::Array lookupArray;
+  for (const ManifestLookup &lookup : lookups)
+    lookupArray.push_back(
+        llvm::json::Object{{"table", static_cast<int64_t>(lookup.table)},
+                           {"stream", static_cast<int64_t>(lookup.stream)}});
+  llvm::json::Array launchArray;
+  for (const ManifestLaunch &launch : launches) {
+    llvm::json::Array shards;
+    for (const ManifestShard &shard : launch.shards)
+      shards.push_back(
+          llvm::json::Object{{"lookup", static_cast<int64_t>(shard.lookup)},
+                             {"col_begin", shard.colBegin},
+                             {"col_end", shard.colEnd},
+                             {"mode", stringifyPoolingMode(shard.mode)}});
+    launchArray.push_back(llvm::json::Object{
+        {"device", launch.device},
+        {"index_type", launch.indexBits == 32 ? "i32" : "i64"},
+        {"shards", std::move(shards)}});
+  }
+  return llvm::json::Object{
+      {"format", "neuroshard-cuda-manifest"},
+      {"version", 1},
+      {"module", moduleFile},
+      {"module_format", moduleFormat},
+      {"chip", chip},
+      {"kernels", llvm::json::Object{{"forward_i32", abi::kForwardI32},
+                                     {"forward_i64", abi::kForwardI64},
+                                     {"backward_i32", abi::kBackwardI32},
+                                     {"backward_i64", abi::kBackwardI64}}},
+      {"threads_per_block", cuda_abi::kThreadsPerBlock},
+      {"batch_size", batchSize},
+      {"seed", static_cast<int64_t>(seed)},
+      {"lr", static_cast<double>(lr)},
+      {"tables", std::move(tableArray)},
+      {"lookups", std::move(lookupArray)},
+      {"devices", std::move(launchArray)}};
+}
+
+/// Writes `contents` to `path`, reporting failures at `loc`.
+static LogicalResult writeFile(Location loc, StringRef path, StringRef what,
+                               StringRef contents) {
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &message);
+  if (!file)
+    return emitError(loc) << "cannot write the " << what << " '" << path
+                          << "': " << message;
+  file->os() << contents;
+  file->keep();
+  return success();
+}
+
+void ExportCUDAKernelsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (manifest.empty() || binary.empty()) {
+    emitError(module.getLoc())
+        << "--neuroshard-export-cuda needs manifest=FILE and "
+           "binary=FILE";
+    return signalPassFailure();
+  }
+  auto kernels = dyn_cast_or_null<gpu::BinaryOp>(
+      SymbolTable::lookupSymbolIn(module, cuda_abi::kKernelModuleName));
+  if (!kernels) {
+    emitError(module.getLoc())
+        << "the module has no gpu.binary @" << cuda_abi::kKernelModuleName
+        << "; run --neuroshard-cuda-pipeline (or "
+           "--neuroshard-to-cuda and gpu-module-to-binary) "
+           "first";
+    return signalPassFailure();
+  }
+  auto object = cast<gpu::ObjectAttr>(kernels.getObjects()[0]);
+  StringRef moduleFormat;
+  switch (object.getFormat()) {
+  case gpu::CompilationTarget::Binary:
+    moduleFormat = "cubin";
+    break;
+  case gpu::CompilationTarget::Assembly:
+    moduleFormat = "ptx";
+    break;
+  case gpu::CompilationTarget::Fatbin:
+    moduleFormat = "fatbin";
+    break;
+  default:
+    kernels.emitOpError() << "holds an offloading (LLVM IR) object; the "
+                             "runner loads cubin, PTX or fatbin: use "
+                             "format=bin, isa or fatbin";
+    return signalPassFailure();
+  }
+  if (failed(collect(module)))
+    return signalPassFailure();
+
+  // The manifest names the kernels object relative to its own directory
+  // when both lie in one, so that the pair can be copied together.
+  StringRef manifestDir = llvm::sys::path::parent_path(manifest);
+  std::string moduleFile = binary;
+  if (llvm::sys::path::parent_path(binary) == manifestDir)
+    moduleFile = llvm::sys::path::filename(binary).str();
+  auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
+  StringRef chip = target ? target.getChip() : StringRef();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", toJSON(moduleFile, moduleFormat, chip)) << "\n";
+  if (failed(writeFile(module.getLoc(), binary, "kernels object",
+                       object.getObject().getValue())) ||
+      failed(writeFile(module.getLoc(), manifest, "manifest", text)))
+    return signalPassFailure();
+}

@@ -1,0 +1,118 @@
+//===- NeuroShardToCUDA.cpp - The --neuroshard-to-cuda pass ---------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Adds the generic kernels module and lowers the lookups into calls of the
+// kernel symbols with the lookup lowering the CPU target shares. Every check
+// runs before the module changes, so a failing run leaves it as it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
+
+#include "neuroshard/Conversion/LookupLowering.h"
+#include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
+#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
+
+namespace mlir::neuroshard {
+#define GEN_PASS_DEF_CONVERTNEUROSHARDTOCUDA
+#include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h.inc"
+} // namespace mlir::neuroshard
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+
+namespace cuda_abi = ::neuroshard::cuda_abi;
+
+std::string mlir::neuroshard::checkCUDATarget(StringRef chip,
+                                              StringRef features,
+                                              unsigned optLevel) {
+  if (!llvm::Regex("^sm_[0-9]{2,3}[af]?$").match(chip))
+    return ("invalid chip '" + chip +
+            "': expected sm_<N> with an optional 'a' or 'f' suffix, such as "
+            "sm_90 or sm_90a")
+        .str();
+  SmallVector<StringRef> items;
+  llvm::SplitString(features, items, ",");
+  for (StringRef item : items)
+    if (!llvm::Regex("^[+-][a-z][a-z0-9]*$").match(item))
+      return ("invalid feature '" + item +
+              "' in features: expected a comma list such as +ptx80")
+          .str();
+  if (optLevel > 3)
+    return "invalid opt-level " + std::to_string(optLevel) +
+           ": expected 0, 1, 2 or 3";
+  return "";
+}
+
+/// Declares `kernel` privately with its KernelABI.h signature, once.
+static void declareKernel(ModuleOp module, StringRef kernel) {
+  if (SymbolTable::lookupSymbolIn(module, kernel))
+    return;
+  bool isBackward = false;
+  (void)isEmbeddingKernelName(kernel, isBackward);
+  OpBuilder builder(module.getContext());
+  builder.setInsertionPointToStart(module.getBody());
+  auto type = builder.getFunctionType(
+      embeddingKernelOperandTypes(module.getContext(), kernel, isBackward), {});
+  func::FuncOp::create(builder, module.getLoc(), kernel, type).setPrivate();
+}
+
+namespace {
+
+struct ConvertNeuroShardToCUDAPass
+    : public mlir::neuroshard::impl::ConvertNeuroShardToCUDABase<
+          ConvertNeuroShardToCUDAPass> {
+  using ConvertNeuroShardToCUDABase::ConvertNeuroShardToCUDABase;
+
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void ConvertNeuroShardToCUDAPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *context = &getContext();
+  std::string error = checkCUDATarget(chip, features, optLevel);
+  if (!error.empty()) {
+    emitError(module.getLoc()) << error;
+    return signalPassFailure();
+  }
+  if (Operation *existing =
+          SymbolTable::lookupSymbolIn(module, cuda_abi::kKernelModuleName)) {
+    existing->emitOpError()
+        << "already defines '" << cuda_abi::kKernelModuleName
+        << "', the symbol of the kernels module; --neuroshard-to-cuda runs "
+           "once per module";
+    return signalPassFailure();
+  }
+
+  // The lookup lowering checks everything before it changes the module.
+  if (host) {
+    auto emitCall = [&](OpBuilder &builder, Location loc,
+                        const KernelInvocation &kernel) {
+      declareKernel(module, kernel.kernel);
+      func::CallOp::create(builder, loc, kernel.kernel, TypeRange{},
+                           ValueRange{kernel.meta, kernel.layout,
+                                      kernel.weights, kernel.indices,
+                                      kernel.offsets, kernel.out});
+    };
+    if (failed(lowerLookups(module, emitCall)))
+      return signalPassFailure();
+  }
+
+  OpBuilder builder(context);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto target = NVVM::NVVMTargetAttr::get(
+      context, optLevel, "nvptx64-nvidia-cuda", chip, features);
+  buildEmbeddingKernelModule(builder, module.getLoc(), target);
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  builder.getUnitAttr());
+}

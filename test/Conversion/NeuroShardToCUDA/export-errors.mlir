@@ -1,0 +1,55 @@
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.json binary=%t/k.ptx"
+// RUN: not neuroshard-opt %s -split-input-file --neuroshard-export-cuda 2>&1 | FileCheck %s --check-prefix=OPTIONS
+// RUN: not neuroshard-opt %s -split-input-file --neuroshard-export-cuda="manifest=%t/m.json binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOBINARY
+// RUN: not neuroshard-opt %S/kernels.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.json binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOLOOKUP
+// RUN: not neuroshard-opt %S/ptx-and-manifest.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/missing/dir/m.json binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=WRITE -DDIR=%t
+
+// OPTIONS: error: --neuroshard-export-cuda needs manifest=FILE and binary=FILE
+// NOBINARY: error: the module has no gpu.binary @neuroshard_kernels; run --neuroshard-cuda-pipeline (or --neuroshard-to-cuda and gpu-module-to-binary) first
+// NOLOOKUP: error: the module has no neuroshard.embedding_bag or neuroshard.fused_embedding_bag lookups to export
+// WRITE: error: cannot write the manifest '[[DIR]]/missing/dir/m.json':
+
+module {
+  // expected-error @+1 {{table 't' has no pooling_factor and access_hist; the runner generates its inputs from them}}
+  neuroshard.table @t : rows 10, dim 4, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<3xi32>) -> tensor<2x4xf32> {
+    %0 = neuroshard.embedding_bag @t(%i, %o) sum : (tensor<?xi32>, tensor<3xi32>) -> tensor<2x4xf32>
+    return %0 : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{table 'h' has element type 'f16'; the CUDA kernels handle f32 tables only}}
+  neuroshard.table @h : rows 10, dim 4, f16 {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<3xi32>) -> tensor<2x4xf16> {
+    %0 = neuroshard.embedding_bag @h(%i, %o) sum : (tensor<?xi32>, tensor<3xi32>) -> tensor<2x4xf16>
+    return %0 : tensor<2x4xf16>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @a : rows 10, dim 4, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<3xi32>, %p: tensor<5xi32>) -> (tensor<2x4xf32>, tensor<4x4xf32>) {
+    // expected-note @+1 {{batch of 2 here}}
+    %0 = neuroshard.embedding_bag @a(%i, %o) sum : (tensor<?xi32>, tensor<3xi32>) -> tensor<2x4xf32>
+    // expected-error @+1 {{'neuroshard.embedding_bag' op has a batch of 4 but other lookups use 2; the manifest holds one batch size}}
+    %1 = neuroshard.embedding_bag @a(%i, %p) sum : (tensor<?xi32>, tensor<5xi32>) -> tensor<4x4xf32>
+    return %0, %1 : tensor<2x4xf32>, tensor<4x4xf32>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @a : rows 10, dim 4, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<?xi32>) -> tensor<?x4xf32> {
+    // expected-error @+1 {{has a dynamic batch size; the manifest needs a static batch}}
+    %0 = neuroshard.embedding_bag @a(%i, %o) sum : (tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+    return %0 : tensor<?x4xf32>
+  }
+}

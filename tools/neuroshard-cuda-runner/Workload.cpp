@@ -1,0 +1,273 @@
+//===- Workload.cpp - Host buffers and CPU reference of one launch --------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Workload.h"
+
+#include "neuroshard/Runtime/KernelABI.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace neuroshard {
+namespace runner {
+
+namespace abi = kernel_abi;
+
+namespace {
+
+/// Arena offsets are multiples of 4 floats, so that aligned shards of widths
+/// divisible by 4 take the kernels' 16-byte path.
+int64_t alignUp(int64_t value) { return (value + 3) / 4 * 4; }
+
+int64_t indexAt(const Workload &w, int64_t i) {
+  return w.index64 ? w.indices64[size_t(i)] : w.indices32[size_t(i)];
+}
+
+int64_t offsetAt(const Workload &w, int64_t i) {
+  return w.index64 ? w.offsets64[size_t(i)] : w.offsets32[size_t(i)];
+}
+
+void appendIndices(Workload &w, const std::vector<int64_t> &indices,
+                   const std::vector<int64_t> &offsets) {
+  for (int64_t v : indices) {
+    w.indices64.push_back(v);
+    w.indices32.push_back(int32_t(v));
+  }
+  for (int64_t v : offsets) {
+    w.offsets64.push_back(v);
+    w.offsets32.push_back(int32_t(v));
+  }
+  w.numIndices += int64_t(indices.size());
+}
+
+void finishIndexType(Workload &w) {
+  if (w.index64) {
+    w.indices32.clear();
+    w.offsets32.clear();
+  } else {
+    w.indices64.clear();
+    w.offsets64.clear();
+  }
+}
+
+} // namespace
+
+bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
+                   Workload &out, std::string &error) {
+  const LaunchSpec &launch = manifest.launches[which];
+  out = Workload();
+  out.batch = manifest.batchSize;
+  out.index64 = launch.index64;
+  out.lr = float(manifest.lr);
+
+  // Inputs of every lookup the launch uses, each appended once.
+  std::map<size_t, std::pair<int64_t, int64_t>> lookupBase;
+  for (const ShardSpec &shard : launch.shards) {
+    if (lookupBase.count(shard.lookup))
+      continue;
+    const LookupSpec &lookup = manifest.lookups[shard.lookup];
+    inputs::LookupInputs generated = inputs::generateLookup(
+        manifest.tables[lookup.table], out.batch, manifest.seed, lookup.stream);
+    lookupBase[shard.lookup] = {int64_t(out.indices64.size()),
+                                int64_t(out.offsets64.size())};
+    appendIndices(out, generated.indices, generated.offsets);
+  }
+  if (!out.index64 && out.numIndices > 2147483647) {
+    error = "launch " + std::to_string(which) + " has " +
+            std::to_string(out.numIndices) +
+            " indices, more than i32 offsets can address";
+    return false;
+  }
+
+  std::map<size_t, int64_t> tableSlot;
+  int64_t arena = 0;
+  for (const ShardSpec &shard : launch.shards) {
+    const LookupSpec &lookup = manifest.lookups[shard.lookup];
+    const inputs::TableStats &table = manifest.tables[lookup.table];
+    int64_t slot, rowStride, colBegin;
+    if (layout == WeightLayout::Shards) {
+      slot = int64_t(out.layout.size());
+      out.layout.push_back(arena);
+      rowStride = shard.width();
+      colBegin = 0;
+      arena = alignUp(arena + table.rows * rowStride);
+    } else {
+      auto found = tableSlot.find(lookup.table);
+      if (found == tableSlot.end()) {
+        found =
+            tableSlot.emplace(lookup.table, int64_t(out.layout.size())).first;
+        out.layout.push_back(arena);
+        arena = alignUp(arena + table.rows * table.dim);
+      }
+      slot = found->second;
+      rowStride = table.dim;
+      colBegin = shard.colBegin;
+    }
+    int64_t fields[abi::kShardFields];
+    fields[abi::kTable] = slot;
+    fields[abi::kRowStride] = rowStride;
+    fields[abi::kColBegin] = colBegin;
+    fields[abi::kWidth] = shard.width();
+    fields[abi::kOutColumn] = out.width;
+    fields[abi::kIndicesBase] = lookupBase[shard.lookup].first;
+    fields[abi::kOffsetsBase] = lookupBase[shard.lookup].second;
+    fields[abi::kMode] = shard.mean ? abi::kMean : abi::kSum;
+    out.meta.insert(out.meta.end(), fields, fields + abi::kShardFields);
+    out.width += shard.width();
+    out.shardNames.push_back(table.name + "[" + std::to_string(shard.colBegin) +
+                             ".." + std::to_string(shard.colEnd) + ")");
+  }
+
+  // Weights: every slot filled from the table's value function; a table slot
+  // holds all columns, a shard slot only its own.
+  out.weights.assign(size_t(arena), 0.0f);
+  std::vector<bool> filled(out.layout.size(), false);
+  for (size_t s = 0; s < launch.shards.size(); ++s) {
+    const ShardSpec &shard = launch.shards[s];
+    const inputs::TableStats &table =
+        manifest.tables[manifest.lookups[shard.lookup].table];
+    const int64_t *fields = &out.meta[s * abi::kShardFields];
+    size_t slot = size_t(fields[abi::kTable]);
+    if (filled[slot])
+      continue;
+    filled[slot] = true;
+    uint64_t key = inputs::hashString(table.name);
+    int64_t begin = layout == WeightLayout::Shards ? shard.colBegin : 0;
+    int64_t width = layout == WeightLayout::Shards ? shard.width() : table.dim;
+    inputs::fillWeights(key, table.rows, begin, width,
+                        out.weights.data() + out.layout[slot],
+                        fields[abi::kRowStride]);
+  }
+
+  // Output gradient: the columns of each lookup's gradient that the shard
+  // produced.
+  out.grad.assign(size_t(out.batch * out.width), 0.0f);
+  for (size_t s = 0; s < launch.shards.size(); ++s) {
+    const ShardSpec &shard = launch.shards[s];
+    const LookupSpec &lookup = manifest.lookups[shard.lookup];
+    uint64_t key = inputs::mixSeed(
+        inputs::hashString(manifest.tables[lookup.table].name), lookup.stream);
+    int64_t outColumn = out.meta[s * abi::kShardFields + abi::kOutColumn];
+    for (int64_t b = 0; b < out.batch; ++b)
+      for (int64_t c = 0; c < shard.width(); ++c)
+        out.grad[size_t(b * out.width + outColumn + c)] =
+            inputs::gradientValue(key, b, shard.colBegin + c);
+  }
+  finishIndexType(out);
+  return true;
+}
+
+Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
+                           int64_t rows, bool index64, uint64_t seed,
+                           float lr) {
+  Workload w;
+  w.batch = batch;
+  w.width = dim;
+  w.index64 = index64;
+  w.lr = lr;
+  inputs::Random random(inputs::mixSeed(seed, 0xba5eba11));
+  std::vector<int64_t> indices(size_t(batch * pooling)), offsets;
+  for (int64_t &index : indices)
+    index = int64_t(random.below(uint64_t(rows)));
+  for (int64_t b = 0; b <= batch; ++b)
+    offsets.push_back(b * pooling);
+  appendIndices(w, indices, offsets);
+  w.layout = {0};
+  w.meta = {0, dim, 0, dim, 0, 0, 0, abi::kSum};
+  w.weights.resize(size_t(rows * dim));
+  inputs::fillWeights(inputs::hashString("bandwidth"), rows, 0, dim,
+                      w.weights.data(), dim);
+  w.grad.resize(size_t(batch * dim));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < dim; ++c)
+      w.grad[size_t(b * dim + c)] = inputs::gradientValue(seed, b, c);
+  w.shardNames = {"bandwidth[0.." + std::to_string(dim) + ")"};
+  finishIndexType(w);
+  return w;
+}
+
+std::vector<float> referenceForward(const Workload &w) {
+  std::vector<float> out(size_t(w.batch * w.width), 0.0f);
+  std::vector<float> acc;
+  for (int64_t s = 0; s < w.numShards(); ++s) {
+    const int64_t *f = &w.meta[size_t(s * abi::kShardFields)];
+    const float *table = w.weights.data() + w.layout[size_t(f[abi::kTable])];
+    int64_t width = f[abi::kWidth];
+    acc.assign(size_t(width), 0.0f);
+    for (int64_t b = 0; b < w.batch; ++b) {
+      int64_t begin = offsetAt(w, f[abi::kOffsetsBase] + b);
+      int64_t end = offsetAt(w, f[abi::kOffsetsBase] + b + 1);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      // Summed in index order in float, as each kernel lane does.
+      for (int64_t i = begin; i < end; ++i) {
+        const float *row =
+            table + indexAt(w, f[abi::kIndicesBase] + i) * f[abi::kRowStride] +
+            f[abi::kColBegin];
+        for (int64_t c = 0; c < width; ++c)
+          acc[size_t(c)] += row[c];
+      }
+      float scale = f[abi::kMode] == abi::kMean
+                        ? 1.0f / float(std::max<int64_t>(end - begin, 1))
+                        : 1.0f;
+      for (int64_t c = 0; c < width; ++c)
+        out[size_t(b * w.width + f[abi::kOutColumn] + c)] =
+            acc[size_t(c)] * scale;
+    }
+  }
+  return out;
+}
+
+std::vector<float> referenceBackward(const Workload &w) {
+  std::vector<float> weights = w.weights;
+  for (int64_t s = 0; s < w.numShards(); ++s) {
+    const int64_t *f = &w.meta[size_t(s * abi::kShardFields)];
+    float *table = weights.data() + w.layout[size_t(f[abi::kTable])];
+    for (int64_t b = 0; b < w.batch; ++b) {
+      int64_t begin = offsetAt(w, f[abi::kOffsetsBase] + b);
+      int64_t end = offsetAt(w, f[abi::kOffsetsBase] + b + 1);
+      float scale = f[abi::kMode] == abi::kMean
+                        ? 1.0f / float(std::max<int64_t>(end - begin, 1))
+                        : 1.0f;
+      float factor = -(w.lr * scale);
+      const float *grad = w.grad.data() + b * w.width + f[abi::kOutColumn];
+      for (int64_t i = begin; i < end; ++i) {
+        float *row = table +
+                     indexAt(w, f[abi::kIndicesBase] + i) * f[abi::kRowStride] +
+                     f[abi::kColBegin];
+        for (int64_t c = 0; c < f[abi::kWidth]; ++c)
+          row[c] += grad[c] * factor;
+      }
+    }
+  }
+  return weights;
+}
+
+Comparison compare(const std::vector<float> &got,
+                   const std::vector<float> &want, double tolerance) {
+  Comparison result;
+  if (got.size() != want.size()) {
+    result.maxError = INFINITY;
+    result.mismatches = std::max(got.size(), want.size());
+    return result;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    double error = std::fabs(double(got[i]) - double(want[i])) /
+                   std::max(std::fabs(double(want[i])), 1.0);
+    if (std::isnan(got[i]) != std::isnan(want[i]))
+      error = INFINITY;
+    if (error > tolerance)
+      ++result.mismatches;
+    if (error > result.maxError || (i == 0 && error == INFINITY)) {
+      result.maxError = error;
+      result.worst = i;
+    }
+  }
+  return result;
+}
+
+} // namespace runner
+} // namespace neuroshard

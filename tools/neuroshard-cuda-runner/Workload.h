@@ -1,0 +1,81 @@
+//===- Workload.h - Host buffers and CPU reference of one launch -*- C++
+//-*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Turns one launch of the manifest into the buffers of KernelABI.h (meta,
+// layout, weights arena, concatenated indices and offsets, output gradient)
+// and computes what the kernels must produce with a plain CPU loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_CUDA_RUNNER_WORKLOAD_H
+#define NEUROSHARD_CUDA_RUNNER_WORKLOAD_H
+
+#include "Manifest.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace neuroshard {
+namespace runner {
+
+/// How the weights arena holds the shards.
+enum class WeightLayout {
+  /// Each shard as its own rows x width block (what a device stores).
+  Shards,
+  /// Each table whole (rows x dim), shards reading their column range of it.
+  Tables
+};
+
+struct Workload {
+  int64_t batch = 0, width = 0;
+  bool index64 = true;
+  std::vector<int64_t> meta, layout;
+  std::vector<float> weights;
+  /// Indices and offsets in the launch's index type (one of each pair used).
+  std::vector<int32_t> indices32, offsets32;
+  std::vector<int64_t> indices64, offsets64;
+  std::vector<float> grad;
+  float lr = 0.0f;
+  /// Names for reports: "table[cols begin..end]" per shard.
+  std::vector<std::string> shardNames;
+  int64_t numIndices = 0;
+
+  int64_t numShards() const { return int64_t(meta.size()) / 8; }
+  size_t indexBytes() const { return index64 ? 8 : 4; }
+};
+
+/// Builds launch `which` of the manifest. Inputs are generated from the
+/// tables' statistics with InputGenerator (stream = the lookup's stream);
+/// weights are weightValue(hash(table), row, column) and the gradient
+/// gradientValue(mixSeed(hash(table), stream), bag, column).
+bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
+                   Workload &out, std::string &error);
+
+/// A single-table workload with `pooling` indices per bag drawn uniformly
+/// from `rows` rows: the bandwidth benchmark of issue 5.
+Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
+                           int64_t rows, bool index64, uint64_t seed, float lr);
+
+/// out[b, c] of the forward kernel (B x W).
+std::vector<float> referenceForward(const Workload &workload);
+/// The weights arena after the backward kernel with SGD.
+std::vector<float> referenceBackward(const Workload &workload);
+
+/// Largest |got - want| / max(|want|, 1) and where it occurs.
+struct Comparison {
+  double maxError = 0.0;
+  size_t worst = 0;
+  size_t mismatches = 0;
+};
+Comparison compare(const std::vector<float> &got,
+                   const std::vector<float> &want, double tolerance);
+
+} // namespace runner
+} // namespace neuroshard
+
+#endif // NEUROSHARD_CUDA_RUNNER_WORKLOAD_H

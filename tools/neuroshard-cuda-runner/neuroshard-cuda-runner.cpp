@@ -1,0 +1,779 @@
+//===- neuroshard-cuda-runner.cpp - Run the generic kernels on a GPU ------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Loads the kernels object and the launch manifest that
+// --neuroshard-export-cuda writes, generates every lookup's inputs with
+// InputGenerator, runs forward and backward+SGD of each launch, checks both
+// against a CPU reference and times them with CUDA events. The bandwidth mode
+// measures one large lookup against a device-to-device copy. Needs only the
+// CUDA driver at run time (no LLVM, no MLIR); usage in docs/lowering.md.
+//
+// Exit status: 0 success, 1 bad arguments, bad input or a CUDA error, 2 a
+// result that does not match the reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+#include "Workload.h"
+
+#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
+#include "neuroshard/Runtime/Cuda/CudaRuntime.h"
+#include "neuroshard/Runtime/KernelABI.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace neuroshard;
+using namespace neuroshard::runner;
+using cuda::DevicePtr;
+using cuda::Runtime;
+using cuda::Status;
+
+namespace {
+
+const char *const kUsage =
+    "usage: neuroshard-cuda-runner --manifest FILE [options]\n"
+    "       neuroshard-cuda-runner --bandwidth --module FILE [options]\n"
+    "       neuroshard-cuda-runner --validate FILE\n"
+    "\n"
+    "  --manifest FILE       launch manifest from --neuroshard-export-cuda\n"
+    "  --validate FILE       check a manifest and its kernels file, no GPU\n"
+    "  --module FILE         kernels object (default: the manifest's)\n"
+    "  --module-format F     cubin, ptx or fatbin (default: the manifest's,\n"
+    "                        or the module file's extension)\n"
+    "  --launch K            run only launch K of the manifest\n"
+    "  --layout L            shards (each shard its own block, default) or\n"
+    "                        tables (whole tables, shards read a column "
+    "range)\n"
+    "  --bandwidth           one table, fixed pooling, uniform rows\n"
+    "  --batch-size B        bandwidth batch (default 65536)\n"
+    "  --dim D               bandwidth dim (default 128)\n"
+    "  --pooling P           bandwidth indices per bag (default 32)\n"
+    "  --rows R              bandwidth table rows (default 1000000)\n"
+    "  --index-type T        bandwidth index type i32 or i64 (default i32)\n"
+    "  --warmup W            untimed runs before timing (default 5)\n"
+    "  --iters N             timed runs (default 20)\n"
+    "  --no-flush            do not flush the L2 cache before timed runs\n"
+    "  --tolerance X         forward max relative error (default 1e-5)\n"
+    "  --backward-tolerance X  backward max relative error (default 1e-4)\n"
+    "  --gpu N               CUDA device ordinal (default 0)\n"
+    "  --json FILE           also write the results as JSON\n";
+
+struct Options {
+  std::string manifest, validate, module, moduleFormat, json;
+  bool bandwidth = false, flush = true;
+  long long launch = -1;
+  WeightLayout layout = WeightLayout::Shards;
+  long long batch = 65536, dim = 128, pooling = 32, rows = 1000000;
+  bool index64 = false;
+  long long warmup = 5, iters = 20, gpu = 0;
+  double tolerance = 1e-5, backwardTolerance = 1e-4;
+};
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "neuroshard-cuda-runner: error: %s\n", message.c_str());
+  return 1;
+}
+
+bool parseInteger(const std::string &flag, const std::string &text,
+                  long long minimum, long long maximum, long long &out,
+                  std::string &error) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < minimum ||
+      value > maximum) {
+    error = flag + " expects an integer in " + std::to_string(minimum) +
+            " .. " + std::to_string(maximum) + ", got '" + text + "'";
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+bool parseReal(const std::string &flag, const std::string &text, double &out,
+               std::string &error) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0) {
+    error = flag + " expects a non-negative number, got '" + text + "'";
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+bool parseArguments(int argc, char **argv, Options &options,
+                    std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    auto value = [&](std::string &out) {
+      if (i + 1 >= argc) {
+        error = flag + " needs a value";
+        return false;
+      }
+      out = argv[++i];
+      return true;
+    };
+    std::string text;
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (flag == "--manifest") {
+      if (!value(options.manifest))
+        return false;
+    } else if (flag == "--validate") {
+      if (!value(options.validate))
+        return false;
+    } else if (flag == "--module") {
+      if (!value(options.module))
+        return false;
+    } else if (flag == "--module-format") {
+      cuda::ModuleFormat format;
+      if (!value(options.moduleFormat))
+        return false;
+      if (!cuda::parseModuleFormat(options.moduleFormat, format)) {
+        error = "--module-format expects cubin, ptx or fatbin, got '" +
+                options.moduleFormat + "'";
+        return false;
+      }
+    } else if (flag == "--json") {
+      if (!value(options.json))
+        return false;
+    } else if (flag == "--bandwidth") {
+      options.bandwidth = true;
+    } else if (flag == "--no-flush") {
+      options.flush = false;
+    } else if (flag == "--layout") {
+      if (!value(text))
+        return false;
+      if (text != "shards" && text != "tables") {
+        error = "--layout expects shards or tables, got '" + text + "'";
+        return false;
+      }
+      options.layout =
+          text == "shards" ? WeightLayout::Shards : WeightLayout::Tables;
+    } else if (flag == "--index-type") {
+      if (!value(text))
+        return false;
+      if (text != "i32" && text != "i64") {
+        error = "--index-type expects i32 or i64, got '" + text + "'";
+        return false;
+      }
+      options.index64 = text == "i64";
+    } else if (flag == "--tolerance" || flag == "--backward-tolerance") {
+      if (!value(text) ||
+          !parseReal(flag, text,
+                     flag == "--tolerance" ? options.tolerance
+                                           : options.backwardTolerance,
+                     error))
+        return false;
+    } else {
+      struct IntegerFlag {
+        const char *name;
+        long long *target;
+        long long minimum, maximum;
+      } integers[] = {
+          {"--launch", &options.launch, 0, 1LL << 30},
+          {"--batch-size", &options.batch, 1, 2147483647LL},
+          {"--dim", &options.dim, 1, 1 << 20},
+          {"--pooling", &options.pooling, 0, 1 << 20},
+          {"--rows", &options.rows, 1, 1LL << 40},
+          {"--warmup", &options.warmup, 0, 1 << 20},
+          {"--iters", &options.iters, 1, 1 << 20},
+          {"--gpu", &options.gpu, 0, 1 << 20},
+      };
+      bool known = false;
+      for (const IntegerFlag &entry : integers) {
+        if (flag != entry.name)
+          continue;
+        known = true;
+        if (!value(text) || !parseInteger(flag, text, entry.minimum,
+                                          entry.maximum, *entry.target, error))
+          return false;
+      }
+      if (!known) {
+        error = "unknown argument '" + flag + "' (see --help)";
+        return false;
+      }
+    }
+  }
+  int modes = !options.manifest.empty() + !options.validate.empty() +
+              int(options.bandwidth);
+  if (modes != 1) {
+    error = modes == 0 ? "give --manifest FILE, --bandwidth or --validate FILE"
+                       : "--manifest, --bandwidth and --validate exclude each "
+                         "other";
+    return false;
+  }
+  if (options.bandwidth && options.module.empty()) {
+    error = "--bandwidth needs --module FILE (the kernels object)";
+    return false;
+  }
+  if (options.bandwidth && options.batch * options.pooling > 2147483647LL &&
+      !options.index64) {
+    error = "--batch-size x --pooling exceeds what i32 offsets can address; "
+            "use --index-type i64";
+    return false;
+  }
+  return true;
+}
+
+/// The kernels object's format: explicit, else the manifest's, else the
+/// file's extension.
+bool resolveFormat(const Options &options, const std::string &fromManifest,
+                   const std::string &path, cuda::ModuleFormat &format,
+                   std::string &error) {
+  std::string name = options.moduleFormat;
+  if (name.empty() && options.module.empty())
+    name = fromManifest;
+  if (name.empty()) {
+    size_t dot = path.find_last_of('.');
+    name = dot == std::string::npos ? "" : path.substr(dot + 1);
+  }
+  if (!cuda::parseModuleFormat(name, format)) {
+    error = "cannot tell the format of '" + path +
+            "' from its extension; pass --module-format cubin|ptx|fatbin";
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// GPU side
+//===----------------------------------------------------------------------===//
+
+/// The expanded memref descriptors the kernels take (CudaKernelABI.h).
+struct MemRef1D {
+  void *allocated, *aligned;
+  int64_t offset, size, stride;
+};
+struct MemRef2D {
+  void *allocated, *aligned;
+  int64_t offset, sizes[2], strides[2];
+};
+
+MemRef1D memref1D(DevicePtr ptr, int64_t size) {
+  void *p = reinterpret_cast<void *>(ptr);
+  return {p, p, 0, size, 1};
+}
+
+void pushParams(std::vector<void *> &params, MemRef1D &m) {
+  for (void *field :
+       {static_cast<void *>(&m.allocated), static_cast<void *>(&m.aligned),
+        static_cast<void *>(&m.offset), static_cast<void *>(&m.size),
+        static_cast<void *>(&m.stride)})
+    params.push_back(field);
+}
+
+void pushParams(std::vector<void *> &params, MemRef2D &m) {
+  for (void *field :
+       {static_cast<void *>(&m.allocated), static_cast<void *>(&m.aligned),
+        static_cast<void *>(&m.offset), static_cast<void *>(&m.sizes[0]),
+        static_cast<void *>(&m.sizes[1]), static_cast<void *>(&m.strides[0]),
+        static_cast<void *>(&m.strides[1])})
+    params.push_back(field);
+}
+
+/// Device copies of a workload and the launches of its two kernels.
+class DeviceRun {
+public:
+  DeviceRun(Runtime &rt, const Workload &w, cuda::FunctionHandle forward,
+            cuda::FunctionHandle backward, int64_t threadsPerBlock)
+      : rt(rt), w(w), forward(forward), backward(backward),
+        threadsPerBlock(threadsPerBlock) {}
+  ~DeviceRun() {
+    for (DevicePtr ptr : owned)
+      if (ptr)
+        rt.free(ptr);
+  }
+
+  Status upload() {
+    Status status;
+    const void *indices = w.index64
+                              ? static_cast<const void *>(w.indices64.data())
+                              : w.indices32.data();
+    const void *offsets = w.index64
+                              ? static_cast<const void *>(w.offsets64.data())
+                              : w.offsets32.data();
+    size_t numOffsets = w.index64 ? w.offsets64.size() : w.offsets32.size();
+    if (!(status = put(meta, w.meta.data(), w.meta.size() * 8)).ok() ||
+        !(status = put(layout, w.layout.data(), w.layout.size() * 8)).ok() ||
+        !(status = put(weights, w.weights.data(), w.weights.size() * 4)).ok() ||
+        !(status =
+              put(indicesBuf, indices, size_t(w.numIndices) * w.indexBytes()))
+             .ok() ||
+        !(status = put(offsetsBuf, offsets, numOffsets * w.indexBytes()))
+             .ok() ||
+        !(status = put(grad, w.grad.data(), w.grad.size() * 4)).ok() ||
+        !(status = put(out, nullptr, size_t(w.batch * w.width) * 4)).ok())
+      return status;
+    return Status();
+  }
+
+  /// Puts the initial weights back (backward updates them).
+  Status resetWeights() {
+    return rt.copyToDevice(weights, w.weights.data(), w.weights.size() * 4);
+  }
+
+  Status launchForward() { return launch(forward, false); }
+  Status launchBackward() { return launch(backward, true); }
+
+  Status download(std::vector<float> &output, std::vector<float> &weightsOut) {
+    output.resize(size_t(w.batch * w.width));
+    weightsOut.resize(w.weights.size());
+    Status status = rt.synchronize();
+    if (status.ok() && !output.empty())
+      status = rt.copyToHost(output.data(), out, output.size() * 4);
+    if (status.ok() && !weightsOut.empty())
+      status = rt.copyToHost(weightsOut.data(), weights, weightsOut.size() * 4);
+    return status;
+  }
+
+private:
+  Status put(DevicePtr &ptr, const void *data, size_t bytes) {
+    ptr = 0;
+    if (bytes == 0)
+      return Status();
+    Status status = rt.alloc(bytes, ptr);
+    if (!status.ok())
+      return status;
+    owned.push_back(ptr);
+    return data ? rt.copyToDevice(ptr, data, bytes) : Status();
+  }
+
+  Status launch(cuda::FunctionHandle function, bool isBackward) {
+    MemRef1D metaRef = memref1D(meta, int64_t(w.meta.size()));
+    MemRef1D layoutRef = memref1D(layout, int64_t(w.layout.size()));
+    MemRef1D weightsRef = memref1D(weights, int64_t(w.weights.size()));
+    MemRef1D indicesRef = memref1D(indicesBuf, w.numIndices);
+    MemRef1D offsetsRef =
+        memref1D(offsetsBuf,
+                 int64_t(w.index64 ? w.offsets64.size() : w.offsets32.size()));
+    DevicePtr matrix = isBackward ? grad : out;
+    void *p = reinterpret_cast<void *>(matrix);
+    MemRef2D matrixRef = {p, p, 0, {w.batch, w.width}, {w.width, 1}};
+    float lr = w.lr;
+    std::vector<void *> params;
+    pushParams(params, metaRef);
+    pushParams(params, layoutRef);
+    pushParams(params, weightsRef);
+    pushParams(params, indicesRef);
+    pushParams(params, offsetsRef);
+    pushParams(params, matrixRef);
+    if (isBackward)
+      params.push_back(&lr);
+
+    cuda_abi::LaunchGeometry geometry =
+        cuda_abi::launchGeometry(w.numShards(), w.batch);
+    if (geometry.gridX == 0)
+      return Status();
+    int64_t warpsPerBlock = threadsPerBlock / cuda_abi::kWarpSize;
+    cuda::LaunchDims dims;
+    dims.gridX = unsigned(std::min<int64_t>(
+        (w.batch + warpsPerBlock - 1) / warpsPerBlock, 2147483647));
+    dims.gridY = unsigned(geometry.gridY);
+    dims.blockX = unsigned(threadsPerBlock);
+    return rt.launch(function, dims, nullptr, params.data());
+  }
+
+  Runtime &rt;
+  const Workload &w;
+  cuda::FunctionHandle forward, backward;
+  int64_t threadsPerBlock;
+  DevicePtr meta = 0, layout = 0, weights = 0, indicesBuf = 0, offsetsBuf = 0,
+            grad = 0, out = 0;
+  std::vector<DevicePtr> owned;
+};
+
+struct Timing {
+  double median = 0, minimum = 0, maximum = 0, stddev = 0;
+};
+
+/// Times `body` with events on the default stream: `warmup` untimed runs,
+/// then `iters` timed ones, each after writing a buffer larger than the L2
+/// cache when `flush` is set, so that no run starts with a warm cache.
+Status timeRuns(Runtime &rt, const std::function<Status()> &body,
+                long long warmup, long long iters, DevicePtr flush,
+                size_t flushWords, Timing &timing) {
+  Status status;
+  for (long long i = 0; i < warmup; ++i)
+    if (!(status = body()).ok())
+      return status;
+  cuda::EventHandle start = nullptr, end = nullptr;
+  if (!(status = rt.createEvent(start)).ok() ||
+      !(status = rt.createEvent(end)).ok())
+    return status;
+  std::vector<double> samples;
+  for (long long i = 0; i < iters && status.ok(); ++i) {
+    if (flush)
+      status = rt.memset32Async(flush, uint32_t(i), flushWords, nullptr);
+    float ms = 0;
+    if (status.ok() && (status = rt.recordEvent(start, nullptr)).ok() &&
+        (status = body()).ok() &&
+        (status = rt.recordEvent(end, nullptr)).ok() &&
+        (status = rt.synchronizeEvent(end)).ok() &&
+        (status = rt.elapsedMs(start, end, ms)).ok())
+      samples.push_back(ms);
+  }
+  rt.destroyEvent(start);
+  rt.destroyEvent(end);
+  if (!status.ok())
+    return status;
+  std::sort(samples.begin(), samples.end());
+  size_t n = samples.size();
+  timing.median =
+      n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  timing.minimum = samples.front();
+  timing.maximum = samples.back();
+  double mean = 0, square = 0;
+  for (double s : samples)
+    mean += s / double(n);
+  for (double s : samples)
+    square += (s - mean) * (s - mean) / double(n);
+  timing.stddev = std::sqrt(square);
+  return Status();
+}
+
+std::string formatTiming(const Timing &t) {
+  char text[96];
+  std::snprintf(text, sizeof(text), "%.4f [%.4f, %.4f]", t.median, t.minimum,
+                t.maximum);
+  return text;
+}
+
+std::string timingJson(const Timing &t) {
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "{\"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
+                "\"stddev_ms\": %.6f}",
+                t.median, t.minimum, t.maximum, t.stddev);
+  return text;
+}
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// Result of checking one launch.
+struct Checked {
+  Comparison forward, backward;
+  Timing forwardTime, stepTime;
+};
+
+/// Runs, checks and times one workload on the GPU.
+Status runWorkload(Runtime &rt, const Workload &w, cuda::FunctionHandle fwd,
+                   cuda::FunctionHandle bwd, int64_t threadsPerBlock,
+                   const Options &options, DevicePtr flush, size_t flushWords,
+                   Checked &checked) {
+  DeviceRun run(rt, w, fwd, bwd, threadsPerBlock);
+  Status status = run.upload();
+  std::vector<float> output, weights;
+  if (!status.ok() || !(status = run.launchForward()).ok() ||
+      !(status = run.download(output, weights)).ok())
+    return status;
+  checked.forward = compare(output, referenceForward(w), options.tolerance);
+  if (!(status = run.launchBackward()).ok() ||
+      !(status = run.download(output, weights)).ok())
+    return status;
+  checked.backward =
+      compare(weights, referenceBackward(w), options.backwardTolerance);
+  if (!(status = timeRuns(
+            rt, [&] { return run.launchForward(); }, options.warmup,
+            options.iters, flush, flushWords, checked.forwardTime))
+           .ok() ||
+      !(status = timeRuns(
+            rt,
+            [&] {
+              Status s = run.launchForward();
+              return s.ok() ? run.launchBackward() : s;
+            },
+            options.warmup, options.iters, flush, flushWords, checked.stepTime))
+           .ok())
+    return status;
+  return run.resetWeights();
+}
+
+/// Where the worst element of a forward output lies.
+std::string describeOutput(const Workload &w, size_t index) {
+  int64_t bag = int64_t(index) / std::max<int64_t>(w.width, 1);
+  int64_t column = int64_t(index) % std::max<int64_t>(w.width, 1);
+  for (int64_t s = 0; s < w.numShards(); ++s) {
+    int64_t begin = w.meta[size_t(s * 8 + 4)],
+            width = w.meta[size_t(s * 8 + 3)];
+    if (column >= begin && column < begin + width)
+      return "bag " + std::to_string(bag) + ", shard " +
+             w.shardNames[size_t(s)] + " column " +
+             std::to_string(column - begin);
+  }
+  return "element " + std::to_string(index);
+}
+
+bool reportMismatch(const char *what, const Comparison &c, double tolerance,
+                    const std::string &where) {
+  if (c.mismatches == 0)
+    return false;
+  std::fprintf(stderr,
+               "neuroshard-cuda-runner: %s mismatch: %zu element(s) above "
+               "tolerance %g, max relative error %.3g at %s\n",
+               what, c.mismatches, tolerance, c.maxError, where.c_str());
+  return true;
+}
+
+int runManifest(const Options &options, Runtime &rt, cuda::ModuleHandle module,
+                const Manifest &manifest, DevicePtr flush, size_t flushWords,
+                std::string &json) {
+  cuda::FunctionHandle functions[4] = {};
+  const std::string *names[4] = {&manifest.forwardI32, &manifest.forwardI64,
+                                 &manifest.backwardI32, &manifest.backwardI64};
+  for (int k = 0; k < 4; ++k) {
+    Status status = rt.getFunction(module, names[k]->c_str(), functions[k]);
+    if (!status.ok())
+      return fail(status.message());
+  }
+  std::printf("%-7s %-6s %-6s %-6s %-10s %-11s %-11s %-30s %-30s\n", "launch",
+              "device", "shards", "width", "indices", "fwd err", "bwd err",
+              "forward ms (median [min, max])",
+              "fwd+bwd ms (median [min, max])");
+  bool mismatch = false;
+  json += "  \"launches\": [";
+  for (size_t k = 0; k < manifest.launches.size(); ++k) {
+    if (options.launch >= 0 && size_t(options.launch) != k)
+      continue;
+    Workload w;
+    std::string error;
+    if (!buildWorkload(manifest, k, options.layout, w, error))
+      return fail(error);
+    const LaunchSpec &launch = manifest.launches[k];
+    Checked checked;
+    Status status =
+        runWorkload(rt, w, functions[launch.index64 ? 1 : 0],
+                    functions[launch.index64 ? 3 : 2], manifest.threadsPerBlock,
+                    options, flush, flushWords, checked);
+    if (!status.ok())
+      return fail("launch " + std::to_string(k) + ": " + status.message());
+    std::printf(
+        "%-7zu %-6lld %-6zu %-6lld %-10lld %-11.3g %-11.3g %-30s %-30s\n", k,
+        (long long)launch.device, launch.shards.size(), (long long)w.width,
+        (long long)w.numIndices, checked.forward.maxError,
+        checked.backward.maxError, formatTiming(checked.forwardTime).c_str(),
+        formatTiming(checked.stepTime).c_str());
+    mismatch |= reportMismatch("forward", checked.forward, options.tolerance,
+                               describeOutput(w, checked.forward.worst));
+    mismatch |= reportMismatch(
+        "backward", checked.backward, options.backwardTolerance,
+        "weights element " + std::to_string(checked.backward.worst));
+    char entry[256];
+    std::snprintf(
+        entry, sizeof(entry),
+        "%s\n    {\"launch\": %zu, \"device\": %lld, \"shards\": %zu, "
+        "\"width\": %lld, \"indices\": %lld, ",
+        json.back() == '[' ? "" : ",", k, (long long)launch.device,
+        launch.shards.size(), (long long)w.width, (long long)w.numIndices);
+    json += entry;
+    std::snprintf(entry, sizeof(entry),
+                  "\"forward_max_rel_error\": %.6g, "
+                  "\"backward_max_rel_error\": %.6g, ",
+                  checked.forward.maxError, checked.backward.maxError);
+    json += entry;
+    json += "\"forward\": " + timingJson(checked.forwardTime) +
+            ", \"forward_backward\": " + timingJson(checked.stepTime) + "}";
+  }
+  json += "\n  ]\n";
+  return mismatch ? 2 : 0;
+}
+
+int runBandwidth(const Options &options, Runtime &rt, cuda::ModuleHandle module,
+                 DevicePtr flush, size_t flushWords, std::string &json) {
+  cuda::FunctionHandle forward = nullptr, backward = nullptr;
+  const char *forwardName =
+      options.index64 ? kernel_abi::kForwardI64 : kernel_abi::kForwardI32;
+  const char *backwardName =
+      options.index64 ? kernel_abi::kBackwardI64 : kernel_abi::kBackwardI32;
+  Status status = rt.getFunction(module, forwardName, forward);
+  if (status.ok())
+    status = rt.getFunction(module, backwardName, backward);
+  if (!status.ok())
+    return fail(status.message());
+  std::printf("bandwidth: B=%lld dim=%lld pooling=%lld rows=%lld %s indices\n",
+              options.batch, options.dim, options.pooling, options.rows,
+              options.index64 ? "i64" : "i32");
+  Workload w = bandwidthWorkload(options.batch, options.dim, options.pooling,
+                                 options.rows, options.index64, 0, 0.01f);
+  Checked checked;
+  status = runWorkload(rt, w, forward, backward, cuda_abi::kThreadsPerBlock,
+                       options, flush, flushWords, checked);
+  if (!status.ok())
+    return fail(status.message());
+
+  // Bytes the forward kernel must move: the rows it reads, the indices and
+  // offsets, the output it writes. Backward reads the gradient and reads
+  // and writes every row again.
+  double rowBytes = double(options.batch) * double(options.pooling) *
+                    double(options.dim) * 4.0;
+  double indexBytes =
+      double(w.numIndices + options.batch + 1) * double(w.indexBytes());
+  double outBytes = double(options.batch) * double(options.dim) * 4.0;
+  double forwardBytes = rowBytes + indexBytes + outBytes;
+  double stepBytes = forwardBytes + outBytes + 2.0 * rowBytes + indexBytes;
+  double forwardGBs = forwardBytes / (checked.forwardTime.median * 1e6);
+  double stepGBs = stepBytes / (checked.stepTime.median * 1e6);
+
+  // The reference: a device-to-device copy of as many bytes as the rows
+  // read (a copy reads and writes each byte).
+  size_t copyBytes = size_t(rowBytes);
+  DevicePtr src = 0, dst = 0;
+  Timing copyTime;
+  status = rt.alloc(copyBytes, src);
+  if (status.ok())
+    status = rt.alloc(copyBytes, dst);
+  if (status.ok())
+    status = timeRuns(
+        rt, [&] { return rt.copyDeviceToDevice(dst, src, copyBytes); },
+        options.warmup, options.iters, flush, flushWords, copyTime);
+  if (src)
+    rt.free(src);
+  if (dst)
+    rt.free(dst);
+  if (!status.ok())
+    return fail(status.message());
+  double copyGBs = 2.0 * double(copyBytes) / (copyTime.median * 1e6);
+
+  std::printf("%-24s %-30s %-10s %s\n", "", "ms (median [min, max])", "GB/s",
+              "vs copy");
+  std::printf("%-24s %-30s %-10.1f %.1f%%\n", "forward",
+              formatTiming(checked.forwardTime).c_str(), forwardGBs,
+              100.0 * forwardGBs / copyGBs);
+  std::printf("%-24s %-30s %-10.1f %.1f%%\n", "forward+backward+SGD",
+              formatTiming(checked.stepTime).c_str(), stepGBs,
+              100.0 * stepGBs / copyGBs);
+  std::printf("%-24s %-30s %-10.1f\n", "device-to-device copy",
+              formatTiming(copyTime).c_str(), copyGBs);
+  std::printf("max relative error: forward %.3g, backward %.3g\n",
+              checked.forward.maxError, checked.backward.maxError);
+  bool mismatch = reportMismatch("forward", checked.forward, options.tolerance,
+                                 describeOutput(w, checked.forward.worst));
+  mismatch |= reportMismatch(
+      "backward", checked.backward, options.backwardTolerance,
+      "weights element " + std::to_string(checked.backward.worst));
+
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "  \"bandwidth\": {\"batch_size\": %lld, \"dim\": %lld, "
+                "\"pooling\": %lld, \"rows\": %lld, \"forward_gb_s\": %.3f, "
+                "\"forward_backward_gb_s\": %.3f, \"copy_gb_s\": %.3f, "
+                "\"forward_vs_copy\": %.4f, ",
+                options.batch, options.dim, options.pooling, options.rows,
+                forwardGBs, stepGBs, copyGBs, forwardGBs / copyGBs);
+  json += text;
+  json += "\"forward\": " + timingJson(checked.forwardTime) +
+          ", \"forward_backward\": " + timingJson(checked.stepTime) +
+          ", \"copy\": " + timingJson(copyTime) + "}\n";
+  return mismatch ? 2 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  std::string error;
+  if (!parseArguments(argc, argv, options, error))
+    return fail(error);
+
+  Manifest manifest;
+  const std::string &manifestPath =
+      options.validate.empty() ? options.manifest : options.validate;
+  std::string modulePath = options.module;
+  std::string manifestFormat;
+  if (!manifestPath.empty()) {
+    if (!loadManifest(manifestPath, manifest, error))
+      return fail(error);
+    if (options.launch >= 0 &&
+        size_t(options.launch) >= manifest.launches.size())
+      return fail("--launch " + std::to_string(options.launch) +
+                  " but the manifest has " +
+                  std::to_string(manifest.launches.size()) + " launch(es)");
+    if (modulePath.empty())
+      modulePath = manifest.modulePath;
+    manifestFormat = manifest.moduleFormat;
+  }
+  cuda::ModuleFormat format;
+  if (!resolveFormat(options, manifestFormat, modulePath, format, error))
+    return fail(error);
+  std::string image;
+  if (!readFile(modulePath, image, error))
+    return fail("kernels object: " + error);
+  if (image.empty())
+    return fail("kernels object '" + modulePath + "' is empty");
+
+  if (!options.validate.empty()) {
+    size_t shards = 0;
+    for (const LaunchSpec &launch : manifest.launches)
+      shards += launch.shards.size();
+    std::printf("manifest '%s': %zu table(s), %zu lookup(s), %zu launch(es), "
+                "%zu shard(s), batch %lld, %s kernels in '%s' (%zu bytes) "
+                "for %s\n",
+                options.validate.c_str(), manifest.tables.size(),
+                manifest.lookups.size(), manifest.launches.size(), shards,
+                (long long)manifest.batchSize, cuda::moduleFormatName(format),
+                modulePath.c_str(), image.size(), manifest.chip.c_str());
+    return 0;
+  }
+
+  std::unique_ptr<Runtime> rt;
+  Status status = Runtime::open(int(options.gpu), rt);
+  if (!status.ok())
+    return fail(status.message());
+  const cuda::DeviceInfo &device = rt->device();
+  std::printf("device %d: %s (sm_%d%d, %d SMs, %.1f GiB), driver %d\n",
+              device.ordinal, device.name.c_str(), device.computeMajor,
+              device.computeMinor, device.multiprocessors,
+              double(device.totalMemory) / double(1ULL << 30),
+              device.driverVersion);
+  cuda::ModuleHandle module = nullptr;
+  status = rt->loadModule(image.data(), image.size(), format, module);
+  if (!status.ok())
+    return fail("loading '" + modulePath + "': " + status.message());
+
+  // 256 MiB is several times the L2 of current GPUs (50 MiB on an H100).
+  size_t flushWords = options.flush ? (size_t(256) << 20) / 4 : 0;
+  DevicePtr flush = 0;
+  if (flushWords && !(status = rt->alloc(flushWords * 4, flush)).ok())
+    return fail(status.message());
+
+  std::string json = "{\n  \"device\": " + jsonString(device.name) + ",\n";
+  int result = options.bandwidth
+                   ? runBandwidth(options, *rt, module, flush, flushWords, json)
+                   : runManifest(options, *rt, module, manifest, flush,
+                                 flushWords, json);
+  if (flush)
+    rt->free(flush);
+  rt->unloadModule(module);
+  if (result == 1)
+    return result;
+  json += "}\n";
+  if (!options.json.empty()) {
+    std::ofstream file(options.json);
+    file << json;
+    if (!file)
+      return fail("cannot write '" + options.json + "'");
+  }
+  return result;
+}
