@@ -152,60 +152,78 @@ MemRefType dynamic1D(Type element) {
   return MemRefType::get({ShapedType::kDynamic}, element);
 }
 
-func::FuncOp createKernel(OpBuilder &builder, Location loc, StringRef name,
-                          ArrayRef<Type> inputs) {
-  auto type = builder.getFunctionType(inputs, {});
-  auto func = func::FuncOp::create(builder, loc, name, type);
+/// What the body of a kernel sees for one (shard, bag): the kernel's
+/// arguments, the shard's fields and the bag's bounds.
+struct BagContext {
+  ValueRange args;
+  ShardFields shard;
+  Value bag, start, end, divisor;
+};
+
+/// Builds the frame both kernels share: the function (meta, layout, weights,
+/// indices, offsets, a B x W buffer, then `extra` arguments), with loops
+/// over the shards of `meta` and over the bags of the buffer, and `body` in
+/// the bag loop.
+void buildKernel(OpBuilder &builder, Location loc, StringRef name,
+                 IntegerType indexType, ArrayRef<Type> extra,
+                 function_ref<void(ImplicitLocOpBuilder &, KernelBuilder &,
+                                   const BagContext &)>
+                     body) {
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  auto matrix =
+      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
+  SmallVector<Type> inputs = {dynamic1D(i64),       dynamic1D(i64),
+                              dynamic1D(f32),       dynamic1D(indexType),
+                              dynamic1D(indexType), matrix};
+  inputs.append(extra.begin(), extra.end());
+  auto func = func::FuncOp::create(builder, loc, name,
+                                   builder.getFunctionType(inputs, {}));
   func->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
   func.addEntryBlock();
-  return func;
-}
 
-/// forward(meta, layout, weights, indices, offsets, out)
-void buildForward(OpBuilder &builder, Location loc, StringRef name,
-                  IntegerType indexType) {
-  MLIRContext *ctx = builder.getContext();
-  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
-  auto outType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                 Float32Type::get(ctx));
-  func::FuncOp func =
-      createKernel(builder, loc, name,
-                   {dynamic1D(i64), dynamic1D(i64), dynamic1D(f32),
-                    dynamic1D(indexType), dynamic1D(indexType), outType});
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
   KernelBuilder kb(b);
   Value meta = func.getArgument(0), layout = func.getArgument(1),
-        weights = func.getArgument(2), indices = func.getArgument(3),
-        offsets = func.getArgument(4), out = func.getArgument(5);
-
+        offsets = func.getArgument(4), matrixArg = func.getArgument(5);
   Value numShards = arith::DivUIOp::create(b, memref::DimOp::create(b, meta, 0),
                                            kb.index(abi::kShardFields));
-  Value batch = memref::DimOp::create(b, out, 0);
+  Value batch = memref::DimOp::create(b, matrixArg, 0);
   auto shardLoop = scf::ForOp::create(b, kb.index(0), numShards, kb.index(1));
   b.setInsertionPointToStart(shardLoop.getBody());
-  ShardFields s = kb.loadShard(meta, layout, shardLoop.getInductionVar());
+  BagContext ctx;
+  ctx.args = func.getArguments();
+  ctx.shard = kb.loadShard(meta, layout, shardLoop.getInductionVar());
   auto bagLoop = scf::ForOp::create(b, kb.index(0), batch, kb.index(1));
   b.setInsertionPointToStart(bagLoop.getBody());
-  Value bag = bagLoop.getInductionVar();
-  Value start, end, divisor;
-  kb.bagBounds(s, offsets, bag, start, end, divisor);
+  ctx.bag = bagLoop.getInductionVar();
+  kb.bagBounds(ctx.shard, offsets, ctx.bag, ctx.start, ctx.end, ctx.divisor);
+  body(b, kb, ctx);
+  b.setInsertionPointAfter(shardLoop);
+  func::ReturnOp::create(b);
+}
+
+/// forward(meta, layout, weights, indices, offsets, out)
+void buildForward(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                  const BagContext &ctx) {
+  const ShardFields &s = ctx.shard;
+  Value weights = ctx.args[2], indices = ctx.args[3], out = ctx.args[5];
   // Mean pooling multiplies by the reciprocal of the bag length, as
   // PyTorch's CPU kernels do; sum pooling multiplies by 1.
   Value one = arith::ConstantOp::create(b, b.getF32FloatAttr(1.0f));
-  Value reciprocal = arith::DivFOp::create(b, one, divisor);
+  Value reciprocal = arith::DivFOp::create(b, one, ctx.divisor);
 
   kb.forEachChunk(s.width, [&](Value column, VectorType chunkType) {
     Value zero = arith::ConstantOp::create(
         b, DenseElementsAttr::get(chunkType, b.getF32FloatAttr(0.0f)));
     Value colInRow = arith::AddIOp::create(b, s.weightBase, column);
-    auto reduce =
-        scf::ForOp::create(b, start, end, kb.index(1), ValueRange{zero});
+    auto reduce = scf::ForOp::create(b, ctx.start, ctx.end, kb.index(1),
+                                     ValueRange{zero});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(reduce.getBody());
       Value position = reduce.getInductionVar();
-      kb.prefetchAhead(indices, position, end, s.rowStride, s.weightBase,
+      kb.prefetchAhead(indices, position, ctx.end, s.rowStride, s.weightBase,
                        column, chunkType, weights, /*forWrite=*/false);
       Value row = kb.loadIndex(indices, position);
       Value addr = arith::AddIOp::create(
@@ -217,65 +235,37 @@ void buildForward(OpBuilder &builder, Location loc, StringRef name,
     Value scale = vector::BroadcastOp::create(b, chunkType, reciprocal);
     Value pooled = arith::MulFOp::create(b, reduce.getResult(0), scale);
     Value outCol = arith::AddIOp::create(b, s.outColumn, column);
-    vector::StoreOp::create(b, pooled, out, ValueRange{bag, outCol});
+    vector::StoreOp::create(b, pooled, out, ValueRange{ctx.bag, outCol});
   });
-  b.setInsertionPointAfter(shardLoop);
-  func::ReturnOp::create(b);
 }
 
 /// backward(meta, layout, weights, indices, offsets, grad, lr)
-void buildBackward(OpBuilder &builder, Location loc, StringRef name,
-                   IntegerType indexType) {
-  MLIRContext *ctx = builder.getContext();
-  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
-  auto gradType = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                  Float32Type::get(ctx));
-  func::FuncOp func =
-      createKernel(builder, loc, name,
-                   {dynamic1D(i64), dynamic1D(i64), dynamic1D(f32),
-                    dynamic1D(indexType), dynamic1D(indexType), gradType, f32});
-  ImplicitLocOpBuilder b(loc, builder);
-  b.setInsertionPointToStart(&func.getBody().front());
-  KernelBuilder kb(b);
-  Value meta = func.getArgument(0), layout = func.getArgument(1),
-        weights = func.getArgument(2), indices = func.getArgument(3),
-        offsets = func.getArgument(4), grad = func.getArgument(5),
-        lr = func.getArgument(6);
-
-  Value numShards = arith::DivUIOp::create(b, memref::DimOp::create(b, meta, 0),
-                                           kb.index(abi::kShardFields));
-  Value batch = memref::DimOp::create(b, grad, 0);
-  Value negLr = arith::NegFOp::create(b, lr);
-  auto shardLoop = scf::ForOp::create(b, kb.index(0), numShards, kb.index(1));
-  b.setInsertionPointToStart(shardLoop.getBody());
-  ShardFields s = kb.loadShard(meta, layout, shardLoop.getInductionVar());
-  auto bagLoop = scf::ForOp::create(b, kb.index(0), batch, kb.index(1));
-  b.setInsertionPointToStart(bagLoop.getBody());
-  Value bag = bagLoop.getInductionVar();
-  Value start, end, divisor;
-  kb.bagBounds(s, offsets, bag, start, end, divisor);
+void buildBackward(ImplicitLocOpBuilder &b, KernelBuilder &kb,
+                   const BagContext &ctx) {
+  const ShardFields &s = ctx.shard;
+  Value weights = ctx.args[2], indices = ctx.args[3], grad = ctx.args[5],
+        lr = ctx.args[6];
   // -lr / divisor: every index of the bag moves its row by this times grad.
-  Value coefficient = arith::DivFOp::create(b, negLr, divisor);
-  auto indexLoop = scf::ForOp::create(b, start, end, kb.index(1));
+  Value negLr = arith::NegFOp::create(b, lr);
+  Value coefficient = arith::DivFOp::create(b, negLr, ctx.divisor);
+  auto indexLoop = scf::ForOp::create(b, ctx.start, ctx.end, kb.index(1));
   b.setInsertionPointToStart(indexLoop.getBody());
   Value position = indexLoop.getInductionVar();
   Value row = kb.loadIndex(indices, position);
   Value rowBase = arith::AddIOp::create(
       b, arith::MulIOp::create(b, row, s.rowStride), s.weightBase);
   kb.forEachChunk(s.width, [&](Value column, VectorType chunkType) {
-    kb.prefetchAhead(indices, position, end, s.rowStride, s.weightBase, column,
-                     chunkType, weights, /*forWrite=*/true);
+    kb.prefetchAhead(indices, position, ctx.end, s.rowStride, s.weightBase,
+                     column, chunkType, weights, /*forWrite=*/true);
     Value outCol = arith::AddIOp::create(b, s.outColumn, column);
     Value g =
-        vector::LoadOp::create(b, chunkType, grad, ValueRange{bag, outCol});
+        vector::LoadOp::create(b, chunkType, grad, ValueRange{ctx.bag, outCol});
     Value addr = arith::AddIOp::create(b, rowBase, column);
     Value w = vector::LoadOp::create(b, chunkType, weights, ValueRange{addr});
     Value c = vector::BroadcastOp::create(b, chunkType, coefficient);
     Value updated = vector::FMAOp::create(b, c, g, w);
     vector::StoreOp::create(b, updated, weights, ValueRange{addr});
   });
-  b.setInsertionPointAfter(shardLoop);
-  func::ReturnOp::create(b);
 }
 
 } // namespace
@@ -297,8 +287,9 @@ void mlir::neuroshard::buildCPUKernels(ModuleOp module) {
     if (module.lookupSymbol(k.name))
       continue;
     if (k.backward)
-      buildBackward(builder, loc, k.name, k.indexType);
+      buildKernel(builder, loc, k.name, k.indexType, {builder.getF32Type()},
+                  buildBackward);
     else
-      buildForward(builder, loc, k.name, k.indexType);
+      buildKernel(builder, loc, k.name, k.indexType, {}, buildForward);
   }
 }

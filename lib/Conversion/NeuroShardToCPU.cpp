@@ -90,9 +90,7 @@ struct ExpandStridedCopiesPass
 
 } // namespace
 
-void mlir::neuroshard::buildNeuroShardToCPUPipeline(OpPassManager &pm) {
-  pm.addPass(std::make_unique<LowerLookupsToCPUPass>());
-
+void mlir::neuroshard::addHostBufferizationPasses(OpPassManager &pm) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -108,8 +106,12 @@ void mlir::neuroshard::buildNeuroShardToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-
   pm.addPass(std::make_unique<ExpandStridedCopiesPass>());
+}
+
+void mlir::neuroshard::buildNeuroShardToCPUPipeline(OpPassManager &pm) {
+  pm.addPass(std::make_unique<LowerLookupsToCPUPass>());
+  addHostBufferizationPasses(pm);
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -3,7 +3,7 @@
 # Part of the NeuroShard project.
 #
 #===----------------------------------------------------------------------===#
-"""The two numbers a cost model is judged by (issue 6): the mean absolute
+"""The two numbers a cost model is judged by: the mean absolute
 percentage error of its predictions, and Kendall's tau between predicted and
 measured costs (does the model order shard sets as the machine does?).
 Plain numpy, so that no scipy is needed."""

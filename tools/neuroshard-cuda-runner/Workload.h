@@ -57,7 +57,7 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
                    Workload &out, std::string &error);
 
 /// A single-table workload with `pooling` indices per bag drawn uniformly
-/// from `rows` rows: the bandwidth benchmark of issue 5.
+/// from `rows` rows: the bandwidth benchmark.
 Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
                            int64_t rows, bool index64, uint64_t seed, float lr);
 

@@ -23,6 +23,12 @@ namespace mlir::neuroshard {
 #define GEN_PASS_DECL
 #include "neuroshard/Conversion/Passes.h.inc"
 
+/// Appends what every target does to host code once its lookups are kernel
+/// invocations: one-shot bufferization across function boundaries, results
+/// as trailing out-parameters (static allocations hoisted to callers),
+/// ownership-based deallocation, and strided copies expanded to loops.
+void addHostBufferizationPasses(OpPassManager &pm);
+
 /// Appends `--neuroshard-to-cpu` to `pm`: lookups to generic kernel calls,
 /// bufferization (results become trailing out-parameters), deallocation, and
 /// conversion of everything to the LLVM dialect.

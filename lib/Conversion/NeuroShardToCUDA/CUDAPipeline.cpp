@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
+#include "neuroshard/Conversion/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -85,19 +86,7 @@ mlir::neuroshard::buildCUDAPipeline(OpPassManager &pm,
   // The host code is bufferized as on the CPU (results become caller
   // buffers, temporaries are freed); only then do kernel calls become
   // launches, whose gpu.dealloc the deallocation pipeline must not see.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  bufferization::buildBufferDeallocationPipeline(pm);
-  pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addHostBufferizationPasses(pm);
   pm.addPass(createLaunchCUDAKernels());
 
   pm.addPass(createSCFToControlFlowPass());
