@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian machine to NeuroShard's main job: install
 # the dependencies, build, shard the example DLRM embedding layer and print
-# the per-device plan. The sharded IR is written to build/dlrm.sharded.mlir.
+# the per-device plan, then check on generated inputs that the sharded module
+# computes what the original does. The sharded IR is written to
+# build/dlrm.sharded.mlir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -12,3 +14,7 @@ build/bin/neuroshard-opt examples/dlrm.mlir \
   --neuroshard-shard="plan-table=- plan-out=build/dlrm.plan.json" \
   -o build/dlrm.sharded.mlir
 echo "sharded IR: build/dlrm.sharded.mlir, plan JSON: build/dlrm.plan.json"
+echo
+echo "== neuroshard-run: the sharded module against the original"
+build/bin/neuroshard-run examples/dlrm.mlir --compare build/dlrm.sharded.mlir \
+  --backward --max-rows 2000 | tail -n 1
