@@ -1,0 +1,359 @@
+#===- frontend.py - PyTorch models to NeuroShard IR ------------------------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+"""The PyTorch front end: turns the `nn.EmbeddingBag` modules of a model,
+together with sample batches of their inputs, into a NeuroShard MLIR module
+that `neuroshard-opt --neuroshard-shard` can shard (DESIGN §1).
+
+Every `nn.EmbeddingBag` of the model, wherever it is nested (plain
+attributes, `nn.ModuleList`, `nn.ModuleDict`, ...), becomes one
+`neuroshard.table` named after its module path, and one
+`neuroshard.embedding_bag` in `func.func @embeddings`. The cost model's
+statistics are measured from the samples the caller passes:
+
+  rows, dim        the module's weight shape;
+  pooling_factor   the mean bag length over all sample bags;
+  access_hist      the 17-bin histogram (DESIGN §3) of all sample indices,
+                   table_pool.access_histogram.
+
+`samples` maps a module path (as `model.named_modules()` spells it) to the
+module's sample inputs, in the forms `nn.EmbeddingBag.forward` accepts:
+
+  (indices, offsets)   a 1-D index tensor and its bag offsets (B entries,
+                       or B + 1 with include_last_offset=True);
+  indices              a 2-D tensor, one bag of fixed length per row;
+  [batch, batch, ...]  a list of several such batches.
+
+Every batch of every module must have the same number of bags B, which
+becomes the function's batch size.
+
+    from neuroshard import frontend
+    text = frontend.model_to_mlir(model, samples, devices=4, memory_gb=16)
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+from neuroshard import table_pool as tp
+
+INDEX_TYPES = ("i64", "i32")
+FUNCTION_NAME = "embeddings"
+
+
+class FrontendError(Exception):
+    """A model or sample batch the front end cannot translate; the message
+    names the module and the numbers."""
+
+
+@dataclass
+class TableInfo:
+    """What the front end measured for one nn.EmbeddingBag."""
+    path: str          # module path in the model, e.g. "sparse.bags.3"
+    symbol: str        # the neuroshard.table symbol
+    rows: int
+    dim: int
+    mode: str          # "sum" or "mean"
+    batch_size: int
+    pooling_factor: float
+    access_hist: List[float]
+    num_indices: int
+
+
+def find_embedding_bags(model: nn.Module) -> List[Tuple[str, nn.EmbeddingBag]]:
+    """The model's nn.EmbeddingBag modules with their module paths, in
+    registration order. A module registered under several paths is listed
+    once, under its first path (PyTorch's named_modules rule)."""
+    if not isinstance(model, nn.Module):
+        raise FrontendError("expected a torch.nn.Module, got %s" %
+                            type(model).__name__)
+    bags = [(path, module) for path, module in model.named_modules()
+            if isinstance(module, nn.EmbeddingBag)]
+    if not bags:
+        raise FrontendError("model %s has no nn.EmbeddingBag modules" %
+                            type(model).__name__)
+    return bags
+
+
+def symbol_name(path: str) -> str:
+    """An MLIR bare identifier for a module path: characters other than
+    letters, digits and '_' become '_', and a leading digit gets a 't'."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", path) or "table"
+    if name[0].isdigit():
+        name = "t" + name
+    return name
+
+
+def _unique_symbols(paths: Sequence[str]) -> List[str]:
+    """Sanitised symbols, made distinct with a numeric suffix where two
+    paths sanitise to the same name ('a.b' and 'a_b')."""
+    used, symbols = set(), []
+    for path in paths:
+        base = symbol_name(path)
+        name, k = base, 1
+        while name in used:
+            name = "%s_%d" % (base, k)
+            k += 1
+        used.add(name)
+        symbols.append(name)
+    return symbols
+
+
+def _as_index_array(value, path: str, what: str) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() or value.is_complex() or \
+                value.dtype == torch.bool:
+            raise FrontendError("'%s': %s must be an integer tensor, got %s" %
+                                (path, what, value.dtype))
+        return value.detach().cpu().numpy().astype(np.int64)
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise FrontendError("'%s': %s must hold integers, got %s" %
+                            (path, what, array.dtype))
+    return array.astype(np.int64)
+
+
+def _split_batches(path: str, sample) -> list:
+    """The batches of one module's samples (see the module docstring)."""
+    if isinstance(sample, list):
+        if not sample:
+            raise FrontendError("'%s': the sample list is empty" % path)
+        return sample
+    return [sample]
+
+
+def _bag_lengths(path: str, module: nn.EmbeddingBag, batch,
+                 number: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(indices, per-bag lengths) of one sample batch, checked against the
+    module's conventions."""
+    where = "'%s' batch %d" % (path, number)
+    if isinstance(batch, tuple):
+        if len(batch) == 3 and batch[2] is not None:
+            raise FrontendError(
+                "%s has per_sample_weights; weighted bags are not supported "
+                "(NeuroShard lookups are plain sum or mean)" % where)
+        if len(batch) not in (2, 3):
+            raise FrontendError("%s: expected (indices, offsets), got a "
+                                "tuple of %d items" % (where, len(batch)))
+        indices = _as_index_array(batch[0], path, "indices")
+        if batch[1] is None:
+            batch = batch[0]
+        else:
+            offsets = _as_index_array(batch[1], path, "offsets")
+            if indices.ndim != 1 or offsets.ndim != 1:
+                raise FrontendError(
+                    "%s: with offsets, indices and offsets must be 1-D, got "
+                    "%d-D and %d-D" % (where, indices.ndim, offsets.ndim))
+            if offsets.size == 0 or offsets[0] != 0:
+                raise FrontendError("%s: offsets must start at 0" % where)
+            if module.include_last_offset:
+                if offsets.size < 2:
+                    raise FrontendError(
+                        "%s: include_last_offset needs at least 2 offsets, "
+                        "got %d" % (where, offsets.size))
+                if offsets[-1] != indices.size:
+                    raise FrontendError(
+                        "%s: the last offset is %d but there are %d indices"
+                        % (where, offsets[-1], indices.size))
+                bounds = offsets
+            else:
+                bounds = np.append(offsets, indices.size)
+            lengths = np.diff(bounds)
+            if (lengths < 0).any() or bounds[-1] > indices.size:
+                raise FrontendError(
+                    "%s: offsets must be non-decreasing and at most the "
+                    "number of indices (%d)" % (where, indices.size))
+            return indices, lengths
+    indices = _as_index_array(batch, path, "indices")
+    if indices.ndim != 2:
+        raise FrontendError("%s: indices without offsets must be 2-D "
+                            "(bags x bag length), got %d-D" %
+                            (where, indices.ndim))
+    return indices.reshape(-1), np.full(indices.shape[0], indices.shape[1],
+                                        dtype=np.int64)
+
+
+def _check_module(path: str, module: nn.EmbeddingBag) -> None:
+    if module.mode not in ("sum", "mean"):
+        raise FrontendError(
+            "'%s' uses mode='%s'; NeuroShard supports the 'sum' and 'mean' "
+            "pooling modes" % (path, module.mode))
+    if module.padding_idx is not None:
+        raise FrontendError(
+            "'%s' has padding_idx=%d; lookups that skip a padding row are "
+            "not supported" % (path, module.padding_idx))
+    if module.max_norm is not None:
+        raise FrontendError(
+            "'%s' has max_norm=%g, which renormalises rows during the lookup;"
+            " this is not supported" % (path, module.max_norm))
+    if module.weight.dtype != torch.float32:
+        raise FrontendError("'%s' has %s weights; only float32 is supported"
+                            % (path, module.weight.dtype))
+    rows, dim = module.weight.shape
+    if dim % 4:
+        raise FrontendError(
+            "'%s' has dim %d; NeuroShard tables need a dim that is a "
+            "multiple of 4" % (path, dim))
+
+
+def measure_tables(model: nn.Module, samples: Mapping[str, object]
+                   ) -> List[TableInfo]:
+    """One TableInfo per nn.EmbeddingBag of `model`, measured from
+    `samples` (see the module docstring)."""
+    bags = find_embedding_bags(model)
+    if not isinstance(samples, Mapping):
+        raise FrontendError("samples must map module paths to sample "
+                            "batches, got %s" % type(samples).__name__)
+    paths = [path for path, _ in bags]
+    unknown = sorted(set(samples) - set(paths))
+    if unknown:
+        raise FrontendError(
+            "samples name %s, which %s not an nn.EmbeddingBag of the model "
+            "(its bags are: %s)" % (", ".join("'%s'" % u for u in unknown),
+                                    "is" if len(unknown) == 1 else "are",
+                                    ", ".join(paths)))
+    missing = [p for p in paths if p not in samples]
+    if missing:
+        raise FrontendError("no sample batches for %s" %
+                            ", ".join("'%s'" % m for m in missing))
+
+    batch_size, batch_where = None, None
+    tables = []
+    for (path, module), symbol in zip(bags, _unique_symbols(paths)):
+        _check_module(path, module)
+        rows, dim = (int(x) for x in module.weight.shape)
+        streams, total_bags = [], 0
+        for number, batch in enumerate(_split_batches(path, samples[path])):
+            indices, lengths = _bag_lengths(path, module, batch, number)
+            where = "'%s' batch %d" % (path, number)
+            if lengths.size == 0:
+                raise FrontendError("%s has no bags" % where)
+            if batch_size is None:
+                batch_size, batch_where = int(lengths.size), where
+            elif lengths.size != batch_size:
+                raise FrontendError(
+                    "mismatched batches: %s has %d bags but %s has %d; every "
+                    "lookup of the function takes the same batch" %
+                    (where, lengths.size, batch_where, batch_size))
+            if indices.size and (indices.min() < 0 or indices.max() >= rows):
+                bad = indices.min() if indices.min() < 0 else indices.max()
+                raise FrontendError("%s has index %d outside the table's %d "
+                                    "rows" % (where, bad, rows))
+            streams.append(indices)
+            total_bags += int(lengths.size)
+        stream = np.concatenate(streams)
+        tables.append(TableInfo(
+            path=path, symbol=symbol, rows=rows, dim=dim, mode=module.mode,
+            batch_size=batch_size, pooling_factor=stream.size / total_bags,
+            access_hist=tp.access_histogram(stream),
+            num_indices=int(stream.size)))
+    return tables
+
+
+def _float_literal(value: float) -> str:
+    """An MLIR float literal with up to 9 significant digits; always has a
+    '.' or an exponent so MLIR reads it as a float."""
+    text = "%.9g" % value
+    return text if ("." in text or "e" in text) else text + ".0"
+
+
+def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
+    if isinstance(devices, bool) or not isinstance(devices, int) or \
+            devices < 1:
+        raise FrontendError("devices must be a positive integer, got %r" %
+                            (devices,))
+    if isinstance(memory_gb, (int, float)):
+        capacities = [float(memory_gb)]
+        text = _float_literal(float(memory_gb))
+    else:
+        capacities = [float(m) for m in memory_gb]
+        if len(capacities) != devices:
+            raise FrontendError("memory_gb lists %d capacities for %d "
+                                "devices" % (len(capacities), devices))
+        text = "[%s]" % ", ".join(_float_literal(m) for m in capacities)
+    for m in capacities:
+        if not m > 0 or m != m or m == float("inf"):
+            raise FrontendError("memory_gb must be positive and finite, got "
+                                "%r" % m)
+    return "#neuroshard.topology<devices = %d, memory_gb = %s>" % (devices,
+                                                                   text)
+
+
+def emit_module(tables: Sequence[TableInfo], devices: int = 4,
+                memory_gb: Union[float, Sequence[float]] = 16.0,
+                index_type: str = "i64", batch_size: Optional[int] = None,
+                source: str = "") -> str:
+    """The NeuroShard MLIR module text for measured tables: one
+    neuroshard.table per table and one lookup per table in
+    func.func @embeddings (arguments %idxN, %offN; results BxDxf32).
+    `batch_size` overrides the sampled batch size."""
+    if not tables:
+        raise FrontendError("no tables to emit")
+    if index_type not in INDEX_TYPES:
+        raise FrontendError("index type must be one of %s, got '%s'" %
+                            (", ".join(INDEX_TYPES), index_type))
+    b = tables[0].batch_size if batch_size is None else batch_size
+    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        raise FrontendError("batch size must be a positive integer, got %r" %
+                            (b,))
+    if index_type == "i32":
+        for t in tables:
+            if t.rows > 2**31 - 1:
+                raise FrontendError(
+                    "'%s' has %d rows, more than i32 indices can address" %
+                    (t.path, t.rows))
+    out = []
+    if source:
+        out.append("// %s" % source)
+    out.append("// Generated by neuroshard.frontend: %d nn.EmbeddingBag "
+               "tables, batch %d." % (len(tables), b))
+    out.append("module attributes {neuroshard.topology = %s} {" %
+               _topology(devices, memory_gb))
+    for t in tables:
+        out.append("  // %s: nn.EmbeddingBag(%d, %d, mode='%s'), %d sample "
+                   "indices" % (t.path, t.rows, t.dim, t.mode, t.num_indices))
+        bins = ", ".join(_float_literal(v) for v in t.access_hist)
+        out.append("  neuroshard.table @%s : rows %d, dim %d, f32 "
+                   "{pooling_factor = %s : f64," %
+                   (t.symbol, t.rows, t.dim, _float_literal(t.pooling_factor)))
+        out.append("    access_hist = array<f64: %s>}" % bins)
+    idx = "tensor<?x%s>" % index_type
+    off = "tensor<%dx%s>" % (b + 1, index_type)
+    args, results, body = [], [], []
+    for i, t in enumerate(tables):
+        result = "tensor<%dx%dxf32>" % (b, t.dim)
+        args.append("%%idx%d: %s, %%off%d: %s" % (i, idx, i, off))
+        results.append(result)
+        body.append("    %%e%d = neuroshard.embedding_bag @%s(%%idx%d, "
+                    "%%off%d) %s" % (i, t.symbol, i, i, t.mode))
+        body.append("        : (%s, %s) -> %s" % (idx, off, result))
+    out.append("")
+    out.append("  func.func @%s(" % FUNCTION_NAME)
+    out.append(",\n".join("      " + a for a in args) + ")")
+    out.append("      -> (" + ",\n          ".join(results) + ") {")
+    out.extend(body)
+    out.append("    return " + ", ".join("%%e%d" % i
+                                         for i in range(len(tables))))
+    out.append("        : " + ",\n          ".join(results))
+    out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def model_to_mlir(model: nn.Module, samples: Mapping[str, object],
+                  devices: int = 4,
+                  memory_gb: Union[float, Sequence[float]] = 16.0,
+                  index_type: str = "i64",
+                  batch_size: Optional[int] = None) -> str:
+    """The NeuroShard module of `model`'s embedding bags, measured from
+    `samples`; see the module docstring."""
+    tables = measure_tables(model, samples)
+    return emit_module(tables, devices=devices, memory_gb=memory_gb,
+                       index_type=index_type, batch_size=batch_size,
+                       source="model: %s" % type(model).__name__)

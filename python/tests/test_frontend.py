@@ -1,0 +1,214 @@
+#===- test_frontend.py - Tests of the PyTorch front end -------------------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from neuroshard import frontend
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def tool(name):
+    path = os.path.join(os.environ.get("NEUROSHARD_TOOLS_DIR",
+                                       os.path.join(REPO, "build", "bin")),
+                        name)
+    if not os.access(path, os.X_OK):
+        pytest.skip("%s is not built (%s)" % (name, path))
+    return path
+
+
+class Nested(nn.Module):
+    """Bags as a plain attribute, in a ModuleList, in a ModuleDict, and in a
+    Sequential inside a ModuleDict, next to modules that are not bags."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Linear(4, 4)
+        self.user = nn.EmbeddingBag(100, 8, mode="sum")
+        self.lists = nn.ModuleList([nn.EmbeddingBag(50, 4, mode="mean"),
+                                    nn.Embedding(10, 4)])
+        self.dicts = nn.ModuleDict({
+            "ad-id": nn.EmbeddingBag(30, 16, mode="sum"),
+            "deep": nn.Sequential(nn.ReLU(),
+                                  nn.EmbeddingBag(20, 12, mode="mean"))})
+
+
+def batch(indices, offsets):
+    return (torch.tensor(indices), torch.tensor(offsets))
+
+
+def nested_samples():
+    # Three bags per batch everywhere.
+    return {
+        "user": batch([5, 5, 5, 7, 9, 9], [0, 3, 4]),
+        "lists.0": [batch([1, 2], [0, 1, 2]), batch([3, 3, 3, 3], [0, 0, 2])],
+        "dicts.ad-id": torch.tensor([[0, 1], [0, 2], [0, 3]]),
+        "dicts.deep.1": batch([0, 1, 2], [0, 1, 2]),
+    }
+
+
+def test_finds_bags_in_any_nesting_and_names_them_by_path():
+    paths = [p for p, _ in frontend.find_embedding_bags(Nested())]
+    assert paths == ["user", "lists.0", "dicts.ad-id", "dicts.deep.1"]
+
+
+def test_symbols_are_sanitised_and_distinct():
+    assert frontend.symbol_name("dicts.ad-id") == "dicts_ad_id"
+    assert frontend.symbol_name("0.emb") == "t0_emb"
+    assert frontend._unique_symbols(["a.b", "a_b", "a-b"]) == \
+        ["a_b", "a_b_1", "a_b_2"]
+
+
+def test_statistics_are_measured_from_the_samples():
+    tables = {t.path: t for t in
+              frontend.measure_tables(Nested(), nested_samples())}
+    user = tables["user"]
+    assert (user.symbol, user.rows, user.dim, user.mode, user.batch_size) == \
+        ("user", 100, 8, "sum", 3)
+    # Bags [5 5 5], [7], [9 9]: 6 indices in 3 bags. Row 7 is hit once,
+    # row 9 twice (bin 1: (1, 2]) and row 5 three times (bin 2: (2, 4]).
+    assert user.pooling_factor == pytest.approx(2.0)
+    assert user.access_hist == pytest.approx(
+        [1 / 3, 1 / 3, 1 / 3] + [0.0] * 14)
+    # Two batches are pooled: 6 indices in 6 bags (one empty); rows 1 and 2
+    # once each, row 3 four times (bin 2).
+    lists = tables["lists.0"]
+    assert lists.mode == "mean"
+    assert lists.pooling_factor == pytest.approx(1.0)
+    assert lists.access_hist == pytest.approx(
+        [2 / 3, 0.0, 1 / 3] + [0.0] * 14)
+    # A 2-D input is one bag per row; row 0 is hit three times.
+    ad = tables["dicts.ad-id"]
+    assert ad.symbol == "dicts_ad_id"
+    assert ad.pooling_factor == pytest.approx(2.0)
+    assert ad.access_hist == pytest.approx([0.75, 0.0, 0.25] + [0.0] * 14)
+
+
+def test_hot_rows_reach_the_last_bin():
+    bag = nn.ModuleList([nn.EmbeddingBag(4, 4, mode="sum")])
+    indices = torch.zeros(2**15 + 1, dtype=torch.int64)
+    (table,) = frontend.measure_tables(
+        bag, {"0": (indices, torch.tensor([0, 2**14]))})
+    assert table.access_hist == [0.0] * 16 + [1.0]
+    assert table.pooling_factor == pytest.approx((2**15 + 1) / 2)
+
+
+def test_include_last_offset_counts_bags_like_pytorch():
+    bag = nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum",
+                                         include_last_offset=True)])
+    (table,) = frontend.measure_tables(
+        bag, {"0": batch([1, 2, 3, 4], [0, 1, 4])})
+    assert table.batch_size == 2
+    assert table.pooling_factor == pytest.approx(2.0)
+
+
+def test_emitted_text_has_the_documented_shape():
+    text = frontend.model_to_mlir(Nested(), nested_samples(), devices=2,
+                                  memory_gb=[1.0, 0.5])
+    assert "module attributes {neuroshard.topology = #neuroshard.topology<" \
+        "devices = 2, memory_gb = [1.0, 0.5]>}" in text
+    assert re.search(r"neuroshard.table @dicts_ad_id : rows 30, dim 16, f32 "
+                     r"\{pooling_factor = 2.0 : f64,\n    access_hist = "
+                     r"array<f64: 0.75, 0.0, 0.25(, 0.0){14}>\}", text)
+    assert "%idx3: tensor<?xi64>, %off3: tensor<4xi64>" in text
+    assert "%e1 = neuroshard.embedding_bag @lists_0(%idx1, %off1) mean\n" \
+        "        : (tensor<?xi64>, tensor<4xi64>) -> tensor<3x4xf32>" in text
+    assert text.count("neuroshard.embedding_bag") == 4
+    i32 = frontend.model_to_mlir(Nested(), nested_samples(),
+                                 index_type="i32", batch_size=8)
+    assert "%idx0: tensor<?xi32>, %off0: tensor<9xi32>" in i32
+    assert "-> tensor<8x8xf32>" in i32
+
+
+def test_emitted_module_parses_and_shards():
+    opt = tool("neuroshard-opt")
+    text = frontend.model_to_mlir(Nested(), nested_samples(), devices=2,
+                                  memory_gb=1.0)
+    parsed = subprocess.run([opt], input=text, capture_output=True,
+                            text=True)
+    assert parsed.returncode == 0, parsed.stderr
+    assert parsed.stdout.count("neuroshard.table @") == 4
+    sharded = subprocess.run(
+        [opt, "--neuroshard-shard=cost-model=analytical plan-table=-"],
+        input=text, capture_output=True, text=True)
+    assert sharded.returncode == 0, sharded.stderr
+    assert "NeuroShard plan:" in sharded.stdout
+    assert sharded.stdout.count("neuroshard.fused_embedding_bag") >= 1
+
+
+@pytest.mark.parametrize("model, samples, message", [
+    (nn.Sequential(nn.Linear(2, 2), nn.Embedding(4, 4)), {},
+     "model Sequential has no nn.EmbeddingBag modules"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="max")]),
+     {"0": batch([1], [0])}, "'0' uses mode='max'; NeuroShard supports"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum", padding_idx=0)]),
+     {"0": batch([1], [0])}, "'0' has padding_idx=0"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": (torch.tensor([1]), torch.tensor([0]), torch.tensor([0.5]))},
+     "'0' batch 0 has per_sample_weights"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum"),
+                    nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": batch([1, 2], [0, 1]), "1": [batch([1], [0, 1]),
+                                         batch([1], [0])]},
+     "mismatched batches: '1' batch 1 has 1 bags but '0' batch 0 has 2"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": batch([1, 10], [0, 1])},
+     "'0' batch 0 has index 10 outside the table's 10 rows"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 6, mode="sum")]),
+     {"0": batch([1], [0])}, "'0' has dim 6; NeuroShard tables need a dim"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]), {},
+     "no sample batches for '0'"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": batch([1], [0]), "1": batch([1], [0])},
+     "samples name '1', which is not an nn.EmbeddingBag of the model"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": batch([1, 2], [1])}, "'0' batch 0: offsets must start at 0"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": batch([1, 2], [0, 3])}, "offsets must be non-decreasing"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": (torch.tensor([1.0]), torch.tensor([0]))},
+     "'0': indices must be an integer tensor"),
+    (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
+     {"0": torch.tensor([1, 2])}, "indices without offsets must be 2-D"),
+])
+def test_bad_models_and_samples_are_refused(model, samples, message):
+    with pytest.raises(frontend.FrontendError) as error:
+        frontend.model_to_mlir(model, samples)
+    assert message in str(error.value)
+
+
+def test_bad_options_are_refused():
+    samples = {"0": batch([1], [0])}
+    model = nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")])
+    with pytest.raises(frontend.FrontendError, match="index type must be"):
+        frontend.model_to_mlir(model, samples, index_type="i16")
+    with pytest.raises(frontend.FrontendError,
+                       match="memory_gb lists 1 capacities for 2 devices"):
+        frontend.model_to_mlir(model, samples, devices=2, memory_gb=[1.0])
+    with pytest.raises(frontend.FrontendError, match="devices must be"):
+        frontend.model_to_mlir(model, samples, devices=0)
+
+
+def test_example_runs_end_to_end(tmp_path):
+    tools = os.path.dirname(tool("neuroshard-opt"))
+    tool("neuroshard-run")
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "examples", "pytorch_dlrm.py"),
+         "--tools-dir", tools, "--out", str(tmp_path), "--tables", "12",
+         "--batch", "256", "--cost-model", "analytical", "--max-rows",
+         "2000"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "NeuroShard plan:" in result.stdout
+    assert "(updated weights), tolerance 1.0E-05: match" in result.stdout
+    assert (tmp_path / "model.sharded.mlir").exists()
