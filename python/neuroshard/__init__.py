@@ -8,4 +8,5 @@ and their TorchScript bundle export, which the C++ planner loads, and the
 pre-training pipeline that feeds them: the synthetic table pool
 (neuroshard.table_pool), cost-data collection (neuroshard.collect), training
 (neuroshard.train) and its report (neuroshard.report, neuroshard.metrics);
-and the PyTorch front end (neuroshard.frontend)."""
+the PyTorch front end (neuroshard.frontend); and the evaluation of plans
+against the baselines on held-out tasks (neuroshard.evaluate)."""

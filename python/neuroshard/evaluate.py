@@ -1,0 +1,529 @@
+#===- evaluate.py - NeuroShard against the baselines ----------------------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+"""Evaluates the sharding algorithms on held-out synthetic tasks, as the
+paper does (MLSys 2023, §5): tasks drawn from the TEST split of the table
+pool (the cost model never saw those base tables), every algorithm planned
+with `neuroshard-plan` and priced by the same cost model.
+
+Settings (DESIGN §10, issue 7):
+  4dev   10..60 tables on 4 devices
+  8dev   20..120 tables on 8 devices
+  scale  1000 tables on 64 devices (drawn with replacement: the test split
+         has fewer tables)
+Every task has one memory capacity for all its devices, a seeded multiple
+(MIN_SLACK..MAX_SLACK) of the task's bytes per device, so memory binds on
+the tightest tasks: table-wise algorithms may find no plan there.
+
+For every algorithm: tasks with a valid plan, the mean predicted plan cost
+(over the tasks every algorithm solved, so means compare like with like),
+the mean search time, and NeuroShard's improvement over the best baseline.
+With --measure, each plan of the first tasks is also *measured*: every
+device's shards become pool tables (a column shard of width w of a test
+table is the pool table of the same base at dim w), `neuroshard-collect`
+times each device's fused forward + backward + SGD on the CPU, and the
+plan's measured cost is the slowest device's time (compute only: one
+process, no all-to-all).
+
+Tasks and pools are regenerated from the seeds on every run, never stored
+in the repository.
+
+    /usr/bin/python3 -m neuroshard.evaluate --tools-dir build/bin \\
+        --work build/eval --results docs/results.md --plot docs/results.png
+"""
+
+import argparse
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from neuroshard import table_pool as tp
+
+ALGORITHMS = ("neuroshard", "table-greedy-grid", "random", "size-greedy",
+              "dim-greedy", "lookup-greedy", "size-lookup-greedy")
+BASELINES = ALGORITHMS[1:]
+# name: (devices, fewest tables, most tables)
+SETTINGS = {"4dev": (4, 10, 60), "8dev": (8, 20, 120),
+            "scale": (64, 1000, 1000)}
+SETTING_TITLES = {"4dev": "10-60 tables on 4 devices",
+                  "8dev": "20-120 tables on 8 devices",
+                  "scale": "1000 tables on 64 devices"}
+# A device's capacity is slack x (the task's bytes / devices).
+MIN_SLACK, MAX_SLACK = 1.1, 2.5
+BATCH_SIZE = 1024
+GB = float(2**30)
+RESULTS_BEGIN = "<!-- evaluate.py results: begin -->"
+RESULTS_END = "<!-- evaluate.py results: end -->"
+
+
+class EvaluationError(Exception):
+    """Input or a tool result the evaluation cannot use."""
+
+
+def make_tasks(pool: Dict, setting: str, count: int, seed: int
+               ) -> List[Dict]:
+    """`count` seeded tasks of `setting` from the pool's test split. A task
+    holds neuroshard-plan's task JSON fields plus `devices`, `memory_gb`
+    and each table's `pool_id`."""
+    if setting not in SETTINGS:
+        raise EvaluationError("unknown setting '%s' (expected one of %s)" %
+                              (setting, ", ".join(SETTINGS)))
+    if count < 1:
+        raise EvaluationError("a setting needs at least 1 task, got %d" %
+                              count)
+    devices, low, high = SETTINGS[setting]
+    test = [t for t in pool["tables"] if t["split"] == "test"]
+    if not test:
+        raise EvaluationError("the pool has no test tables")
+    tasks = []
+    for k in range(count):
+        rng = np.random.default_rng([seed, list(SETTINGS).index(setting), k])
+        size = int(rng.integers(low, high + 1))
+        picks = rng.choice(len(test), size=size, replace=size > len(test))
+        tables = []
+        for i, p in enumerate(picks):
+            t = test[int(p)]
+            tables.append({"name": "t%d_p%d" % (i, t["id"]),
+                           "pool_id": t["id"], "rows": t["rows"],
+                           "dim": t["dim"],
+                           "pooling_factor": t["pooling_factor"],
+                           "access_hist": t["access_hist"]})
+        total = sum(tp.table_bytes(t) for t in tables)
+        slack = float(rng.uniform(MIN_SLACK, MAX_SLACK))
+        # Rounded up to the MB so the JSON value reproduces the capacity.
+        memory_gb = math.ceil(total * slack / devices / 2**20) / 1024.0
+        tasks.append({"name": "%s-%d" % (setting, k), "setting": setting,
+                      "devices": devices, "memory_gb": memory_gb,
+                      "batch_size": BATCH_SIZE, "tables": tables})
+    return tasks
+
+
+def task_json(task: Dict) -> Dict:
+    """The neuroshard-plan task file of a task."""
+    return {"batch_size": task["batch_size"],
+            "tables": [{k: t[k] for k in ("name", "rows", "dim",
+                                          "pooling_factor", "access_hist")}
+                       for t in task["tables"]]}
+
+
+def plan_command(tool: str, task_path: str, task: Dict, algorithm: str,
+                 cost_model: str) -> List[str]:
+    return [tool, task_path, "--devices", str(task["devices"]),
+            "--memory-gb", repr(task["memory_gb"]), "--algorithm", algorithm,
+            "--cost-model", cost_model, "--format=json"]
+
+
+def run_plan(tool: str, task: Dict, algorithm: str, cost_model: str,
+             workdir: str) -> Dict:
+    """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
+    "search_ms", "plan"} or {"valid": False, "error"} when the tool found no
+    plan; a tool that crashes or prints something else is an error."""
+    path = os.path.join(workdir, task["name"] + ".json")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            json.dump(task_json(task), f)
+    command = plan_command(tool, path, task, algorithm, cost_model)
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode == 1 and "error" in result.stderr:
+        return {"valid": False, "error": result.stderr.strip()}
+    if result.returncode != 0:
+        raise EvaluationError("'%s' exited with %d: %s" %
+                              (shlex.join(command), result.returncode,
+                               result.stderr.strip()))
+    try:
+        plan = json.loads(result.stdout)
+        return {"valid": True, "cost_ms": float(plan["cost_ms"]),
+                "search_ms": float(plan["search"]["time_ms"]), "plan": plan}
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise EvaluationError("'%s' printed no plan JSON (%s): %.200s" %
+                              (shlex.join(command), e, result.stdout))
+
+
+def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
+                ) -> List[List[int]]:
+    """Per device, the pool table ids its shards amount to: a shard of
+    width w of pool table (base, dim) is pool table (base, w)."""
+    by_name = {t["name"]: t for t in task["tables"]}
+    sets = [[] for _ in range(task["devices"])]
+    for shard in plan["shards"]:
+        table = by_name.get(shard["table"])
+        if table is None:
+            raise EvaluationError("plan of task '%s' names unknown table "
+                                  "'%s'" % (task["name"], shard["table"]))
+        width = int(shard["col_end"]) - int(shard["col_begin"])
+        if width not in pool_dims:
+            raise EvaluationError(
+                "task '%s': shard [%d, %d) of table '%s' is %d wide; the "
+                "pool has no table of that dim (%s)" %
+                (task["name"], shard["col_begin"], shard["col_end"],
+                 shard["table"], width, ", ".join(map(str, pool_dims))))
+        base = table["pool_id"] // len(pool_dims)
+        device = int(shard["device"])
+        if not 0 <= device < task["devices"]:
+            raise EvaluationError("task '%s': shard on device %d of %d" %
+                                  (task["name"], device, task["devices"]))
+        sets[device].append(base * len(pool_dims) +
+                            list(pool_dims).index(width))
+    return sets
+
+
+def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
+                 args) -> Dict[int, float]:
+    """Median forward + backward + SGD time (ms) of each non-empty set,
+    timed by neuroshard-collect."""
+    costs = {k: 0.0 for k, ids in sets.items() if not ids}
+    pending = {k: ids for k, ids in sets.items() if ids}
+    if not pending:
+        return costs
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl",
+                                     delete=False) as f:
+        for k, ids in pending.items():
+            f.write(json.dumps({"id": k, "tables": ids}) + "\n")
+        sets_path = f.name
+    command = [tool, "--pool", pool_path, "--sets", sets_path, "--device",
+               "cpu", "--batch-size", str(BATCH_SIZE), "--warmup",
+               str(args.warmup), "--iters", str(args.iters), "--seed",
+               str(args.seed)]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True)
+    finally:
+        os.unlink(sets_path)
+    if result.returncode != 0:
+        raise EvaluationError("'%s' exited with %d: %s" %
+                              (shlex.join(command), result.returncode,
+                               result.stderr.strip()))
+    for line in result.stdout.splitlines():
+        try:
+            sample = json.loads(line)
+            costs[int(sample["id"])] = float(sample["cost_ms"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise EvaluationError("'%s' printed an unexpected line: %.200s"
+                                  % (tool, line))
+    missing = sorted(set(pending) - set(costs))
+    if missing:
+        raise EvaluationError("'%s' timed no set %s" % (tool, missing[:5]))
+    return costs
+
+
+def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
+              algorithms: Sequence[str]) -> Dict:
+    """Per algorithm: valid plans, mean predicted (and measured) cost over
+    the tasks every algorithm solved, mean search time; and NeuroShard's
+    improvement over the best baseline."""
+    common = [i for i in range(len(tasks))
+              if all(results[a][i]["valid"] for a in algorithms)]
+    measured_common = [i for i in common
+                       if all("measured_ms" in results[a][i]
+                              for a in algorithms)]
+    rows = {}
+    for a in algorithms:
+        valid = [r for r in results[a] if r["valid"]]
+        rows[a] = {
+            "valid": len(valid),
+            "cost_ms": (float(np.mean([results[a][i]["cost_ms"]
+                                       for i in common]))
+                        if common else None),
+            "measured_ms": (float(np.mean([results[a][i]["measured_ms"]
+                                           for i in measured_common]))
+                            if measured_common else None),
+            "search_ms": (float(np.mean([r["search_ms"] for r in valid]))
+                          if valid else None),
+        }
+    summary = {"tasks": len(tasks), "common": len(common),
+               "measured_common": len(measured_common), "rows": rows}
+    for key in ("cost_ms", "measured_ms"):
+        baselines = [a for a in algorithms
+                     if a != "neuroshard" and rows[a][key] is not None]
+        if "neuroshard" in algorithms and \
+                rows["neuroshard"][key] is not None and baselines:
+            best = min(baselines, key=lambda a: rows[a][key])
+            summary["best_baseline_" + key] = best
+            summary["improvement_" + key] = 100.0 * (
+                1.0 - rows["neuroshard"][key] / rows[best][key])
+    return summary
+
+
+def _fmt(value, digits=4):
+    return "–" if value is None else "%.*f" % (digits, value)
+
+
+def markdown_table(setting: str, summary: Dict,
+                   algorithms: Sequence[str]) -> str:
+    measured = summary["measured_common"] > 0
+    lines = ["### %s (%d tasks)" % (SETTING_TITLES[setting],
+                                     summary["tasks"]), ""]
+    header = "| algorithm | valid plans | mean predicted cost (ms) |"
+    rule = "|---|---|---|"
+    if measured:
+        header += " mean measured cost (ms) |"
+        rule += "---|"
+    header += " mean search time (ms) |"
+    rule += "---|"
+    lines += [header, rule]
+    for a in algorithms:
+        row = summary["rows"][a]
+        line = "| %s | %d / %d | %s |" % (a, row["valid"], summary["tasks"],
+                                          _fmt(row["cost_ms"]))
+        if measured:
+            line += " %s |" % _fmt(row["measured_ms"])
+        line += " %s |" % _fmt(row["search_ms"], 1)
+        lines.append(line)
+    lines.append("")
+    lines.append("Mean costs are over the %d tasks every algorithm found a "
+                 "plan for%s." % (summary["common"], (
+                     "; measured costs over the first %d of them" %
+                     summary["measured_common"]) if measured else ""))
+    for key, what in (("cost_ms", "predicted"), ("measured_ms", "measured")):
+        if "improvement_" + key in summary:
+            lines.append(
+                "NeuroShard's mean %s cost is **%.1f%%** below the best "
+                "baseline's (%s)." % (what, summary["improvement_" + key],
+                                      summary["best_baseline_" + key]))
+    return "\n".join(lines) + "\n"
+
+
+def plot_tasks(path: str, settings: Dict[str, Dict]) -> None:
+    """Per-task predicted cost of NeuroShard and of the best baseline, one
+    panel per setting, tasks sorted by the baseline's cost."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(s, d) for s, d in settings.items()
+              if "best_baseline_cost_ms" in d["summary"]]
+    if not panels:
+        raise EvaluationError("nothing to plot: no setting has a NeuroShard "
+                              "plan and a baseline plan on common tasks")
+    figure, axes = plt.subplots(1, len(panels),
+                                figsize=(5.5 * len(panels), 4.2),
+                                squeeze=False)
+    for ax, (setting, data) in zip(axes[0], panels):
+        best = data["summary"]["best_baseline_cost_ms"]
+        results = data["results"]
+        common = [i for i in range(len(data["tasks"]))
+                  if results["neuroshard"][i]["valid"] and
+                  results[best][i]["valid"]]
+        common.sort(key=lambda i: results[best][i]["cost_ms"])
+        x = np.arange(len(common))
+        ax.plot(x, [results[best][i]["cost_ms"] for i in common], "o-",
+                label=best, color="tab:gray")
+        ax.plot(x, [results["neuroshard"][i]["cost_ms"] for i in common],
+                "s-", label="neuroshard", color="tab:red")
+        ax.set_title(SETTING_TITLES[setting])
+        ax.set_xlabel("task (sorted by %s cost)" % best)
+        ax.set_ylabel("predicted plan cost (ms)")
+        ax.legend()
+        ax.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_results(path: str, text: str) -> None:
+    """Replaces the generated part of `path` (between the RESULTS markers),
+    keeping the hand-written text around it; creates the file if needed."""
+    block = "%s\n%s%s\n" % (RESULTS_BEGIN, text, RESULTS_END)
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        if (RESULTS_BEGIN in old) != (RESULTS_END in old):
+            raise EvaluationError("'%s' has only one of the markers %s and %s"
+                                  % (path, RESULTS_BEGIN, RESULTS_END))
+        if RESULTS_BEGIN in old:
+            head = old[:old.index(RESULTS_BEGIN)]
+            tail = old[old.index(RESULTS_END) + len(RESULTS_END):]
+            new = head + block.rstrip("\n") + tail
+        else:
+            new = old.rstrip("\n") + "\n\n" + block
+    else:
+        new = "# Evaluation results\n\n" + block
+    with open(path, "w") as f:
+        f.write(new)
+
+
+def _tool(tools_dir: str, name: str) -> str:
+    path = os.path.join(tools_dir, name)
+    if not os.access(path, os.X_OK):
+        raise EvaluationError("%s not found in --tools-dir '%s' (build it "
+                              "with ninja -C build %s)" % (name, tools_dir,
+                                                           name))
+    return path
+
+
+def _load_or_make_pool(args, log) -> str:
+    if args.pool:
+        return args.pool
+    os.makedirs(args.work, exist_ok=True)
+    path = os.path.join(args.work, "pool-s%d-b%d.json" %
+                        (args.pool_seed, args.base_tables))
+    if not os.path.exists(path):
+        print("generating the table pool (seed %d, %d base tables) in %s" %
+              (args.pool_seed, args.base_tables, path), file=log)
+        with open(path, "w") as f:
+            json.dump(tp.generate_pool(args.pool_seed, args.base_tables), f)
+    return path
+
+
+def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
+                    repo: str, log) -> None:
+    """Warns when the pool is not the one the cost model was trained on:
+    its test split would then not be held out from the model."""
+    bundle = cost_model
+    if cost_model == "default":
+        bundle = os.path.join(repo, "models", "cpu-zen5-b1024")
+    meta_path = os.path.join(bundle, "meta.json")
+    if not os.path.exists(meta_path):
+        return
+    with open(meta_path) as f:
+        trained_on = json.load(f).get("training", {}).get("pool")
+    if trained_on and trained_on != tp.pool_fingerprint(pool):
+        print("warning: pool '%s' (fingerprint %s) is not the pool the cost "
+              "model was trained on (%s); its test tables may not be held "
+              "out" % (pool_path, tp.pool_fingerprint(pool), trained_on),
+              file=log)
+
+
+def evaluate(args, log=sys.stdout) -> Dict:
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    plan_tool = _tool(args.tools_dir, "neuroshard-plan")
+    collect_tool = _tool(args.tools_dir, "neuroshard-collect") \
+        if args.measure_tasks else None
+    pool_path = _load_or_make_pool(args, log)
+    pool = tp.load_pool(pool_path)
+    _check_held_out(pool, pool_path, args.cost_model, repo, log)
+    pool_dims = pool.get("dims", list(tp.POOL_DIMS))
+    os.makedirs(args.work, exist_ok=True)
+    settings = {}
+    for setting in args.settings:
+        count = args.scale_tasks if setting == "scale" else args.tasks
+        tasks = make_tasks(pool, setting, count, args.seed)
+        results = {a: [] for a in args.algorithms}
+        started = time.time()
+        for task in tasks:
+            for a in args.algorithms:
+                results[a].append(run_plan(plan_tool, task, a,
+                                           args.cost_model, args.work))
+        if setting == "4dev" and args.measure_tasks:
+            _measure(tasks[:args.measure_tasks], results, args.algorithms,
+                     collect_tool, pool_path, pool_dims, args, log)
+        summary = summarise(tasks, results, args.algorithms)
+        table = markdown_table(setting, summary, args.algorithms)
+        print(table, file=log)
+        print("(%s: %.0f s)\n" % (setting, time.time() - started), file=log)
+        settings[setting] = {"tasks": tasks, "results": results,
+                             "summary": summary, "table": table}
+    return settings
+
+
+def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
+             log) -> None:
+    """Adds "measured_ms" (slowest device's measured time) to the valid
+    plans of `tasks`, timing each distinct device set once."""
+    keys, sets = {}, {}
+    for i, task in enumerate(tasks):
+        for a in algorithms:
+            r = results[a][i]
+            if not r["valid"]:
+                continue
+            per_device = device_sets(task, r["plan"], pool_dims)
+            r["device_sets"] = per_device
+            for ids in per_device:
+                key = tuple(sorted(ids))
+                if key not in keys:
+                    keys[key] = len(keys)
+                    sets[keys[key]] = list(key)
+    print("measuring %d device sets of %d tasks with %s" %
+          (len(sets), len(tasks), tool), file=log, flush=True)
+    costs = measure_sets(tool, pool_path, sets, args)
+    for i in range(len(tasks)):
+        for a in algorithms:
+            r = results[a][i]
+            if r["valid"]:
+                r["measured_ms"] = max(costs[keys[tuple(sorted(ids))]]
+                                       for ids in r["device_sets"])
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m neuroshard.evaluate",
+        description="Plans held-out synthetic tasks with every algorithm "
+        "and compares their predicted (and measured) plan costs.")
+    parser.add_argument("--tools-dir", default=os.environ.get(
+        "NEUROSHARD_TOOLS_DIR", "build/bin"),
+        help="directory of neuroshard-plan and neuroshard-collect")
+    parser.add_argument("--work", default="build/eval",
+                        help="directory for the pool and task files")
+    parser.add_argument("--pool", help="pool JSON (default: generate it "
+                        "from --pool-seed and --base-tables in --work)")
+    parser.add_argument("--pool-seed", type=int, default=0)
+    parser.add_argument("--base-tables", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the tasks and of the index streams")
+    parser.add_argument("--settings", default="4dev,8dev,scale",
+                        help="comma list of %s" % ", ".join(SETTINGS))
+    parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    parser.add_argument("--tasks", type=int, default=20,
+                        help="tasks per setting (default %(default)s)")
+    parser.add_argument("--scale-tasks", type=int, default=2)
+    parser.add_argument("--cost-model", default="default")
+    parser.add_argument("--measure-tasks", type=int, default=0,
+                        help="measure the plans of this many 4-device tasks "
+                        "with neuroshard-collect (default 0: none)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--results", help="markdown file whose generated "
+                        "section receives the tables")
+    parser.add_argument("--plot", help="PNG of per-task costs")
+    parser.add_argument("--json", help="write every task's results here")
+    args = parser.parse_args(argv)
+    args.settings = [s for s in args.settings.split(",") if s]
+    args.algorithms = [a for a in args.algorithms.split(",") if a]
+    for s in args.settings:
+        if s not in SETTINGS:
+            parser.error("unknown setting '%s' (expected %s)" %
+                         (s, ", ".join(SETTINGS)))
+    for a in args.algorithms:
+        if a not in ALGORITHMS:
+            parser.error("unknown algorithm '%s' (expected %s)" %
+                         (a, ", ".join(ALGORITHMS)))
+    if args.tasks < 1 or args.scale_tasks < 1 or args.measure_tasks < 0:
+        parser.error("--tasks and --scale-tasks must be positive and "
+                     "--measure-tasks >= 0")
+    try:
+        settings = evaluate(args)
+        command = "/usr/bin/python3 -m neuroshard.evaluate " + \
+            shlex.join(argv if argv is not None else sys.argv[1:])
+        if args.results:
+            text = "Generated by:\n\n```sh\n%s\n```\n\n" % command
+            text += "\n".join(d["table"] for d in settings.values())
+            write_results(args.results, text)
+        if args.plot:
+            plot_tasks(args.plot, settings)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({s: {"summary": d["summary"],
+                               "results": {a: [{k: v for k, v in r.items()
+                                                if k != "plan"}
+                                               for r in rs]
+                                           for a, rs in
+                                           d["results"].items()}}
+                           for s, d in settings.items()}, f, indent=1)
+    except (EvaluationError, tp.PoolError) as e:
+        print("evaluate: error: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
