@@ -109,6 +109,8 @@ def test_summary_compares_on_common_tasks():
         "dim-greedy": [result(12.0, 2.0, 9.5), result(9.0, 2.0, 8.5),
                        result(1.0, 2.0)],
     }
+    results["table-greedy-grid"] = [result(8.0, 1.0, 9.2),
+                                    result(8.0, 1.0, 8.8), result(5.0)]
     algorithms = list(results)
     summary = ev.summarise(tasks, results, algorithms)
     assert summary["common"] == 2 and summary["measured_common"] == 2
@@ -125,6 +127,8 @@ def test_summary_compares_on_common_tasks():
     table = ev.markdown_table("4dev", summary, algorithms)
     assert "| size-greedy | 2 / 3 | 10.0000 | 10.0000 | 1.0 |" in table
     assert "**30.0%** below the best baseline's (size-greedy)" in table
+    assert summary["ablation_improvement_cost_ms"] == pytest.approx(12.5)
+    assert "Against table-greedy-grid (the same cost model" in table
 
 
 def test_results_file_keeps_hand_written_text(tmp_path):
