@@ -296,15 +296,23 @@ def markdown_table(setting: str, summary: Dict,
     for key, what in (("cost_ms", "predicted"), ("measured_ms", "measured")):
         if "improvement_" + key in summary:
             lines.append(
-                "NeuroShard's mean %s cost is **%.1f%%** below the best "
-                "baseline's (%s)." % (what, summary["improvement_" + key],
-                                      summary["best_baseline_" + key]))
+                "NeuroShard's mean %s cost is **%s** the best baseline's "
+                "(%s)." % (what, _relative(summary["improvement_" + key]),
+                           summary["best_baseline_" + key]))
         if "ablation_improvement_" + key in summary:
             lines.append(
                 "Against %s (the same cost model and greedy, without "
-                "column splits) it is %.1f%% below." %
-                (ABLATION, summary["ablation_improvement_" + key]))
+                "column splits) it is %s." %
+                (ABLATION,
+                 _relative(summary["ablation_improvement_" + key])))
     return "\n".join(lines) + "\n"
+
+
+def _relative(improvement_percent: float) -> str:
+    """'12.3% below' for a positive improvement, '4.5% above' otherwise."""
+    if improvement_percent >= 0:
+        return "%.1f%% below" % improvement_percent
+    return "%.1f%% above" % -improvement_percent
 
 
 def plot_tasks(path: str, settings: Dict[str, Dict]) -> None:

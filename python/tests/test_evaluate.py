@@ -126,7 +126,8 @@ def test_summary_compares_on_common_tasks():
         100 * (1 - 8.0 / 9.0))
     table = ev.markdown_table("4dev", summary, algorithms)
     assert "| size-greedy | 2 / 3 | 10.0000 | 10.0000 | 1.0 |" in table
-    assert "**30.0%** below the best baseline's (size-greedy)" in table
+    assert "**30.0% below** the best baseline's (size-greedy)" in table
+    assert ev._relative(-4.5) == "4.5% above"
     assert summary["ablation_improvement_cost_ms"] == pytest.approx(12.5)
     assert "Against table-greedy-grid (the same cost model" in table
 
