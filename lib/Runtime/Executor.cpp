@@ -44,7 +44,8 @@ llvm::Error makeError(const llvm::Twine &message) {
 template <typename T> using Desc1 = StridedMemRefType<T, 1>;
 using Desc2 = StridedMemRefType<float, 2>;
 
-template <typename T> Desc1<T> desc1(std::vector<T> &v) {
+template <typename T, typename Allocator>
+Desc1<T> desc1(std::vector<T, Allocator> &v) {
   Desc1<T> d;
   d.basePtr = d.data = v.data();
   d.offset = 0;
@@ -539,8 +540,8 @@ std::optional<std::string> rt::findOutOfRangeIndex(const ModelInfo &info,
   return std::nullopt;
 }
 
-double rt::maxRelativeDifference(const std::vector<float> &a,
-                                 const std::vector<float> &b) {
+double rt::maxRelativeDifference(llvm::ArrayRef<float> a,
+                                 llvm::ArrayRef<float> b) {
   double maxDiff = 0.0, maxRef = 0.0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     maxDiff = std::max(maxDiff, std::fabs(double(a[i]) - double(b[i])));

@@ -28,11 +28,13 @@
 #include "neuroshard/Runtime/InputGenerator.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,32 @@ class ExecutionEngine;
 
 namespace neuroshard {
 namespace runtime {
+
+/// Allocates on cache-line (64-byte) boundaries, so that rows whose size is
+/// a multiple of 64 bytes start on a line and the kernels' wide vector loads
+/// of a row do not straddle two lines each.
+template <typename T> struct CacheAlignedAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  CacheAlignedAllocator() = default;
+  template <typename U>
+  CacheAlignedAllocator(const CacheAlignedAllocator<U> &) {}
+  T *allocate(size_t n) {
+    return static_cast<T *>(::operator new(n * sizeof(T), kAlignment));
+  }
+  void deallocate(T *p, size_t) { ::operator delete(p, kAlignment); }
+  template <typename U>
+  bool operator==(const CacheAlignedAllocator<U> &) const {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const CacheAlignedAllocator<U> &) const {
+    return false;
+  }
+};
+
+/// A weight arena.
+using WeightVector = std::vector<float, CacheAlignedAllocator<float>>;
 
 /// A table as the runtime sees it.
 struct TableInfo {
@@ -99,7 +127,7 @@ struct ModelData {
   /// Rows allocated per table (the table's rows, or the cap).
   std::vector<int64_t> allocatedRows;
   std::vector<int64_t> layout;
-  std::vector<float> weights;
+  WeightVector weights;
   /// Per input pair: generated indices and offsets (i64), and i32 copies
   /// for pairs whose arguments are i32.
   std::vector<inputs::LookupInputs> inputs;
@@ -155,8 +183,7 @@ private:
 
 /// Element-wise comparison: max |a - b| divided by max |b| (0 when both are
 /// empty or all zero).
-double maxRelativeDifference(const std::vector<float> &a,
-                             const std::vector<float> &b);
+double maxRelativeDifference(llvm::ArrayRef<float> a, llvm::ArrayRef<float> b);
 
 /// A shard set for direct kernel calls: tables packed one after another in
 /// `weights` (row stride = width), all with their own inputs.
@@ -177,7 +204,8 @@ struct PreparedSet {
   bool indicesAreI32 = false;
   std::vector<int64_t> layout, meta, indices, offsets;
   std::vector<int32_t> indices32, offsets32;
-  std::vector<float> weights, output, gradient;
+  WeightVector weights;
+  std::vector<float> output, gradient;
 };
 
 /// The generic kernels alone, compiled once and called on shard sets that
