@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -540,6 +541,29 @@ std::optional<std::string> rt::findOutOfRangeIndex(const ModelInfo &info,
   return std::nullopt;
 }
 
+Timing rt::timeRuns(unsigned warmup, unsigned iters,
+                    llvm::function_ref<void()> step,
+                    llvm::function_ref<void()> beforeEach) {
+  std::vector<double> ms;
+  for (unsigned run = 0; run < warmup + iters; ++run) {
+    if (beforeEach)
+      beforeEach();
+    auto start = std::chrono::steady_clock::now();
+    step();
+    auto stop = std::chrono::steady_clock::now();
+    if (run >= warmup)
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  Timing timing;
+  size_t n = ms.size();
+  timing.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  timing.min = ms.front();
+  timing.max = ms.back();
+  return timing;
+}
+
 double rt::maxRelativeDifference(llvm::ArrayRef<float> a,
                                  llvm::ArrayRef<float> b) {
   double maxDiff = 0.0, maxRef = 0.0;
@@ -702,39 +726,37 @@ llvm::Expected<std::unique_ptr<CPUKernels>> CPUKernels::compile() {
   return kernels;
 }
 
-PreparedSet CPUKernels::prepare(const std::vector<KernelShard> &shards,
-                                int64_t batch, uint64_t gradientSeed,
-                                bool indicesAreI32) {
-  PreparedSet set;
+int64_t CPUKernels::packInputs(PreparedSet &set,
+                               const std::vector<KernelShard> &shards,
+                               int64_t batch, uint64_t gradientSeed,
+                               bool indicesAreI32) {
   set.batch = batch;
+  set.width = 0;
   set.indicesAreI32 = indicesAreI32;
+  set.layout.clear();
+  set.meta.clear();
+  set.indices.clear();
+  set.offsets.clear();
   int64_t arena = 0;
-  for (const KernelShard &shard : shards) {
-    set.layout.push_back(arena);
-    arena += shard.rows * shard.width;
-    set.width += shard.width;
-  }
-  set.weights.resize(static_cast<size_t>(arena));
-  int64_t outColumn = 0;
   for (size_t s = 0; s < shards.size(); ++s) {
     const KernelShard &shard = shards[s];
-    std::copy(shard.weights, shard.weights + shard.rows * shard.width,
-              set.weights.begin() + set.layout[s]);
     int64_t fields[abi::kShardFields] = {
         static_cast<int64_t>(s),
         shard.width,
         0,
         shard.width,
-        outColumn,
+        set.width,
         static_cast<int64_t>(set.indices.size()),
         static_cast<int64_t>(set.offsets.size()),
         shard.mode};
     set.meta.insert(set.meta.end(), fields, fields + abi::kShardFields);
+    set.layout.push_back(arena);
     set.indices.insert(set.indices.end(), shard.inputs->indices.begin(),
                        shard.inputs->indices.end());
     set.offsets.insert(set.offsets.end(), shard.inputs->offsets.begin(),
                        shard.inputs->offsets.end());
-    outColumn += shard.width;
+    arena += shard.rows * shard.width;
+    set.width += shard.width;
   }
   if (indicesAreI32) {
     set.indices32.assign(set.indices.begin(), set.indices.end());
@@ -746,6 +768,19 @@ PreparedSet CPUKernels::prepare(const std::vector<KernelShard> &shards,
     for (int64_t c = 0; c < set.width; ++c)
       set.gradient[b * set.width + c] =
           inputs::gradientValue(gradientSeed, b, c);
+  return arena;
+}
+
+PreparedSet CPUKernels::prepare(const std::vector<KernelShard> &shards,
+                                int64_t batch, uint64_t gradientSeed,
+                                bool indicesAreI32) {
+  PreparedSet set;
+  int64_t arena = packInputs(set, shards, batch, gradientSeed, indicesAreI32);
+  set.weights.resize(static_cast<size_t>(arena));
+  for (size_t s = 0; s < shards.size(); ++s)
+    std::copy(shards[s].weights,
+              shards[s].weights + shards[s].rows * shards[s].width,
+              set.weights.begin() + set.layout[s]);
   return set;
 }
 

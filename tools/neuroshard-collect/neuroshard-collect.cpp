@@ -32,7 +32,6 @@
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <map>
 
@@ -180,13 +179,7 @@ int main(int argc, char **argv) {
     if (!id || !tables || tables->empty())
       fail(where + ": expected {\"id\": N, \"tables\": [ids...]}");
 
-    set.batch = batchSize;
-    set.width = 0;
-    set.layout.clear();
-    set.meta.clear();
-    set.indices.clear();
-    set.offsets.clear();
-    int64_t arena = 0;
+    std::vector<KernelShard> shards;
     for (const json::Value &value : *tables) {
       auto tableId = value.getAsInteger();
       auto it = tableId ? pool.find(*tableId) : pool.end();
@@ -205,55 +198,28 @@ int main(int argc, char **argv) {
                                        stats, batchSize, seed,
                                        static_cast<uint64_t>(*tableId), rows)})
                 .first;
-      int64_t fields[kernel_abi::kShardFields] = {
-          static_cast<int64_t>(set.layout.size()),
-          stats.dim,
-          0,
-          stats.dim,
-          set.width,
-          static_cast<int64_t>(set.indices.size()),
-          static_cast<int64_t>(set.offsets.size()),
-          kernel_abi::kSum};
-      set.meta.insert(set.meta.end(), fields,
-                      fields + kernel_abi::kShardFields);
-      set.layout.push_back(arena);
-      set.indices.insert(set.indices.end(), stream->second.indices.begin(),
-                         stream->second.indices.end());
-      set.offsets.insert(set.offsets.end(), stream->second.offsets.begin(),
-                         stream->second.offsets.end());
-      arena += rows * stats.dim;
-      set.width += stats.dim;
+      shards.push_back(
+          {nullptr, rows, stats.dim, kernel_abi::kSum, &stream->second});
     }
+    int64_t arena = CPUKernels::packInputs(set, shards, batchSize, seed);
     if (static_cast<size_t>(arena) > set.weights.size()) {
       size_t old = set.weights.size();
       set.weights.resize(static_cast<size_t>(arena));
       inputs::fillWeights(0x5eed, 1, 0, static_cast<int64_t>(arena - old),
                           set.weights.data() + old, 0);
     }
-    set.output.assign(static_cast<size_t>(batchSize * set.width), 0.0f);
-    set.gradient.resize(set.output.size());
-    for (size_t i = 0; i < set.gradient.size(); ++i)
-      set.gradient[i] = inputs::gradientValue(seed, 0, static_cast<int64_t>(i));
 
-    std::vector<double> ms;
-    for (unsigned run = 0; run < warmup + iters; ++run) {
-      flusher.flush();
-      auto start = std::chrono::steady_clock::now();
-      kernels->forward(set);
-      kernels->backward(set, learningRate);
-      auto stop = std::chrono::steady_clock::now();
-      if (run >= warmup)
-        ms.push_back(
-            std::chrono::duration<double, std::milli>(stop - start).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    double median = ms.size() % 2
-                        ? ms[ms.size() / 2]
-                        : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+    Timing timing = timeRuns(
+        warmup, iters,
+        [&] {
+          kernels->forward(set);
+          kernels->backward(set, learningRate);
+        },
+        [&] { flusher.flush(); });
     json::Object result{{"id", *id},
-                        {"cost_ms", median},
-                        {"min_ms", ms.front()},
-                        {"max_ms", ms.back()},
+                        {"cost_ms", timing.median},
+                        {"min_ms", timing.min},
+                        {"max_ms", timing.max},
                         {"runs", static_cast<int64_t>(iters)},
                         {"device", "cpu"},
                         {"hardware", hardware},

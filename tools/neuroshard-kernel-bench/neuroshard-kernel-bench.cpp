@@ -19,10 +19,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <string>
 
 using namespace neuroshard;
@@ -42,19 +40,8 @@ struct Case {
   std::vector<Table> tables;
 };
 
-double medianMs(int warmup, int iters, const std::function<void()> &body) {
-  for (int i = 0; i < warmup; ++i)
-    body();
-  std::vector<double> ms;
-  for (int i = 0; i < iters; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    auto stop = std::chrono::steady_clock::now();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(stop - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+double medianMs(unsigned iters, llvm::function_ref<void()> body) {
+  return timeRuns(/*warmup=*/3, iters, body).median;
 }
 
 } // namespace
@@ -152,18 +139,18 @@ int main(int argc, char **argv) {
       column += c.tables[t].dim;
     }
 
-    double oursFwd = medianMs(3, iters, [&] { kernels->forward(set); });
-    double torchFwd = medianMs(3, iters, [&] {
+    double oursFwd = medianMs(iters, [&] { kernels->forward(set); });
+    double torchFwd = medianMs(iters, [&] {
       torch::NoGradGuard noGrad;
       for (size_t t = 0; t < tw.size(); ++t)
         (void)torch::embedding_bag(tw[t], ti[t], to[t], false, 0, false, {},
                                    true);
     });
-    double oursStep = medianMs(3, iters, [&] {
+    double oursStep = medianMs(iters, [&] {
       kernels->forward(set);
       kernels->backward(set, lr);
     });
-    double torchStep = medianMs(3, iters, [&] {
+    double torchStep = medianMs(iters, [&] {
       for (size_t t = 0; t < tw.size(); ++t) {
         torch::Tensor out = std::get<0>(torch::embedding_bag(
             tw[t], ti[t], to[t], false, 0, /*sparse=*/true, {}, true));

@@ -34,7 +34,6 @@
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 using namespace llvm;
@@ -159,31 +158,6 @@ void step(Loaded &loaded, ModelData &data,
     failOn(loaded.model->backward(data, learningRate), "backward");
 }
 
-struct Timing {
-  double median = 0, min = 0, max = 0;
-};
-
-Timing timeSteps(Loaded &loaded, ModelData &data) {
-  std::vector<std::vector<float>> outputs;
-  for (unsigned i = 0; i < warmup; ++i)
-    step(loaded, data, outputs);
-  std::vector<double> ms;
-  for (unsigned i = 0; i < iters; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    step(loaded, data, outputs);
-    auto stop = std::chrono::steady_clock::now();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(stop - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  Timing t;
-  t.median = ms.size() % 2 ? ms[ms.size() / 2]
-                           : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  t.min = ms.front();
-  t.max = ms.back();
-  return t;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -292,7 +266,10 @@ int main(int argc, char **argv) {
 
   std::optional<Timing> timing;
   if (iters > 0)
-    timing = timeSteps(model, data);
+    timing = timeRuns(warmup, iters, [&] {
+      std::vector<std::vector<float>> outputs;
+      step(model, data, outputs);
+    });
 
   bool mismatch = (outputDiff && *outputDiff > tolerance) ||
                   (weightDiff && *weightDiff > tolerance);

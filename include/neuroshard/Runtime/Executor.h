@@ -29,6 +29,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
@@ -181,6 +182,17 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// Median, fastest and slowest of timed runs, in ms.
+struct Timing {
+  double median = 0, min = 0, max = 0;
+};
+
+/// Runs `step` `warmup` times, then `iters` (>= 1) times timed, calling
+/// `beforeEach` (untimed; e.g. a cache flush) before every run.
+Timing timeRuns(unsigned warmup, unsigned iters,
+                llvm::function_ref<void()> step,
+                llvm::function_ref<void()> beforeEach = {});
+
 /// Element-wise comparison: max |a - b| divided by max |b| (0 when both are
 /// empty or all zero).
 double maxRelativeDifference(llvm::ArrayRef<float> a, llvm::ArrayRef<float> b);
@@ -220,6 +232,14 @@ public:
   static PreparedSet prepare(const std::vector<KernelShard> &shards,
                              int64_t batch, uint64_t gradientSeed,
                              bool indicesAreI32 = false);
+  /// Everything `prepare` does except the weights: resets `set` for
+  /// `shards` (whose `weights` are not read) and lays out each shard's rows
+  /// in the arena, returning the arena size the set needs (elements). The
+  /// caller owns `set.weights`, so one arena can serve many sets.
+  static int64_t packInputs(PreparedSet &set,
+                            const std::vector<KernelShard> &shards,
+                            int64_t batch, uint64_t gradientSeed,
+                            bool indicesAreI32 = false);
   void forward(PreparedSet &set);
   void backward(PreparedSet &set, float learningRate);
 
