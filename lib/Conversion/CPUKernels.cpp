@@ -33,11 +33,22 @@ namespace {
 
 /// Vector widths of the column loops, widest first; the last must be 1.
 constexpr int64_t kChunkWidths[] = {128, 64, 32, 16, 8, 4, 1};
-/// How many indices ahead of the current one the kernels prefetch rows.
-constexpr int64_t kPrefetchDistance = 16;
-/// Elements between two prefetched addresses of a chunk (the hardware's
-/// adjacent-line prefetcher brings the line next to each).
-constexpr int64_t kPrefetchStride = 32;
+/// How far ahead each kernel prefetches rows, as a budget of floats: a
+/// shard looks budget / width indices ahead, clamped to
+/// [kMinPrefetchDistance, kMaxPrefetchDistance], so that narrow shards keep
+/// about as many bytes in flight as wide ones. The backward kernel, which
+/// also writes the rows back, gains from the longer look-ahead
+/// (neuroshard-kernel-bench).
+struct PrefetchPolicy {
+  int64_t budget;
+  bool forWrite;
+};
+constexpr PrefetchPolicy kForwardPrefetch = {1536, /*forWrite=*/false};
+constexpr PrefetchPolicy kBackwardPrefetch = {2048, /*forWrite=*/true};
+/// Floats between two prefetched addresses of a chunk: one per 64-byte line.
+constexpr int64_t kPrefetchStride = 16;
+constexpr int64_t kMinPrefetchDistance = 16;
+constexpr int64_t kMaxPrefetchDistance = 64;
 
 /// One shard's metadata row, loaded as `index` values.
 struct ShardFields {
@@ -122,13 +133,24 @@ public:
     }
   }
 
-  /// Prefetches the chunk at `column` of the row `kPrefetchDistance`
-  /// indices ahead of `position` (clamped to the bag), every
-  /// kPrefetchStride floats, as FBGEMM's kernels do for their gathers.
-  void prefetchAhead(Value indices, Value position, Value end, Value rowStride,
-                     Value weightBase, Value column, VectorType chunkType,
-                     Value weights, bool forWrite) {
-    Value ahead = arith::AddIOp::create(b, position, index(kPrefetchDistance));
+  /// The number of indices a shard of `width` columns looks ahead.
+  Value prefetchDistance(Value width, const PrefetchPolicy &policy) {
+    Value nonZero = arith::MaxUIOp::create(b, width, index(1));
+    Value d = arith::DivUIOp::create(b, index(policy.budget), nonZero);
+    d = arith::MaxUIOp::create(b, d, index(kMinPrefetchDistance));
+    return arith::MinUIOp::create(b, d, index(kMaxPrefetchDistance));
+  }
+
+  /// Prefetches the chunk at `column` of the row `distance` indices ahead of
+  /// `position`, one prefetch per cache line. The look-ahead runs on into
+  /// the following bags of the shard (clamped to the shard's last index
+  /// before `end`), so that a bag's first rows are already on their way
+  /// while the previous bag finishes.
+  void prefetchAhead(Value indices, Value position, Value distance, Value end,
+                     Value rowStride, Value weightBase, Value column,
+                     VectorType chunkType, Value weights,
+                     const PrefetchPolicy &policy) {
+    Value ahead = arith::AddIOp::create(b, position, distance);
     Value last = arith::SubIOp::create(b, end, index(1));
     Value clamped = arith::MinSIOp::create(b, ahead, last);
     Value row = loadIndex(indices, clamped);
@@ -140,7 +162,7 @@ public:
       Value addr =
           offset ? arith::AddIOp::create(b, base, index(offset)).getResult()
                  : base;
-      memref::PrefetchOp::create(b, weights, ValueRange{addr}, forWrite,
+      memref::PrefetchOp::create(b, weights, ValueRange{addr}, policy.forWrite,
                                  /*localityHint=*/3, /*isDataCache=*/true);
     }
   }
@@ -157,6 +179,11 @@ MemRefType dynamic1D(Type element) {
 struct BagContext {
   ValueRange args;
   ShardFields shard;
+  /// One past the shard's last position in the indices buffer.
+  Value shardEnd;
+  /// How many indices ahead the kernel prefetches rows for this shard.
+  Value distance;
+  const PrefetchPolicy *prefetch;
   Value bag, start, end, divisor;
 };
 
@@ -165,7 +192,8 @@ struct BagContext {
 /// over the shards of `meta` and over the bags of the buffer, and `body` in
 /// the bag loop.
 void buildKernel(OpBuilder &builder, Location loc, StringRef name,
-                 IntegerType indexType, ArrayRef<Type> extra,
+                 IntegerType indexType, const PrefetchPolicy &prefetch,
+                 ArrayRef<Type> extra,
                  function_ref<void(ImplicitLocOpBuilder &, KernelBuilder &,
                                    const BagContext &)>
                      body) {
@@ -194,6 +222,12 @@ void buildKernel(OpBuilder &builder, Location loc, StringRef name,
   BagContext ctx;
   ctx.args = func.getArguments();
   ctx.shard = kb.loadShard(meta, layout, shardLoop.getInductionVar());
+  ctx.shardEnd = arith::AddIOp::create(
+      b, ctx.shard.indicesBase,
+      kb.loadIndex(offsets,
+                   arith::AddIOp::create(b, ctx.shard.offsetsBase, batch)));
+  ctx.prefetch = &prefetch;
+  ctx.distance = kb.prefetchDistance(ctx.shard.width, prefetch);
   auto bagLoop = scf::ForOp::create(b, kb.index(0), batch, kb.index(1));
   b.setInsertionPointToStart(bagLoop.getBody());
   ctx.bag = bagLoop.getInductionVar();
@@ -223,8 +257,9 @@ void buildForward(ImplicitLocOpBuilder &b, KernelBuilder &kb,
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(reduce.getBody());
       Value position = reduce.getInductionVar();
-      kb.prefetchAhead(indices, position, ctx.end, s.rowStride, s.weightBase,
-                       column, chunkType, weights, /*forWrite=*/false);
+      kb.prefetchAhead(indices, position, ctx.distance, ctx.shardEnd,
+                       s.rowStride, s.weightBase, column, chunkType, weights,
+                       *ctx.prefetch);
       Value row = kb.loadIndex(indices, position);
       Value addr = arith::AddIOp::create(
           b, arith::MulIOp::create(b, row, s.rowStride), colInRow);
@@ -255,8 +290,8 @@ void buildBackward(ImplicitLocOpBuilder &b, KernelBuilder &kb,
   Value rowBase = arith::AddIOp::create(
       b, arith::MulIOp::create(b, row, s.rowStride), s.weightBase);
   kb.forEachChunk(s.width, [&](Value column, VectorType chunkType) {
-    kb.prefetchAhead(indices, position, ctx.end, s.rowStride, s.weightBase,
-                     column, chunkType, weights, /*forWrite=*/true);
+    kb.prefetchAhead(indices, position, ctx.distance, ctx.shardEnd, s.rowStride,
+                     s.weightBase, column, chunkType, weights, *ctx.prefetch);
     Value outCol = arith::AddIOp::create(b, s.outColumn, column);
     Value g =
         vector::LoadOp::create(b, chunkType, grad, ValueRange{ctx.bag, outCol});
@@ -287,9 +322,10 @@ void mlir::neuroshard::buildCPUKernels(ModuleOp module) {
     if (module.lookupSymbol(k.name))
       continue;
     if (k.backward)
-      buildKernel(builder, loc, k.name, k.indexType, {builder.getF32Type()},
-                  buildBackward);
+      buildKernel(builder, loc, k.name, k.indexType, kBackwardPrefetch,
+                  {builder.getF32Type()}, buildBackward);
     else
-      buildKernel(builder, loc, k.name, k.indexType, {}, buildForward);
+      buildKernel(builder, loc, k.name, k.indexType, kForwardPrefetch, {},
+                  buildForward);
   }
 }

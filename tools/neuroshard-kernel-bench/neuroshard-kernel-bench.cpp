@@ -123,15 +123,19 @@ int main(int argc, char **argv) {
                         kernel_abi::kSum, &streams[t]});
     PreparedSet set = CPUKernels::prepare(shards, c.batch, 5);
 
-    // LibTorch's view of the same data.
+    // LibTorch's view of the same data. Its tables live in arenas like
+    // NeuroShard's (huge pages where available), so that the comparison is
+    // one of kernels, not of page sizes.
+    std::vector<WeightVector> torchArenas;
+    torchArenas.reserve(c.tables.size());
     std::vector<torch::Tensor> tw, ti, to, tg;
     int64_t column = 0;
     torch::Tensor grad =
         torch::from_blob(set.gradient.data(), {c.batch, set.width});
     for (size_t t = 0; t < c.tables.size(); ++t) {
-      tw.push_back(torch::from_blob(weights[t].data(),
+      torchArenas.emplace_back(weights[t].begin(), weights[t].end());
+      tw.push_back(torch::from_blob(torchArenas.back().data(),
                                     {c.tables[t].rows, c.tables[t].dim})
-                       .clone()
                        .requires_grad_(true));
       ti.push_back(torch::tensor(streams[t].indices, torch::kInt64));
       to.push_back(torch::tensor(streams[t].offsets, torch::kInt64));
