@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Runtime/Executor.h"
+#include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
@@ -32,7 +33,6 @@
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 
 using namespace llvm;
@@ -73,18 +73,6 @@ namespace {
 [[noreturn]] void fail(const Twine &message) {
   WithColor::error(errs(), "neuroshard-collect") << message << "\n";
   exit(1);
-}
-
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos)
-        return StringRef(line).substr(colon + 1).trim().str();
-    }
-  return "unknown CPU";
 }
 
 std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
@@ -160,7 +148,7 @@ int main(int argc, char **argv) {
   if (!compiled)
     fail("compiling the kernels: " + toString(compiled.takeError()));
   std::unique_ptr<CPUKernels> kernels = std::move(*compiled);
-  std::string hardware = cpuModel();
+  std::string hardware = hostCPUModel();
   CacheFlusher flusher(static_cast<size_t>(flushMB) << 20);
 
   // One arena for every set: only its size changes between sets, and the
