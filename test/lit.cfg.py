@@ -18,6 +18,9 @@ config.test_exec_root = os.path.join(config.neuroshard_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%neuroshard_src_root", config.neuroshard_src_root))
 config.substitutions.append(("%python", config.python_executable))
+# The trained bundles shipped in the source tree.
+config.substitutions.append(
+    ("%models", os.path.join(config.neuroshard_src_root, "models")))
 config.substitutions.append(("%shlibdir", os.path.join(config.neuroshard_obj_root, "lib")))
 config.substitutions.append(("%mlir_libdir", os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
 
@@ -39,6 +42,13 @@ stub_driver = os.path.join(config.cuda_toolkit_dir or "", "lib64", "stubs",
 if config.cuda_toolkit_dir and os.path.exists(stub_driver):
     config.available_features.add("cuda-driver-stub")
     config.substitutions.append(("%cuda_stub_driver", stub_driver))
+# `mpi`: neuroshard-comm-collect is built and `%mpiexec -n N` starts ranks
+# (Open MPI refuses root unless told it is wanted, as in CI containers).
+if config.neuroshard_has_mpi:
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpiexec", config.mpiexec))
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 nvidia_smi = shutil.which("nvidia-smi")
 if nvidia_smi and subprocess.run([nvidia_smi, "-L"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL).returncode == 0:
@@ -48,7 +58,7 @@ if nvidia_smi and subprocess.run([nvidia_smi, "-L"], stdout=subprocess.DEVNULL,
 tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench", "neuroshard-run",
-     "neuroshard-cuda-runner"], tool_dirs)
+     "neuroshard-cuda-runner", "neuroshard-comm-collect"], tool_dirs)
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -6,7 +6,9 @@
 """Evaluates a trained bundle's exported compute.pt on its dataset: MAPE and
 Kendall's tau on the training and the held-out samples (the split rebuilt
 from meta.json with train.held_out), printed as a table, and a
-predicted-vs-measured scatter plot (PNG) of both."""
+predicted-vs-measured scatter plot (PNG) of both. Given the comm dataset of a
+bundle with comm models, it also prints the MAPE of comm_fw.pt and
+comm_bw.pt on both splits of that dataset."""
 
 import argparse
 import json
@@ -44,16 +46,46 @@ def load_meta(bundle_dir: str) -> Dict:
     return meta
 
 
-def evaluate_bundle(bundle_dir: str, pool_path: str,
-                    data_path: str) -> Dict:
-    """Predictions and metrics of the bundle's compute.pt on both splits."""
-    meta = load_meta(bundle_dir)
-    compute_path = os.path.join(bundle_dir, "compute.pt")
+def load_script(bundle_dir: str, file_name: str):
+    path = os.path.join(bundle_dir, file_name)
     try:
-        model = torch.jit.load(compute_path)
+        return torch.jit.load(path)
     except (RuntimeError, ValueError) as e:
         raise ReportError("cannot load '%s': %s" %
-                          (compute_path, str(e).splitlines()[0]))
+                          (path, str(e).splitlines()[0]))
+
+
+def evaluate_comm(bundle_dir: str, meta: Dict, comm_data_path: str) -> Dict:
+    """MAPE of the bundle's comm models on both splits of a comm dataset."""
+    if meta.get("devices") is None:
+        raise ReportError("bundle '%s' has no comm models (comm: %s), so "
+                          "there is nothing to evaluate on '%s'" %
+                          (bundle_dir, meta.get("comm", "?"), comm_data_path))
+    samples = tr.load_comm_samples(comm_data_path, meta["batch_size"])
+    if samples[0]["devices"] != meta["devices"]:
+        raise ReportError("comm dataset '%s' has %d devices, but the comm "
+                          "models of '%s' are for %d" %
+                          (comm_data_path, samples[0]["devices"], bundle_dir,
+                           meta["devices"]))
+    models = {d: load_script(bundle_dir, "comm_%s.pt" % d)
+              for d in ("fw", "bw")}
+    splits = tr.build_comm_sets(samples, comm_data_path, meta["seed"],
+                                meta["training"]["validation_fraction"])
+    result = {}
+    for name, split in zip(("training", "held-out"), splits):
+        result[name] = {"samples": len(split)}
+        for direction, model in models.items():
+            result[name][direction + "_mape"] = tr.comm_mape(
+                model, direction, split)
+    return result
+
+
+def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
+                    comm_data_path: Optional[str] = None) -> Dict:
+    """Predictions and metrics of the bundle's compute.pt on both splits,
+    and with comm_data_path those of its comm models (under "comm")."""
+    meta = load_meta(bundle_dir)
+    model = load_script(bundle_dir, "compute.pt")
     pool = tp.load_pool(pool_path)
     samples = collect.load_samples(data_path)
     if not samples:
@@ -74,6 +106,8 @@ def evaluate_bundle(bundle_dir: str, pool_path: str,
             "kendall_tau": metrics.kendall_tau(predicted, measured)
                            if len(split) >= 2 else float("nan"),
         }
+    if comm_data_path is not None:
+        result["comm"] = evaluate_comm(bundle_dir, meta, comm_data_path)
     return result
 
 
@@ -90,6 +124,14 @@ def format_table(result: Dict) -> str:
         lines.append("%-10s %8d %8.2f%% %13.4f" %
                      (name, split["samples"], 100.0 * split["mape"],
                       split["kendall_tau"]))
+    if "comm" in result:
+        lines.append("%-10s %8s %9s %9s" % ("comm", "samples", "fw MAPE",
+                                            "bw MAPE"))
+        for name in ("training", "held-out"):
+            split = result["comm"][name]
+            lines.append("%-10s %8d %8.2f%% %8.2f%%" %
+                         (name, split["samples"], 100.0 * split["fw_mape"],
+                          100.0 * split["bw_mape"]))
     return "\n".join(lines)
 
 
@@ -126,15 +168,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m neuroshard.report",
         description="Held-out MAPE and Kendall's tau of a trained bundle on "
-        "its dataset, and a predicted-vs-measured scatter plot.")
+        "its dataset (and of its comm models on --comm-data), and a "
+        "predicted-vs-measured scatter plot.")
     parser.add_argument("--bundle", required=True)
     parser.add_argument("--pool", required=True)
     parser.add_argument("--data", required=True)
+    parser.add_argument("--comm-data", default=None,
+                        help="the comm dataset the bundle's comm models were "
+                        "trained on: also report their MAPE")
     parser.add_argument("--plot", default=None,
                         help="write the scatter plot to this PNG file")
     args = parser.parse_args(argv)
     try:
-        result = evaluate_bundle(args.bundle, args.pool, args.data)
+        result = evaluate_bundle(args.bundle, args.pool, args.data,
+                                 args.comm_data)
     except (ReportError, tr.TrainError, collect.CollectError,
             tp.PoolError) as e:
         print("report: error: %s" % e, file=sys.stderr)

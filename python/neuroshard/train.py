@@ -14,12 +14,19 @@ Normalisation is fitted on the training samples' features; Adam minimises
 the mean squared *relative* error (the costs span orders of magnitude and the
 model is judged by MAPE); the epoch with the lowest held-out MAPE is kept.
 
-Communication samples need several devices; this trainer has none, so its
-bundles carry no comm models and meta.json says "comm": "analytical".
+With --comm-data, the trainer also fits the two communication models of N
+devices (ForwardCommModel, BackwardCommModel) on a dataset of measured
+all-to-alls (load_comm_samples() describes its lines), split, normalised and
+trained the same way (fit_model() is the loop both share); the bundle then
+carries comm_fw.pt and comm_bw.pt and meta.json says "comm": "neural" and
+"devices": N. Without it the bundle carries no comm models and meta.json says
+"comm": "analytical".
 """
 
 import argparse
 import copy
+import json
+import math
 import os
 import sys
 import time
@@ -34,6 +41,17 @@ from neuroshard import metrics
 from neuroshard import table_pool as tp
 
 DEFAULT_VALIDATION_FRACTION = 0.2
+# Fields of a comm dataset line and their types (load_comm_samples).
+COMM_FIELDS = {"id": int, "devices": int, "batch_size": int,
+               "dimsums": list, "stragglers_ms": list, "fw_ms": list,
+               "bw_ms": list, "iters": int, "warmup": int, "seed": int,
+               "hardware": str, "transport": str}
+# The per-device lists of a comm sample, each `devices` numbers long, and
+# the values each must hold.
+COMM_LISTS = {"dimsums": "non-negative", "stragglers_ms": "non-negative",
+              "fw_ms": "positive", "bw_ms": "positive"}
+# What every sample of one comm dataset shares.
+COMM_SETTINGS = ("devices", "batch_size", "hardware", "transport")
 # Keys the split hash apart from the other uses of the seed.
 _SPLIT_KEY = 0x5B117
 
@@ -145,66 +163,276 @@ def evaluate(model, samples: SampleSet) -> Dict[str, float]:
     return result
 
 
-def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
-                        seed: int, lr: float = 3e-3, batch: int = 64,
-                        log=None) -> Tuple[cm.ComputeCostModel, Dict]:
-    """Trains a ComputeCostModel; returns it at its best held-out epoch and
-    a summary of the run."""
-    torch.manual_seed(seed)
+def fit_model(model: torch.nn.Module, num_train: int, batch_loss,
+              held_out_mape, *, epochs: int, seed: int, lr: float,
+              batch: int, log=None, label: str = "") -> Dict:
+    """The training loop all models share: Adam at `lr`, cosine-annealed
+    over `epochs`, on a seeded shuffle of the `num_train` training samples,
+    `batch` per step; batch_loss(which) is the loss of training samples
+    `which` (an index array) and held_out_mape() the held-out MAPE of the
+    model in eval mode. The model is left at its best held-out epoch (epoch
+    0 is the untrained start) in eval mode. Returns {"best_epoch",
+    "history"}, history[e] being the held-out MAPE after epoch e."""
     generator = torch.Generator().manual_seed(seed)
-    model = cm.ComputeCostModel()
-    model.normalize.fit(train.training_features())
-    model.output_scale.fill_(float(train.costs.median()))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer,
                                                            T_max=epochs)
-    best = {"epoch": 0, "mape": evaluate(model.eval(), valid)["mape"]}
+    model.eval()
+    best = {"epoch": 0, "mape": held_out_mape()}
     best_state = copy.deepcopy(model.state_dict())
     history = [best["mape"]]
     every = max(1, epochs // 20)
     start = time.monotonic()
     for epoch in range(1, epochs + 1):
         model.train()
-        order = torch.randperm(len(train), generator=generator).numpy()
+        order = torch.randperm(num_train, generator=generator).numpy()
         total_loss = 0.0
         for begin in range(0, len(order), batch):
             which = order[begin:begin + batch]
-            rows, owner = train.gather(which)
-            # Encode the pool's tables once per step: a set's tables repeat
-            # across samples, and the encoder is the costly part.
-            encodings = model.encode(train.features)
-            summed = torch.zeros(len(which), encodings.shape[1])
-            summed = summed.index_add(0, owner, encodings[rows])
-            target = train.costs[torch.from_numpy(which)]
-            loss = (((model.head(summed) - target) / target)**2).mean()
+            loss = batch_loss(which)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             total_loss += float(loss) * len(which)
         scheduler.step()
-        valid_mape = evaluate(model.eval(), valid)["mape"]
+        model.eval()
+        valid_mape = held_out_mape()
         history.append(valid_mape)
         improved = valid_mape < best["mape"]
         if improved:
             best = {"epoch": epoch, "mape": valid_mape}
             best_state = copy.deepcopy(model.state_dict())
         if log is not None and (epoch % every == 0 or epoch == epochs):
-            print("train: epoch %d/%d  loss %.4g  held-out MAPE %.2f%%%s  "
-                  "(%.0f s)" % (epoch, epochs, total_loss / len(train),
-                                100.0 * valid_mape,
+            print("train: %sepoch %d/%d  loss %.4g  held-out MAPE %.2f%%%s  "
+                  "(%.0f s)" % (label + " " if label else "", epoch, epochs,
+                                total_loss / num_train, 100.0 * valid_mape,
                                 "  best" if improved else "",
                                 time.monotonic() - start), file=log)
     model.load_state_dict(best_state)
     model.eval()
-    return model, {"best_epoch": best["epoch"], "history": history}
+    return {"best_epoch": best["epoch"], "history": history}
+
+
+def relative_error_loss(predicted: torch.Tensor,
+                        target: torch.Tensor) -> torch.Tensor:
+    """The training loss: mean squared relative error (costs span orders of
+    magnitude, and the models are judged by MAPE)."""
+    return (((predicted - target) / target)**2).mean()
+
+
+def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
+                        seed: int, lr: float = 3e-3, batch: int = 64,
+                        log=None) -> Tuple[cm.ComputeCostModel, Dict]:
+    """Trains a ComputeCostModel; returns it at its best held-out epoch and
+    a summary of the run."""
+    torch.manual_seed(seed)
+    model = cm.ComputeCostModel()
+    model.normalize.fit(train.training_features())
+    model.output_scale.fill_(float(train.costs.median()))
+
+    def batch_loss(which: np.ndarray) -> torch.Tensor:
+        rows, owner = train.gather(which)
+        # Encode the pool's tables once per step: a set's tables repeat
+        # across samples, and the encoder is the costly part.
+        encodings = model.encode(train.features)
+        summed = torch.zeros(len(which), encodings.shape[1])
+        summed = summed.index_add(0, owner, encodings[rows])
+        return relative_error_loss(model.head(summed),
+                                   train.costs[torch.from_numpy(which)])
+
+    run = fit_model(model, len(train), batch_loss,
+                    lambda: evaluate(model, valid)["mape"], epochs=epochs,
+                    seed=seed, lr=lr, batch=batch, log=log)
+    return model, run
+
+
+def load_comm_samples(path: str,
+                      batch_size: Optional[int] = None) -> List[Dict]:
+    """The samples of a comm dataset, checked; errors name the file, the
+    line and the sample. A line is one measured all-to-all of N devices:
+
+      {"id": 17, "devices": 4, "batch_size": 1024,
+       "dimsums": [128, 516, 64, 1024], "stragglers_ms": [0.0, 0.31, 1.2,
+       0.05], "fw_ms": [1.9, 1.6, 0.7, 1.85], "bw_ms": [0.8, 0.6, 0.5, 0.9],
+       "iters": 10, "warmup": 3, "seed": 0, "hardware": "AMD EPYC",
+       "transport": "mpi"}
+
+    dimsums[d] is the pooled columns on device d, stragglers_ms[d] how much
+    later than the earliest device it reaches the forward all-to-all, fw_ms
+    and bw_ms its forward (waiting included) and backward all-to-all times.
+    Every sample must have the same N >= 2, hardware and transport, and,
+    when batch_size is given, that batch size (the compute dataset's)."""
+    try:
+        f = open(path)
+    except OSError as e:
+        raise TrainError("cannot read comm dataset '%s': %s" %
+                         (path, e.strerror))
+    samples, first_line = [], {}
+    with f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = "comm dataset '%s' line %d" % (path, number)
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise TrainError("%s is not valid JSON: %s" % (where, e))
+            check_comm_sample(sample, where)
+            where += " (sample %d)" % sample["id"]
+            if sample["id"] in first_line:
+                raise TrainError("%s: sample id %d appears twice (first on "
+                                 "line %d)" % (where, sample["id"],
+                                               first_line[sample["id"]]))
+            first_line[sample["id"]] = number
+            if samples:
+                for field in COMM_SETTINGS:
+                    if sample[field] != samples[0][field]:
+                        raise TrainError(
+                            "%s has %s %r, but line %d (sample %d) has %r: "
+                            "a comm dataset must not mix %s" %
+                            (where, field, sample[field],
+                             first_line[samples[0]["id"]], samples[0]["id"],
+                             samples[0][field], field))
+            elif batch_size is not None and sample["batch_size"] != \
+                    batch_size:
+                raise TrainError(
+                    "%s has batch_size %d, but the compute samples were "
+                    "measured at batch size %d: both must be measured at "
+                    "the same global batch" % (where, sample["batch_size"],
+                                               batch_size))
+            samples.append(sample)
+    if not samples:
+        raise TrainError("comm dataset '%s' holds no samples" % path)
+    return samples
+
+
+def check_comm_sample(sample, where: str) -> None:
+    if not isinstance(sample, dict):
+        raise TrainError("%s: expected a JSON object" % where)
+    for field, kind in COMM_FIELDS.items():
+        if field not in sample:
+            raise TrainError("%s has no \"%s\"" % (where, field))
+        if not isinstance(sample[field], kind) or isinstance(sample[field],
+                                                              bool):
+            raise TrainError("%s: \"%s\" has the wrong type (%r)" %
+                             (where, field, sample[field]))
+    where += " (sample %d)" % sample["id"]
+    devices = sample["devices"]
+    if devices < 2:
+        raise TrainError("%s: devices is %d; an all-to-all needs at least 2"
+                         % (where, devices))
+    if sample["batch_size"] <= 0:
+        raise TrainError("%s: batch_size must be positive, got %d" %
+                         (where, sample["batch_size"]))
+    for field, sign in COMM_LISTS.items():
+        values = sample[field]
+        if len(values) != devices:
+            raise TrainError("%s: \"%s\" has %d values but devices is %d" %
+                             (where, field, len(values), devices))
+        for d, value in enumerate(values):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                    or not math.isfinite(value) or value < 0 or \
+                    (sign == "positive" and value == 0):
+                raise TrainError("%s: %s[%d] is %r; expected a finite %s "
+                                 "number" % (where, field, d, value, sign))
+
+
+class CommSampleSet:
+    """Comm samples as [S, N] float tensors: inputs dimsums and stragglers,
+    targets fw and bw (ms)."""
+
+    def __init__(self, samples: Sequence[Dict]):
+        def matrix(field: str) -> torch.Tensor:
+            return torch.tensor([s[field] for s in samples],
+                                dtype=torch.float32)
+
+        self.ids = [s["id"] for s in samples]
+        self.dimsums = matrix("dimsums")
+        self.stragglers = matrix("stragglers_ms")
+        self.fw = matrix("fw_ms")
+        self.bw = matrix("bw_ms")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def fw_inputs(self) -> torch.Tensor:
+        """What ForwardCommModel's Standardize sees: [dimsums, stragglers]."""
+        return torch.cat([self.dimsums, self.stragglers], dim=1)
+
+
+def build_comm_sets(samples: Sequence[Dict], data_path: str, seed: int,
+                    fraction: float) -> Tuple[CommSampleSet, CommSampleSet]:
+    """(training, held-out) comm sample sets, split by held_out()."""
+    train = [s for s in samples if not held_out(s["id"], seed, fraction)]
+    valid = [s for s in samples if held_out(s["id"], seed, fraction)]
+    if not train or not valid:
+        raise TrainError(
+            "comm dataset '%s': %d samples split into %d for training and "
+            "%d held out (fraction %g); training needs at least one of "
+            "each: measure more samples" %
+            (data_path, len(samples), len(train), len(valid), fraction))
+    return CommSampleSet(train), CommSampleSet(valid)
+
+
+def predict_comm(model, direction: str, samples: CommSampleSet,
+                 which=slice(None)) -> torch.Tensor:
+    """[S, N] predicted ms of a ForwardCommModel (direction "fw") or a
+    BackwardCommModel ("bw"), plain or TorchScript, on samples `which`."""
+    if direction == "fw":
+        return model(samples.dimsums[which], samples.stragglers[which])
+    return model(samples.dimsums[which])
+
+
+def comm_mape(model, direction: str, samples: CommSampleSet) -> float:
+    """MAPE over all S x N per-device costs."""
+    with torch.no_grad():
+        predicted = predict_comm(model, direction, samples)
+    measured = samples.fw if direction == "fw" else samples.bw
+    return metrics.mape(predicted.numpy(), measured.numpy())
+
+
+def train_comm_model(direction: str, train: CommSampleSet,
+                     valid: CommSampleSet, *, epochs: int, seed: int,
+                     lr: float = 3e-3, batch: int = 64,
+                     log=None) -> Tuple[torch.nn.Module, Dict]:
+    """Trains a ForwardCommModel (direction "fw") or BackwardCommModel
+    ("bw") for the samples' N devices, as train_compute_model does the
+    compute model; returns it at its best held-out epoch and a summary."""
+    if direction not in ("fw", "bw"):
+        raise ValueError("direction must be 'fw' or 'bw', got %r" %
+                         (direction,))
+    torch.manual_seed(seed)
+    devices = train.dimsums.shape[1]
+    if direction == "fw":
+        model = cm.ForwardCommModel(devices)
+        model.normalize.fit(train.fw_inputs())
+        targets = train.fw
+    else:
+        model = cm.BackwardCommModel(devices)
+        model.normalize.fit(train.dimsums)
+        targets = train.bw
+    model.output_scale.fill_(float(targets.mean()))
+
+    def batch_loss(which: np.ndarray) -> torch.Tensor:
+        which = torch.from_numpy(which)
+        return relative_error_loss(predict_comm(model, direction, train,
+                                                which), targets[which])
+
+    run = fit_model(model, len(train), batch_loss,
+                    lambda: comm_mape(model, direction, valid),
+                    epochs=epochs, seed=seed, lr=lr, batch=batch, log=log,
+                    label="comm_" + direction)
+    return model, run
 
 
 def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
                  seed: int, lr: float = 3e-3, batch: int = 64,
                  validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
-                 log=None) -> Dict:
+                 comm_data_path: Optional[str] = None, log=None) -> Dict:
     """Trains on a pool and a dataset and writes the bundle; returns its
-    meta.json."""
+    meta.json. With comm_data_path (a load_comm_samples() file measured at
+    the compute dataset's batch size), the bundle also gets the two comm
+    models of that dataset's device count."""
     pool = tp.load_pool(pool_path)
     samples = collect.load_samples(data_path)
     if not samples:
@@ -212,6 +440,13 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
     settings = collect.check_one_setting(samples, data_path)
     train, valid = build_sample_sets(pool, pool_path, samples, data_path,
                                      seed, validation_fraction)
+    comm_samples = []
+    if comm_data_path is not None:
+        # Checked before any training, so that bad comm data fails fast.
+        comm_samples = load_comm_samples(comm_data_path,
+                                         settings["batch_size"])
+        comm_train, comm_valid = build_comm_sets(
+            comm_samples, comm_data_path, seed, validation_fraction)
     if log is not None:
         print("train: %d samples (%d training, %d held out) measured on %s, "
               "batch %d" % (len(samples), len(train), len(valid),
@@ -221,14 +456,38 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
                                      lr=lr, batch=batch, log=log)
     held = evaluate(model, valid)
     fit = evaluate(model, train)
+    held_figures = {"compute_mape": held["mape"],
+                    "compute_kendall_tau": held["kendall_tau"],
+                    "compute_samples": len(valid)}
+    comm_models, comm_training, devices = {}, {}, None
+    if comm_samples:
+        first = comm_samples[0]
+        devices = first["devices"]
+        if log is not None:
+            print("train: %d comm samples (%d training, %d held out) of %d "
+                  "devices measured on %s over %s" %
+                  (len(comm_samples), len(comm_train), len(comm_valid),
+                   devices, first["hardware"], first["transport"]),
+                  file=log)
+        comm_training = {"comm_train_samples": len(comm_train),
+                         "comm_hardware": first["hardware"],
+                         "comm_transport": first["transport"]}
+        for direction in ("fw", "bw"):
+            comm_models[direction], comm_run = train_comm_model(
+                direction, comm_train, comm_valid, epochs=epochs, seed=seed,
+                lr=lr, batch=batch, log=log)
+            key = "comm_" + direction
+            held_figures[key + "_mape"] = comm_mape(
+                comm_models[direction], direction, comm_valid)
+            comm_training[key + "_train_mape"] = comm_mape(
+                comm_models[direction], direction, comm_train)
+            comm_training[key + "_best_epoch"] = comm_run["best_epoch"]
+        held_figures["comm_samples"] = len(comm_valid)
     meta = cm.bundle_meta(
         trained=True, hardware=settings["hardware"],
-        batch_size=settings["batch_size"], dtype="f32", devices=None,
-        dataset_size={"compute": len(samples), "comm": 0},
-        held_out={"compute_mape": held["mape"],
-                  "compute_kendall_tau": held["kendall_tau"],
-                  "compute_samples": len(valid)},
-        seed=seed)
+        batch_size=settings["batch_size"], dtype="f32", devices=devices,
+        dataset_size={"compute": len(samples), "comm": len(comm_samples)},
+        held_out=held_figures, seed=seed)
     meta["measured_device"] = settings["device"]
     meta["training"] = {
         "pool": settings["pool"],
@@ -244,7 +503,9 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
         "validation_split": "held_out(id, seed, fraction) in "
                             "python/neuroshard/train.py",
     }
-    cm.export_bundle(out_dir, model, meta)
+    meta["training"].update(comm_training)
+    cm.export_bundle(out_dir, model, meta, comm_models.get("fw"),
+                     comm_models.get("bw"))
     return meta
 
 
@@ -252,11 +513,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m neuroshard.train",
         description="Trains the compute cost model on a measured dataset "
-        "and exports a cost-model bundle (compute.pt + meta.json; comm "
-        "stays analytical).")
+        "and exports a cost-model bundle (compute.pt + meta.json); with "
+        "--comm-data also the comm models (comm_fw.pt, comm_bw.pt), else "
+        "comm stays analytical.")
     parser.add_argument("--pool", required=True, help="pool JSON file")
     parser.add_argument("--data", required=True, help="dataset JSONL file "
                         "(python3 -m neuroshard.collect)")
+    parser.add_argument("--comm-data", default=None,
+                        help="comm dataset JSONL file (measured all-to-alls "
+                        "of N devices at the same batch size): also train "
+                        "the comm models")
     parser.add_argument("--out", required=True, help="bundle directory")
     parser.add_argument("--epochs", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
@@ -276,7 +542,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                             epochs=args.epochs, seed=args.seed, lr=args.lr,
                             batch=args.batch,
                             validation_fraction=args.validation_fraction,
-                            log=sys.stderr)
+                            comm_data_path=args.comm_data, log=sys.stderr)
     except (TrainError, collect.CollectError, tp.PoolError) as e:
         print("train: error: %s" % e, file=sys.stderr)
         return 1
@@ -287,6 +553,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                                   100.0 * held["compute_mape"],
                                   held["compute_kendall_tau"],
                                   held["compute_samples"]))
+    if meta["devices"] is not None:
+        training = meta["training"]
+        print("comm models for %d devices: held-out MAPE forward %.2f%%, "
+              "backward %.2f%% on %d samples (best epochs %d, %d)" %
+              (meta["devices"], 100.0 * held["comm_fw_mape"],
+               100.0 * held["comm_bw_mape"], held["comm_samples"],
+               training["comm_fw_best_epoch"],
+               training["comm_bw_best_epoch"]))
     return 0
 
 
