@@ -120,16 +120,24 @@ def load_samples(path: str, allow_missing: bool = False) -> List[Dict]:
     return samples
 
 
-def check_sample(sample, where: str) -> None:
+def check_fields(sample, fields, where: str, error=None) -> None:
+    """Checks that `sample` is a JSON object with every field of `fields`
+    (name -> Python type; a bool is no number) or raises `error`
+    (CollectError by default) naming the place and the field."""
+    error = error or CollectError
     if not isinstance(sample, dict):
-        raise CollectError("%s: expected a JSON object" % where)
-    for field, kind in SAMPLE_FIELDS.items():
+        raise error("%s: expected a JSON object" % where)
+    for field, kind in fields.items():
         if field not in sample:
-            raise CollectError("%s has no \"%s\"" % (where, field))
+            raise error("%s has no \"%s\"" % (where, field))
         if not isinstance(sample[field], kind) or isinstance(sample[field],
                                                               bool):
-            raise CollectError("%s: \"%s\" has the wrong type (%r)" %
-                               (where, field, sample[field]))
+            raise error("%s: \"%s\" has the wrong type (%r)" %
+                        (where, field, sample[field]))
+
+
+def check_sample(sample, where: str) -> None:
+    check_fields(sample, SAMPLE_FIELDS, where)
     tables = sample["tables"]
     if not tables or not all(isinstance(t, int) for t in tables):
         raise CollectError("%s: \"tables\" must be a non-empty list of pool "

@@ -307,15 +307,7 @@ def load_comm_samples(path: str,
 
 
 def check_comm_sample(sample, where: str) -> None:
-    if not isinstance(sample, dict):
-        raise TrainError("%s: expected a JSON object" % where)
-    for field, kind in COMM_FIELDS.items():
-        if field not in sample:
-            raise TrainError("%s has no \"%s\"" % (where, field))
-        if not isinstance(sample[field], kind) or isinstance(sample[field],
-                                                              bool):
-            raise TrainError("%s: \"%s\" has the wrong type (%r)" %
-                             (where, field, sample[field]))
+    collect.check_fields(sample, COMM_FIELDS, where, TrainError)
     where += " (sample %d)" % sample["id"]
     devices = sample["devices"]
     if devices < 2:

@@ -5,7 +5,9 @@
 #===----------------------------------------------------------------------===#
 
 import json
+import os
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -103,3 +105,30 @@ def collect_args():
                 "--memory-cap-gb", "2"] + list(extra)
 
     return make
+
+
+@pytest.fixture
+def plan_with_bundle(tmp_path):
+    """Runs the built neuroshard-plan (NEUROSHARD_TOOLS_DIR, else
+    build/bin; the test is skipped when it is not built) on six small
+    tables with a bundle: plan_with_bundle(bundle, devices) returns the
+    completed process (table format)."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    plan = os.path.join(os.environ.get("NEUROSHARD_TOOLS_DIR",
+                                       os.path.join(repo, "build", "bin")),
+                        "neuroshard-plan")
+    if not os.access(plan, os.X_OK):
+        pytest.skip("neuroshard-plan is not built (%s)" % plan)
+    task = tmp_path / "plan-task.json"
+    hist = [0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02] + [0.0] * 9
+    task.write_text(json.dumps({"tables": [
+        {"name": "t%d" % i, "rows": 10**(3 + i % 4), "dim": 64,
+         "pooling_factor": 4 + 3 * i, "access_hist": hist}
+        for i in range(6)]}))
+
+    def run(bundle, devices):
+        return subprocess.run([plan, str(task), "--devices", str(devices),
+                               "--cost-model", bundle, "--format=table"],
+                              capture_output=True, text=True)
+    return run

@@ -7,7 +7,6 @@
 import itertools
 import json
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -20,8 +19,6 @@ from neuroshard import report
 from neuroshard import table_pool as tp
 from neuroshard import train
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 
 
 def brute_force_tau_b(x, y):
@@ -164,24 +161,8 @@ def test_exported_bundle_loads_back(bundle, small_pool_path, dataset):
                               rtol=1e-5)
 
 
-def tools_dir():
-    return os.environ.get("NEUROSHARD_TOOLS_DIR",
-                          os.path.join(REPO, "build", "bin"))
-
-
-def test_neuroshard_plan_uses_the_bundle(bundle, tmp_path):
-    plan = os.path.join(tools_dir(), "neuroshard-plan")
-    if not os.access(plan, os.X_OK):
-        pytest.skip("neuroshard-plan is not built (%s)" % plan)
-    task = tmp_path / "task.json"
-    hist = [0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02] + [0.0] * 9
-    task.write_text(json.dumps({"tables": [
-        {"name": "t%d" % i, "rows": 10**(3 + i % 4), "dim": 64,
-         "pooling_factor": 4 + 3 * i, "access_hist": hist}
-        for i in range(6)]}))
-    result = subprocess.run([plan, str(task), "--devices", "2",
-                             "--cost-model", bundle, "--format=table"],
-                            capture_output=True, text=True)
+def test_neuroshard_plan_uses_the_bundle(bundle, plan_with_bundle):
+    result = plan_with_bundle(bundle, 2)
     assert result.returncode == 0, result.stderr
     assert "neural cost model 'cpu-test' (measured on Test CPU 9000; batch " \
         "2048, f32, held-out compute MAPE" in result.stdout

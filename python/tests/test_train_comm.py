@@ -6,7 +6,6 @@
 
 import json
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -17,8 +16,6 @@ from neuroshard import metrics
 from neuroshard import report
 from neuroshard import train
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 BATCH_SIZE = 2048
 EPOCHS = 300
 # Held-out MAPE the trained comm models must reach. The data's noise is
@@ -271,21 +268,8 @@ def test_comm_data_errors_name_the_problem(tmp_path, small_pool_path,
     assert not os.path.exists(tmp_path / "out")
 
 
-def test_neuroshard_plan_uses_the_comm_models(comm_bundle, tmp_path):
+def test_neuroshard_plan_uses_the_comm_models(comm_bundle, plan_with_bundle):
     devices, _, bundle = comm_bundle
-    plan = os.path.join(os.environ.get("NEUROSHARD_TOOLS_DIR",
-                                       os.path.join(REPO, "build", "bin")),
-                        "neuroshard-plan")
-    if not os.access(plan, os.X_OK):
-        pytest.skip("neuroshard-plan is not built (%s)" % plan)
-    task = tmp_path / "task.json"
-    hist = [0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02] + [0.0] * 9
-    task.write_text(json.dumps({"tables": [
-        {"name": "t%d" % i, "rows": 10**(3 + i % 4), "dim": 64,
-         "pooling_factor": 4 + 3 * i, "access_hist": hist}
-        for i in range(6)]}))
-    result = subprocess.run([plan, str(task), "--devices", str(devices),
-                             "--cost-model", bundle, "--format=table"],
-                            capture_output=True, text=True)
+    result = plan_with_bundle(bundle, devices)
     assert result.returncode == 0, result.stderr
     assert "comm: neural, %d devices" % devices in result.stdout
