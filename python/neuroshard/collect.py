@@ -96,28 +96,36 @@ def load_samples(path: str, allow_missing: bool = False) -> List[Dict]:
     it holds no samples). Duplicate ids are errors."""
     if allow_missing and not os.path.exists(path):
         return []
+    samples, seen = [], set()
+    for _, where, sample in json_lines(path, "dataset"):
+        check_sample(sample, where)
+        if sample["id"] in seen:
+            raise CollectError("%s: sample id %d appears twice" %
+                               (where, sample["id"]))
+        seen.add(sample["id"])
+        samples.append(sample)
+    return samples
+
+
+def json_lines(path: str, what: str, error=None):
+    """Yields (line number, "WHAT 'PATH' line N", parsed value) for every
+    non-blank line of a JSON Lines file; raises `error` (CollectError by
+    default) for an unreadable file or a line that is not JSON."""
+    error = error or CollectError
     try:
         f = open(path)
     except OSError as e:
-        raise CollectError("cannot read dataset '%s': %s" %
-                           (path, e.strerror))
-    samples, seen = [], set()
+        raise error("cannot read %s '%s': %s" % (what, path, e.strerror))
     with f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            where = "dataset '%s' line %d" % (path, number)
+            where = "%s '%s' line %d" % (what, path, number)
             try:
-                sample = json.loads(line)
+                value = json.loads(line)
             except json.JSONDecodeError as e:
-                raise CollectError("%s is not valid JSON: %s" % (where, e))
-            check_sample(sample, where)
-            if sample["id"] in seen:
-                raise CollectError("%s: sample id %d appears twice" %
-                                   (where, sample["id"]))
-            seen.add(sample["id"])
-            samples.append(sample)
-    return samples
+                raise error("%s is not valid JSON: %s" % (where, e))
+            yield number, where, value
 
 
 def check_fields(sample, fields, where: str, error=None) -> None:

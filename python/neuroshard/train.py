@@ -25,7 +25,6 @@ carries comm_fw.pt and comm_bw.pt and meta.json says "comm": "neural" and
 
 import argparse
 import copy
-import json
 import math
 import os
 import sys
@@ -262,45 +261,33 @@ def load_comm_samples(path: str,
     and bw_ms its forward (waiting included) and backward all-to-all times.
     Every sample must have the same N >= 2, hardware and transport, and,
     when batch_size is given, that batch size (the compute dataset's)."""
-    try:
-        f = open(path)
-    except OSError as e:
-        raise TrainError("cannot read comm dataset '%s': %s" %
-                         (path, e.strerror))
     samples, first_line = [], {}
-    with f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = "comm dataset '%s' line %d" % (path, number)
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TrainError("%s is not valid JSON: %s" % (where, e))
-            check_comm_sample(sample, where)
-            where += " (sample %d)" % sample["id"]
-            if sample["id"] in first_line:
-                raise TrainError("%s: sample id %d appears twice (first on "
-                                 "line %d)" % (where, sample["id"],
-                                               first_line[sample["id"]]))
-            first_line[sample["id"]] = number
-            if samples:
-                for field in COMM_SETTINGS:
-                    if sample[field] != samples[0][field]:
-                        raise TrainError(
-                            "%s has %s %r, but line %d (sample %d) has %r: "
-                            "a comm dataset must not mix %s" %
-                            (where, field, sample[field],
-                             first_line[samples[0]["id"]], samples[0]["id"],
-                             samples[0][field], field))
-            elif batch_size is not None and sample["batch_size"] != \
-                    batch_size:
-                raise TrainError(
-                    "%s has batch_size %d, but the compute samples were "
-                    "measured at batch size %d: both must be measured at "
-                    "the same global batch" % (where, sample["batch_size"],
-                                               batch_size))
-            samples.append(sample)
+    for number, where, sample in collect.json_lines(path, "comm dataset",
+                                                    TrainError):
+        check_comm_sample(sample, where)
+        where += " (sample %d)" % sample["id"]
+        if sample["id"] in first_line:
+            raise TrainError("%s: sample id %d appears twice (first on "
+                             "line %d)" % (where, sample["id"],
+                                           first_line[sample["id"]]))
+        first_line[sample["id"]] = number
+        if samples:
+            for field in COMM_SETTINGS:
+                if sample[field] != samples[0][field]:
+                    raise TrainError(
+                        "%s has %s %r, but line %d (sample %d) has %r: "
+                        "a comm dataset must not mix %s" %
+                        (where, field, sample[field],
+                         first_line[samples[0]["id"]], samples[0]["id"],
+                         samples[0][field], field))
+        elif batch_size is not None and sample["batch_size"] != \
+                batch_size:
+            raise TrainError(
+                "%s has batch_size %d, but the compute samples were "
+                "measured at batch size %d: both must be measured at "
+                "the same global batch" % (where, sample["batch_size"],
+                                           batch_size))
+        samples.append(sample)
     if not samples:
         raise TrainError("comm dataset '%s' holds no samples" % path)
     return samples
