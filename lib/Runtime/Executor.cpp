@@ -6,6 +6,7 @@
 
 #include "neuroshard/Runtime/Executor.h"
 #include "neuroshard/Conversion/LookupLowering.h"
+#include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 #include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Runtime/KernelABI.h"
@@ -16,10 +17,12 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -112,16 +115,33 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
-/// Lowers `module` in place with --neuroshard-to-cpu and JIT-compiles it.
+/// Lowers `module` in place with --neuroshard-to-cpu (or, for CUDA,
+/// --neuroshard-cuda-pipeline) and JIT-compiles its host code.
 llvm::Expected<std::unique_ptr<ExecutionEngine>>
-lowerAndCompile(ModuleOp module) {
+lowerAndCompile(ModuleOp module, const CompileOptions &compileOptions = {}) {
   MLIRContext *ctx = module.getContext();
+  bool cuda = compileOptions.target == Target::CUDA;
+  if (cuda) {
+    DialectRegistry registry;
+    registerAllGPUToLLVMIRTranslations(registry);
+    ctx->appendDialectRegistry(registry);
+  }
   {
     DiagnosticCollector diagnostics(ctx);
     PassManager pm(ctx);
-    buildNeuroShardToCPUPipeline(pm);
+    if (cuda) {
+      CUDAPipelineOptions cudaOptions;
+      cudaOptions.chip = compileOptions.cudaChip;
+      std::string why = buildCUDAPipeline(pm, cudaOptions);
+      if (!why.empty())
+        return makeError("cannot lower for CUDA: " + why);
+    } else {
+      buildNeuroShardToCPUPipeline(pm);
+    }
     if (failed(pm.run(module)))
-      return makeError("lowering to the CPU failed:\n" + diagnostics.messages);
+      return makeError(llvm::Twine("lowering to ") +
+                       (cuda ? "CUDA" : "the CPU") + " failed:\n" +
+                       diagnostics.messages);
   }
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
@@ -145,12 +165,50 @@ lowerAndCompile(ModuleOp module) {
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
+  llvm::SmallVector<llvm::StringRef, 1> libraries;
+  if (cuda) {
+    if (!llvm::sys::fs::exists(compileOptions.cudaRuntimeLibrary))
+      return makeError("NeuroShard's CUDA runtime library '" +
+                       compileOptions.cudaRuntimeLibrary + "' does not exist");
+    libraries.push_back(compileOptions.cudaRuntimeLibrary);
+    options.sharedLibPaths = libraries;
+  }
   DiagnosticCollector diagnostics(ctx);
   auto engine = ExecutionEngine::create(module, options, std::move(*machine));
   if (!engine)
     return llvm::joinErrors(engine.takeError(),
                             makeError(diagnostics.messages));
   return std::move(*engine);
+}
+
+/// Adds `neuroshard_run_backward_i64`, a host function with the backward
+/// kernel's signature that calls it, and returns its name.
+StringRef addBackwardHostCall(ModuleOp module) {
+  static constexpr llvm::StringLiteral kName = "neuroshard_run_backward_i64";
+  MLIRContext *ctx = module.getContext();
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToEnd(module.getBody());
+  Location loc = builder.getUnknownLoc();
+  Type i64 = builder.getI64Type(), f32 = builder.getF32Type();
+  int64_t dyn = ShapedType::kDynamic;
+  auto vector = [&](Type element) { return MemRefType::get({dyn}, element); };
+  SmallVector<Type> inputs = {vector(i64), vector(i64),
+                              vector(f32), vector(i64),
+                              vector(i64), MemRefType::get({dyn, dyn}, f32),
+                              f32};
+  auto type = builder.getFunctionType(inputs, {});
+  if (!module.lookupSymbol(abi::kBackwardI64)) {
+    auto kernel = func::FuncOp::create(builder, loc, abi::kBackwardI64, type);
+    kernel.setPrivate();
+  }
+  auto host = func::FuncOp::create(builder, loc, kName, type);
+  host->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  Block *body = host.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  func::CallOp::create(builder, loc, abi::kBackwardI64, TypeRange{},
+                       body->getArguments());
+  func::ReturnOp::create(builder, loc);
+  return kName;
 }
 
 llvm::Expected<void *> lookupKernel(ExecutionEngine &engine,
@@ -599,41 +657,72 @@ double rt::maxRelativeDifference(llvm::ArrayRef<float> a,
 }
 
 //===----------------------------------------------------------------------===//
-// CPUModel
+// CompiledModel
 //===----------------------------------------------------------------------===//
 
-struct CPUModel::Impl {
+struct CompiledModel::Impl {
   ModelInfo info;
   std::unique_ptr<ExecutionEngine> engine;
   BackwardFn<int64_t> backward = nullptr;
+  /// CUDA: the runtime's last failure ("" if none). The lowered host code
+  /// cannot return errors, so every run checks it afterwards.
+  const char *(*cudaLastError)() = nullptr;
+
+  /// CUDA: runs the global constructors (which load the kernels onto the
+  /// device) once, before the first run rather than at compile time, so that
+  /// a module compiles on a machine without a GPU.
+  void initializeDevice() {
+    if (cudaLastError)
+      engine->initialize();
+  }
+
+  llvm::Error checkDevice(const char *step) {
+    if (!cudaLastError || !*cudaLastError())
+      return llvm::Error::success();
+    return makeError(llvm::Twine(step) + " on CUDA failed: " + cudaLastError());
+  }
   /// Per lookup: metadata and concatenated inputs for the backward kernel.
   const ModelData *prepared = nullptr;
   std::vector<std::vector<int64_t>> meta, indices, offsets;
 };
 
-CPUModel::~CPUModel() = default;
+CompiledModel::~CompiledModel() = default;
 
-llvm::Expected<std::unique_ptr<CPUModel>>
-CPUModel::compile(ModuleOp module, const ModelInfo &info) {
+llvm::Expected<std::unique_ptr<CompiledModel>>
+CompiledModel::compile(ModuleOp module, const ModelInfo &info,
+                       const CompileOptions &options) {
   OwningOpRef<ModuleOp> clone(module.clone());
   auto func = clone->lookupSymbol<func::FuncOp>(info.entry);
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
-  auto engine = lowerAndCompile(*clone);
+  // The backward kernel is called from the host. On the CPU the kernel
+  // itself is a host function; on CUDA a host function calls it, and the
+  // pipeline turns that call into a launch.
+  StringRef backwardName = abi::kBackwardI64;
+  if (options.target == Target::CUDA)
+    backwardName = addBackwardHostCall(*clone);
+  auto engine = lowerAndCompile(*clone, options);
   if (!engine)
     return engine.takeError();
-  std::unique_ptr<CPUModel> model(new CPUModel());
+  std::unique_ptr<CompiledModel> model(new CompiledModel());
   model->impl = std::make_unique<Impl>();
   model->impl->info = info;
   model->impl->engine = std::move(*engine);
-  auto backward = lookupKernel(*model->impl->engine, abi::kBackwardI64);
+  auto backward = lookupKernel(*model->impl->engine, backwardName);
   if (!backward)
     return backward.takeError();
   model->impl->backward = reinterpret_cast<BackwardFn<int64_t>>(*backward);
+  if (options.target == Target::CUDA) {
+    auto lastError = model->impl->engine->lookup("neuroshardCudaLastError");
+    if (!lastError)
+      return lastError.takeError();
+    model->impl->cudaLastError =
+        reinterpret_cast<const char *(*)()>(*lastError);
+  }
   return model;
 }
 
-llvm::Error CPUModel::forward(ModelData &data,
-                              std::vector<std::vector<float>> &outputs) {
+llvm::Error CompiledModel::forward(ModelData &data,
+                                   std::vector<std::vector<float>> &outputs) {
   const ModelInfo &info = impl->info;
   // Descriptors must stay at fixed addresses during the call.
   std::vector<Desc1<int64_t>> desc64;
@@ -679,10 +768,14 @@ llvm::Error CPUModel::forward(ModelData &data,
   std::vector<void *> args;
   for (void *&d : descriptors)
     args.push_back(&d);
-  return impl->engine->invokePacked("_mlir_ciface_" + info.entry, args);
+  impl->initializeDevice();
+  if (llvm::Error err =
+          impl->engine->invokePacked("_mlir_ciface_" + info.entry, args))
+    return err;
+  return impl->checkDevice("forward");
 }
 
-llvm::Error CPUModel::backward(ModelData &data, float learningRate) {
+llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
   const ModelInfo &info = impl->info;
   if (data.gradients.size() != info.lookups.size())
     return makeError("the data holds gradients for " +
@@ -702,6 +795,7 @@ llvm::Error CPUModel::backward(ModelData &data, float learningRate) {
                          impl->indices[l], impl->offsets[l]);
     impl->prepared = &data;
   }
+  impl->initializeDevice();
   Desc1<int64_t> layout = desc1(data.layout);
   Desc1<float> weights = desc1(data.weights);
   for (size_t l = 0; l < info.lookups.size(); ++l) {
@@ -712,6 +806,8 @@ llvm::Error CPUModel::backward(ModelData &data, float learningRate) {
     Desc2 grad = desc2(data.gradients[l], lookup.batch, lookup.width);
     impl->backward(&meta, &layout, &weights, &indices, &offsets, &grad,
                    learningRate);
+    if (llvm::Error err = impl->checkDevice("backward"))
+      return err;
   }
   return llvm::Error::success();
 }

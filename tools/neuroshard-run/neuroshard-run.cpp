@@ -4,17 +4,20 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Compiles a NeuroShard module (sharded or not) for the CPU, generates its
-// lookup inputs and weights deterministically from the tables' statistics,
-// runs the entry function (and, with --backward, the backward-SGD kernels),
-// and prints a checksum of every result. --compare runs a second module on
-// the same data and reports the largest relative difference; --iters times
-// the run. Exits 1 with a one-line reason on bad input or a mismatch.
+// Compiles a NeuroShard module (sharded or not) for the CPU or a CUDA GPU,
+// generates its lookup inputs and weights deterministically from the tables'
+// statistics, runs the entry function (and, with --backward, the backward-SGD
+// kernels), and prints a checksum of every result. --compare runs a second
+// module on the same data and reports the largest relative difference; --iters
+// times the run. Exits 1 with a one-line reason on bad input or a mismatch.
 //
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Runtime/Executor.h"
+#ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
+#include "neuroshard/Runtime/Cuda/CudaRuntime.h"
+#endif
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -52,6 +55,9 @@ static cl::opt<std::string>
 static cl::opt<std::string> device("device",
                                    cl::desc("Where to run: cpu or cuda"),
                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    chip("chip", cl::desc("--device cuda: the GPU architecture (e.g. sm_90)"),
+         cl::init("sm_90"), cl::cat(category));
 static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Expected batch size (the module's types fix it; a "
@@ -115,10 +121,33 @@ void failOn(Error error, StringRef what) {
     fail(what + ": " + toString(std::move(error)));
 }
 
+CompileOptions compileOptions() {
+  CompileOptions options;
+  if (device == "cuda") {
+    options.target = Target::CUDA;
+    options.cudaChip = chip;
+#ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
+    options.cudaRuntimeLibrary = NEUROSHARD_CUDA_RUNTIME_LIBRARY;
+#endif
+  }
+  return options;
+}
+
+/// --device cuda: fails unless a CUDA driver and device 0 are usable.
+void checkCUDADevice() {
+#ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
+  std::unique_ptr<::neuroshard::cuda::Runtime> runtime;
+  ::neuroshard::cuda::Status status =
+      ::neuroshard::cuda::Runtime::open(0, runtime);
+  if (!status.ok())
+    fail("--device cuda: " + status.message());
+#endif
+}
+
 struct Loaded {
   OwningOpRef<ModuleOp> module;
   ModelInfo info;
-  std::unique_ptr<CPUModel> model;
+  std::unique_ptr<CompiledModel> model;
 };
 
 Loaded load(MLIRContext &context, StringRef path) {
@@ -143,7 +172,8 @@ Loaded load(MLIRContext &context, StringRef path) {
         fail(path + ": the lookups of @" + loaded.info.entry +
              " have batch size " + Twine(pair.batch) +
              ", fixed by their types, but --batch-size is " + Twine(batchSize));
-  auto model = CPUModel::compile(*loaded.module, loaded.info);
+  auto model =
+      CompiledModel::compile(*loaded.module, loaded.info, compileOptions());
   if (!model)
     fail(path + ": " + toString(model.takeError()));
   loaded.model = std::move(*model);
@@ -170,10 +200,13 @@ int main(int argc, char **argv) {
       "access_hist with --seed, identically for a model and its sharded "
       "form, so --compare checks that sharding preserved the results.\n");
 
+#ifndef NEUROSHARD_CUDA_RUNTIME_LIBRARY
   if (device == "cuda")
-    fail("--device cuda: this neuroshard-run executes on the CPU; CUDA "
-         "modules run with neuroshard-cuda-runner (docs/lowering.md)");
-  if (device != "cpu")
+    fail("--device cuda: this neuroshard-run was built without a CUDA "
+         "toolkit; rebuild with one, or run the kernels with "
+         "neuroshard-cuda-runner (docs/lowering.md)");
+#endif
+  if (device != "cpu" && device != "cuda")
     fail("unknown --device '" + device + "' (expected cpu or cuda)");
   if (maxRows < 0)
     fail("--max-rows must be >= 0, got " + Twine(maxRows));
@@ -188,7 +221,11 @@ int main(int argc, char **argv) {
   registerAllExtensions(registry);
   MLIRContext context(registry);
 
+  // The module is lowered and compiled first, so that a machine without a
+  // GPU still checks everything up to the driver.
   Loaded model = load(context, inputPath);
+  if (device == "cuda")
+    checkCUDADevice();
   DataOptions dataOptions;
   dataOptions.seed = seed;
   dataOptions.maxRows = maxRows;
@@ -222,7 +259,7 @@ int main(int argc, char **argv) {
   json::Object report;
   report["module"] = inputPath.getValue();
   report["entry"] = model.info.entry;
-  report["device"] = "cpu";
+  report["device"] = device.getValue();
   report["seed"] = static_cast<int64_t>(seed);
   report["max_rows"] = static_cast<int64_t>(maxRows);
   report["backward"] = static_cast<bool>(backward);
@@ -293,9 +330,10 @@ int main(int argc, char **argv) {
                        {"step", backward ? "forward+backward" : "forward"}};
     outs() << formatv("{0:2}", json::Value(std::move(report))) << "\n";
   } else {
-    outs() << "@" << model.info.entry << " on cpu: " << outputs.size()
-           << " results, " << model.info.pairs.size() << " lookup inputs, "
-           << model.info.tables.size() << " tables, seed " << seed;
+    outs() << "@" << model.info.entry << " on " << device << ": "
+           << outputs.size() << " results, " << model.info.pairs.size()
+           << " lookup inputs, " << model.info.tables.size() << " tables, seed "
+           << seed;
     if (maxRows > 0)
       outs() << ", at most " << maxRows << " rows per table";
     outs() << (backward ? ", forward + backward (SGD)\n" : ", forward\n");

@@ -13,9 +13,10 @@
 // * `ModelData` holds what a run feeds the model: the weight arena (tables
 //   in module order, optionally capped to a number of rows), the generated
 //   indices and offsets of every lookup, and output gradients.
-// * `CPUModel` lowers a module with `--neuroshard-to-cpu`, JIT-compiles it
-//   with MLIR's ExecutionEngine for the host CPU, and runs the entry
-//   function (forward) and the generic backward-SGD kernel per lookup.
+// * `CompiledModel` lowers a module with `--neuroshard-to-cpu` (or, for a
+//   CUDA GPU, `--neuroshard-cuda-pipeline`), JIT-compiles the host code
+//   with MLIR's ExecutionEngine, and runs the entry function (forward) and
+//   the generic backward-SGD kernel per lookup.
 // * `CPUKernels` compiles only the generic kernels and calls them on shard
 //   sets given at run time, so any number of sets is timed with one
 //   compilation.
@@ -165,13 +166,28 @@ llvm::Error replaceInputs(const ModelInfo &info, ModelData &data,
 std::optional<std::string> findOutOfRangeIndex(const ModelInfo &info,
                                                const ModelData &data);
 
-/// A module lowered to the CPU and JIT-compiled.
-class CPUModel {
+/// Where a compiled model runs.
+enum class Target { CPU, CUDA };
+
+struct CompileOptions {
+  Target target = Target::CPU;
+  /// CUDA: the architecture the kernels are compiled for.
+  std::string cudaChip = "sm_90";
+  /// CUDA: the shared library with the mgpu* entry points the lowered host
+  /// code calls (NeuroShard's libneuroshard_cuda_runtime.so).
+  std::string cudaRuntimeLibrary;
+};
+
+/// A module lowered for the CPU or a CUDA GPU and JIT-compiled. On CUDA,
+/// every kernel call copies its buffers to the device and its result back,
+/// so a run's time includes those copies.
+class CompiledModel {
 public:
-  ~CPUModel();
+  ~CompiledModel();
   /// Lowers a clone of `module` (which `info` describes) and compiles it.
-  static llvm::Expected<std::unique_ptr<CPUModel>>
-  compile(mlir::ModuleOp module, const ModelInfo &info);
+  static llvm::Expected<std::unique_ptr<CompiledModel>>
+  compile(mlir::ModuleOp module, const ModelInfo &info,
+          const CompileOptions &options = {});
 
   /// Runs the entry function; `outputs[i]` receives result i (row-major).
   llvm::Error forward(ModelData &data,
@@ -180,7 +196,7 @@ public:
   llvm::Error backward(ModelData &data, float learningRate);
 
 private:
-  CPUModel() = default;
+  CompiledModel() = default;
   struct Impl;
   std::unique_ptr<Impl> impl;
 };
