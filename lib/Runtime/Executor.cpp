@@ -6,6 +6,7 @@
 
 #include "neuroshard/Runtime/Executor.h"
 #include "neuroshard/Conversion/LookupLowering.h"
+#include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 #include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
@@ -189,14 +190,9 @@ StringRef addBackwardHostCall(ModuleOp module) {
   OpBuilder builder(ctx);
   builder.setInsertionPointToEnd(module.getBody());
   Location loc = builder.getUnknownLoc();
-  Type i64 = builder.getI64Type(), f32 = builder.getF32Type();
-  int64_t dyn = ShapedType::kDynamic;
-  auto vector = [&](Type element) { return MemRefType::get({dyn}, element); };
-  SmallVector<Type> inputs = {vector(i64), vector(i64),
-                              vector(f32), vector(i64),
-                              vector(i64), MemRefType::get({dyn, dyn}, f32),
-                              f32};
-  auto type = builder.getFunctionType(inputs, {});
+  auto type = builder.getFunctionType(
+      embeddingKernelOperandTypes(ctx, abi::kBackwardI64, /*isBackward=*/true),
+      {});
   if (!module.lookupSymbol(abi::kBackwardI64)) {
     auto kernel = func::FuncOp::create(builder, loc, abi::kBackwardI64, type);
     kernel.setPrivate();
