@@ -11,6 +11,7 @@
 #include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/Statistics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -633,8 +634,7 @@ Timing rt::timeRuns(unsigned warmup, unsigned iters,
   }
   std::sort(ms.begin(), ms.end());
   Timing timing;
-  size_t n = ms.size();
-  timing.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  timing.median = ::neuroshard::sortedMedian(ms);
   timing.min = ms.front();
   timing.max = ms.back();
   return timing;

@@ -28,6 +28,7 @@
 
 #include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
+#include "neuroshard/Runtime/Statistics.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/JSON.h"
@@ -103,12 +104,6 @@ Sample drawSample(int64_t id, int ranks) {
   return s;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /// The buffers and counts of one all-to-all (in floats).
 struct Exchange {
   std::vector<int> sendCounts, sendOffsets, recvCounts, recvOffsets;
@@ -156,7 +151,8 @@ std::vector<double> measure(Exchange &exchange, double delayMs, int rank,
   std::vector<double> runs;
   for (unsigned i = 0; i < iters; ++i)
     runs.push_back(timeOnce(exchange, delayMs));
-  double mine = median(runs);
+  std::sort(runs.begin(), runs.end());
+  double mine = neuroshard::sortedMedian(runs);
   std::vector<double> all(rank == 0 ? ranks : 0);
   MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);

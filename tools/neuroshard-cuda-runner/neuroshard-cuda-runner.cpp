@@ -22,6 +22,7 @@
 #include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/Statistics.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -433,8 +434,7 @@ Status timeRuns(Runtime &rt, const std::function<Status()> &body,
     return status;
   std::sort(samples.begin(), samples.end());
   size_t n = samples.size();
-  timing.median =
-      n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  timing.median = neuroshard::sortedMedian(samples);
   timing.minimum = samples.front();
   timing.maximum = samples.back();
   double mean = 0, square = 0;
