@@ -663,6 +663,9 @@ struct CompiledModel::Impl {
   /// CUDA: the runtime's last failure ("" if none). The lowered host code
   /// cannot return errors, so every run checks it afterwards.
   const char *(*cudaLastError)() = nullptr;
+  /// Per lookup: metadata and concatenated inputs for the backward kernel.
+  const ModelData *prepared = nullptr;
+  std::vector<std::vector<int64_t>> meta, indices, offsets;
 
   /// CUDA: runs the global constructors (which load the kernels onto the
   /// device) once, before the first run rather than at compile time, so that
@@ -677,9 +680,6 @@ struct CompiledModel::Impl {
       return llvm::Error::success();
     return makeError(llvm::Twine(step) + " on CUDA failed: " + cudaLastError());
   }
-  /// Per lookup: metadata and concatenated inputs for the backward kernel.
-  const ModelData *prepared = nullptr;
-  std::vector<std::vector<int64_t>> meta, indices, offsets;
 };
 
 CompiledModel::~CompiledModel() = default;
@@ -726,24 +726,18 @@ llvm::Error CompiledModel::forward(ModelData &data,
   desc64.reserve(info.numArguments + 2);
   desc32.reserve(info.numArguments);
   std::vector<void *> descriptors(info.numArguments, nullptr);
-  for (size_t p = 0; p < info.pairs.size(); ++p) {
-    const InputPair &pair = info.pairs[p];
-    if (pair.indicesAreI32) {
-      desc32.push_back(desc1(data.indices32[p]));
-      descriptors[pair.indicesArg] = &desc32.back();
-    } else {
-      desc64.push_back(desc1(data.inputs[p].indices));
-      descriptors[pair.indicesArg] = &desc64.back();
-    }
-  }
   // Offsets follow the element type of their indices (embedding_bag
   // requires it; fused entries are built from such pairs).
   for (size_t p = 0; p < info.pairs.size(); ++p) {
     const InputPair &pair = info.pairs[p];
     if (pair.indicesAreI32) {
+      desc32.push_back(desc1(data.indices32[p]));
+      descriptors[pair.indicesArg] = &desc32.back();
       desc32.push_back(desc1(data.offsets32[p]));
       descriptors[pair.offsetsArg] = &desc32.back();
     } else {
+      desc64.push_back(desc1(data.inputs[p].indices));
+      descriptors[pair.indicesArg] = &desc64.back();
       desc64.push_back(desc1(data.inputs[p].offsets));
       descriptors[pair.offsetsArg] = &desc64.back();
     }
