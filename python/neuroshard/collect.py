@@ -39,6 +39,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
 
+from neuroshard import jsonio
 from neuroshard import table_pool as tp
 
 MAX_TABLES_PER_SET = 15
@@ -97,7 +98,7 @@ def load_samples(path: str, allow_missing: bool = False) -> List[Dict]:
     if allow_missing and not os.path.exists(path):
         return []
     samples, seen = [], set()
-    for _, where, sample in json_lines(path, "dataset"):
+    for _, where, sample in jsonio.json_lines(path, "dataset", CollectError):
         check_sample(sample, where)
         if sample["id"] in seen:
             raise CollectError("%s: sample id %d appears twice" %
@@ -105,27 +106,6 @@ def load_samples(path: str, allow_missing: bool = False) -> List[Dict]:
         seen.add(sample["id"])
         samples.append(sample)
     return samples
-
-
-def json_lines(path: str, what: str, error=None):
-    """Yields (line number, "WHAT 'PATH' line N", parsed value) for every
-    non-blank line of a JSON Lines file; raises `error` (CollectError by
-    default) for an unreadable file or a line that is not JSON."""
-    error = error or CollectError
-    try:
-        f = open(path)
-    except OSError as e:
-        raise error("cannot read %s '%s': %s" % (what, path, e.strerror))
-    with f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = "%s '%s' line %d" % (what, path, number)
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise error("%s is not valid JSON: %s" % (where, e))
-            yield number, where, value
 
 
 def check_fields(sample, fields, where: str, error=None) -> None:

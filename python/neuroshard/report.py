@@ -11,7 +11,6 @@ bundle with comm models, it also prints the MAPE of comm_fw.pt and
 comm_bw.pt on both splits of that dataset."""
 
 import argparse
-import json
 import os
 import sys
 from typing import Dict, List, Optional
@@ -19,6 +18,7 @@ from typing import Dict, List, Optional
 import torch
 
 from neuroshard import collect
+from neuroshard import jsonio
 from neuroshard import metrics
 from neuroshard import table_pool as tp
 from neuroshard import train as tr
@@ -30,13 +30,7 @@ class ReportError(Exception):
 
 def load_meta(bundle_dir: str) -> Dict:
     path = os.path.join(bundle_dir, "meta.json")
-    try:
-        with open(path) as f:
-            meta = json.load(f)
-    except OSError as e:
-        raise ReportError("cannot read '%s': %s" % (path, e.strerror))
-    except json.JSONDecodeError as e:
-        raise ReportError("'%s' is not valid JSON: %s" % (path, e))
+    meta = jsonio.read_json(path, "", ReportError)
     training = meta.get("training") if isinstance(meta, dict) else None
     if not isinstance(training, dict) or "validation_fraction" not in \
             training or not isinstance(meta.get("seed"), int):

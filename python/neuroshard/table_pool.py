@@ -33,6 +33,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from neuroshard import jsonio
+
 NUM_ACCESS_BINS = 17
 POOL_DIMS = (128, 64, 32, 16, 8, 4)
 MIN_ROWS, MAX_ROWS = 1e2, 1e7
@@ -272,13 +274,7 @@ _TABLE_FIELDS = {"id": int, "base": int, "split": str, "name": str,
 
 def load_pool(path: str) -> Dict:
     """Reads and checks pool.json; errors name the file and the problem."""
-    try:
-        with open(path) as f:
-            pool = json.load(f)
-    except OSError as e:
-        raise PoolError("cannot read pool '%s': %s" % (path, e.strerror))
-    except json.JSONDecodeError as e:
-        raise PoolError("pool '%s' is not valid JSON: %s" % (path, e))
+    pool = jsonio.read_json(path, "pool", PoolError)
     if not isinstance(pool, dict) or not isinstance(pool.get("tables"), list):
         raise PoolError("pool '%s': expected an object with a \"tables\" "
                         "list" % path)

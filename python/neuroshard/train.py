@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from neuroshard import collect
+from neuroshard import jsonio
 from neuroshard import cost_model as cm
 from neuroshard import metrics
 from neuroshard import table_pool as tp
@@ -262,8 +263,8 @@ def load_comm_samples(path: str,
     Every sample must have the same N >= 2, hardware and transport, and,
     when batch_size is given, that batch size (the compute dataset's)."""
     samples, first_line = [], {}
-    for number, where, sample in collect.json_lines(path, "comm dataset",
-                                                    TrainError):
+    for number, where, sample in jsonio.json_lines(path, "comm dataset",
+                                                   TrainError):
         check_comm_sample(sample, where)
         where += " (sample %d)" % sample["id"]
         if sample["id"] in first_line:
