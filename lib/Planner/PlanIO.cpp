@@ -12,21 +12,9 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-#include <cmath>
-
 using namespace llvm;
 
 namespace neuroshard {
-
-std::optional<unsigned> dtypeBytes(StringRef dtype) {
-  return StringSwitch<std::optional<unsigned>>(dtype)
-      .Case("f32", 4)
-      .Case("f16", 2)
-      .Case("bf16", 2)
-      .Case("f64", 8)
-      .Case("i8", 1)
-      .Default(std::nullopt);
-}
 
 Expected<std::vector<double>> parseMemoryGBList(StringRef list) {
   SmallVector<StringRef> fields;
@@ -34,10 +22,13 @@ Expected<std::vector<double>> parseMemoryGBList(StringRef list) {
   std::vector<double> capacities;
   for (StringRef field : fields) {
     double gb = 0.0;
-    if (field.trim().getAsDouble(gb) || !std::isfinite(gb) || gb <= 0.0)
+    if (field.trim().getAsDouble(gb))
       return createStringError(
           inconvertibleErrorCode(),
-          formatv("'{0}' is not a positive number of GB", field.trim()));
+          formatv("'{0}' is not a number of GB", field.trim()));
+    if (RuleViolation v = checkCapacityGB(gb))
+      return createStringError(inconvertibleErrorCode(),
+                               formatv("'{0}': {1}", field.trim(), *v));
     capacities.push_back(gb);
   }
   return capacities;
@@ -93,6 +84,11 @@ public:
     return Error::success();
   }
 
+  /// Fails with a broken table rule's message, if any.
+  Error check(const RuleViolation &violation) const {
+    return violation ? fail(*violation) : Error::success();
+  }
+
   const std::string &name() const { return where; }
 
 private:
@@ -129,61 +125,64 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
     return std::move(err);
   if (Error err = fields.readInteger("rows", *field, table.rows))
     return std::move(err);
-  if (table.rows <= 0)
-    return fields.fail(formatv("'rows' must be positive, got {0}", table.rows));
+  if (Error err = fields.check(checkRows(table.rows)))
+    return std::move(err);
 
   if (Error err = fields.require("dim", field))
     return std::move(err);
   if (Error err = fields.readInteger("dim", *field, table.dim))
     return std::move(err);
-  if (table.dim <= 0 || table.dim % kColumnAlignment != 0)
-    return fields.fail(formatv("'dim' must be a positive multiple of {0}, got "
-                               "{1}",
-                               kColumnAlignment, table.dim));
+  if (Error err = fields.check(checkDim(table.dim)))
+    return std::move(err);
 
   if (const json::Value *dtype = fields.find("dtype")) {
     std::optional<StringRef> text = dtype->getAsString();
-    std::optional<unsigned> bytes = text ? dtypeBytes(*text) : std::nullopt;
-    if (!bytes)
-      return fields.fail(formatv("'dtype' must be one of f32, f16, bf16, f64, "
-                                 "i8, got {0}",
-                                 *dtype));
-    table.elementBytes = *bytes;
+    if (!text)
+      return fields.fail(formatv("'dtype' must be a string, got {0}", *dtype));
+    if (Error err = fields.check(checkElementType(*text)))
+      return std::move(err);
+    table.elementBytes = *elementTypeBytes(*text);
   }
+  if (Error err = fields.check(
+          checkTableBytes(table.rows, table.dim, table.elementBytes)))
+    return std::move(err);
 
   if (Error err = fields.require("pooling_factor", field))
     return std::move(err);
   if (Error err =
           fields.readNumber("pooling_factor", *field, table.poolingFactor))
     return std::move(err);
-  if (table.poolingFactor < 0)
-    return fields.fail(formatv("'pooling_factor' must be non-negative, got {0}",
-                               format("%g", table.poolingFactor)));
+  if (Error err = fields.check(checkPoolingFactor(table.poolingFactor)))
+    return std::move(err);
 
   if (Error err = fields.require("access_hist", field))
     return std::move(err);
   const json::Array *hist = field->getAsArray();
-  if (!hist || hist->size() != kNumAccessBins)
+  if (!hist)
     return fields.fail(formatv("'access_hist' must be an array of {0} "
                                "numbers, got {1}",
                                kNumAccessBins, *field));
+  std::vector<double> bins;
   for (auto [bin, entry] : enumerate(*hist)) {
     std::optional<double> number = entry.getAsNumber();
-    if (!number || *number < 0)
-      return fields.fail(formatv("'access_hist' bin {0} must be a "
-                                 "non-negative number, got {1}",
-                                 bin, entry));
-    table.accessHist[bin] = *number;
+    if (!number)
+      return fields.fail(formatv(
+          "'access_hist' bin {0} must be a number, got {1}", bin, entry));
+    bins.push_back(*number);
   }
+  if (Error err = fields.check(checkAccessHistogram(bins)))
+    return std::move(err);
+  llvm::copy(bins, table.accessHist.begin());
 
   if (const json::Value *pinned = fields.find("pinned_device")) {
     int64_t device;
     if (Error err = fields.readInteger("pinned_device", *pinned, device))
       return std::move(err);
-    if (device < 0)
-      return fields.fail(
-          formatv("'pinned_device' must be non-negative, got {0}", device));
-    table.pinnedDevice = device;
+    // The device count is known only later (validateProblem checks it);
+    // here the device must at least fit a topology.
+    if (Error err = fields.check(checkPinnedDevice(device, kMaxDevices)))
+      return std::move(err);
+    table.pinnedDevice = static_cast<unsigned>(device);
   }
   if (const json::Value *noSplit = fields.find("no_split")) {
     std::optional<bool> flag = noSplit->getAsBoolean();
@@ -277,7 +276,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         const DeviceCost &cost = result.cost.devices[d];
         json.object([&] {
           json.attribute("device", d);
-          writeNumber(json, "memory_gb", memory[d] / kBytesPerGB);
+          writeNumber(json, "memory_used_gb", memory[d] / kBytesPerGB);
+          writeNumber(json, "capacity_gb", topology.memoryGB[d]);
           writeNumber(json, "compute_ms", cost.computeMs);
           writeNumber(json, "bw_comm_ms", cost.bwCommMs);
           writeNumber(json, "fw_comm_ms", cost.fwCommMs);

@@ -57,13 +57,14 @@ private:
   FailureOr<::neuroshard::Topology> buildTopology(ModuleOp module);
   FailureOr<int64_t> findBatchSize(ArrayRef<TableInfo> tables);
   FailureOr<std::vector<::neuroshard::TableSpec>>
-  buildTableSpecs(ArrayRef<TableInfo> tables);
+  buildTableSpecs(ArrayRef<TableInfo> tables, unsigned numDevices);
   FailureOr<::neuroshard::SearchOptions> buildSearchOptions(ModuleOp module);
   void rewriteBlock(ArrayRef<EmbeddingBagOp> lookups,
                     const DenseMap<Operation *, unsigned> &tableOfLookup,
                     unsigned numTables, const ::neuroshard::Topology &topology,
                     const ::neuroshard::ShardingPlan &plan);
-  void attachPlan(ModuleOp module, const ::neuroshard::PlanResult &result,
+  void attachPlan(ModuleOp module, ArrayRef<::neuroshard::TableSpec> specs,
+                  const ::neuroshard::PlanResult &result,
                   const ::neuroshard::Topology &topology);
   LogicalResult writeReports(ModuleOp module,
                              ArrayRef<::neuroshard::TableSpec> specs,
@@ -89,6 +90,9 @@ ShardTablesPass::buildTopology(ModuleOp module) {
     return module.emitError()
            << "no device count: give the module a 'neuroshard.topology' "
               "attribute or pass devices=N";
+  if (::neuroshard::RuleViolation v =
+          ::neuroshard::checkDeviceCount(numDevices))
+    return module.emitError() << *v;
 
   std::vector<double> memory;
   if (!memoryGb.empty()) {
@@ -152,7 +156,8 @@ FailureOr<int64_t> ShardTablesPass::findBatchSize(ArrayRef<TableInfo> tables) {
 }
 
 FailureOr<std::vector<::neuroshard::TableSpec>>
-ShardTablesPass::buildTableSpecs(ArrayRef<TableInfo> tables) {
+ShardTablesPass::buildTableSpecs(ArrayRef<TableInfo> tables,
+                                 unsigned numDevices) {
   std::vector<::neuroshard::TableSpec> specs;
   for (TableInfo info : tables) {
     TableOp table = info.op;
@@ -170,10 +175,19 @@ ShardTablesPass::buildTableSpecs(ArrayRef<TableInfo> tables) {
     spec.elementBytes = table.getElementType().getIntOrFloatBitWidth() / 8;
     spec.poolingFactor = *table.getPoolingFactorValue();
     llvm::copy(*table.getAccessHist(), spec.accessHist.begin());
-    if (std::optional<int64_t> pinned = table.getPinnedDevice())
+    // Checked before the narrowing, which would wrap a device past 2^32.
+    if (std::optional<int64_t> pinned = table.getPinnedDevice()) {
+      if (::neuroshard::RuleViolation v =
+              ::neuroshard::checkPinnedDevice(*pinned, numDevices))
+        return table.emitOpError() << "table '" << spec.name << "': " << *v;
       spec.pinnedDevice = static_cast<unsigned>(*pinned);
-    // Only multiples of 4 can be halved; other widths stay whole.
-    spec.noSplit = table.getNoSplit() || spec.dim % 4 != 0;
+    }
+    spec.noSplit = table.getNoSplit();
+    // The verifier has checked the same rules against the module's
+    // topology; the pass's options may name another.
+    if (::neuroshard::RuleViolation v =
+            ::neuroshard::checkTable(spec, numDevices))
+      return table.emitOpError() << "table '" << spec.name << "': " << *v;
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -335,14 +349,20 @@ void ShardTablesPass::rewriteBlock(
 }
 
 void ShardTablesPass::attachPlan(ModuleOp module,
+                                 ArrayRef<::neuroshard::TableSpec> specs,
                                  const ::neuroshard::PlanResult &result,
                                  const ::neuroshard::Topology &topology) {
   Builder b(&getContext());
+  std::vector<uint64_t> memoryUsed =
+      ::neuroshard::deviceMemoryBytes(specs, topology, result.plan);
   SmallVector<Attribute> perDevice;
   for (auto [device, cost] : llvm::enumerate(result.cost.devices)) {
     perDevice.push_back(b.getDictionaryAttr({
         b.getNamedAttr("device", b.getI64IntegerAttr(device)),
-        b.getNamedAttr("memory_gb",
+        b.getNamedAttr(
+            "memory_used_gb",
+            b.getF64FloatAttr(memoryUsed[device] / ::neuroshard::kBytesPerGB)),
+        b.getNamedAttr("capacity_gb",
                        b.getF64FloatAttr(topology.memoryGB[device])),
         b.getNamedAttr("compute_ms", b.getF64FloatAttr(cost.computeMs)),
         b.getNamedAttr("bw_comm_ms", b.getF64FloatAttr(cost.bwCommMs)),
@@ -467,7 +487,7 @@ void ShardTablesPass::runOnOperation() {
     return signalPassFailure();
   topology->batchSize = *batch;
   FailureOr<std::vector<::neuroshard::TableSpec>> specs =
-      buildTableSpecs(tables);
+      buildTableSpecs(tables, topology->numDevices());
   FailureOr<::neuroshard::SearchOptions> options = buildSearchOptions(module);
   if (failed(specs) || failed(options))
     return signalPassFailure();
@@ -506,7 +526,7 @@ void ShardTablesPass::runOnOperation() {
   for (auto &[block, lookups] : lookupsOfBlock)
     rewriteBlock(lookups, tableOfLookup, tables.size(), *topology,
                  result->plan);
-  attachPlan(module, *result, *topology);
+  attachPlan(module, *specs, *result, *topology);
 
   numTables = tables.size();
   numShards = result->plan.shards.size();

@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from neuroshard import table_pool as tp
+from neuroshard import table_rules
 
 INDEX_TYPES = ("i64", "i32")
 FUNCTION_NAME = "embeddings"
@@ -195,11 +196,16 @@ def _check_module(path: str, module: nn.EmbeddingBag) -> None:
     if module.weight.dtype != torch.float32:
         raise FrontendError("'%s' has %s weights; only float32 is supported"
                             % (path, module.weight.dtype))
-    rows, dim = module.weight.shape
-    if dim % 4:
-        raise FrontendError(
-            "'%s' has dim %d; NeuroShard tables need a dim that is a "
-            "multiple of 4" % (path, dim))
+    rows, dim = (int(x) for x in module.weight.shape)
+    _check_rules(path, table_rules.check_dim(dim),
+                 table_rules.check_table_bytes(rows, dim, 4))
+
+
+def _check_rules(what: str, *violations: Optional[str]) -> None:
+    """Raises on the first broken table rule, in the C++ rules' words."""
+    for violation in violations:
+        if violation is not None:
+            raise FrontendError("'%s': %s" % (what, violation))
 
 
 def measure_tables(model: nn.Module, samples: Mapping[str, object]
@@ -248,11 +254,15 @@ def measure_tables(model: nn.Module, samples: Mapping[str, object]
             streams.append(indices)
             total_bags += int(lengths.size)
         stream = np.concatenate(streams)
-        tables.append(TableInfo(
+        table = TableInfo(
             path=path, symbol=symbol, rows=rows, dim=dim, mode=module.mode,
             batch_size=batch_size, pooling_factor=stream.size / total_bags,
             access_hist=tp.access_histogram(stream),
-            num_indices=int(stream.size)))
+            num_indices=int(stream.size))
+        _check_rules(path,
+                     table_rules.check_pooling_factor(table.pooling_factor),
+                     table_rules.check_access_histogram(table.access_hist))
+        tables.append(table)
     return tables
 
 
@@ -264,10 +274,10 @@ def _float_literal(value: float) -> str:
 
 
 def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
-    if isinstance(devices, bool) or not isinstance(devices, int) or \
-            devices < 1:
-        raise FrontendError("devices must be a positive integer, got %r" %
+    if isinstance(devices, bool) or not isinstance(devices, int):
+        raise FrontendError("devices must be an integer, got %r" %
                             (devices,))
+    _check_rules("devices", table_rules.check_device_count(devices))
     if isinstance(memory_gb, (int, float)):
         capacities = [float(memory_gb)]
         text = _float_literal(float(memory_gb))
@@ -278,9 +288,7 @@ def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
                                 "devices" % (len(capacities), devices))
         text = "[%s]" % ", ".join(_float_literal(m) for m in capacities)
     for m in capacities:
-        if not m > 0 or m != m or m == float("inf"):
-            raise FrontendError("memory_gb must be positive and finite, got "
-                                "%r" % m)
+        _check_rules("memory_gb", table_rules.check_capacity_gb(m))
     return "#neuroshard.topology<devices = %d, memory_gb = %s>" % (devices,
                                                                    text)
 

@@ -34,8 +34,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from neuroshard import jsonio
+from neuroshard.table_rules import NUM_ACCESS_BINS
 
-NUM_ACCESS_BINS = 17
 POOL_DIMS = (128, 64, 32, 16, 8, 4)
 MIN_ROWS, MAX_ROWS = 1e2, 1e7
 POOLING_MEAN = 16.0

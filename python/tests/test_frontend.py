@@ -166,7 +166,7 @@ def test_emitted_module_parses_and_shards():
      {"0": batch([1, 10], [0, 1])},
      "'0' batch 0 has index 10 outside the table's 10 rows"),
     (nn.ModuleList([nn.EmbeddingBag(10, 6, mode="sum")]),
-     {"0": batch([1], [0])}, "'0' has dim 6; NeuroShard tables need a dim"),
+     {"0": batch([1], [0])}, "'0': 'dim' must be a positive multiple of 4, got 6"),
     (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]), {},
      "no sample batches for '0'"),
     (nn.ModuleList([nn.EmbeddingBag(10, 4, mode="sum")]),
@@ -196,8 +196,14 @@ def test_bad_options_are_refused():
     with pytest.raises(frontend.FrontendError,
                        match="memory_gb lists 1 capacities for 2 devices"):
         frontend.model_to_mlir(model, samples, devices=2, memory_gb=[1.0])
-    with pytest.raises(frontend.FrontendError, match="devices must be"):
+    with pytest.raises(frontend.FrontendError,
+                       match="'devices': the device count must be between 1 "
+                             "and 65536, got 0"):
         frontend.model_to_mlir(model, samples, devices=0)
+    with pytest.raises(frontend.FrontendError,
+                       match="'memory_gb': memory capacity must be a positive "
+                             "number of GB up to 1048576, got inf"):
+        frontend.model_to_mlir(model, samples, memory_gb=float("inf"))
 
 
 def test_example_runs_end_to_end(tmp_path):

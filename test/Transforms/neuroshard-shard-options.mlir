@@ -2,9 +2,14 @@
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=best" 2>&1 | FileCheck %s --check-prefix=ALGO
 // ALGO: error: unknown algorithm 'best'; expected one of neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical memory-gb=8,x" 2>&1 | FileCheck %s --check-prefix=MEM
-// MEM: error: memory-gb entry 'x' is not a positive number of GB
+// MEM: error: memory-gb entry 'x' is not a number of GB
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=3 memory-gb=8,8" 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: error: memory-gb lists 2 capacities for 3 devices
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=65537" 2>&1 | FileCheck %s --check-prefix=MANY
+// MANY: error: the device count must be between 1 and 65536, got 65537
+// The table is pinned to device 1 of the module's 2; one device has none.
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=1" 2>&1 | FileCheck %s --check-prefix=PINNED
+// PINNED: :[[@LINE+9]]:3: error: 'neuroshard.table' op table 'a': 'pinned_device' is 1 but there is only 1 device
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=%t.does-not-exist" 2>&1 | FileCheck %s --check-prefix=MODEL
 // MODEL: error: cost model '{{.*}}does-not-exist'
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical beam-width=0" 2>&1 | FileCheck %s --check-prefix=BEAM
@@ -13,7 +18,7 @@
 // OUT: error: cannot write plan-out file '{{.*}}plan.json'
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
-  neuroshard.table @a : rows 30, dim 8, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  neuroshard.table @a : rows 30, dim 8, f32 {pinned_device = 1 : i64, pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
   func.func @f(%i: tensor<?xi32>, %o: tensor<9xi32>) -> tensor<8x8xf32> {
     %0 = neuroshard.embedding_bag @a(%i, %o) sum : (tensor<?xi32>, tensor<9xi32>) -> tensor<8x8xf32>
     return %0 : tensor<8x8xf32>

@@ -58,7 +58,7 @@ protected:
   }
 
   DenseF64ArrayAttr histogram(double first = 0.5, double second = 0.5) {
-    SmallVector<double> bins(TableOp::kNumHistogramBins, 0.0);
+    SmallVector<double> bins(::neuroshard::kNumAccessBins, 0.0);
     bins[0] = first;
     bins[1] = second;
     return builder.getDenseF64ArrayAttr(bins);
@@ -151,13 +151,17 @@ TEST_F(NeuroShardDialectTest, DevicesAreCheckedAgainstTheTopology) {
 TEST_F(NeuroShardDialectTest, HistogramMustBeAFrequencyDistribution) {
   TableOp table = createTable("clicks", 10, 8);
   table.setAccessHistAttr(histogram(0.5, 0.2));
-  EXPECT_NE(verifyAndCollect().find("bins summing to 0.7"), std::string::npos);
+  EXPECT_NE(verifyAndCollect().find("table 'clicks': 'access_hist' must sum to "
+                                    "1 (or be all zero for a table never "
+                                    "hit), got 0.7"),
+            std::string::npos);
 
   table.setAccessHistAttr(histogram(0.0, 0.0));
   EXPECT_EQ(verifyAndCollect(), "") << "an all-zero histogram means never hit";
 
   table.setAccessHistAttr(builder.getDenseF64ArrayAttr({1.0}));
-  EXPECT_NE(verifyAndCollect().find("access histogram of 1 bins; expected 17"),
+  EXPECT_NE(verifyAndCollect().find(
+                "table 'clicks': 'access_hist' must have 17 bins, got 1"),
             std::string::npos);
 }
 

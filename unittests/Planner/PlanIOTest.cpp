@@ -72,15 +72,23 @@ TEST(ParseMemoryGBListTest, ReadsOneValueOrACommaList) {
 }
 
 TEST(ParseMemoryGBListTest, NamesTheFirstBadEntry) {
-  for (auto [list, entry] : {std::pair{"8,x", "x"},
-                             {"0", "0"},
-                             {"8,-1", "-1"},
-                             {"inf", "inf"},
-                             {"8,,8", ""},
-                             {"", ""}}) {
+  for (auto [list, entry] :
+       {std::pair{"8,x", "x"}, {"8,,8", ""}, {"", ""}, {"8, 1GB", "1GB"}}) {
     Expected<std::vector<double>> parsed = parseMemoryGBList(list);
     EXPECT_EQ(errorMessage(parsed),
-              "'" + std::string(entry) + "' is not a positive number of GB")
+              "'" + std::string(entry) + "' is not a number of GB")
+        << list;
+  }
+  for (auto [list, entry] : {std::pair{"0", "0"},
+                             {"8,-1", "-1"},
+                             {"inf", "inf"},
+                             {"nan", "nan"},
+                             {"16,2e6", "2e6"}}) {
+    Expected<std::vector<double>> parsed = parseMemoryGBList(list);
+    double gb = 0;
+    StringRef(entry).getAsDouble(gb);
+    EXPECT_EQ(errorMessage(parsed),
+              "'" + std::string(entry) + "': " + *checkCapacityGB(gb))
         << list;
   }
 }
@@ -97,12 +105,13 @@ TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
             "name, rows, dim, dtype, pooling_factor, access_hist, "
             "pinned_device, no_split)");
   EXPECT_EQ(parseError(taskWithTable(R"(, "dtype": "f8")")),
-            "tables[0] ('t0'): 'dtype' must be one of f32, f16, bf16, f64, "
-            "i8, got \"f8\"");
+            "tables[0] ('t0'): 'dtype' must be one of f32, f16, bf16, got "
+            "'f8'");
+  EXPECT_EQ(parseError(taskWithTable(R"(, "dtype": 4)")),
+            "tables[0] ('t0'): 'dtype' must be a string, got 4");
   EXPECT_EQ(parseError(R"({"tables": [{"name": "t0", "rows": 1, "dim": 4,
                            "pooling_factor": 1, "access_hist": [1]}]})"),
-            "tables[0] ('t0'): 'access_hist' must be an array of 17 numbers, "
-            "got [1]");
+            "tables[0] ('t0'): 'access_hist' must have 17 bins, got 1");
   EXPECT_EQ(parseError(R"({"tables": []})"),
             "task: 'tables' must be a non-empty array");
   EXPECT_EQ(parseError(R"({"batch_size": 0, "tables": []})"),
@@ -165,8 +174,8 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   for (const json::Value &device : *plan.getArray("per_device")) {
     const json::Object &entry = *device.getAsObject();
     int64_t index = *entry.getInteger("device");
-    for (const char *key :
-         {"memory_gb", "compute_ms", "bw_comm_ms", "fw_comm_ms", "total_ms"})
+    for (const char *key : {"memory_used_gb", "capacity_gb", "compute_ms",
+                            "bw_comm_ms", "fw_comm_ms", "total_ms"})
       EXPECT_TRUE(entry.getNumber(key)) << key;
     maxTotal = std::max(maxTotal, *entry.getNumber("total_ms"));
     for (const json::Value &shard : *entry.getArray("shards")) {

@@ -7,7 +7,7 @@
 #include "TestProblems.h"
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
-#include "neuroshard/Planner/ShardingPlan.h"
+#include "neuroshard/Planner/PlanEvaluation.h"
 
 #include "gtest/gtest.h"
 
@@ -117,13 +117,13 @@ TEST(ValidateProblemTest, RejectsMalformedTables) {
   tables = {makeTable("a", 10, 8)};
   tables[0].pinnedDevice = 2;
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)),
-            "tables[0] ('a'): pinned to device 2 but there are only 2 "
+            "tables[0] ('a'): 'pinned_device' is 2 but there are only 2 "
             "devices");
   tables = {makeTable("a", 10, 8)};
   tables[0].accessHist[0] = 0.9;
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)),
             "tables[0] ('a'): 'access_hist' must sum to 1 (or be all "
-            "zero), got 1.4");
+            "zero for a table never hit), got 1.4");
   tables[0].accessHist = {};
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)), "");
   tables = {makeTable("a", int64_t(1) << 40, 128)};
@@ -137,7 +137,7 @@ TEST(ValidateProblemTest, RejectsMalformedTables) {
 TEST(ValidateProblemTest, RejectsMalformedTopology) {
   std::vector<TableSpec> tables = {makeTable("a", 10, 8)};
   EXPECT_EQ(errorMessage(validateProblem(tables, Topology())),
-            "the topology has no devices");
+            "the device count must be between 1 and 65536, got 0");
   Topology topology = Topology::uniform(2, 16);
   topology.memoryGB[1] = 0;
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)),

@@ -21,7 +21,7 @@
 #ifndef NEUROSHARD_COSTMODEL_COSTMODEL_H
 #define NEUROSHARD_COSTMODEL_COSTMODEL_H
 
-#include "neuroshard/Planner/Problem.h"
+#include "neuroshard/Sharding/Problem.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

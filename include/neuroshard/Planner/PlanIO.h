@@ -46,23 +46,23 @@ llvm::Expected<PlanningTask> parseTaskJSON(llvm::StringRef text);
 /// Reads and parses a task file ("-" reads stdin).
 llvm::Expected<PlanningTask> readTaskFile(llvm::StringRef path);
 
-/// Bytes per element of a dtype name ("f32" -> 4); nullopt if unknown.
-std::optional<unsigned> dtypeBytes(llvm::StringRef dtype);
-
 /// Parses device memory capacities in GB written as one number or a comma
 /// list ("16" or "16,16,8,8"), as the `memory-gb` option of the tools and the
-/// pass takes them. Fails with "'ENTRY' is not a positive number of GB" for
-/// the first entry that is not a finite number above zero.
+/// pass takes them. Fails, naming the entry, for the first one that is not a
+/// number or breaks checkCapacityGB (TableRules.h).
 llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
 
 /// Writes the plan as
 ///   {"algorithm", "cost_model", "devices", "cost_ms",
-///    "per_device": [{"device", "memory_gb", "compute_ms", "bw_comm_ms",
-///                    "fw_comm_ms", "total_ms", "shards": [indices]}],
+///    "per_device": [{"device", "memory_used_gb", "capacity_gb",
+///                    "compute_ms", "bw_comm_ms", "fw_comm_ms", "total_ms",
+///                    "shards": [indices]}],
 ///    "shards": [{"table", "col_begin", "col_end", "device"}],
 ///    "search": {"time_ms", "cost_queries", "cache_hits",
 ///               "states_explored"}}
-/// where "memory_gb" is the memory the device's shards use, "table" is the
+/// where "memory_used_gb" is the memory the device's shards use and
+/// "capacity_gb" the device's memory (the names the IR's plan attribute uses
+/// too), "table" is the
 /// table name and "cost_ms" the maximum "total_ms". Real numbers are written
 /// with 6 significant digits.
 void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,

@@ -14,7 +14,7 @@
 #ifndef NEUROSHARD_PLANNER_SEARCH_H
 #define NEUROSHARD_PLANNER_SEARCH_H
 
-#include "neuroshard/Planner/ShardingPlan.h"
+#include "neuroshard/Planner/PlanEvaluation.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

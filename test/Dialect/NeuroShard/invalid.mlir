@@ -1,11 +1,11 @@
 // RUN: neuroshard-opt %s -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{attribute 'rows' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+// expected-error @+1 {{table 't': 'rows' must be positive, got 0}}
 neuroshard.table @t : rows 0, dim 4, f32
 
 // -----
 
-// expected-error @+1 {{attribute 'dim' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+// expected-error @+1 {{table 't': 'dim' must be a positive multiple of 4, got -8}}
 neuroshard.table @t : rows 4, dim -8, f32
 
 // -----
@@ -15,24 +15,35 @@ neuroshard.table @t : rows 4, dim 8, i32
 
 // -----
 
-// expected-error @+1 {{table 't' has pooling factor -2; expected a finite value >= 0}}
+// expected-error @+1 {{table 't': 'dim' must be a positive multiple of 4, got 6}}
+neuroshard.table @t : rows 4, dim 6, f32
+
+// -----
+
+// rows * dim * 4 bytes wraps 64 bits to 0; the size rule still sees it.
+// expected-error @+1 {{table 't': needs 1.98e+28 GB, more than the 65536 GB a table may have}}
+neuroshard.table @t : rows 4611686018427387904, dim 1152921504606846976, f32
+
+// -----
+
+// expected-error @+1 {{table 't': 'pooling_factor' must be a finite number >= 0, got -2}}
 neuroshard.table @t : rows 4, dim 8, f32 {pooling_factor = -2.0 : f64}
 
 // -----
 
-// expected-error @+1 {{table 't' has an access histogram of 3 bins; expected 17}}
+// expected-error @+1 {{table 't': 'access_hist' must have 17 bins, got 3}}
 neuroshard.table @t : rows 4, dim 8, f32 {access_hist = array<f64: 0.5, 0.25, 0.25>}
 
 // -----
 
-// expected-error @+1 {{table 't' has access histogram bin 1 = -0.25; bins must be finite and >= 0}}
+// expected-error @+1 {{table 't': 'access_hist' bin 1 must be a finite number >= 0, got -0.25}}
 neuroshard.table @t : rows 4, dim 8, f32 {
   access_hist = array<f64: 1.0, -0.25, 0.25, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
 
 // -----
 
-// expected-error @+1 {{table 't' has access histogram bins summing to 0.8; expected 1 (or all 0 for a table never hit)}}
+// expected-error @+1 {{table 't': 'access_hist' must sum to 1 (or be all zero for a table never hit), got 0.8}}
 neuroshard.table @t : rows 4, dim 8, f32 {
   access_hist = array<f64: 0.5, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
@@ -40,7 +51,7 @@ neuroshard.table @t : rows 4, dim 8, f32 {
 // -----
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 8.0>} {
-  // expected-error @+1 {{table 't' pinned to device 2 but the topology has 2 devices}}
+  // expected-error @+1 {{table 't': 'pinned_device' is 2 but there are only 2 devices}}
   neuroshard.table @t : rows 4, dim 8, f32 {pinned_device = 2 : i64}
 }
 
@@ -125,7 +136,7 @@ neuroshard.table @t : rows 4, dim 12, f32
 
 // -----
 
-// expected-error @+1 {{topology must have between 1 and 65536 devices, got 0}}
+// expected-error @+1 {{topology: the device count must be between 1 and 65536, got 0}}
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 0, memory_gb = 8.0>} {}
 
 // -----
@@ -135,7 +146,7 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memor
 
 // -----
 
-// expected-error @+1 {{memory capacity of device 1 must be a positive number of GB, got -8}}
+// expected-error @+1 {{topology: device 1: memory capacity must be a positive number of GB up to 1048576, got -8}}
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = [8.0, -8.0]>} {}
 
 // -----

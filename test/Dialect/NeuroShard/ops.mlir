@@ -17,10 +17,9 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memor
       shards [#neuroshard.shard<cols = 0 to 32, device = 0>,
               #neuroshard.shard<cols = 32 to 64, device = 2>]
 
-  // An unsplit table may have a width that is not a multiple of 4.
-  // CHECK: neuroshard.table @odd : rows 10, dim 3, bf16 shards [#neuroshard.shard<cols = 0 to 3, device = 1>]
-  neuroshard.table @odd : rows 10, dim 3, bf16
-      shards [#neuroshard.shard<cols = 0 to 3, device = 1>]
+  // CHECK: neuroshard.table @narrow : rows 10, dim 4, bf16 shards [#neuroshard.shard<cols = 0 to 4, device = 1>]
+  neuroshard.table @narrow : rows 10, dim 4, bf16
+      shards [#neuroshard.shard<cols = 0 to 4, device = 1>]
 
   // CHECK: neuroshard.table @pinned : rows 64, dim 8, f32 {no_split, pinned_device = 1 : i64}
   neuroshard.table @pinned : rows 64, dim 8, f32 {pinned_device = 1 : i64, no_split}

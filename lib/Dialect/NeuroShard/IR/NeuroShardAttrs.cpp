@@ -49,26 +49,20 @@ LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // TopologyAttr
 //===----------------------------------------------------------------------===//
 
-/// Devices beyond this are surely a typo; it also bounds the memory a scalar
-/// `memory_gb` expands to.
-static constexpr int64_t kMaxDevices = 1 << 16;
-
 LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t devices,
                                    DenseF64ArrayAttr memoryGbAttr) {
   if (!memoryGbAttr)
     return emitError() << "topology needs memory capacities";
   ArrayRef<double> memoryGb = memoryGbAttr.asArrayRef();
-  if (devices < 1 || devices > kMaxDevices)
-    return emitError() << "topology must have between 1 and " << kMaxDevices
-                       << " devices, got " << devices;
+  if (::neuroshard::RuleViolation v = ::neuroshard::checkDeviceCount(devices))
+    return emitError() << "topology: " << *v;
   if (static_cast<int64_t>(memoryGb.size()) != devices)
     return emitError() << "topology has " << devices << " devices but "
                        << memoryGb.size() << " memory capacities";
   for (auto [device, gb] : llvm::enumerate(memoryGb))
-    if (!std::isfinite(gb) || gb <= 0.0)
-      return emitError() << "memory capacity of device " << device
-                         << " must be a positive number of GB, got " << gb;
+    if (::neuroshard::RuleViolation v = ::neuroshard::checkCapacityGB(gb))
+      return emitError() << "topology: device " << device << ": " << *v;
   return success();
 }
 
@@ -114,7 +108,7 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
     if (parseOne())
       return {};
     // One capacity for every device.
-    if (devices >= 1 && devices <= kMaxDevices)
+    if (devices >= 1 && devices <= ::neuroshard::kMaxDevices)
       memory.assign(devices, memory.front());
   }
   if (parser.parseGreater())

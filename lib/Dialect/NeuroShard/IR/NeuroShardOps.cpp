@@ -12,7 +12,6 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 using namespace mlir;
@@ -117,13 +116,6 @@ static void printFusedEntries(OpAsmPrinter &printer, Operation *,
 // Shared checks
 //===----------------------------------------------------------------------===//
 
-/// Formats a statistic the way people write it (`0.8`, not `8.000000e-01`).
-static std::string formatNumber(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", value);
-  return buffer;
-}
-
 /// Checks a device index against the enclosing module's topology, if any.
 static LogicalResult verifyDeviceInTopology(Operation *op, int64_t device,
                                             StringRef what) {
@@ -175,38 +167,30 @@ int64_t TableOp::getSizeInBytes() {
 
 LogicalResult TableOp::verify() {
   StringRef name = getSymName();
+  auto broken = [&](const std::string &violation) {
+    return emitOpError() << "table '" << name << "': " << violation;
+  };
+  using ::neuroshard::RuleViolation;
+  if (RuleViolation v = ::neuroshard::checkRows(getNumRows()))
+    return broken(*v);
+  if (RuleViolation v = ::neuroshard::checkDim(getNumCols()))
+    return broken(*v);
+  if (RuleViolation v = ::neuroshard::checkTableBytes(
+          getNumRows(), getNumCols(),
+          getElementType().getIntOrFloatBitWidth() / 8))
+    return broken(*v);
   if (std::optional<double> pooling = getPoolingFactorValue())
-    if (!std::isfinite(*pooling) || *pooling < 0.0)
-      return emitOpError() << "table '" << name << "' has pooling factor "
-                           << formatNumber(*pooling)
-                           << "; expected a finite value >= 0";
+    if (RuleViolation v = ::neuroshard::checkPoolingFactor(*pooling))
+      return broken(*v);
+  if (std::optional<ArrayRef<double>> hist = getAccessHist())
+    if (RuleViolation v = ::neuroshard::checkAccessHistogram(*hist))
+      return broken(*v);
 
-  if (std::optional<ArrayRef<double>> hist = getAccessHist()) {
-    if (hist->size() != kNumHistogramBins)
-      return emitOpError() << "table '" << name << "' has an access histogram "
-                           << "of " << hist->size() << " bins; expected "
-                           << kNumHistogramBins;
-    double sum = 0.0;
-    for (auto [bin, value] : llvm::enumerate(*hist)) {
-      if (!std::isfinite(value) || value < 0.0)
-        return emitOpError() << "table '" << name << "' has access histogram "
-                             << "bin " << bin << " = " << formatNumber(value)
-                             << "; bins must be finite and >= 0";
-      sum += value;
-    }
-    // Bins are fractions printed with limited precision; all zero means the
-    // table is never hit.
-    constexpr double kTolerance = 1e-3;
-    if (sum != 0.0 && std::fabs(sum - 1.0) > kTolerance)
-      return emitOpError() << "table '" << name << "' has access histogram "
-                           << "bins summing to " << formatNumber(sum)
-                           << "; expected 1 (or all 0 for a table never hit)";
-  }
-
-  if (std::optional<int64_t> pinned = getPinnedDevice())
-    if (failed(verifyDeviceInTopology(*this, *pinned,
-                                      "table '" + name.str() + "' pinned to")))
-      return failure();
+  std::optional<int64_t> pinned = getPinnedDevice();
+  if (TopologyAttr topology = getEnclosingTopology(*this); topology && pinned)
+    if (RuleViolation v =
+            ::neuroshard::checkPinnedDevice(*pinned, topology.getDevices()))
+      return broken(*v);
 
   std::optional<ArrayAttr> shardsAttr = getShards();
   if (!shardsAttr)
@@ -228,15 +212,14 @@ LogicalResult TableOp::verify() {
                            << " columns";
     if (split)
       for (int64_t boundary : {shard.getColBegin(), shard.getColEnd()})
-        if (boundary % 4 != 0 && boundary != dim)
+        if (boundary % ::neuroshard::kColumnAlignment != 0)
           return emitOpError() << "table '" << name << "' is split at column "
                                << boundary << ", which is not a multiple of 4";
     if (failed(verifyDeviceInTopology(*this, shard.getDevice(),
                                       "table '" + name.str() +
                                           "' has a shard on")))
       return failure();
-    if (std::optional<int64_t> pinned = getPinnedDevice();
-        pinned && shard.getDevice() != *pinned)
+    if (pinned && shard.getDevice() != *pinned)
       return emitOpError() << "table '" << name << "' is pinned to device "
                            << *pinned << " but has a shard on device "
                            << shard.getDevice();

@@ -12,6 +12,8 @@
 #ifndef NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARD_H
 #define NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARD_H
 
+#include "neuroshard/Sharding/TableRules.h"
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"

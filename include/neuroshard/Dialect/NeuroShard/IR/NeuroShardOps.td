@@ -54,8 +54,10 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
-    ConfinedAttr<I64Attr, [IntPositive]>:$rows,
-    ConfinedAttr<I64Attr, [IntPositive]>:$dim,
+    // Checked by the verifier with the shared table rules (TableRules.h),
+    // so that every reader words a broken rule alike.
+    I64Attr:$rows,
+    I64Attr:$dim,
     TypeAttrOf<AnyTypeOf<[F32, F16, BF16]>>:$element_type,
     OptionalAttr<F64Attr>:$pooling_factor,
     OptionalAttr<DenseF64ArrayAttr>:$access_hist,
@@ -69,8 +71,6 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Number of bins of the access histogram.
-    static constexpr unsigned kNumHistogramBins = 17;
     /// Size of the table in bytes.
     int64_t getSizeInBytes();
     /// Rows and columns as signed values, as the rest of the code uses them.

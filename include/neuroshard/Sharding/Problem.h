@@ -12,14 +12,16 @@
 // (as TorchRec's planner does); bandwidths are GB/s with the same GB; costs
 // are milliseconds.
 //
-// The types here are plain structs defined entirely in this header so that
-// the cost-model library can use them without linking the planner library
-// (the planner links the cost-model library, not the other way round).
+// This is the vocabulary below both the cost models and the planner: the
+// cost-model library prices these types and the planner arranges them, and
+// neither includes the other's headers to name them.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_PLANNER_PROBLEM_H
-#define NEUROSHARD_PLANNER_PROBLEM_H
+#ifndef NEUROSHARD_SHARDING_PROBLEM_H
+#define NEUROSHARD_SHARDING_PROBLEM_H
+
+#include "neuroshard/Sharding/TableRules.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -35,13 +37,6 @@ namespace neuroshard {
 
 /// Bytes in one GB. Capacities and table sizes are reported in these units.
 constexpr double kBytesPerGB = 1024.0 * 1024.0 * 1024.0;
-
-/// Number of bins of a table's access histogram (DESIGN §3): bin 0 counts
-/// rows hit once, bin j (1..15) rows hit (2^(j-1), 2^j] times, bin 16 more.
-constexpr unsigned kNumAccessBins = 17;
-
-/// Column splits halve a shard; both halves must stay a multiple of this.
-constexpr int64_t kColumnAlignment = 4;
 
 /// One embedding table and how it is used by the model.
 struct TableSpec {
@@ -129,21 +124,20 @@ struct Shard {
 };
 
 /// Formats bytes as GB for messages with at least three significant digits
-/// ("20.3 GB", "2.03 GB", "0.600 GB"), plus `extraDigits`.
+/// ("20.3 GB", "2.03 GB", "0.600 GB", "1.98e+28 GB"), plus `extraDigits`.
 std::string formatGB(double bytes, unsigned extraDigits = 0);
 
 /// Formats two sizes a message compares ("needs A but has B") with as many
 /// digits as it takes for different sizes to print differently.
 std::pair<std::string, std::string> formatGBPair(double a, double b);
 
-/// Checks that the tables and devices describe a well-formed problem: names
-/// unique and non-empty, positive rows, dims that are multiples of 4, a
-/// non-negative pooling factor and histogram, pinned devices that exist,
-/// positive capacities, bandwidths and batch size. It does not check that a
-/// plan exists (planSharding reports that with the numbers involved).
+/// Checks that the tables and devices describe a well-formed problem: every
+/// table and capacity satisfies TableRules.h, names are unique and
+/// non-empty, and bandwidths and the batch size are positive. It does not check
+/// that a plan exists (planSharding reports that with the numbers involved).
 llvm::Error validateProblem(llvm::ArrayRef<TableSpec> tables,
                             const Topology &topology);
 
 } // namespace neuroshard
 
-#endif // NEUROSHARD_PLANNER_PROBLEM_H
+#endif // NEUROSHARD_SHARDING_PROBLEM_H

@@ -1,4 +1,4 @@
-//===- ShardingPlan.h - Plans, their validation and their cost --*- C++ -*-===//
+//===- Plan.h - Sharding plans and their validation -------------*- C++ -*-===//
 //
 // Part of the NeuroShard project.
 //
@@ -7,22 +7,23 @@
 // A plan assigns every column of every table to exactly one device. Its cost
 // (DESIGN §3) is the maximum over devices of compute + backward comm +
 // forward comm, where forward comm includes the wait for the slowest device.
+// This header holds what a plan is and the checks that need no cost model;
+// Planner/PlanEvaluation.h prices plans.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_PLANNER_SHARDINGPLAN_H
-#define NEUROSHARD_PLANNER_SHARDINGPLAN_H
+#ifndef NEUROSHARD_SHARDING_PLAN_H
+#define NEUROSHARD_SHARDING_PLAN_H
 
-#include "neuroshard/Planner/Problem.h"
+#include "neuroshard/Sharding/Problem.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace neuroshard {
-
-class CostModel;
 
 struct ShardingPlan {
   /// Sorted by (table, colBegin) in plans the planner returns.
@@ -34,7 +35,6 @@ struct DeviceCost {
   double computeMs = 0.0;
   double bwCommMs = 0.0;
   double fwCommMs = 0.0;
-
   double totalMs() const { return computeMs + bwCommMs + fwCommMs; }
 };
 
@@ -61,22 +61,6 @@ std::vector<uint64_t> deviceMemoryBytes(llvm::ArrayRef<TableSpec> tables,
 std::vector<double> deviceDimSums(const Topology &topology,
                                   const ShardingPlan &plan);
 
-/// Predicts the plan's cost with `model` (which this prepares for the
-/// problem). The plan must be valid.
-llvm::Expected<PlanCost> evaluatePlan(llvm::ArrayRef<TableSpec> tables,
-                                      const Topology &topology,
-                                      const ShardingPlan &plan,
-                                      CostModel &model);
-
-/// Completes the cost of a batch of K plans on N devices from their
-/// per-device compute costs and dim sums (K * N values each, plan-major):
-/// asks the model for backward comm, derives straggler times, asks for
-/// forward comm. Shared by evaluatePlan and the search so both price plans
-/// identically.
-llvm::Expected<std::vector<PlanCost>>
-completePlanCosts(unsigned numDevices, llvm::ArrayRef<double> computeMs,
-                  llvm::ArrayRef<double> dimSums, CostModel &model);
-
 } // namespace neuroshard
 
-#endif // NEUROSHARD_PLANNER_SHARDINGPLAN_H
+#endif // NEUROSHARD_SHARDING_PLAN_H

@@ -1,0 +1,82 @@
+//===- TableRules.h - What makes a table and a topology valid ---*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The one statement of the rules a table's description and a device
+// topology must satisfy, whoever reads them: the dialect's verifier, the
+// sharding pass, the planner's JSON reader and validateProblem. Each rule
+// returns nothing when the value is allowed, or what is wrong with it,
+// phrased to follow the name of the thing checked: a caller prefixes
+// "table 'user': " or "tables[3] ('user'): ", so that every reader reports a
+// broken rule in the same words. The Python front end states the same rules
+// in python/neuroshard/table_rules.py, and a test holds both to one wording.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_SHARDING_TABLERULES_H
+#define NEUROSHARD_SHARDING_TABLERULES_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace neuroshard {
+
+struct TableSpec;
+
+/// What is wrong with a value, or nothing when a rule holds.
+using RuleViolation = std::optional<std::string>;
+
+/// Number of bins of a table's access histogram (DESIGN §3): bin 0 counts
+/// rows hit once, bin j (1..15) rows hit (2^(j-1), 2^j] times, bin 16 more.
+constexpr unsigned kNumAccessBins = 17;
+/// Column splits halve a shard; both halves must stay a multiple of this, and
+/// so must every table's dim.
+constexpr int64_t kColumnAlignment = 4;
+/// How far from 1 the bins of a histogram written with a few decimals may
+/// sum.
+constexpr double kAccessHistogramTolerance = 0.01;
+/// Bounds that keep byte counts, and their sums over many tables and
+/// devices, far from overflowing 64 bits (2^46 and 2^50 bytes).
+constexpr int64_t kMaxTableGB = int64_t(1) << 16;
+constexpr int64_t kMaxDeviceGB = int64_t(1) << 20;
+/// The most devices a topology may have.
+constexpr int64_t kMaxDevices = int64_t(1) << 16;
+
+/// Bytes per element of a table's element type ("f32", "f16", "bf16"), or
+/// nothing for a type tables may not have.
+std::optional<unsigned> elementTypeBytes(llvm::StringRef elementType);
+
+/// "'dtype' must be one of f32, f16, bf16, got 'f64'".
+RuleViolation checkElementType(llvm::StringRef elementType);
+/// "'rows' must be positive, got 0".
+RuleViolation checkRows(int64_t rows);
+/// "'dim' must be a positive multiple of 4, got 6".
+RuleViolation checkDim(int64_t dim);
+/// A table's size, rows * dim * elementBytes, without overflow: "needs
+/// 70000 GB, more than the 65536 GB a table may have".
+RuleViolation checkTableBytes(int64_t rows, int64_t dim, unsigned elementBytes);
+/// "'pooling_factor' must be a finite number >= 0, got nan".
+RuleViolation checkPoolingFactor(double poolingFactor);
+/// kNumAccessBins finite bins >= 0 that sum to 1 within
+/// kAccessHistogramTolerance, or are all zero (a table never hit).
+RuleViolation checkAccessHistogram(llvm::ArrayRef<double> bins);
+/// A pinned device must exist among `numDevices`.
+RuleViolation checkPinnedDevice(int64_t device, int64_t numDevices);
+/// 1..kMaxDevices devices.
+RuleViolation checkDeviceCount(int64_t numDevices);
+/// A device's memory capacity: a positive number of GB up to kMaxDeviceGB.
+RuleViolation checkCapacityGB(double gb);
+
+/// Every rule above that applies to `table` on `numDevices` devices, in the
+/// order listed; the first broken one.
+RuleViolation checkTable(const TableSpec &table, int64_t numDevices);
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_SHARDING_TABLERULES_H

@@ -1,0 +1,85 @@
+//===- Problem.cpp - Tables and devices of a sharding problem -------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Sharding/Problem.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace neuroshard {
+
+std::string formatGB(double bytes, unsigned extraDigits) {
+  double gb = bytes / kBytesPerGB;
+  int digits = static_cast<int>(extraDigits);
+  // Sizes no machine has (a mistyped table) in scientific notation.
+  if (gb >= 1e9)
+    return formatv("{0} GB", format("%.*e", 2 + digits, gb)).str();
+  if (gb >= 10.0)
+    return formatv("{0} GB", format("%.*f", 1 + digits, gb)).str();
+  if (gb >= 1.0)
+    return formatv("{0} GB", format("%.*f", 2 + digits, gb)).str();
+  return formatv("{0} GB", format("%#.*g", 3 + digits, gb)).str();
+}
+
+std::pair<std::string, std::string> formatGBPair(double a, double b) {
+  // A few extra digits separate any sizes that differ by a byte or more
+  // at the scales of tables and devices.
+  unsigned extra = 0;
+  while (extra < 9 && a != b && formatGB(a, extra) == formatGB(b, extra))
+    ++extra;
+  return {formatGB(a, extra), formatGB(b, extra)};
+}
+
+static Error tableError(size_t index, const TableSpec &table,
+                        const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), "tables[" + Twine(index) +
+                                                         "] ('" + table.name +
+                                                         "'): " + message);
+}
+
+Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
+  unsigned n = topology.numDevices();
+  if (RuleViolation v = checkDeviceCount(n))
+    return createStringError(inconvertibleErrorCode(), *v);
+  for (unsigned d = 0; d < n; ++d)
+    if (RuleViolation v = checkCapacityGB(topology.memoryGB[d]))
+      return createStringError(inconvertibleErrorCode(),
+                               formatv("device {0}: {1}", d, *v));
+  if (!(topology.hbmBandwidthGBps > 0.0) ||
+      !(topology.interconnectBandwidthGBps > 0.0))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("bandwidths must be positive, got HBM {0} GB/s and "
+                "interconnect {1} GB/s",
+                format("%g", topology.hbmBandwidthGBps),
+                format("%g", topology.interconnectBandwidthGBps)));
+  if (topology.batchSize <= 0)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("batch size must be positive, got {0}", topology.batchSize));
+  if (tables.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "there are no tables to place");
+
+  StringMap<size_t> firstUse;
+  for (auto [i, table] : enumerate(tables)) {
+    if (table.name.empty())
+      return tableError(i, table, "the name is empty");
+    auto [it, inserted] = firstUse.try_emplace(table.name, i);
+    if (!inserted)
+      return tableError(
+          i, table,
+          formatv("the name is already used by tables[{0}]", it->second));
+    if (RuleViolation v = checkTable(table, n))
+      return tableError(i, table, *v);
+  }
+  return Error::success();
+}
+
+} // namespace neuroshard

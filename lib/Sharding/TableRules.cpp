@@ -1,0 +1,146 @@
+//===- TableRules.cpp - What makes a table and a topology valid -----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Sharding/TableRules.h"
+#include "neuroshard/Sharding/Problem.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+namespace neuroshard {
+
+/// Numbers in messages as the user would write them ("0.8", "nan", "1e+305").
+static std::string number(double value) {
+  return formatv("{0}", format("%g", value)).str();
+}
+
+std::optional<unsigned> elementTypeBytes(StringRef elementType) {
+  return StringSwitch<std::optional<unsigned>>(elementType)
+      .Case("f32", 4)
+      .Case("f16", 2)
+      .Case("bf16", 2)
+      .Default(std::nullopt);
+}
+
+RuleViolation checkElementType(StringRef elementType) {
+  if (elementTypeBytes(elementType))
+    return std::nullopt;
+  return formatv("'dtype' must be one of f32, f16, bf16, got '{0}'",
+                 elementType)
+      .str();
+}
+
+RuleViolation checkRows(int64_t rows) {
+  if (rows > 0)
+    return std::nullopt;
+  return formatv("'rows' must be positive, got {0}", rows).str();
+}
+
+RuleViolation checkDim(int64_t dim) {
+  if (dim > 0 && dim % kColumnAlignment == 0)
+    return std::nullopt;
+  return formatv("'dim' must be a positive multiple of {0}, got {1}",
+                 kColumnAlignment, dim)
+      .str();
+}
+
+RuleViolation checkTableBytes(int64_t rows, int64_t dim,
+                              unsigned elementBytes) {
+  // In floating point, so that products past 2^64 compare correctly.
+  double bytes = double(rows) * double(dim) * double(elementBytes);
+  if (bytes <= double(kMaxTableGB) * kBytesPerGB)
+    return std::nullopt;
+  return formatv("needs {0}, more than the {1} GB a table may have",
+                 formatGB(bytes), kMaxTableGB)
+      .str();
+}
+
+RuleViolation checkPoolingFactor(double poolingFactor) {
+  if (std::isfinite(poolingFactor) && poolingFactor >= 0.0)
+    return std::nullopt;
+  return formatv("'pooling_factor' must be a finite number >= 0, got {0}",
+                 number(poolingFactor))
+      .str();
+}
+
+RuleViolation checkAccessHistogram(ArrayRef<double> bins) {
+  if (bins.size() != kNumAccessBins)
+    return formatv("'access_hist' must have {0} bins, got {1}", kNumAccessBins,
+                   bins.size())
+        .str();
+  double sum = 0.0;
+  for (auto [bin, value] : enumerate(bins)) {
+    if (!std::isfinite(value) || value < 0.0)
+      return formatv("'access_hist' bin {0} must be a finite number >= 0, "
+                     "got {1}",
+                     bin, number(value))
+          .str();
+    sum += value;
+  }
+  if (sum == 0.0 || std::fabs(sum - 1.0) <= kAccessHistogramTolerance)
+    return std::nullopt;
+  return formatv("'access_hist' must sum to 1 (or be all zero for a table "
+                 "never hit), got {0}",
+                 number(sum))
+      .str();
+}
+
+RuleViolation checkPinnedDevice(int64_t device, int64_t numDevices) {
+  if (device >= 0 && device < numDevices)
+    return std::nullopt;
+  if (device < 0)
+    return formatv("'pinned_device' must be non-negative, got {0}", device)
+        .str();
+  return formatv("'pinned_device' is {0} but there {1} only {2} device{3}",
+                 device, numDevices == 1 ? "is" : "are", numDevices,
+                 numDevices == 1 ? "" : "s")
+      .str();
+}
+
+RuleViolation checkDeviceCount(int64_t numDevices) {
+  if (numDevices >= 1 && numDevices <= kMaxDevices)
+    return std::nullopt;
+  return formatv("the device count must be between 1 and {0}, got {1}",
+                 kMaxDevices, numDevices)
+      .str();
+}
+
+RuleViolation checkCapacityGB(double gb) {
+  if (gb > 0.0 && gb <= double(kMaxDeviceGB))
+    return std::nullopt;
+  return formatv("memory capacity must be a positive number of GB up to {0}, "
+                 "got {1}",
+                 kMaxDeviceGB, number(gb))
+      .str();
+}
+
+RuleViolation checkTable(const TableSpec &table, int64_t numDevices) {
+  if (table.elementBytes == 0)
+    return std::string("the element size must be positive, got 0");
+  if (RuleViolation v = checkRows(table.rows))
+    return v;
+  if (RuleViolation v = checkDim(table.dim))
+    return v;
+  if (RuleViolation v =
+          checkTableBytes(table.rows, table.dim, table.elementBytes))
+    return v;
+  if (RuleViolation v = checkPoolingFactor(table.poolingFactor))
+    return v;
+  if (RuleViolation v = checkAccessHistogram(table.accessHist))
+    return v;
+  if (table.pinnedDevice)
+    if (RuleViolation v = checkPinnedDevice(*table.pinnedDevice, numDevices))
+      return v;
+  return std::nullopt;
+}
+
+} // namespace neuroshard

@@ -1,0 +1,113 @@
+"""The rules a table's description and a device topology obey.
+
+This is the Python statement of include/neuroshard/Sharding/TableRules.h, for
+the front end, which writes tables before any C++ reader sees them. Each
+check returns None when the value is allowed, or what is wrong with it in
+the very words the C++ rules use; a caller prefixes the thing checked
+("'sparse.user': "). tests/test_table_rules.py holds both statements to one
+wording by running the C++ readers on the same broken values.
+"""
+
+import math
+from typing import Optional, Sequence
+
+NUM_ACCESS_BINS = 17
+COLUMN_ALIGNMENT = 4
+ACCESS_HISTOGRAM_TOLERANCE = 0.01
+MAX_TABLE_GB = 1 << 16
+MAX_DEVICE_GB = 1 << 20
+MAX_DEVICES = 1 << 16
+BYTES_PER_GB = float(1 << 30)
+ELEMENT_TYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+
+
+def _number(value: float) -> str:
+    """A number as C's %g prints it ('0.8', 'nan', '-1')."""
+    return "%g" % value
+
+
+def format_gb(num_bytes: float) -> str:
+    """Twin of neuroshard::formatGB with no extra digits."""
+    gb = num_bytes / BYTES_PER_GB
+    if gb >= 1e9:
+        return "%.2e GB" % gb
+    if gb >= 10.0:
+        return "%.1f GB" % gb
+    if gb >= 1.0:
+        return "%.2f GB" % gb
+    return "%#.3g GB" % gb
+
+
+def check_element_type(element_type: str) -> Optional[str]:
+    if element_type in ELEMENT_TYPE_BYTES:
+        return None
+    return "'dtype' must be one of f32, f16, bf16, got '%s'" % element_type
+
+
+def check_rows(rows: int) -> Optional[str]:
+    if rows > 0:
+        return None
+    return "'rows' must be positive, got %d" % rows
+
+
+def check_dim(dim: int) -> Optional[str]:
+    if dim > 0 and dim % COLUMN_ALIGNMENT == 0:
+        return None
+    return "'dim' must be a positive multiple of %d, got %d" % (
+        COLUMN_ALIGNMENT, dim)
+
+
+def check_table_bytes(rows: int, dim: int, element_bytes: int
+                      ) -> Optional[str]:
+    num_bytes = float(rows) * float(dim) * float(element_bytes)
+    if num_bytes <= MAX_TABLE_GB * BYTES_PER_GB:
+        return None
+    return "needs %s, more than the %d GB a table may have" % (
+        format_gb(num_bytes), MAX_TABLE_GB)
+
+
+def check_pooling_factor(pooling_factor: float) -> Optional[str]:
+    if math.isfinite(pooling_factor) and pooling_factor >= 0.0:
+        return None
+    return "'pooling_factor' must be a finite number >= 0, got %s" % _number(
+        pooling_factor)
+
+
+def check_access_histogram(bins: Sequence[float]) -> Optional[str]:
+    if len(bins) != NUM_ACCESS_BINS:
+        return "'access_hist' must have %d bins, got %d" % (NUM_ACCESS_BINS,
+                                                           len(bins))
+    total = 0.0
+    for number, value in enumerate(bins):
+        if not math.isfinite(value) or value < 0.0:
+            return ("'access_hist' bin %d must be a finite number >= 0, "
+                    "got %s" % (number, _number(value)))
+        total += value
+    if total == 0.0 or abs(total - 1.0) <= ACCESS_HISTOGRAM_TOLERANCE:
+        return None
+    return ("'access_hist' must sum to 1 (or be all zero for a table never "
+            "hit), got %s" % _number(total))
+
+
+def check_pinned_device(device: int, num_devices: int) -> Optional[str]:
+    if 0 <= device < num_devices:
+        return None
+    if device < 0:
+        return "'pinned_device' must be non-negative, got %d" % device
+    return "'pinned_device' is %d but there %s only %d device%s" % (
+        device, "is" if num_devices == 1 else "are", num_devices,
+        "" if num_devices == 1 else "s")
+
+
+def check_device_count(num_devices: int) -> Optional[str]:
+    if 1 <= num_devices <= MAX_DEVICES:
+        return None
+    return "the device count must be between 1 and %d, got %d" % (
+        MAX_DEVICES, num_devices)
+
+
+def check_capacity_gb(gb: float) -> Optional[str]:
+    if 0.0 < gb <= MAX_DEVICE_GB:
+        return None
+    return ("memory capacity must be a positive number of GB up to %d, "
+            "got %s" % (MAX_DEVICE_GB, _number(gb)))

@@ -1,0 +1,135 @@
+#===- test_table_rules.py - One wording for every broken table rule -------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+"""The front end's rules (neuroshard.table_rules) against the C++ readers:
+the dialect's verifier (neuroshard-opt) and the planner's JSON reader
+(neuroshard-plan) must report each broken rule in the words the Python
+twin gives."""
+
+import json
+import math
+import os
+import subprocess
+
+import pytest
+
+from neuroshard import table_rules as rules
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+GOOD_HIST = [0.5, 0.5] + [0.0] * 15
+
+
+def tool(name):
+    path = os.path.join(os.environ.get("NEUROSHARD_TOOLS_DIR",
+                                       os.path.join(REPO, "build", "bin")),
+                        name)
+    if not os.access(path, os.X_OK):
+        pytest.skip("%s is not built (%s)" % (name, path))
+    return path
+
+
+def table(**fields):
+    base = {"name": "t", "rows": 100, "dim": 8, "pooling_factor": 2.0,
+            "access_hist": GOOD_HIST}
+    base.update(fields)
+    return base
+
+
+def mlir_float(value):
+    if math.isnan(value):
+        return "0x7FF8000000000000"
+    return "%r" % float(value)
+
+
+def as_mlir(t):
+    attrs = ["pooling_factor = %s : f64" % mlir_float(t["pooling_factor"]),
+             "access_hist = array<f64: %s>" %
+             ", ".join(mlir_float(v) for v in t["access_hist"])]
+    if "pinned_device" in t:
+        attrs.append("pinned_device = %d : i64" % t["pinned_device"])
+    return ("module attributes {neuroshard.topology = "
+            "#neuroshard.topology<devices = 2, memory_gb = 16.0>} {\n"
+            "  neuroshard.table @%s : rows %d, dim %d, f32 {%s}\n}\n" %
+            (t["name"], t["rows"], t["dim"], ", ".join(attrs)))
+
+
+CASES = [
+    (table(rows=0), rules.check_rows(0)),
+    (table(dim=6), rules.check_dim(6)),
+    (table(dim=-8), rules.check_dim(-8)),
+    (table(rows=1 << 40, dim=128), rules.check_table_bytes(1 << 40, 128, 4)),
+    (table(pooling_factor=-1.5), rules.check_pooling_factor(-1.5)),
+    (table(access_hist=[0.5, 0.3] + [0.0] * 15),
+     rules.check_access_histogram([0.5, 0.3] + [0.0] * 15)),
+    (table(access_hist=[1.25, -0.25] + [0.0] * 15),
+     rules.check_access_histogram([1.25, -0.25] + [0.0] * 15)),
+    (table(access_hist=[0.5, 0.5, 0.0]),
+     rules.check_access_histogram([0.5, 0.5, 0.0])),
+    (table(pinned_device=2), rules.check_pinned_device(2, 2)),
+]
+
+
+@pytest.mark.parametrize("broken,message", CASES)
+def test_the_json_reader_words_it_alike(tmp_path, broken, message):
+    assert message is not None
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"tables": [broken]}))
+    result = subprocess.run(
+        [tool("neuroshard-plan"), str(task), "--devices", "2",
+         "--cost-model", "analytical"], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "tables[0] ('t'): " + message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("broken,message", CASES)
+def test_the_verifier_words_it_alike(tmp_path, broken, message):
+    module = tmp_path / "module.mlir"
+    module.write_text(as_mlir(broken))
+    result = subprocess.run([tool("neuroshard-opt"), str(module)],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "table 't': " + message in result.stderr, result.stderr
+
+
+def test_the_json_reader_refuses_element_types_alike(tmp_path):
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"tables": [table(dtype="f64")]}))
+    result = subprocess.run(
+        [tool("neuroshard-plan"), str(task), "--devices", "2",
+         "--cost-model", "analytical"], capture_output=True, text=True)
+    assert "tables[0] ('t'): " + rules.check_element_type("f64") in \
+        result.stderr, result.stderr
+
+
+def test_topology_rules_are_worded_alike(tmp_path):
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"tables": [table()]}))
+    result = subprocess.run(
+        [tool("neuroshard-plan"), str(task), "--devices", "2",
+         "--memory-gb", "16,0", "--cost-model", "analytical"],
+        capture_output=True, text=True)
+    assert rules.check_capacity_gb(0.0) in result.stderr, result.stderr
+    module = tmp_path / "module.mlir"
+    module.write_text("module attributes {neuroshard.topology = "
+                      "#neuroshard.topology<devices = 0, memory_gb = 1.0>} "
+                      "{}\n")
+    result = subprocess.run([tool("neuroshard-opt"), str(module)],
+                            capture_output=True, text=True)
+    assert rules.check_device_count(0) in result.stderr, result.stderr
+
+
+def test_the_rules_accept_what_they_should():
+    assert rules.check_rows(1) is None
+    assert rules.check_dim(4) is None
+    assert rules.check_table_bytes(1 << 20, 128, 4) is None
+    assert rules.check_pooling_factor(0.0) is None
+    assert rules.check_access_histogram([0.0] * 17) is None
+    assert rules.check_access_histogram([0.505, 0.5] + [0.0] * 15) is None
+    assert rules.check_pinned_device(1, 2) is None
+    assert rules.check_device_count(65536) is None
+    assert rules.check_capacity_gb(16.0) is None
+    assert rules.check_pinned_device(1, 1) == \
+        "'pinned_device' is 1 but there is only 1 device"

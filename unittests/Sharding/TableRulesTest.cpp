@@ -1,0 +1,137 @@
+//===- TableRulesTest.cpp - The rules tables and topologies obey ----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Sharding/TableRules.h"
+#include "neuroshard/Sharding/Problem.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace neuroshard;
+
+namespace {
+
+std::string violation(const RuleViolation &v) { return v ? *v : ""; }
+
+std::vector<double> histogram(double first, double second) {
+  std::vector<double> bins(kNumAccessBins, 0.0);
+  bins[0] = first;
+  bins[1] = second;
+  return bins;
+}
+
+TEST(TableRulesTest, ElementTypes) {
+  EXPECT_EQ(elementTypeBytes("f32"), 4u);
+  EXPECT_EQ(elementTypeBytes("f16"), 2u);
+  EXPECT_EQ(elementTypeBytes("bf16"), 2u);
+  EXPECT_EQ(elementTypeBytes("f64"), std::nullopt);
+  EXPECT_EQ(violation(checkElementType("bf16")), "");
+  EXPECT_EQ(violation(checkElementType("i8")),
+            "'dtype' must be one of f32, f16, bf16, got 'i8'");
+}
+
+TEST(TableRulesTest, RowsAndDim) {
+  EXPECT_EQ(violation(checkRows(1)), "");
+  EXPECT_EQ(violation(checkRows(0)), "'rows' must be positive, got 0");
+  EXPECT_EQ(violation(checkRows(-5)), "'rows' must be positive, got -5");
+  EXPECT_EQ(violation(checkDim(4)), "");
+  EXPECT_EQ(violation(checkDim(256)), "");
+  for (int64_t dim : {0, -4, 3, 6, 130})
+    EXPECT_EQ(violation(checkDim(dim)),
+              "'dim' must be a positive multiple of 4, got " +
+                  std::to_string(dim));
+}
+
+TEST(TableRulesTest, TableBytesDoNotOverflow) {
+  EXPECT_EQ(violation(checkTableBytes(1 << 20, 128, 4)), "");
+  // 2^16 GB exactly is allowed, one more row is not.
+  int64_t rows = (int64_t(1) << 46) / 128 / 4;
+  EXPECT_EQ(violation(checkTableBytes(rows, 128, 4)), "");
+  EXPECT_NE(violation(checkTableBytes(rows + 1, 128, 4)), "");
+  // rows * dim * 4 wraps to 0 in 64 bits; the rule still sees the size.
+  EXPECT_EQ(violation(checkTableBytes(int64_t(1) << 62, int64_t(1) << 60, 4)),
+            "needs 1.98e+28 GB, more than the 65536 GB a table may have");
+}
+
+TEST(TableRulesTest, PoolingFactor) {
+  EXPECT_EQ(violation(checkPoolingFactor(0.0)), "");
+  EXPECT_EQ(violation(checkPoolingFactor(15.8)), "");
+  EXPECT_EQ(violation(checkPoolingFactor(-1.0)),
+            "'pooling_factor' must be a finite number >= 0, got -1");
+  EXPECT_EQ(violation(checkPoolingFactor(std::nan(""))),
+            "'pooling_factor' must be a finite number >= 0, got nan");
+  EXPECT_EQ(violation(checkPoolingFactor(INFINITY)),
+            "'pooling_factor' must be a finite number >= 0, got inf");
+}
+
+TEST(TableRulesTest, AccessHistogram) {
+  EXPECT_EQ(violation(checkAccessHistogram(histogram(0.5, 0.5))), "");
+  EXPECT_EQ(violation(checkAccessHistogram(histogram(0.0, 0.0))), "")
+      << "all zero: a table never hit";
+  // Within the tolerance of a histogram written with two decimals.
+  EXPECT_EQ(violation(checkAccessHistogram(histogram(0.5, 0.505))), "");
+  EXPECT_EQ(violation(checkAccessHistogram(histogram(0.5, 0.2))),
+            "'access_hist' must sum to 1 (or be all zero for a table never "
+            "hit), got 0.7");
+  EXPECT_EQ(violation(checkAccessHistogram(histogram(1.5, -0.5))),
+            "'access_hist' bin 1 must be a finite number >= 0, got -0.5");
+  EXPECT_EQ(violation(checkAccessHistogram(histogram(std::nan(""), 1.0))),
+            "'access_hist' bin 0 must be a finite number >= 0, got nan");
+  EXPECT_EQ(violation(checkAccessHistogram({1.0})),
+            "'access_hist' must have 17 bins, got 1");
+}
+
+TEST(TableRulesTest, DevicesAndCapacities) {
+  EXPECT_EQ(violation(checkPinnedDevice(3, 4)), "");
+  EXPECT_EQ(violation(checkPinnedDevice(4, 4)),
+            "'pinned_device' is 4 but there are only 4 devices");
+  EXPECT_EQ(violation(checkPinnedDevice(int64_t(1) << 32, 4)),
+            "'pinned_device' is 4294967296 but there are only 4 devices");
+  EXPECT_EQ(violation(checkPinnedDevice(1, 1)),
+            "'pinned_device' is 1 but there is only 1 device");
+  EXPECT_EQ(violation(checkPinnedDevice(-1, 4)),
+            "'pinned_device' must be non-negative, got -1");
+  EXPECT_EQ(violation(checkDeviceCount(1)), "");
+  EXPECT_EQ(violation(checkDeviceCount(kMaxDevices)), "");
+  EXPECT_EQ(violation(checkDeviceCount(kMaxDevices + 1)),
+            "the device count must be between 1 and 65536, got 65537");
+  EXPECT_EQ(violation(checkDeviceCount(0)),
+            "the device count must be between 1 and 65536, got 0");
+  EXPECT_EQ(violation(checkCapacityGB(16.0)), "");
+  EXPECT_EQ(violation(checkCapacityGB(0.0)),
+            "memory capacity must be a positive number of GB up to 1048576, "
+            "got 0");
+  EXPECT_EQ(violation(checkCapacityGB(std::nan(""))),
+            "memory capacity must be a positive number of GB up to 1048576, "
+            "got nan");
+  EXPECT_NE(violation(checkCapacityGB(2e6)), "");
+}
+
+TEST(TableRulesTest, WholeTableChecksEveryRuleInOrder) {
+  TableSpec table;
+  table.name = "t";
+  table.rows = 100;
+  table.dim = 8;
+  table.accessHist[0] = 1.0;
+  EXPECT_EQ(violation(checkTable(table, 2)), "");
+  table.pinnedDevice = 2;
+  EXPECT_EQ(violation(checkTable(table, 2)),
+            "'pinned_device' is 2 but there are only 2 devices");
+  table.poolingFactor = -3;
+  EXPECT_EQ(violation(checkTable(table, 2)),
+            "'pooling_factor' must be a finite number >= 0, got -3");
+  table.dim = 6;
+  EXPECT_EQ(violation(checkTable(table, 2)),
+            "'dim' must be a positive multiple of 4, got 6");
+  table.elementBytes = 0;
+  EXPECT_EQ(violation(checkTable(table, 2)),
+            "the element size must be positive, got 0");
+}
+
+} // namespace
