@@ -23,13 +23,10 @@ namespace abi = ::neuroshard::kernel_abi;
 
 namespace {
 
-/// One shard of a lookup, as the kernel metadata describes it.
+/// One shard of a lookup: its static metadata and the tensors of its input
+/// pair.
 struct Entry {
-  int64_t table;
-  int64_t rowStride;
-  int64_t colBegin;
-  int64_t width;
-  int64_t mode;
+  abi::ShardDescriptor shard;
   Value indices;
   Value offsets;
 };
@@ -148,24 +145,29 @@ LogicalResult Lowering::check() {
 
 SmallVector<Entry> Lowering::entriesOf(Operation *op) {
   SmallVector<Entry> entries;
-  auto modeOf = [](PoolingMode mode) {
-    return mode == PoolingMode::Mean ? int64_t(abi::kMean) : int64_t(abi::kSum);
+  auto entry = [&](int64_t table, int64_t colBegin, int64_t width,
+                   PoolingMode mode, Value indices, Value offsets) {
+    abi::ShardDescriptor shard;
+    shard.table = table;
+    shard.rowStride = tables[table].getNumCols();
+    shard.colBegin = colBegin;
+    shard.width = width;
+    shard.mode = abi::poolingMode(mode == PoolingMode::Mean);
+    entries.push_back({shard, indices, offsets});
   };
   if (auto bag = dyn_cast<EmbeddingBagOp>(op)) {
     int64_t t = ordinals.lookup(bag.getTableAttr().getAttr());
-    int64_t dim = tables[t].getNumCols();
-    entries.push_back({t, dim, 0, dim, modeOf(bag.getMode()), bag.getIndices(),
-                       bag.getOffsets()});
+    entry(t, 0, tables[t].getNumCols(), bag.getMode(), bag.getIndices(),
+          bag.getOffsets());
     return entries;
   }
   auto fused = cast<FusedEmbeddingBagOp>(op);
   for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
     int64_t t = ordinals.lookup(
         StringAttr::get(op->getContext(), fused.getEntryTable(i)));
-    auto mode = cast<PoolingModeAttr>(fused.getModes()[i]).getValue();
-    entries.push_back({t, tables[t].getNumCols(), fused.getColBegins()[i],
-                       fused.getEntryWidth(i), modeOf(mode),
-                       fused.getIndices()[i], fused.getOffsets()[i]});
+    entry(t, fused.getColBegins()[i], fused.getEntryWidth(i),
+          cast<PoolingModeAttr>(fused.getModes()[i]).getValue(),
+          fused.getIndices()[i], fused.getOffsets()[i]);
   }
   return entries;
 }
@@ -177,11 +179,21 @@ void Lowering::lowerLookup(Operation *op, ArrayRef<Entry> entries,
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t batch = resultType.getDimSize(0);
 
-  // Distinct (indices, offsets) pairs: the shards of a split table share
-  // theirs.
-  llvm::MapVector<std::pair<Value, Value>, unsigned> pairs;
-  for (const Entry &entry : entries)
-    pairs.insert({{entry.indices, entry.offsets}, pairs.size()});
+  // Distinct (indices, offsets) pairs, numbered in order of first use as the
+  // ABI concatenates them: the shards of a split table share theirs. The
+  // metadata is static except for the indices bases, which depend on the
+  // sizes of the index tensors; every pair has batch + 1 offsets.
+  llvm::MapVector<std::pair<Value, Value>, size_t> pairs;
+  std::vector<abi::ShardDescriptor> shards;
+  for (const Entry &entry : entries) {
+    shards.push_back(entry.shard);
+    shards.back().input =
+        pairs.insert({{entry.indices, entry.offsets}, pairs.size()})
+            .first->second;
+  }
+  abi::ShardSetLayout set =
+      abi::layoutShardSet(shards, std::vector<int64_t>(pairs.size(), 0),
+                          std::vector<int64_t>(pairs.size(), batch + 1));
   IntegerType indexType;
   for (auto &[pair, number] : pairs) {
     auto element = cast<IntegerType>(
@@ -215,31 +227,26 @@ void Lowering::lowerLookup(Operation *op, ArrayRef<Entry> entries,
     for (unsigned k = 0; k < pairs.size(); ++k) {
       copyInto(b, loc, indexBuffers[k], indices, indicesBase[k]);
       copyInto(b, loc, offsetBuffers[k], offsets,
-               indexConstant(b, loc, (batch + 1) * k));
+               indexConstant(b, loc, set.bases[k].offsets));
     }
   }
 
-  // Metadata, one row of kShardFields per entry.
-  int64_t numFields = abi::kShardFields * static_cast<int64_t>(entries.size());
+  // Metadata: the layout's rows, with the indices bases as computed above.
   Value meta = memref::AllocaOp::create(
-      b, loc, MemRefType::get({numFields}, b.getI64Type()));
-  int64_t outColumn = 0;
-  for (auto [s, entry] : llvm::enumerate(entries)) {
-    unsigned pair = pairs.lookup({entry.indices, entry.offsets});
-    Value fields[abi::kShardFields] = {
-        i64Constant(b, loc, entry.table),
-        i64Constant(b, loc, entry.rowStride),
-        i64Constant(b, loc, entry.colBegin),
-        i64Constant(b, loc, entry.width),
-        i64Constant(b, loc, outColumn),
-        arith::IndexCastOp::create(b, loc, b.getI64Type(), indicesBase[pair]),
-        i64Constant(b, loc, (batch + 1) * pair),
-        i64Constant(b, loc, entry.mode)};
+      b, loc, MemRefType::get({int64_t(set.meta.size())}, b.getI64Type()));
+  for (int64_t s = 0; s < set.numShards(); ++s) {
+    Value fields[abi::kShardFields];
+    for (int64_t f = 0; f < abi::kShardFields; ++f)
+      fields[f] =
+          f == abi::kIndicesBase
+              ? arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                           indicesBase[shards[s].input])
+                    .getResult()
+              : i64Constant(b, loc, set.meta[s * abi::kShardFields + f]);
     for (int64_t f = 0; f < abi::kShardFields; ++f)
       memref::StoreOp::create(
           b, loc, fields[f], meta,
           ValueRange{indexConstant(b, loc, s * abi::kShardFields + f)});
-    outColumn += entry.width;
   }
   meta = memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), meta);
 
@@ -342,6 +349,17 @@ LogicalResult Lowering::run() {
 }
 
 } // namespace
+
+SmallVector<Value> KernelInvocation::operands() const {
+  SmallVector<Value> operands(abi::numOperands(/*isBackward=*/false));
+  operands[abi::kMetaOperand] = meta;
+  operands[abi::kLayoutOperand] = layout;
+  operands[abi::kWeightsOperand] = weights;
+  operands[abi::kIndicesOperand] = indices;
+  operands[abi::kOffsetsOperand] = offsets;
+  operands[abi::kOutOperand] = out;
+  return operands;
+}
 
 LogicalResult mlir::neuroshard::lowerLookups(ModuleOp module,
                                              KernelEmitter emit) {

@@ -40,9 +40,7 @@ struct LowerLookupsToCPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto emitCall = [](OpBuilder &b, Location loc, const KernelInvocation &k) {
-      func::CallOp::create(
-          b, loc, k.kernel, TypeRange{},
-          ValueRange{k.meta, k.layout, k.weights, k.indices, k.offsets, k.out});
+      func::CallOp::create(b, loc, k.kernel, TypeRange{}, k.operands());
     };
     if (failed(lowerLookups(module, emitCall)))
       return signalPassFailure();

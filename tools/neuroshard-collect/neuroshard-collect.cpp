@@ -20,10 +20,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Runtime/Executor.h"
+#include "neuroshard/Execution/CPUKernels.h"
 #include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/Statistics.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -37,6 +38,7 @@
 
 using namespace llvm;
 using namespace ::neuroshard;
+using namespace ::neuroshard::execution;
 using namespace ::neuroshard::runtime;
 
 static cl::OptionCategory category("neuroshard-collect options");

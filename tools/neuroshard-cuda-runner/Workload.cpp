@@ -31,26 +31,16 @@ int64_t offsetAt(const Workload &w, int64_t i) {
   return w.index64 ? w.offsets64[size_t(i)] : w.offsets32[size_t(i)];
 }
 
-void appendIndices(Workload &w, const std::vector<int64_t> &indices,
-                   const std::vector<int64_t> &offsets) {
-  for (int64_t v : indices) {
-    w.indices64.push_back(v);
-    w.indices32.push_back(int32_t(v));
-  }
-  for (int64_t v : offsets) {
-    w.offsets64.push_back(v);
-    w.offsets32.push_back(int32_t(v));
-  }
-  w.numIndices += int64_t(indices.size());
-}
-
-void finishIndexType(Workload &w) {
+/// Keeps the concatenated inputs in the launch's index type only.
+void setIndices(Workload &w, const std::vector<int64_t> &indices,
+                const std::vector<int64_t> &offsets) {
+  w.numIndices = int64_t(indices.size());
   if (w.index64) {
-    w.indices32.clear();
-    w.offsets32.clear();
+    w.indices64 = indices;
+    w.offsets64 = offsets;
   } else {
-    w.indices64.clear();
-    w.offsets64.clear();
+    w.indices32.assign(indices.begin(), indices.end());
+    w.offsets32.assign(offsets.begin(), offsets.end());
   }
 }
 
@@ -64,37 +54,29 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
   out.index64 = launch.index64;
   out.lr = float(manifest.lr);
 
-  // Inputs of every lookup the launch uses, each appended once.
-  std::map<size_t, std::pair<int64_t, int64_t>> lookupBase;
-  for (const ShardSpec &shard : launch.shards) {
-    if (lookupBase.count(shard.lookup))
-      continue;
-    const LookupSpec &lookup = manifest.lookups[shard.lookup];
-    inputs::LookupInputs generated = inputs::generateLookup(
-        manifest.tables[lookup.table], out.batch, manifest.seed, lookup.stream);
-    lookupBase[shard.lookup] = {int64_t(out.indices64.size()),
-                                int64_t(out.offsets64.size())};
-    appendIndices(out, generated.indices, generated.offsets);
-  }
-  if (!out.index64 && out.numIndices > 2147483647) {
-    error = "launch " + std::to_string(which) + " has " +
-            std::to_string(out.numIndices) +
-            " indices, more than i32 offsets can address";
-    return false;
-  }
-
+  // The inputs of the lookups the launch uses (input pair = lookup).
+  std::vector<inputs::LookupInputs> generated(manifest.lookups.size());
+  std::vector<const inputs::LookupInputs *> pairs(manifest.lookups.size());
   std::map<size_t, int64_t> tableSlot;
+  std::vector<abi::ShardDescriptor> shards;
   int64_t arena = 0;
   for (const ShardSpec &shard : launch.shards) {
     const LookupSpec &lookup = manifest.lookups[shard.lookup];
     const inputs::TableStats &table = manifest.tables[lookup.table];
-    int64_t slot, rowStride, colBegin;
+    if (!pairs[shard.lookup]) {
+      generated[shard.lookup] = inputs::generateLookup(
+          table, out.batch, manifest.seed, lookup.stream);
+      pairs[shard.lookup] = &generated[shard.lookup];
+    }
+    abi::ShardDescriptor descriptor;
+    descriptor.width = shard.width();
+    descriptor.mode = abi::poolingMode(shard.mean);
+    descriptor.input = shard.lookup;
     if (layout == WeightLayout::Shards) {
-      slot = int64_t(out.layout.size());
+      descriptor.table = int64_t(out.layout.size());
       out.layout.push_back(arena);
-      rowStride = shard.width();
-      colBegin = 0;
-      arena = alignUp(arena + table.rows * rowStride);
+      descriptor.rowStride = shard.width();
+      arena = alignUp(arena + table.rows * descriptor.rowStride);
     } else {
       auto found = tableSlot.find(lookup.table);
       if (found == tableSlot.end()) {
@@ -103,24 +85,24 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
         out.layout.push_back(arena);
         arena = alignUp(arena + table.rows * table.dim);
       }
-      slot = found->second;
-      rowStride = table.dim;
-      colBegin = shard.colBegin;
+      descriptor.table = found->second;
+      descriptor.rowStride = table.dim;
+      descriptor.colBegin = shard.colBegin;
     }
-    int64_t fields[abi::kShardFields];
-    fields[abi::kTable] = slot;
-    fields[abi::kRowStride] = rowStride;
-    fields[abi::kColBegin] = colBegin;
-    fields[abi::kWidth] = shard.width();
-    fields[abi::kOutColumn] = out.width;
-    fields[abi::kIndicesBase] = lookupBase[shard.lookup].first;
-    fields[abi::kOffsetsBase] = lookupBase[shard.lookup].second;
-    fields[abi::kMode] = shard.mean ? abi::kMean : abi::kSum;
-    out.meta.insert(out.meta.end(), fields, fields + abi::kShardFields);
-    out.width += shard.width();
+    shards.push_back(descriptor);
     out.shardNames.push_back(table.name + "[" + std::to_string(shard.colBegin) +
                              ".." + std::to_string(shard.colEnd) + ")");
   }
+  abi::PackedShardSet<int64_t> set = abi::packShardSet<int64_t>(shards, pairs);
+  if (!out.index64 && set.indices.size() > 2147483647) {
+    error = "launch " + std::to_string(which) + " has " +
+            std::to_string(set.indices.size()) +
+            " indices, more than i32 offsets can address";
+    return false;
+  }
+  out.meta = std::move(set.layout.meta);
+  out.width = set.layout.width;
+  setIndices(out, set.indices, set.offsets);
 
   // Weights: every slot filled from the table's value function; a table slot
   // holds all columns, a shard slot only its own.
@@ -157,7 +139,6 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
         out.grad[size_t(b * out.width + outColumn + c)] =
             inputs::gradientValue(key, b, shard.colBegin + c);
   }
-  finishIndexType(out);
   return true;
 }
 
@@ -175,9 +156,12 @@ Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
     index = int64_t(random.below(uint64_t(rows)));
   for (int64_t b = 0; b <= batch; ++b)
     offsets.push_back(b * pooling);
-  appendIndices(w, indices, offsets);
+  setIndices(w, indices, offsets);
   w.layout = {0};
-  w.meta = {0, dim, 0, dim, 0, 0, 0, abi::kSum};
+  abi::ShardDescriptor shard;
+  shard.rowStride = dim;
+  shard.width = dim;
+  abi::appendShard(w.meta, shard, /*outColumn=*/0, abi::InputBase());
   w.weights.resize(size_t(rows * dim));
   inputs::fillWeights(inputs::hashString("bandwidth"), rows, 0, dim,
                       w.weights.data(), dim);
@@ -186,7 +170,6 @@ Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
     for (int64_t c = 0; c < dim; ++c)
       w.grad[size_t(b * dim + c)] = inputs::gradientValue(seed, b, c);
   w.shardNames = {"bandwidth[0.." + std::to_string(dim) + ")"};
-  finishIndexType(w);
   return w;
 }
 

@@ -16,6 +16,8 @@
 
 #include "Manifest.h"
 
+#include "neuroshard/Runtime/KernelABI.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,7 +47,9 @@ struct Workload {
   std::vector<std::string> shardNames;
   int64_t numIndices = 0;
 
-  int64_t numShards() const { return int64_t(meta.size()) / 8; }
+  int64_t numShards() const {
+    return int64_t(meta.size()) / kernel_abi::kShardFields;
+  }
   size_t indexBytes() const { return index64 ? 8 : 4; }
 };
 

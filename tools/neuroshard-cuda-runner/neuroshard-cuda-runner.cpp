@@ -19,7 +19,6 @@
 #include "Manifest.h"
 #include "Workload.h"
 
-#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #include "neuroshard/Runtime/KernelABI.h"
 #include "neuroshard/Runtime/Statistics.h"
@@ -255,36 +254,40 @@ bool resolveFormat(const Options &options, const std::string &fromManifest,
 // GPU side
 //===----------------------------------------------------------------------===//
 
-/// The expanded memref descriptors the kernels take (CudaKernelABI.h).
-struct MemRef1D {
-  void *allocated, *aligned;
-  int64_t offset, size, stride;
-};
-struct MemRef2D {
-  void *allocated, *aligned;
-  int64_t offset, sizes[2], strides[2];
+/// A memref operand as the kernels take it, expanded (KernelABI.h).
+struct MemRefParams {
+  void *allocated = nullptr, *aligned = nullptr;
+  int64_t offset = 0, sizes[2] = {0, 0}, strides[2] = {1, 1};
 };
 
-MemRef1D memref1D(DevicePtr ptr, int64_t size) {
-  void *p = reinterpret_cast<void *>(ptr);
-  return {p, p, 0, size, 1};
+MemRefParams memref1D(DevicePtr ptr, int64_t size) {
+  MemRefParams m;
+  m.allocated = m.aligned = reinterpret_cast<void *>(ptr);
+  m.sizes[0] = size;
+  return m;
 }
 
-void pushParams(std::vector<void *> &params, MemRef1D &m) {
-  for (void *field :
-       {static_cast<void *>(&m.allocated), static_cast<void *>(&m.aligned),
-        static_cast<void *>(&m.offset), static_cast<void *>(&m.size),
-        static_cast<void *>(&m.stride)})
-    params.push_back(field);
-}
-
-void pushParams(std::vector<void *> &params, MemRef2D &m) {
-  for (void *field :
-       {static_cast<void *>(&m.allocated), static_cast<void *>(&m.aligned),
-        static_cast<void *>(&m.offset), static_cast<void *>(&m.sizes[0]),
-        static_cast<void *>(&m.sizes[1]), static_cast<void *>(&m.strides[0]),
-        static_cast<void *>(&m.strides[1])})
-    params.push_back(field);
+/// The parameters of a kernel launch, built from the ABI's operand list:
+/// `memrefs[i]` for memref operand i, `lr` for the scalar.
+std::vector<void *> kernelParams(MemRefParams *memrefs, float &lr,
+                                 bool isBackward) {
+  std::vector<void *> params;
+  for (unsigned i = 0; i < kernel_abi::numOperands(isBackward); ++i) {
+    int rank = kernel_abi::kKernelOperands[i].rank;
+    if (rank == 0) {
+      params.push_back(&lr);
+      continue;
+    }
+    MemRefParams &m = memrefs[i];
+    params.push_back(&m.allocated);
+    params.push_back(&m.aligned);
+    params.push_back(&m.offset);
+    for (int d = 0; d < rank; ++d)
+      params.push_back(&m.sizes[d]);
+    for (int d = 0; d < rank; ++d)
+      params.push_back(&m.strides[d]);
+  }
+  return params;
 }
 
 /// Device copies of a workload and the launches of its two kernels.
@@ -355,37 +358,32 @@ private:
   }
 
   Status launch(cuda::FunctionHandle function, bool isBackward) {
-    MemRef1D metaRef = memref1D(meta, int64_t(w.meta.size()));
-    MemRef1D layoutRef = memref1D(layout, int64_t(w.layout.size()));
-    MemRef1D weightsRef = memref1D(weights, int64_t(w.weights.size()));
-    MemRef1D indicesRef = memref1D(indicesBuf, w.numIndices);
-    MemRef1D offsetsRef =
+    namespace abi = kernel_abi;
+    MemRefParams memrefs[abi::kMaxOperands];
+    memrefs[abi::kMetaOperand] = memref1D(meta, int64_t(w.meta.size()));
+    memrefs[abi::kLayoutOperand] = memref1D(layout, int64_t(w.layout.size()));
+    memrefs[abi::kWeightsOperand] =
+        memref1D(weights, int64_t(w.weights.size()));
+    memrefs[abi::kIndicesOperand] = memref1D(indicesBuf, w.numIndices);
+    memrefs[abi::kOffsetsOperand] =
         memref1D(offsetsBuf,
                  int64_t(w.index64 ? w.offsets64.size() : w.offsets32.size()));
-    DevicePtr matrix = isBackward ? grad : out;
-    void *p = reinterpret_cast<void *>(matrix);
-    MemRef2D matrixRef = {p, p, 0, {w.batch, w.width}, {w.width, 1}};
+    MemRefParams &matrix = memrefs[abi::kOutOperand];
+    matrix.allocated = matrix.aligned =
+        reinterpret_cast<void *>(isBackward ? grad : out);
+    matrix.sizes[0] = w.batch;
+    matrix.sizes[1] = matrix.strides[0] = w.width;
     float lr = w.lr;
-    std::vector<void *> params;
-    pushParams(params, metaRef);
-    pushParams(params, layoutRef);
-    pushParams(params, weightsRef);
-    pushParams(params, indicesRef);
-    pushParams(params, offsetsRef);
-    pushParams(params, matrixRef);
-    if (isBackward)
-      params.push_back(&lr);
+    std::vector<void *> params = kernelParams(memrefs, lr, isBackward);
 
-    cuda_abi::LaunchGeometry geometry =
-        cuda_abi::launchGeometry(w.numShards(), w.batch);
+    abi::LaunchGeometry geometry =
+        abi::launchGeometry(w.numShards(), w.batch, threadsPerBlock);
     if (geometry.gridX == 0)
       return Status();
-    int64_t warpsPerBlock = threadsPerBlock / cuda_abi::kWarpSize;
     cuda::LaunchDims dims;
-    dims.gridX = unsigned(std::min<int64_t>(
-        (w.batch + warpsPerBlock - 1) / warpsPerBlock, 2147483647));
+    dims.gridX = unsigned(geometry.gridX);
     dims.gridY = unsigned(geometry.gridY);
-    dims.blockX = unsigned(threadsPerBlock);
+    dims.blockX = unsigned(geometry.blockX);
     return rt.launch(function, dims, nullptr, params.data());
   }
 
@@ -618,7 +616,7 @@ int runBandwidth(const Options &options, Runtime &rt, cuda::ModuleHandle module,
   Workload w = bandwidthWorkload(options.batch, options.dim, options.pooling,
                                  options.rows, options.index64, 0, 0.01f);
   Checked checked;
-  status = runWorkload(rt, w, forward, backward, cuda_abi::kThreadsPerBlock,
+  status = runWorkload(rt, w, forward, backward, kernel_abi::kThreadsPerBlock,
                        options, flush, flushWords, checked);
   if (!status.ok())
     return fail(status.message());

@@ -13,8 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Runtime/Executor.h"
+#include "neuroshard/Execution/CPUKernels.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/Statistics.h"
 
 #include <torch/torch.h>
 
@@ -24,6 +25,7 @@
 #include <string>
 
 using namespace neuroshard;
+using namespace neuroshard::execution;
 using namespace neuroshard::runtime;
 
 namespace {

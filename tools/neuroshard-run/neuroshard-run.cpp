@@ -14,7 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
-#include "neuroshard/Runtime/Executor.h"
+#include "neuroshard/Execution/CompiledModel.h"
+#include "neuroshard/Runtime/Statistics.h"
 #ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #endif
@@ -41,6 +42,7 @@
 
 using namespace llvm;
 using namespace mlir;
+using namespace ::neuroshard::execution;
 using namespace ::neuroshard::runtime;
 
 static cl::OptionCategory category("neuroshard-run options");

@@ -28,6 +28,9 @@ namespace mlir::neuroshard {
 struct KernelInvocation {
   StringRef kernel;
   Value meta, layout, weights, indices, offsets, out;
+
+  /// The operands at their positions in KernelABI.h's operand list.
+  SmallVector<Value> operands() const;
 };
 
 /// Emits `invocation` at the builder's insertion point.

@@ -1,9 +1,11 @@
-//===- KernelABI.h - The run-time interface of the fused kernels -*- C++
-//-*-===//
+//===- KernelABI.h - The interface of the fused kernels ---------*- C++ -*-===//
 //
 // Part of the NeuroShard project.
 //
 //===----------------------------------------------------------------------===//
+//
+// The one owner of the kernel ABI: what the compiler emits, the executor
+// packs, the CUDA runner launches and the tests check all come from here.
 //
 // Every lowering (CPU and CUDA) emits the same two generic kernels per index
 // type: a forward fused embedding bag and a backward pass with a fused SGD
@@ -37,15 +39,31 @@
 // across bags) all apply, exactly as `index_add` of the per-index gradients
 // would.
 //
+// CUDA. The kernels live in the GPU module `kKernelModuleName`. MLIR passes
+// a memref to a kernel as its expanded descriptor, so a host that launches
+// them by hand passes, per operand of `kKernelOperands`: for a memref of rank
+// R the allocated pointer, the aligned pointer, the offset, R sizes and R
+// strides (the two pointers are the same device address and the offset is
+// 0); for a scalar its value. The y dimension of the grid walks the shards
+// and the warps of the x dimension walk the bags, both with grid-stride
+// loops, so any grid is correct; blockDim.x must be a multiple of 32 (a warp
+// or sub-warps of it own whole bags) and blockDim.y = blockDim.z = 1.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef NEUROSHARD_RUNTIME_KERNELABI_H
 #define NEUROSHARD_RUNTIME_KERNELABI_H
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace neuroshard {
 namespace kernel_abi {
+
+//===----------------------------------------------------------------------===//
+// Shard metadata
+//===----------------------------------------------------------------------===//
 
 /// Fields of one shard's row in the metadata table, in order.
 enum ShardField : int64_t {
@@ -62,19 +80,202 @@ enum ShardField : int64_t {
 
 enum PoolingMode : int64_t { kSum = 0, kMean = 1 };
 
-/// Symbol names of the generic kernels. The suffix is the index type.
-/// CPU (func.func, C interface `_mlir_ciface_<name>`):
-///   forward(meta: memref<?xi64>, layout: memref<?xi64>,
-///           weights: memref<?xf32>, indices: memref<?xiN>,
-///           offsets: memref<?xiN>, out: memref<?x?xf32>)
-///   backward(meta, layout, weights, indices, offsets,
-///            grad: memref<?x?xf32>, lr: f32)
-/// The number of shards is meta's size / kShardFields; the batch size and
-/// output width are the out (grad) memref's sizes.
+/// The mode field of a shard pooled with mean (`isMean`) or sum.
+constexpr int64_t poolingMode(bool isMean) { return isMean ? kMean : kSum; }
+
+/// One shard before it is placed in a kernel call.
+struct ShardDescriptor {
+  int64_t table = 0;     ///< Slot of its table in the layout array.
+  int64_t rowStride = 0; ///< Elements between rows of that table.
+  int64_t colBegin = 0;
+  int64_t width = 0;
+  int64_t mode = kSum;
+  size_t input = 0; ///< The input pair (indices, offsets) it pools over.
+};
+
+/// Where an input pair starts in the concatenated indices and offsets.
+struct InputBase {
+  int64_t indices = 0, offsets = 0;
+};
+
+/// Appends the metadata row of `shard`; the only code that knows the field
+/// order.
+inline void appendShard(std::vector<int64_t> &meta,
+                        const ShardDescriptor &shard, int64_t outColumn,
+                        InputBase base) {
+  int64_t fields[kShardFields];
+  fields[kTable] = shard.table;
+  fields[kRowStride] = shard.rowStride;
+  fields[kColBegin] = shard.colBegin;
+  fields[kWidth] = shard.width;
+  fields[kOutColumn] = outColumn;
+  fields[kIndicesBase] = base.indices;
+  fields[kOffsetsBase] = base.offsets;
+  fields[kMode] = shard.mode;
+  meta.insert(meta.end(), fields, fields + kShardFields);
+}
+
+/// The metadata of one kernel call. Shards write consecutive output columns
+/// in their order; every input pair they use is concatenated once, in the
+/// order of first use, so the shards of a split table share their pair.
+struct ShardSetLayout {
+  std::vector<int64_t> meta;
+  /// The input pairs used, in concatenation order, and where each starts.
+  std::vector<size_t> inputs;
+  std::vector<InputBase> bases;
+  /// Output columns: the sum of the shards' widths.
+  int64_t width = 0;
+
+  int64_t numShards() const { return int64_t(meta.size()) / kShardFields; }
+};
+
+/// Lays out `shards` over input pairs whose sizes are `numIndices[i]` and
+/// `numOffsets[i]` (i = ShardDescriptor::input).
+inline ShardSetLayout layoutShardSet(const std::vector<ShardDescriptor> &shards,
+                                     const std::vector<int64_t> &numIndices,
+                                     const std::vector<int64_t> &numOffsets) {
+  ShardSetLayout layout;
+  std::vector<size_t> slot(numIndices.size(), SIZE_MAX);
+  InputBase end;
+  for (const ShardDescriptor &shard : shards) {
+    if (slot[shard.input] == SIZE_MAX) {
+      slot[shard.input] = layout.inputs.size();
+      layout.inputs.push_back(shard.input);
+      layout.bases.push_back(end);
+      end.indices += numIndices[shard.input];
+      end.offsets += numOffsets[shard.input];
+    }
+    appendShard(layout.meta, shard, layout.width,
+                layout.bases[slot[shard.input]]);
+    layout.width += shard.width;
+  }
+  return layout;
+}
+
+/// A shard set with its concatenated indices and offsets.
+template <typename Index> struct PackedShardSet {
+  ShardSetLayout layout;
+  std::vector<Index> indices, offsets;
+};
+
+/// Lays out `shards` over `inputs` (indexed by ShardDescriptor::input; only
+/// the pairs used are read) and concatenates the pairs used. `Input` has
+/// `indices` and `offsets` containers, as inputs::LookupInputs.
+template <typename Index, typename Input>
+PackedShardSet<Index> packShardSet(const std::vector<ShardDescriptor> &shards,
+                                   const std::vector<const Input *> &inputs) {
+  std::vector<int64_t> numIndices(inputs.size(), 0), numOffsets(inputs.size());
+  for (const ShardDescriptor &shard : shards) {
+    numIndices[shard.input] = int64_t(inputs[shard.input]->indices.size());
+    numOffsets[shard.input] = int64_t(inputs[shard.input]->offsets.size());
+  }
+  PackedShardSet<Index> set;
+  set.layout = layoutShardSet(shards, numIndices, numOffsets);
+  for (size_t input : set.layout.inputs) {
+    const Input &in = *inputs[input];
+    set.indices.insert(set.indices.end(), in.indices.begin(), in.indices.end());
+    set.offsets.insert(set.offsets.end(), in.offsets.begin(), in.offsets.end());
+  }
+  return set;
+}
+
+//===----------------------------------------------------------------------===//
+// Signatures
+//===----------------------------------------------------------------------===//
+
+/// Symbol names of the generic kernels. The suffix is the index type. On the
+/// CPU they are `func.func`s with C interfaces (`_mlir_ciface_<name>`).
 constexpr const char *kForwardI32 = "neuroshard_bag_forward_i32";
 constexpr const char *kForwardI64 = "neuroshard_bag_forward_i64";
 constexpr const char *kBackwardI32 = "neuroshard_bag_backward_sgd_i32";
 constexpr const char *kBackwardI64 = "neuroshard_bag_backward_sgd_i64";
+
+/// Element types of operands; `Index` is the kernel's index type.
+enum class ElementKind { I64, F32, Index };
+
+/// One operand of a kernel: a memref of `rank` dynamic sizes with an
+/// identity layout, or a scalar for rank 0.
+struct KernelOperand {
+  const char *name;
+  int rank;
+  ElementKind element;
+};
+
+/// Positions of the operands. Both kernels take the first six; `out` is the
+/// forward output and the backward output gradient; only backward takes
+/// `lr`. The number of shards is meta's size / kShardFields; the batch size
+/// and output width are out's sizes.
+enum OperandPosition : unsigned {
+  kMetaOperand,
+  kLayoutOperand,
+  kWeightsOperand,
+  kIndicesOperand,
+  kOffsetsOperand,
+  kOutOperand,
+  kLearningRateOperand,
+  kMaxOperands
+};
+
+constexpr KernelOperand kKernelOperands[kMaxOperands] = {
+    {"meta", 1, ElementKind::I64},      {"layout", 1, ElementKind::I64},
+    {"weights", 1, ElementKind::F32},   {"indices", 1, ElementKind::Index},
+    {"offsets", 1, ElementKind::Index}, {"out", 2, ElementKind::F32},
+    {"lr", 0, ElementKind::F32}};
+
+constexpr unsigned numOperands(bool isBackward) {
+  return isBackward ? kMaxOperands : kLearningRateOperand;
+}
+
+/// CUDA parameters of one operand when a host launches by hand (see above).
+constexpr int launchParams(const KernelOperand &operand) {
+  return operand.rank == 0 ? 1 : 3 + 2 * operand.rank;
+}
+
+constexpr int launchParams(bool isBackward) {
+  int params = 0;
+  for (unsigned i = 0; i < numOperands(isBackward); ++i)
+    params += launchParams(kKernelOperands[i]);
+  return params;
+}
+
+constexpr int kForwardParams = launchParams(false);
+constexpr int kBackwardParams = launchParams(true);
+
+//===----------------------------------------------------------------------===//
+// CUDA launch geometry
+//===----------------------------------------------------------------------===//
+
+/// Symbol of the GPU module that holds the four kernels.
+constexpr const char *kKernelModuleName = "neuroshard_kernels";
+
+/// Threads per block of every launch the compiler emits.
+constexpr int64_t kThreadsPerBlock = 256;
+constexpr int64_t kWarpSize = 32;
+/// The grid's limits in x and y; they only cap the parallelism, since the
+/// grid-stride loops cover the rest.
+constexpr int64_t kMaxGridX = 2147483647;
+constexpr int64_t kMaxGridY = 65535;
+
+struct LaunchGeometry {
+  int64_t gridX = 0, gridY = 0, blockX = kThreadsPerBlock;
+};
+
+/// One warp per bag for the widest shards; narrower shards pack several bags
+/// into a warp and leave the surplus warps idle. Empty when there is nothing
+/// to launch (no shard or no bag).
+inline LaunchGeometry
+launchGeometry(int64_t numShards, int64_t batchSize,
+               int64_t threadsPerBlock = kThreadsPerBlock) {
+  LaunchGeometry geometry;
+  geometry.blockX = threadsPerBlock;
+  if (numShards <= 0 || batchSize <= 0)
+    return geometry;
+  int64_t warpsPerBlock = threadsPerBlock / kWarpSize;
+  int64_t blocks = (batchSize + warpsPerBlock - 1) / warpsPerBlock;
+  geometry.gridX = blocks < kMaxGridX ? blocks : kMaxGridX;
+  geometry.gridY = numShards < kMaxGridY ? numShards : kMaxGridY;
+  return geometry;
+}
 
 } // namespace kernel_abi
 } // namespace neuroshard

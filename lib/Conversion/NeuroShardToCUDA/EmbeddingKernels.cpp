@@ -28,7 +28,6 @@
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 
-#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -41,7 +40,6 @@ using namespace mlir;
 using namespace mlir::neuroshard;
 
 namespace abi = ::neuroshard::kernel_abi;
-namespace cuda_abi = ::neuroshard::cuda_abi;
 
 namespace {
 
@@ -222,19 +220,17 @@ ShardRow KernelBodyBuilder::loadShard(Value shard) {
 }
 
 Value KernelBodyBuilder::warpMax(Value value) {
-  for (int32_t distance = cuda_abi::kWarpSize / 2; distance >= 1;
-       distance /= 2) {
-    Value other =
-        gpu::ShuffleOp::create(b, value, distance, cuda_abi::kWarpSize,
-                               gpu::ShuffleMode::XOR)
-            .getShuffleResult();
+  for (int32_t distance = abi::kWarpSize / 2; distance >= 1; distance /= 2) {
+    Value other = gpu::ShuffleOp::create(b, value, distance, abi::kWarpSize,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
     value = arith::MaxSIOp::create(b, value, other);
   }
   return value;
 }
 
 Value KernelBodyBuilder::broadcastIndex(Value myIndex, Value sourceLane) {
-  Value width = cI32(cuda_abi::kWarpSize);
+  Value width = cI32(abi::kWarpSize);
   auto shuffle = [&](Value v) -> Value {
     return gpu::ShuffleOp::create(b, v, sourceLane, width,
                                   gpu::ShuffleMode::IDX)
@@ -258,7 +254,7 @@ Value KernelBodyBuilder::broadcastIndex(Value myIndex, Value sourceLane) {
 
 void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
   constexpr int64_t kUnroll = 4;
-  Value warpSize = cIndex(cuda_abi::kWarpSize);
+  Value warpSize = cIndex(abi::kWarpSize);
 
   // Lanes per bag: the smallest power of two that covers the shard's width
   // in one pass, at most a warp.
@@ -266,7 +262,7 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
                           ? shard.width
                           : ceilDiv(shard.width, cIndex(vectorWidth));
   Value lanesPerBag = warpSize;
-  for (int64_t lanes = cuda_abi::kWarpSize / 2; lanes >= 1; lanes /= 2)
+  for (int64_t lanes = abi::kWarpSize / 2; lanes >= 1; lanes /= 2)
     lanesPerBag = select(arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
                                                lanesWanted, cIndex(lanes)),
                          cIndex(lanes), lanesPerBag);
@@ -498,8 +494,8 @@ static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
 gpu::GPUModuleOp
 mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
                                              Attribute target) {
-  auto module = gpu::GPUModuleOp::create(
-      builder, loc, cuda_abi::kKernelModuleName, ArrayRef<Attribute>{target});
+  auto module = gpu::GPUModuleOp::create(builder, loc, abi::kKernelModuleName,
+                                         ArrayRef<Attribute>{target});
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(module.getBody());
   IntegerType i32 = builder.getI32Type(), i64 = builder.getI64Type();
@@ -516,13 +512,18 @@ SmallVector<Type> mlir::neuroshard::embeddingKernelOperandTypes(
   Type f32 = Float32Type::get(context);
   Type index =
       IntegerType::get(context, kernelName.ends_with("_i32") ? 32 : 64);
-  int64_t dyn = ShapedType::kDynamic;
-  SmallVector<Type> types = {
-      MemRefType::get({dyn}, i64),   MemRefType::get({dyn}, i64),
-      MemRefType::get({dyn}, f32),   MemRefType::get({dyn}, index),
-      MemRefType::get({dyn}, index), MemRefType::get({dyn, dyn}, f32)};
-  if (isBackward)
-    types.push_back(f32);
+  SmallVector<Type> types;
+  for (unsigned i = 0; i < abi::numOperands(isBackward); ++i) {
+    const abi::KernelOperand &operand = abi::kKernelOperands[i];
+    Type element = operand.element == abi::ElementKind::I64   ? i64
+                   : operand.element == abi::ElementKind::F32 ? f32
+                                                              : index;
+    if (operand.rank == 0)
+      types.push_back(element);
+    else
+      types.push_back(MemRefType::get(
+          SmallVector<int64_t>(operand.rank, ShapedType::kDynamic), element));
+  }
   return types;
 }
 
@@ -539,9 +540,10 @@ void mlir::neuroshard::emitKernelLaunch(OpBuilder &builder, Location loc,
   Type tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
 
-  // Device copies of the six memrefs. The forward output needs no upload:
-  // the kernel writes every element of it.
-  constexpr unsigned kWeights = 2, kOut = 5, kNumMemRefs = 6;
+  // Device copies of the memrefs. The forward output needs no upload: the
+  // kernel writes every element of it.
+  constexpr unsigned kWeights = abi::kWeightsOperand, kOut = abi::kOutOperand,
+                     kNumMemRefs = abi::kLearningRateOperand;
   SmallVector<Value> deviceArgs;
   for (unsigned i = 0; i < kNumMemRefs; ++i) {
     Value host = args[i];
@@ -563,29 +565,30 @@ void mlir::neuroshard::emitKernelLaunch(OpBuilder &builder, Location loc,
   if (isBackward)
     deviceArgs.push_back(args[kNumMemRefs]);
 
-  // The geometry of CudaKernelABI.h; a grid of at least 1 x 1 is always
-  // valid since the kernels' grid-stride loops simply run no iteration.
+  // abi::launchGeometry in IR, since the sizes are only known at run time;
+  // a grid of at least 1 x 1 is always valid since the kernels' grid-stride
+  // loops simply run no iteration.
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value numShards = arith::DivUIOp::create(
-      b, memref::DimOp::create(b, args[0], 0),
+      b, memref::DimOp::create(b, args[abi::kMetaOperand], 0),
       arith::ConstantIndexOp::create(b, abi::kShardFields));
   Value batch = memref::DimOp::create(b, args[kOut], 0);
-  Value warpsPerBlock = arith::ConstantIndexOp::create(
-      b, cuda_abi::kThreadsPerBlock / cuda_abi::kWarpSize);
+  Value warpsPerBlock =
+      arith::ConstantIndexOp::create(b, abi::kThreadsPerBlock / abi::kWarpSize);
   Value gridX = arith::MaxUIOp::create(
       b,
       arith::MinUIOp::create(
           b, arith::CeilDivUIOp::create(b, batch, warpsPerBlock),
-          arith::ConstantIndexOp::create(b, 2147483647)),
+          arith::ConstantIndexOp::create(b, abi::kMaxGridX)),
       one);
   Value gridY = arith::MaxUIOp::create(
       b,
       arith::MinUIOp::create(b, numShards,
-                             arith::ConstantIndexOp::create(b, 65535)),
+                             arith::ConstantIndexOp::create(b, abi::kMaxGridY)),
       one);
-  Value blockX = arith::ConstantIndexOp::create(b, cuda_abi::kThreadsPerBlock);
+  Value blockX = arith::ConstantIndexOp::create(b, abi::kThreadsPerBlock);
   auto kernel =
-      SymbolRefAttr::get(b.getStringAttr(cuda_abi::kKernelModuleName),
+      SymbolRefAttr::get(b.getStringAttr(abi::kKernelModuleName),
                          {FlatSymbolRefAttr::get(b.getStringAttr(kernelName))});
   token = gpu::LaunchFuncOp::create(
               b, kernel, gpu::KernelDim3{gridX, gridY, one},

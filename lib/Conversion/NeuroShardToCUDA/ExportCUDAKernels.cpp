@@ -15,7 +15,6 @@
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
-#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/IR/SymbolTable.h"
@@ -35,7 +34,6 @@ using namespace mlir;
 using namespace mlir::neuroshard;
 
 namespace abi = ::neuroshard::kernel_abi;
-namespace cuda_abi = ::neuroshard::cuda_abi;
 
 namespace {
 
@@ -211,7 +209,7 @@ llvm::json::Value ExportCUDAKernelsPass::toJSON(StringRef moduleFile,
                                      {"forward_i64", abi::kForwardI64},
                                      {"backward_i32", abi::kBackwardI32},
                                      {"backward_i64", abi::kBackwardI64}}},
-      {"threads_per_block", cuda_abi::kThreadsPerBlock},
+      {"threads_per_block", abi::kThreadsPerBlock},
       {"batch_size", batchSize},
       {"seed", static_cast<int64_t>(seed)},
       {"lr", static_cast<double>(lr)},
@@ -242,10 +240,10 @@ void ExportCUDAKernelsPass::runOnOperation() {
     return signalPassFailure();
   }
   auto kernels = dyn_cast_or_null<gpu::BinaryOp>(
-      SymbolTable::lookupSymbolIn(module, cuda_abi::kKernelModuleName));
+      SymbolTable::lookupSymbolIn(module, abi::kKernelModuleName));
   if (!kernels) {
     emitError(module.getLoc())
-        << "the module has no gpu.binary @" << cuda_abi::kKernelModuleName
+        << "the module has no gpu.binary @" << abi::kKernelModuleName
         << "; run --neuroshard-cuda-pipeline (or "
            "--neuroshard-to-cuda and gpu-module-to-binary) "
            "first";

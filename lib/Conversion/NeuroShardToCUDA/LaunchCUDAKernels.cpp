@@ -12,7 +12,7 @@
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
-#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
+#include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -25,7 +25,7 @@ namespace mlir::neuroshard {
 using namespace mlir;
 using namespace mlir::neuroshard;
 
-namespace cuda_abi = ::neuroshard::cuda_abi;
+namespace abi = ::neuroshard::kernel_abi;
 
 static std::string typeList(TypeRange types) {
   std::string text;
@@ -74,13 +74,13 @@ void LaunchCUDAKernelsPass::runOnOperation() {
   if (walk.wasInterrupted())
     return signalPassFailure();
   Operation *kernels =
-      SymbolTable::lookupSymbolIn(module, cuda_abi::kKernelModuleName);
+      SymbolTable::lookupSymbolIn(module, abi::kKernelModuleName);
   if (!calls.empty() &&
       !isa_and_nonnull<gpu::GPUModuleOp, gpu::BinaryOp>(kernels)) {
     calls.front().emitOpError()
         << "calls a generic kernel but the module has no gpu.module or "
            "gpu.binary @"
-        << cuda_abi::kKernelModuleName << "; run --neuroshard-to-cuda first";
+        << abi::kKernelModuleName << "; run --neuroshard-to-cuda first";
     return signalPassFailure();
   }
 

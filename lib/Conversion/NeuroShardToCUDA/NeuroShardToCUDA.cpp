@@ -14,7 +14,7 @@
 
 #include "neuroshard/Conversion/LookupLowering.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
-#include "neuroshard/Runtime/Cuda/CudaKernelABI.h"
+#include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -29,7 +29,7 @@ namespace mlir::neuroshard {
 using namespace mlir;
 using namespace mlir::neuroshard;
 
-namespace cuda_abi = ::neuroshard::cuda_abi;
+namespace abi = ::neuroshard::kernel_abi;
 
 std::string mlir::neuroshard::checkCUDATarget(StringRef chip,
                                               StringRef features,
@@ -86,9 +86,9 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
     return signalPassFailure();
   }
   if (Operation *existing =
-          SymbolTable::lookupSymbolIn(module, cuda_abi::kKernelModuleName)) {
+          SymbolTable::lookupSymbolIn(module, abi::kKernelModuleName)) {
     existing->emitOpError()
-        << "already defines '" << cuda_abi::kKernelModuleName
+        << "already defines '" << abi::kKernelModuleName
         << "', the symbol of the kernels module; --neuroshard-to-cuda runs "
            "once per module";
     return signalPassFailure();
@@ -100,9 +100,7 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
                         const KernelInvocation &kernel) {
       declareKernel(module, kernel.kernel);
       func::CallOp::create(builder, loc, kernel.kernel, TypeRange{},
-                           ValueRange{kernel.meta, kernel.layout,
-                                      kernel.weights, kernel.indices,
-                                      kernel.offsets, kernel.out});
+                           kernel.operands());
     };
     if (failed(lowerLookups(module, emitCall)))
       return signalPassFailure();

@@ -5,7 +5,7 @@
 
 // Host calls to the kernel symbols (the memref form the lookup lowering
 // emits) become launches on the GPU: upload, launch with the geometry of
-// CudaKernelABI.h, download of the result, free, wait.
+// KernelABI.h, download of the result, free, wait.
 
 // CHECK-NOT: func.func private @neuroshard_bag
 // CHECK-LABEL: func.func @step(
@@ -42,7 +42,7 @@
 // LLVM: gpu.binary @neuroshard_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, properties = {{.*}}, assembly = "
 
 // The launch passes 5 parameters per 1-D memref and 7 for the 2-D one
-// (32 forward, 33 backward with lr), as CudaKernelABI.h says.
+// (32 forward, 33 backward with lr), as KernelABI.h says.
 // IR-DAG: declare ptr @mgpuModuleLoadJIT(ptr, i32)
 // IR-DAG: declare ptr @mgpuModuleGetFunction(ptr, ptr)
 // IR-DAG: declare void @mgpuLaunchKernel(ptr, i64, i64, i64, i64, i64, i64, i32, ptr, ptr, ptr, i64)

@@ -30,8 +30,8 @@ gpu::GPUModuleOp buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
 /// `isBackward` accordingly.
 bool isEmbeddingKernelName(StringRef name, bool &isBackward);
 
-/// The operand types of a call of `kernelName` (KernelABI.h): six memrefs,
-/// and the learning rate for the backward kernel.
+/// The operand types of a call of `kernelName`: KernelABI.h's operand list,
+/// with the index type the name's suffix gives.
 SmallVector<Type> embeddingKernelOperandTypes(MLIRContext *context,
                                               StringRef kernelName,
                                               bool isBackward);
@@ -39,7 +39,7 @@ SmallVector<Type> embeddingKernelOperandTypes(MLIRContext *context,
 /// Emits the host side of one kernel call: copies the host memrefs `args`
 /// (meta, layout, weights, indices, offsets, out or grad, then lr for the
 /// backward kernel) to device buffers, launches `kernelName` of the kernels
-/// module with the geometry of CudaKernelABI.h, copies the results back
+/// module with the geometry of KernelABI.h, copies the results back
 /// (the output after forward, the weights after backward) and frees the
 /// buffers; everything on one stream, waited for before returning.
 void emitKernelLaunch(OpBuilder &builder, Location loc, StringRef kernelName,

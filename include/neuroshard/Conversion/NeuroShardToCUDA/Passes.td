@@ -74,7 +74,7 @@ def LaunchCUDAKernels : Pass<"neuroshard-cuda-launch", "::mlir::ModuleOp"> {
     signature of `KernelABI.h` (what the lookup lowering emits) becomes a
     launch of the kernel of `@neuroshard_kernels`: device buffers
     (`gpu.alloc`), uploads, `gpu.launch_func` with the geometry of
-    `CudaKernelABI.h`, the download of the result (the output after
+    `KernelABI.h`, the download of the result (the output after
     forward, the weights after backward) and `gpu.dealloc`, on one stream
     that the call waits for. Declarations of the kernel symbols that are no
     longer used are erased.

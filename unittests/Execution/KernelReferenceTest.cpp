@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Runtime/Executor.h"
+#include "neuroshard/Execution/CPUKernels.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "gtest/gtest.h"
@@ -21,7 +21,7 @@
 #include <cmath>
 
 using namespace neuroshard;
-using namespace neuroshard::runtime;
+using namespace neuroshard::execution;
 
 namespace {
 

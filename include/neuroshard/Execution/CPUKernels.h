@@ -1,0 +1,89 @@
+//===- CPUKernels.h - The generic kernels called on shard sets --*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Compiles only the generic CPU kernels of KernelABI.h and calls them on
+// shard sets given at run time, so that cost-data collection times any
+// number of sets with one compilation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_EXECUTION_CPUKERNELS_H
+#define NEUROSHARD_EXECUTION_CPUKERNELS_H
+
+#include "neuroshard/Execution/JIT.h"
+#include "neuroshard/Runtime/Arena.h"
+#include "neuroshard/Runtime/InputGenerator.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace neuroshard {
+namespace execution {
+
+/// A shard set for direct kernel calls: tables packed one after another in
+/// `weights` (row stride = width), all with their own inputs.
+struct KernelShard {
+  const float *weights = nullptr; // rows x width, row-major
+  int64_t rows = 0;
+  int64_t width = 0;
+  int64_t mode = kernel_abi::kSum;
+  const inputs::LookupInputs *inputs = nullptr;
+};
+
+/// Buffers of one shard set for direct kernel calls: the shards' weights
+/// packed into one arena (each shard is its own table, row stride = width),
+/// concatenated indices and offsets, metadata, output and gradient.
+struct PreparedSet {
+  int64_t batch = 0;
+  int64_t width = 0;
+  bool indicesAreI32 = false;
+  std::vector<int64_t> layout, meta, indices, offsets;
+  std::vector<int32_t> indices32, offsets32;
+  runtime::WeightVector weights;
+  std::vector<float> output, gradient;
+};
+
+/// The generic kernels alone, compiled once and called on shard sets that
+/// are only known at run time.
+class CPUKernels {
+public:
+  ~CPUKernels();
+  static llvm::Expected<std::unique_ptr<CPUKernels>> compile();
+
+  /// Packs `shards` for a batch of `batch` bags (every shard's inputs must
+  /// have batch + 1 offsets); gradients are drawn with `gradientSeed`.
+  static PreparedSet prepare(const std::vector<KernelShard> &shards,
+                             int64_t batch, uint64_t gradientSeed,
+                             bool indicesAreI32 = false);
+  /// Everything `prepare` does except the weights: resets `set` for
+  /// `shards` (whose `weights` are not read) and lays out each shard's rows
+  /// in the arena, returning the arena size the set needs (elements). The
+  /// caller owns `set.weights`, so one arena can serve many sets.
+  static int64_t packInputs(PreparedSet &set,
+                            const std::vector<KernelShard> &shards,
+                            int64_t batch, uint64_t gradientSeed,
+                            bool indicesAreI32 = false);
+  void forward(PreparedSet &set);
+  void backward(PreparedSet &set, float learningRate);
+
+private:
+  CPUKernels() = default;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  PackedFunction forwardI32 = nullptr, forwardI64 = nullptr;
+  PackedFunction backwardI32 = nullptr, backwardI64 = nullptr;
+};
+
+} // namespace execution
+} // namespace neuroshard
+
+#endif // NEUROSHARD_EXECUTION_CPUKERNELS_H

@@ -1,0 +1,114 @@
+//===- JIT.h - Lowering and JIT compilation of modules ----------*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Lowers a module with `--neuroshard-to-cpu` (or, for a CUDA GPU,
+// `--neuroshard-cuda-pipeline`), JIT-compiles its host code with MLIR's
+// ExecutionEngine, and calls the generic kernels of KernelABI.h with
+// arguments placed by the ABI's operand list.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_EXECUTION_JIT_H
+#define NEUROSHARD_EXECUTION_JIT_H
+
+#include "neuroshard/Runtime/KernelABI.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace neuroshard {
+namespace execution {
+
+/// Where a compiled model runs.
+enum class Target { CPU, CUDA };
+
+struct CompileOptions {
+  Target target = Target::CPU;
+  /// CUDA: the architecture the kernels are compiled for.
+  std::string cudaChip = "sm_90";
+  /// CUDA: the shared library with the mgpu* entry points the lowered host
+  /// code calls (NeuroShard's libneuroshard_cuda_runtime.so).
+  std::string cudaRuntimeLibrary;
+};
+
+/// Lowers `module` in place for `options.target` and JIT-compiles its host
+/// code. Errors carry the diagnostics of a failing lowering.
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+lowerAndCompile(mlir::ModuleOp module, const CompileOptions &options = {});
+
+/// A function with a C interface (`llvm.emit_c_interface`), called through
+/// ExecutionEngine's packed wrapper: element i of the argument array points
+/// at argument i.
+using PackedFunction = void (*)(void **);
+
+/// The packed wrapper of the C interface of `name`.
+llvm::Expected<PackedFunction> lookupPacked(mlir::ExecutionEngine &engine,
+                                            llvm::StringRef name);
+
+template <typename T> using MemRef1D = StridedMemRefType<T, 1>;
+using MemRef2D = StridedMemRefType<float, 2>;
+
+/// A descriptor of the elements of a contiguous container.
+template <typename Container>
+MemRef1D<typename Container::value_type> memref1D(Container &elements) {
+  MemRef1D<typename Container::value_type> d;
+  d.basePtr = d.data = elements.data();
+  d.offset = 0;
+  d.sizes[0] = static_cast<int64_t>(elements.size());
+  d.strides[0] = 1;
+  return d;
+}
+
+/// A descriptor of a row-major `rows x cols` matrix at `data`.
+MemRef2D memref2D(float *data, int64_t rows, int64_t cols);
+
+/// The operands of one generic kernel call, with indices of type `Index`.
+/// `out` is the forward output or the backward gradient; `lr` is only read
+/// by the backward kernel.
+template <typename Index> struct KernelOperands {
+  MemRef1D<int64_t> meta, layout;
+  MemRef1D<float> weights;
+  MemRef1D<Index> indices, offsets;
+  MemRef2D out;
+  float lr = 0;
+};
+
+/// Calls `kernel` (the forward or backward kernel, `isBackward`) with the
+/// arguments in the order of kernel_abi::kKernelOperands: the C interface
+/// takes a memref as a pointer to its descriptor and a scalar by value.
+template <typename Index>
+void callKernel(PackedFunction kernel, KernelOperands<Index> &operands,
+                bool isBackward) {
+  namespace abi = kernel_abi;
+  void *values[abi::kMaxOperands];
+  values[abi::kMetaOperand] = &operands.meta;
+  values[abi::kLayoutOperand] = &operands.layout;
+  values[abi::kWeightsOperand] = &operands.weights;
+  values[abi::kIndicesOperand] = &operands.indices;
+  values[abi::kOffsetsOperand] = &operands.offsets;
+  values[abi::kOutOperand] = &operands.out;
+  values[abi::kLearningRateOperand] = &operands.lr;
+  void *arguments[abi::kMaxOperands];
+  for (unsigned i = 0; i < abi::numOperands(isBackward); ++i)
+    arguments[i] = abi::kKernelOperands[i].rank == 0
+                       ? values[i]
+                       : static_cast<void *>(&values[i]);
+  kernel(arguments);
+}
+
+} // namespace execution
+} // namespace neuroshard
+
+#endif // NEUROSHARD_EXECUTION_JIT_H

@@ -1,0 +1,73 @@
+//===- ModelData.h - The inputs and weights of a run ------------*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What a run feeds a model that ModelAnalysis.h describes: the weight arena
+// (tables in module order, optionally capped to a number of rows), the
+// generated or given indices and offsets of every lookup input, and output
+// gradients, all deterministic in a seed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_EXECUTION_MODELDATA_H
+#define NEUROSHARD_EXECUTION_MODELDATA_H
+
+#include "neuroshard/Execution/ModelAnalysis.h"
+#include "neuroshard/Runtime/Arena.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace neuroshard {
+namespace execution {
+
+/// The data of a run.
+struct ModelData {
+  /// Rows allocated per table (the table's rows, or the cap).
+  std::vector<int64_t> allocatedRows;
+  std::vector<int64_t> layout;
+  runtime::WeightVector weights;
+  /// Per input pair: generated indices and offsets (i64), and i32 copies
+  /// for pairs whose arguments are i32.
+  std::vector<inputs::LookupInputs> inputs;
+  std::vector<std::vector<int32_t>> indices32, offsets32;
+  /// Per lookup: its output gradient (batch x width, row-major).
+  std::vector<std::vector<float>> gradients;
+};
+
+struct DataOptions {
+  uint64_t seed = 0;
+  /// Cap on the rows allocated per table (0: no cap).
+  int64_t maxRows = 0;
+  /// Refuse to allocate a weight arena larger than this.
+  uint64_t maxWeightBytes = uint64_t(16) << 30;
+};
+
+/// Generates weights, inputs and gradients for `info` deterministically.
+llvm::Expected<ModelData> generateData(const ModelInfo &info,
+                                       const DataOptions &options);
+
+/// Replaces the generated lookup inputs with given ones: `arguments` maps
+/// entry argument numbers (as strings) to integer arrays, and must give both
+/// the indices and the offsets of every lookup input. Offsets are checked
+/// (B + 1 entries from 0, non-decreasing, ending at the number of indices);
+/// indices are not (see findOutOfRangeIndex).
+llvm::Error replaceInputs(const ModelInfo &info, ModelData &data,
+                          const llvm::json::Object &arguments);
+
+/// The first index outside its table's allocated rows, if any:
+/// "table 't3' (argument 4), bag 17: index 5003 is outside [0, 5000)".
+std::optional<std::string> findOutOfRangeIndex(const ModelInfo &info,
+                                               const ModelData &data);
+
+} // namespace execution
+} // namespace neuroshard
+
+#endif // NEUROSHARD_EXECUTION_MODELDATA_H

@@ -1,0 +1,194 @@
+//===- CompiledModel.cpp - A NeuroShard module ready to run ---------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Execution/CompiledModel.h"
+#include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+using namespace ::neuroshard::execution;
+namespace abi = ::neuroshard::kernel_abi;
+namespace inputs = ::neuroshard::inputs;
+
+/// Adds `neuroshard_run_backward_i64`, a host function with the backward
+/// kernel's signature that calls it, and returns its name.
+static StringRef addBackwardHostCall(ModuleOp module) {
+  static constexpr llvm::StringLiteral kName = "neuroshard_run_backward_i64";
+  MLIRContext *ctx = module.getContext();
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToEnd(module.getBody());
+  Location loc = builder.getUnknownLoc();
+  auto type = builder.getFunctionType(
+      embeddingKernelOperandTypes(ctx, abi::kBackwardI64, /*isBackward=*/true),
+      {});
+  if (!module.lookupSymbol(abi::kBackwardI64)) {
+    auto kernel = func::FuncOp::create(builder, loc, abi::kBackwardI64, type);
+    kernel.setPrivate();
+  }
+  auto host = func::FuncOp::create(builder, loc, kName, type);
+  host->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  Block *body = host.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  func::CallOp::create(builder, loc, abi::kBackwardI64, TypeRange{},
+                       body->getArguments());
+  func::ReturnOp::create(builder, loc);
+  return kName;
+}
+
+struct CompiledModel::Impl {
+  ModelInfo info;
+  std::unique_ptr<ExecutionEngine> engine;
+  PackedFunction backward = nullptr;
+  /// CUDA: the runtime's last failure ("" if none). The lowered host code
+  /// cannot return errors, so every run checks it afterwards.
+  const char *(*cudaLastError)() = nullptr;
+  /// Per lookup: metadata and concatenated inputs for the backward kernel.
+  const ModelData *prepared = nullptr;
+  std::vector<abi::PackedShardSet<int64_t>> lookups;
+
+  /// CUDA: runs the global constructors (which load the kernels onto the
+  /// device) once, before the first run rather than at compile time, so that
+  /// a module compiles on a machine without a GPU.
+  void initializeDevice() {
+    if (cudaLastError)
+      engine->initialize();
+  }
+
+  llvm::Error checkDevice(const char *step) {
+    if (!cudaLastError || !*cudaLastError())
+      return llvm::Error::success();
+    return llvm::createStringError(llvm::Twine(step) +
+                                   " on CUDA failed: " + cudaLastError());
+  }
+};
+
+CompiledModel::~CompiledModel() = default;
+
+llvm::Expected<std::unique_ptr<CompiledModel>>
+CompiledModel::compile(ModuleOp module, const ModelInfo &info,
+                       const CompileOptions &options) {
+  OwningOpRef<ModuleOp> clone(module.clone());
+  auto func = clone->lookupSymbol<func::FuncOp>(info.entry);
+  func->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
+  // The backward kernel is called from the host. On the CPU the kernel
+  // itself is a host function; on CUDA a host function calls it, and the
+  // pipeline turns that call into a launch.
+  StringRef backwardName = abi::kBackwardI64;
+  if (options.target == Target::CUDA)
+    backwardName = addBackwardHostCall(*clone);
+  auto engine = lowerAndCompile(*clone, options);
+  if (!engine)
+    return engine.takeError();
+  std::unique_ptr<CompiledModel> model(new CompiledModel());
+  model->impl = std::make_unique<Impl>();
+  model->impl->info = info;
+  model->impl->engine = std::move(*engine);
+  auto backward = lookupPacked(*model->impl->engine, backwardName);
+  if (!backward)
+    return backward.takeError();
+  model->impl->backward = *backward;
+  if (options.target == Target::CUDA) {
+    auto lastError = model->impl->engine->lookup("neuroshardCudaLastError");
+    if (!lastError)
+      return lastError.takeError();
+    model->impl->cudaLastError =
+        reinterpret_cast<const char *(*)()>(*lastError);
+  }
+  return model;
+}
+
+llvm::Error CompiledModel::forward(ModelData &data,
+                                   std::vector<std::vector<float>> &outputs) {
+  const ModelInfo &info = impl->info;
+  // Descriptors must stay at fixed addresses during the call.
+  std::vector<MemRef1D<int64_t>> desc64;
+  std::vector<MemRef1D<int32_t>> desc32;
+  desc64.reserve(info.numArguments + 2);
+  desc32.reserve(info.numArguments);
+  std::vector<void *> descriptors(info.numArguments, nullptr);
+  // Offsets follow the element type of their indices (embedding_bag
+  // requires it; fused entries are built from such pairs).
+  for (size_t p = 0; p < info.pairs.size(); ++p) {
+    const InputPair &pair = info.pairs[p];
+    if (pair.indicesAreI32) {
+      desc32.push_back(memref1D(data.indices32[p]));
+      descriptors[pair.indicesArg] = &desc32.back();
+      desc32.push_back(memref1D(data.offsets32[p]));
+      descriptors[pair.offsetsArg] = &desc32.back();
+    } else {
+      desc64.push_back(memref1D(data.inputs[p].indices));
+      descriptors[pair.indicesArg] = &desc64.back();
+      desc64.push_back(memref1D(data.inputs[p].offsets));
+      descriptors[pair.offsetsArg] = &desc64.back();
+    }
+  }
+  MemRef1D<float> weights = memref1D(data.weights);
+  desc64.push_back(memref1D(data.layout));
+  descriptors.push_back(&weights);
+  descriptors.push_back(&desc64.back());
+  outputs.resize(info.resultShapes.size());
+  std::vector<MemRef2D> outs;
+  outs.reserve(info.resultShapes.size());
+  for (size_t r = 0; r < info.resultShapes.size(); ++r) {
+    int64_t rows = info.resultShapes[r][0], cols = info.resultShapes[r][1];
+    outputs[r].assign(static_cast<size_t>(rows * cols), 0.0f);
+    outs.push_back(memref2D(outputs[r].data(), rows, cols));
+    descriptors.push_back(&outs.back());
+  }
+  std::vector<void *> args;
+  for (void *&d : descriptors)
+    args.push_back(&d);
+  impl->initializeDevice();
+  if (llvm::Error err =
+          impl->engine->invokePacked("_mlir_ciface_" + info.entry, args))
+    return err;
+  return impl->checkDevice("forward");
+}
+
+llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
+  const ModelInfo &info = impl->info;
+  if (data.gradients.size() != info.lookups.size())
+    return llvm::createStringError("the data holds gradients for " +
+                                   llvm::Twine(data.gradients.size()) +
+                                   " lookups but @" + info.entry + " has " +
+                                   llvm::Twine(info.lookups.size()));
+  for (size_t l = 0; l < info.lookups.size(); ++l)
+    if (data.gradients[l].size() !=
+        static_cast<size_t>(info.lookups[l].batch * info.lookups[l].width))
+      return llvm::createStringError("the gradient of lookup " +
+                                     llvm::Twine(l) +
+                                     " has the wrong size for @" + info.entry);
+  if (impl->prepared != &data) {
+    // The model's arena keeps every table whole; the shards already say so.
+    std::vector<const inputs::LookupInputs *> pairs;
+    for (const inputs::LookupInputs &in : data.inputs)
+      pairs.push_back(&in);
+    impl->lookups.clear();
+    for (const LookupInfo &lookup : info.lookups)
+      impl->lookups.push_back(abi::packShardSet<int64_t>(lookup.shards, pairs));
+    impl->prepared = &data;
+  }
+  impl->initializeDevice();
+  KernelOperands<int64_t> operands;
+  operands.layout = memref1D(data.layout);
+  operands.weights = memref1D(data.weights);
+  operands.lr = learningRate;
+  for (size_t l = 0; l < info.lookups.size(); ++l) {
+    abi::PackedShardSet<int64_t> &set = impl->lookups[l];
+    operands.meta = memref1D(set.layout.meta);
+    operands.indices = memref1D(set.indices);
+    operands.offsets = memref1D(set.offsets);
+    operands.out = memref2D(data.gradients[l].data(), info.lookups[l].batch,
+                            info.lookups[l].width);
+    callKernel(impl->backward, operands, /*isBackward=*/true);
+    if (llvm::Error err = impl->checkDevice("backward"))
+      return err;
+  }
+  return llvm::Error::success();
+}
