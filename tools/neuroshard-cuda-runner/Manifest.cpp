@@ -6,7 +6,7 @@
 
 #include "Manifest.h"
 
-#include "Json.h"
+#include "neuroshard/Runtime/KernelABI.h"
 
 #include <cmath>
 #include <fstream>
@@ -15,83 +15,98 @@
 namespace neuroshard {
 namespace runner {
 
+namespace abi = kernel_abi;
+
 namespace {
 
-/// Reads typed fields of one JSON object, naming them by their path.
-class Reader {
+constexpr int64_t kMaxInt = 9007199254740992LL; // 2^53, as the format had
+
+/// Reads the fields of one record line, naming them `keyword.field` and the
+/// line in errors.
+class RecordReader {
 public:
-  explicit Reader(std::string &error) : error(error) {}
+  RecordReader(std::istringstream &line, const abi::ManifestRecord &record,
+               size_t lineNumber, std::string &error)
+      : line(line), record(record), error(error),
+        where("line " + std::to_string(lineNumber) + ": ") {}
 
   bool fail(const std::string &message) {
-    error = message;
+    error = where + message;
     return false;
   }
 
-  const JsonValue *member(const JsonValue &object, const std::string &path,
-                          const std::string &key) {
-    const JsonValue *value = object.find(key);
-    if (!value)
-      fail(path + ": missing member '" + key + "'");
-    return value;
+  /// Field `index` of the record as one word.
+  bool word(int index, std::string &out) {
+    if (line >> out)
+      return true;
+    return fail(std::string(record.keyword) + " has " + std::to_string(index) +
+                " field(s); expected " + std::to_string(record.numFields) +
+                fieldList());
   }
 
-  bool object(const JsonValue &value, const std::string &path) {
-    return value.kind == JsonValue::Kind::Object ||
-           fail(path + " must be an object, not " + value.kindName());
-  }
-
-  bool array(const JsonValue &value, const std::string &path) {
-    return value.kind == JsonValue::Kind::Array ||
-           fail(path + " must be an array, not " + value.kindName());
-  }
-
-  bool string(const JsonValue &object, const std::string &path,
-              const std::string &key, std::string &out) {
-    const JsonValue *value = member(object, path, key);
-    if (!value)
+  /// Field `index` as an integer in [minimum, maximum].
+  bool integer(int index, int64_t minimum, int64_t maximum, int64_t &out) {
+    std::string text;
+    if (!word(index, text))
       return false;
-    if (value->kind != JsonValue::Kind::String)
-      return fail(path + "." + key + " must be a string, not " +
-                  value->kindName());
-    out = value->string;
+    std::istringstream in(text);
+    long long value;
+    if (!(in >> value) || in.peek() != EOF || value < minimum ||
+        value > maximum)
+      return fail(name(index) + " is " + text + "; expected an integer in " +
+                  std::to_string(minimum) + " .. " + std::to_string(maximum));
+    out = value;
     return true;
   }
 
-  bool number(const JsonValue &object, const std::string &path,
-              const std::string &key, double &out) {
-    const JsonValue *value = member(object, path, key);
-    if (!value)
-      return false;
-    if (value->kind != JsonValue::Kind::Number || !std::isfinite(value->number))
-      return fail(path + "." + key + " must be a finite number, not " +
-                  value->kindName());
-    out = value->number;
+  /// Field `index` as a finite number.
+  bool number(int index, double &out) {
+    std::string text;
+    return word(index, text) && toNumber(name(index), text, out);
+  }
+
+  /// A number after the named fields (the histogram's bins), called `label`.
+  bool trailingNumber(const std::string &label, double &out) {
+    std::string text;
+    if (!(line >> text))
+      return fail(label + " is missing");
+    return toNumber(label, text, out);
+  }
+
+  /// True when the line has no field left.
+  bool done() {
+    std::string extra;
+    if (line >> extra)
+      return fail(std::string(record.keyword) + " has a field too many: '" +
+                  extra + "'" + fieldList());
     return true;
   }
 
-  /// An integer in [minimum, maximum].
-  bool integer(const JsonValue &object, const std::string &path,
-               const std::string &key, int64_t minimum, int64_t maximum,
-               int64_t &out) {
-    double value;
-    if (!number(object, path, key, value))
-      return false;
-    if (value != std::floor(value) || value < double(minimum) ||
-        value > double(maximum)) {
-      std::ostringstream os;
-      os << path << "." << key << " is " << value << "; expected an integer in "
-         << minimum << " .. " << maximum;
-      return fail(os.str());
-    }
-    out = static_cast<int64_t>(value);
-    return true;
+  std::string name(int index) const {
+    return std::string(record.keyword) + "." + record.fields[index];
   }
 
 private:
-  std::string &error;
-};
+  bool toNumber(const std::string &label, const std::string &text,
+                double &out) {
+    std::istringstream in(text);
+    if (!(in >> out) || in.peek() != EOF || !std::isfinite(out))
+      return fail(label + " is '" + text + "'; expected a finite number");
+    return true;
+  }
 
-constexpr int64_t kMaxInt = 9007199254740992LL; // 2^53: exact in a double
+  std::string fieldList() const {
+    std::string list = " (";
+    for (int i = 0; i < record.numFields; ++i)
+      list += (i ? " " : "") + std::string(record.fields[i]);
+    return list + ")";
+  }
+
+  std::istringstream &line;
+  const abi::ManifestRecord &record;
+  std::string &error;
+  std::string where;
+};
 
 } // namespace
 
@@ -114,178 +129,171 @@ bool readFile(const std::string &path, std::string &contents,
 
 bool parseManifest(const std::string &text, const std::string &baseDir,
                    Manifest &out, std::string &error) {
-  JsonValue root;
-  std::string jsonError;
-  if (!parseJson(text, root, jsonError)) {
-    error = "not valid JSON: " + jsonError;
-    return false;
-  }
-  Reader read(error);
-  if (!read.object(root, "the manifest"))
-    return false;
-  std::string format;
-  int64_t version;
-  if (!read.string(root, "manifest", "format", format))
-    return false;
-  if (format != "neuroshard-cuda-manifest")
-    return read.fail("manifest.format is '" + format +
-                     "'; expected 'neuroshard-cuda-manifest'");
-  if (!read.integer(root, "manifest", "version", 0, kMaxInt, version))
-    return false;
-  if (version != 1)
-    return read.fail("manifest.version is " + std::to_string(version) +
-                     "; this runner reads version 1");
-
-  std::string module;
-  if (!read.string(root, "manifest", "module", module) ||
-      !read.string(root, "manifest", "module_format", out.moduleFormat) ||
-      !read.string(root, "manifest", "chip", out.chip))
-    return false;
-  if (module.empty())
-    return read.fail("manifest.module is empty");
-  out.modulePath =
-      module[0] == '/' || baseDir.empty() ? module : baseDir + "/" + module;
-  if (out.moduleFormat != "cubin" && out.moduleFormat != "ptx" &&
-      out.moduleFormat != "fatbin")
-    return read.fail("manifest.module_format is '" + out.moduleFormat +
-                     "'; expected cubin, ptx or fatbin");
-
-  const JsonValue *kernels = read.member(root, "manifest", "kernels");
-  if (!kernels || !read.object(*kernels, "manifest.kernels") ||
-      !read.string(*kernels, "manifest.kernels", "forward_i32",
-                   out.forwardI32) ||
-      !read.string(*kernels, "manifest.kernels", "forward_i64",
-                   out.forwardI64) ||
-      !read.string(*kernels, "manifest.kernels", "backward_i32",
-                   out.backwardI32) ||
-      !read.string(*kernels, "manifest.kernels", "backward_i64",
-                   out.backwardI64))
-    return false;
-
-  int64_t seed;
-  if (!read.integer(root, "manifest", "threads_per_block", 32, 1024,
-                    out.threadsPerBlock) ||
-      !read.integer(root, "manifest", "batch_size", 1, 2147483647,
-                    out.batchSize) ||
-      !read.integer(root, "manifest", "seed", 0, kMaxInt, seed) ||
-      !read.number(root, "manifest", "lr", out.lr))
-    return false;
-  out.seed = static_cast<uint64_t>(seed);
-  if (out.threadsPerBlock % 32 != 0)
-    return read.fail("manifest.threads_per_block is " +
-                     std::to_string(out.threadsPerBlock) +
-                     "; it must be a multiple of 32 (whole warps)");
-
-  const JsonValue *tables = read.member(root, "manifest", "tables");
-  if (!tables || !read.array(*tables, "manifest.tables"))
-    return false;
-  if (tables->array.empty())
-    return read.fail("manifest.tables is empty");
-  for (size_t t = 0; t < tables->array.size(); ++t) {
-    std::string path = "manifest.tables[" + std::to_string(t) + "]";
-    const JsonValue &entry = tables->array[t];
-    inputs::TableStats stats;
-    if (!read.object(entry, path) ||
-        !read.string(entry, path, "name", stats.name) ||
-        !read.integer(entry, path, "rows", 1, kMaxInt, stats.rows) ||
-        !read.integer(entry, path, "dim", 1, 1 << 20, stats.dim) ||
-        !read.number(entry, path, "pooling_factor", stats.poolingFactor))
+  std::istringstream lines(text);
+  std::string lineText;
+  size_t lineNumber = 0;
+  bool sawHeader = false, sawModule = false, sawKernels = false, sawRun = false;
+  const abi::ManifestRecord *records[] = {
+      &abi::kModuleRecord, &abi::kKernelsRecord, &abi::kRunRecord,
+      &abi::kTableRecord,  &abi::kLookupRecord,  &abi::kDeviceRecord,
+      &abi::kShardRecord};
+  while (std::getline(lines, lineText)) {
+    ++lineNumber;
+    std::istringstream line(lineText);
+    std::string keyword;
+    if (!(line >> keyword) || keyword[0] == '#')
+      continue;
+    auto fail = [&](const std::string &message) {
+      error = "line " + std::to_string(lineNumber) + ": " + message;
       return false;
-    if (stats.poolingFactor < 0)
-      return read.fail(path + ".pooling_factor is negative");
-    const JsonValue *hist = read.member(entry, path, "access_hist");
-    if (!hist || !read.array(*hist, path + ".access_hist"))
-      return false;
-    if (hist->array.size() != inputs::kNumHistogramBins)
-      return read.fail(path + ".access_hist has " +
-                       std::to_string(hist->array.size()) + " bins; expected " +
-                       std::to_string(inputs::kNumHistogramBins));
-    for (size_t j = 0; j < hist->array.size(); ++j) {
-      const JsonValue &bin = hist->array[j];
-      if (bin.kind != JsonValue::Kind::Number || !std::isfinite(bin.number) ||
-          bin.number < 0)
-        return read.fail(path + ".access_hist[" + std::to_string(j) +
-                         "] must be a non-negative number");
-      stats.accessHist[j] = bin.number;
+    };
+    if (!sawHeader) {
+      long long version = 0;
+      std::string rest;
+      if (keyword != abi::kManifestMagic || !(line >> version) || line >> rest)
+        return fail(std::string("expected '") + abi::kManifestMagic + " " +
+                    std::to_string(abi::kManifestVersion) + "', not '" +
+                    lineText + "'");
+      if (version != abi::kManifestVersion)
+        return fail("version " + std::to_string(version) +
+                    "; this runner reads version " +
+                    std::to_string(abi::kManifestVersion));
+      sawHeader = true;
+      continue;
     }
-    out.tables.push_back(std::move(stats));
-  }
+    const abi::ManifestRecord *record = nullptr;
+    for (const abi::ManifestRecord *candidate : records)
+      if (keyword == candidate->keyword)
+        record = candidate;
+    if (!record)
+      return fail("unknown record '" + keyword + "'");
+    RecordReader read(line, *record, lineNumber, error);
+    auto once = [&](bool &seen) {
+      if (!seen)
+        return seen = true;
+      return read.fail(keyword + " appears twice");
+    };
 
-  const JsonValue *lookups = read.member(root, "manifest", "lookups");
-  if (!lookups || !read.array(*lookups, "manifest.lookups"))
-    return false;
-  for (size_t l = 0; l < lookups->array.size(); ++l) {
-    std::string path = "manifest.lookups[" + std::to_string(l) + "]";
-    const JsonValue &entry = lookups->array[l];
-    int64_t table, stream;
-    if (!read.object(entry, path) ||
-        !read.integer(entry, path, "table", 0, int64_t(out.tables.size()) - 1,
-                      table) ||
-        !read.integer(entry, path, "stream", 0, kMaxInt, stream))
-      return false;
-    out.lookups.push_back({size_t(table), uint64_t(stream)});
-  }
-
-  if (out.lookups.empty())
-    return read.fail("manifest.lookups is empty");
-
-  const JsonValue *devices = read.member(root, "manifest", "devices");
-  if (!devices || !read.array(*devices, "manifest.devices"))
-    return false;
-  if (devices->array.empty())
-    return read.fail("manifest.devices is empty: nothing to launch");
-  for (size_t d = 0; d < devices->array.size(); ++d) {
-    std::string path = "manifest.devices[" + std::to_string(d) + "]";
-    const JsonValue &entry = devices->array[d];
-    LaunchSpec launch;
-    std::string indexType;
-    if (!read.object(entry, path) ||
-        !read.integer(entry, path, "device", 0, 1 << 20, launch.device) ||
-        !read.string(entry, path, "index_type", indexType))
-      return false;
-    if (indexType != "i32" && indexType != "i64")
-      return read.fail(path + ".index_type is '" + indexType +
-                       "'; expected i32 or i64");
-    launch.index64 = indexType == "i64";
-    const JsonValue *shards = read.member(entry, path, "shards");
-    if (!shards || !read.array(*shards, path + ".shards"))
-      return false;
-    if (shards->array.empty())
-      return read.fail(path + ".shards is empty");
-    for (size_t s = 0; s < shards->array.size(); ++s) {
-      std::string shardPath = path + ".shards[" + std::to_string(s) + "]";
-      const JsonValue &item = shards->array[s];
+    if (record == &abi::kModuleRecord) {
+      std::string module;
+      if (!once(sawModule) || !read.word(0, module) ||
+          !read.word(1, out.moduleFormat) || !read.word(2, out.chip) ||
+          !read.done())
+        return false;
+      out.modulePath =
+          module[0] == '/' || baseDir.empty() ? module : baseDir + "/" + module;
+      if (out.moduleFormat != "cubin" && out.moduleFormat != "ptx" &&
+          out.moduleFormat != "fatbin")
+        return read.fail(read.name(1) + " is '" + out.moduleFormat +
+                         "'; expected cubin, ptx or fatbin");
+    } else if (record == &abi::kKernelsRecord) {
+      if (!once(sawKernels) || !read.word(0, out.forwardI32) ||
+          !read.word(1, out.forwardI64) || !read.word(2, out.backwardI32) ||
+          !read.word(3, out.backwardI64) || !read.done())
+        return false;
+    } else if (record == &abi::kRunRecord) {
+      int64_t seed;
+      if (!once(sawRun) || !read.integer(0, 32, 1024, out.threadsPerBlock) ||
+          !read.integer(1, 1, 2147483647, out.batchSize) ||
+          !read.integer(2, 0, kMaxInt, seed) || !read.number(3, out.lr) ||
+          !read.done())
+        return false;
+      out.seed = static_cast<uint64_t>(seed);
+      if (out.threadsPerBlock % abi::kWarpSize != 0)
+        return read.fail(read.name(0) + " is " +
+                         std::to_string(out.threadsPerBlock) +
+                         "; it must be a multiple of 32 (whole warps)");
+    } else if (record == &abi::kTableRecord) {
+      inputs::TableStats stats;
+      if (!read.word(0, stats.name) ||
+          !read.integer(1, 1, kMaxInt, stats.rows) ||
+          !read.integer(2, 1, 1 << 20, stats.dim) ||
+          !read.number(3, stats.poolingFactor))
+        return false;
+      if (stats.poolingFactor < 0)
+        return read.fail(read.name(3) + " is negative");
+      for (unsigned j = 0; j < inputs::kNumHistogramBins; ++j) {
+        std::string bin = "table.access_hist[" + std::to_string(j) + "]";
+        if (!read.trailingNumber(bin, stats.accessHist[j]))
+          return false;
+        if (stats.accessHist[j] < 0)
+          return read.fail(bin + " is negative");
+      }
+      if (!read.done())
+        return false;
+      out.tables.push_back(std::move(stats));
+    } else if (record == &abi::kLookupRecord) {
+      int64_t table, stream;
+      if (!read.integer(0, 0, int64_t(out.tables.size()) - 1, table) ||
+          !read.integer(1, 0, kMaxInt, stream) || !read.done())
+        return false;
+      out.lookups.push_back({size_t(table), uint64_t(stream)});
+    } else if (record == &abi::kDeviceRecord) {
+      LaunchSpec launch;
+      std::string indexType;
+      if (!read.integer(0, 0, 1 << 20, launch.device) ||
+          !read.word(1, indexType) || !read.done())
+        return false;
+      if (indexType != "i32" && indexType != "i64")
+        return read.fail(read.name(1) + " is '" + indexType +
+                         "'; expected i32 or i64");
+      launch.index64 = indexType == "i64";
+      out.launches.push_back(std::move(launch));
+    } else {
+      if (out.launches.empty())
+        return read.fail("shard before any device");
+      LaunchSpec &launch = out.launches.back();
       ShardSpec shard;
       int64_t lookup;
       std::string mode;
-      if (!read.object(item, shardPath) ||
-          !read.integer(item, shardPath, "lookup", 0,
-                        int64_t(out.lookups.size()) - 1, lookup) ||
-          !read.integer(item, shardPath, "col_begin", 0, kMaxInt,
-                        shard.colBegin) ||
-          !read.integer(item, shardPath, "col_end", 0, kMaxInt, shard.colEnd) ||
-          !read.string(item, shardPath, "mode", mode))
+      if (!read.integer(0, 0, int64_t(out.lookups.size()) - 1, lookup) ||
+          !read.integer(1, 0, kMaxInt, shard.colBegin) ||
+          !read.integer(2, 0, kMaxInt, shard.colEnd) || !read.word(3, mode) ||
+          !read.done())
         return false;
       shard.lookup = size_t(lookup);
       const inputs::TableStats &table =
           out.tables[out.lookups[shard.lookup].table];
       if (shard.colBegin >= shard.colEnd || shard.colEnd > table.dim)
-        return read.fail(shardPath + " covers columns " +
+        return read.fail("shard covers columns " +
                          std::to_string(shard.colBegin) + " to " +
                          std::to_string(shard.colEnd) + " but table '" +
                          table.name + "' has dim " + std::to_string(table.dim));
       if (mode != "sum" && mode != "mean")
-        return read.fail(shardPath + ".mode is '" + mode +
+        return read.fail(read.name(3) + " is '" + mode +
                          "'; expected sum or mean");
       shard.mean = mode == "mean";
       if (!launch.index64 && table.rows > 2147483647)
-        return read.fail(path + " uses i32 indices but table '" + table.name +
+        return read.fail("device " + std::to_string(launch.device) +
+                         " uses i32 indices but table '" + table.name +
                          "' has " + std::to_string(table.rows) +
                          " rows, more than i32 can index");
       launch.shards.push_back(shard);
     }
-    out.launches.push_back(std::move(launch));
   }
+
+  auto missing = [&](const std::string &what) {
+    error = what;
+    return false;
+  };
+  if (!sawHeader)
+    return missing(std::string("empty; expected '") + abi::kManifestMagic +
+                   " " + std::to_string(abi::kManifestVersion) + "'");
+  for (auto [seen, record] : {std::make_pair(sawModule, &abi::kModuleRecord),
+                              std::make_pair(sawKernels, &abi::kKernelsRecord),
+                              std::make_pair(sawRun, &abi::kRunRecord)})
+    if (!seen)
+      return missing(std::string("no ") + record->keyword + " record");
+  if (out.tables.empty())
+    return missing("no table records");
+  if (out.lookups.empty())
+    return missing("no lookup records");
+  if (out.launches.empty())
+    return missing("no device records: nothing to launch");
+  for (const LaunchSpec &launch : out.launches)
+    if (launch.shards.empty())
+      return missing("device " + std::to_string(launch.device) +
+                     " has no shard records");
   return true;
 }
 

@@ -6,9 +6,9 @@
 //
 // What --neuroshard-export-cuda writes and the runner reads: the kernels
 // object, the tables with their statistics, the lookups (one input stream
-// each) and the launches (one per device's fused lookup). The format is
-// described in docs/lowering.md; every field is checked here, so the rest of
-// the runner works on validated data.
+// each) and the launches (one per device's fused lookup). KernelABI.h
+// defines its records; every field is checked here, so the rest of the
+// runner works on validated data.
 //
 //===----------------------------------------------------------------------===//
 

@@ -277,6 +277,52 @@ launchGeometry(int64_t numShards, int64_t batchSize,
   return geometry;
 }
 
+//===----------------------------------------------------------------------===//
+// CUDA launch manifest
+//===----------------------------------------------------------------------===//
+
+/// What `--neuroshard-export-cuda` writes and neuroshard-cuda-runner reads:
+/// text, one record per line, a keyword then its fields separated by blanks
+/// (names contain none), so that a reader needs only iostreams. The first
+/// line is `kManifestMagic kManifestVersion`; blank lines and lines starting
+/// with `#` are skipped. `module`, `kernels` and `run` appear once; tables
+/// come before the lookups that name them (by position, from 0), lookups
+/// before the shards, and every `shard` belongs to the `device` before it.
+constexpr const char *kManifestMagic = "neuroshard-cuda-manifest";
+constexpr int64_t kManifestVersion = 2;
+
+/// A record's keyword and the names of its fields, in order.
+struct ManifestRecord {
+  const char *keyword;
+  const char *fields[4];
+  int numFields;
+};
+
+/// The kernels object (relative to the manifest's directory), its format
+/// (cubin, ptx or fatbin) and the chip it was compiled for.
+constexpr ManifestRecord kModuleRecord = {
+    "module", {"path", "format", "chip"}, 3};
+/// The symbols of the four kernels.
+constexpr ManifestRecord kKernelsRecord = {
+    "kernels",
+    {"forward_i32", "forward_i64", "backward_i32", "backward_i64"},
+    4};
+/// How every launch runs: block size, bags, the inputs' seed, SGD's rate.
+constexpr ManifestRecord kRunRecord = {
+    "run", {"threads_per_block", "batch_size", "seed", "lr"}, 4};
+/// A table; its access histogram's bins follow the named fields.
+constexpr ManifestRecord kTableRecord = {
+    "table", {"name", "rows", "dim", "pooling_factor"}, 4};
+/// One input stream: one per distinct indices value of the module.
+constexpr ManifestRecord kLookupRecord = {"lookup", {"table", "stream"}, 2};
+/// One launch: the device's fused lookup and its index type (i32 or i64).
+constexpr ManifestRecord kDeviceRecord = {
+    "device", {"device", "index_type"}, 2};
+/// A shard of the launch before it: columns [col_begin, col_end) of its
+/// lookup's table, pooled with `sum` or `mean`.
+constexpr ManifestRecord kShardRecord = {
+    "shard", {"lookup", "col_begin", "col_end", "mode"}, 4};
+
 } // namespace kernel_abi
 } // namespace neuroshard
 

@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Writes what neuroshard-cuda-runner needs to run a model's kernels on a
-// machine without LLVM: the kernels object and a JSON launch manifest (format
-// in docs/lowering.md). A lookup is identified by its indices value, so the
-// column shards of one split table share their inputs and gradient, as they
-// do in the sharded IR.
+// machine without LLVM: the kernels object and a text launch manifest whose
+// records KernelABI.h defines (docs/lowering.md shows one). A lookup is
+// identified by its indices value, so the column shards of one split table
+// share their inputs and gradient, as they do in the sharded IR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +20,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -66,8 +65,8 @@ private:
   LogicalResult collect(ModuleOp module);
   unsigned lookupOf(Value indices, unsigned table);
   LogicalResult recordBatch(Operation *op, Value result);
-  llvm::json::Value toJSON(StringRef moduleFile, StringRef moduleFormat,
-                           StringRef chip);
+  void writeManifest(llvm::raw_ostream &os, StringRef moduleFile,
+                     StringRef moduleFormat, StringRef chip);
 
   SmallVector<TableOp> tables;
   llvm::StringMap<unsigned> tableIndex;
@@ -109,6 +108,11 @@ LogicalResult ExportCUDAKernelsPass::recordBatch(Operation *op, Value result) {
   return success();
 }
 
+/// Whether `text` can be one field of a manifest record.
+static bool isManifestWord(StringRef text) {
+  return !text.empty() && text.find_first_of(" \t\r\n") == StringRef::npos;
+}
+
 LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
   for (TableOp table : module.getOps<TableOp>()) {
     if (!table.hasCostStatistics())
@@ -121,6 +125,10 @@ LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
              << "table '" << table.getSymName() << "' has element type "
              << table.getElementType()
              << "; the CUDA kernels handle f32 tables only";
+    if (!isManifestWord(table.getSymName()))
+      return table.emitOpError()
+             << "table '" << table.getSymName()
+             << "' has blanks in its name, which the manifest cannot hold";
     tableIndex[table.getSymName()] = tables.size();
     tables.push_back(table);
   }
@@ -164,58 +172,52 @@ LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
   return success();
 }
 
-llvm::json::Value ExportCUDAKernelsPass::toJSON(StringRef moduleFile,
-                                                StringRef moduleFormat,
-                                                StringRef chip) {
-  llvm::json::Array tableArray;
+/// Starts a line of `record`; its fields follow, each after a blank.
+static llvm::raw_ostream &startRecord(llvm::raw_ostream &os,
+                                      const abi::ManifestRecord &record) {
+  return os << record.keyword;
+}
+
+/// Doubles with all the digits that tell them apart, so that the runner
+/// reads back the compiler's values exactly.
+static llvm::format_object<double> exact(double value) {
+  return llvm::format("%.17g", value);
+}
+
+void ExportCUDAKernelsPass::writeManifest(llvm::raw_ostream &os,
+                                          StringRef moduleFile,
+                                          StringRef moduleFormat,
+                                          StringRef chip) {
+  os << abi::kManifestMagic << ' ' << abi::kManifestVersion << '\n';
+  startRecord(os, abi::kModuleRecord)
+      << ' ' << moduleFile << ' ' << moduleFormat << ' ' << chip << '\n';
+  startRecord(os, abi::kKernelsRecord)
+      << ' ' << abi::kForwardI32 << ' ' << abi::kForwardI64 << ' '
+      << abi::kBackwardI32 << ' ' << abi::kBackwardI64 << '\n';
+  startRecord(os, abi::kRunRecord)
+      << ' ' << abi::kThreadsPerBlock << ' ' << batchSize << ' ' << seed << ' '
+      << exact(lr) << '\n';
   for (TableOp table : tables) {
-    llvm::json::Array hist;
+    startRecord(os, abi::kTableRecord)
+        << ' ' << table.getSymName() << ' ' << table.getNumRows() << ' '
+        << table.getNumCols() << ' ' << exact(*table.getPoolingFactorValue());
     ArrayRef<double> bins = *table.getAccessHist();
     for (double bin : bins)
-      hist.push_back(bin);
-    tableArray.push_back(
-        llvm::json::Object{{"name", table.getSymName()},
-                           {"rows", table.getNumRows()},
-                           {"dim", table.getNumCols()},
-                           {"pooling_factor", *table.getPoolingFactorValue()},
-                           {"access_hist", std::move(hist)}});
+      os << ' ' << exact(bin);
+    os << '\n';
   }
-  llvm::json::Array lookupArray;
   for (const ManifestLookup &lookup : lookups)
-    lookupArray.push_back(
-        llvm::json::Object{{"table", static_cast<int64_t>(lookup.table)},
-                           {"stream", static_cast<int64_t>(lookup.stream)}});
-  llvm::json::Array launchArray;
+    startRecord(os, abi::kLookupRecord)
+        << ' ' << lookup.table << ' ' << lookup.stream << '\n';
   for (const ManifestLaunch &launch : launches) {
-    llvm::json::Array shards;
+    startRecord(os, abi::kDeviceRecord)
+        << ' ' << launch.device << ' '
+        << (launch.indexBits == 32 ? "i32" : "i64") << '\n';
     for (const ManifestShard &shard : launch.shards)
-      shards.push_back(
-          llvm::json::Object{{"lookup", static_cast<int64_t>(shard.lookup)},
-                             {"col_begin", shard.colBegin},
-                             {"col_end", shard.colEnd},
-                             {"mode", stringifyPoolingMode(shard.mode)}});
-    launchArray.push_back(llvm::json::Object{
-        {"device", launch.device},
-        {"index_type", launch.indexBits == 32 ? "i32" : "i64"},
-        {"shards", std::move(shards)}});
+      startRecord(os, abi::kShardRecord)
+          << ' ' << shard.lookup << ' ' << shard.colBegin << ' ' << shard.colEnd
+          << ' ' << stringifyPoolingMode(shard.mode) << '\n';
   }
-  return llvm::json::Object{
-      {"format", "neuroshard-cuda-manifest"},
-      {"version", 1},
-      {"module", moduleFile},
-      {"module_format", moduleFormat},
-      {"chip", chip},
-      {"kernels", llvm::json::Object{{"forward_i32", abi::kForwardI32},
-                                     {"forward_i64", abi::kForwardI64},
-                                     {"backward_i32", abi::kBackwardI32},
-                                     {"backward_i64", abi::kBackwardI64}}},
-      {"threads_per_block", abi::kThreadsPerBlock},
-      {"batch_size", batchSize},
-      {"seed", static_cast<int64_t>(seed)},
-      {"lr", static_cast<double>(lr)},
-      {"tables", std::move(tableArray)},
-      {"lookups", std::move(lookupArray)},
-      {"devices", std::move(launchArray)}};
 }
 
 /// Writes `contents` to `path`, reporting failures at `loc`.
@@ -278,9 +280,15 @@ void ExportCUDAKernelsPass::runOnOperation() {
     moduleFile = llvm::sys::path::filename(binary).str();
   auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
   StringRef chip = target ? target.getChip() : StringRef();
+  if (!isManifestWord(moduleFile) || !isManifestWord(chip)) {
+    emitError(module.getLoc())
+        << "the kernels object '" << moduleFile << "' and its chip '" << chip
+        << "' must be non-empty and without blanks to fit in the manifest";
+    return signalPassFailure();
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", toJSON(moduleFile, moduleFormat, chip)) << "\n";
+  writeManifest(os, moduleFile, moduleFormat, chip);
   if (failed(writeFile(module.getLoc(), binary, "kernels object",
                        object.getObject().getValue())) ||
       failed(writeFile(module.getLoc(), manifest, "manifest", text)))

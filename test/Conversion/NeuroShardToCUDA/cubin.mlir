@@ -2,8 +2,8 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: neuroshard-opt %s --neuroshard-cuda-pipeline="chip=sm_90 toolkit=%cuda_toolkit" -o %t/host.mlir
 // RUN: FileCheck %s --input-file=%t/host.mlir
-// RUN: neuroshard-opt %s --neuroshard-cuda-pipeline="host=false" --neuroshard-export-cuda="manifest=%t/m.json binary=%t/kernels.cubin" -o /dev/null
-// RUN: FileCheck %s --input-file=%t/m.json --check-prefix=JSON
+// RUN: neuroshard-opt %s --neuroshard-cuda-pipeline="host=false" --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/kernels.cubin" -o /dev/null
+// RUN: FileCheck %s --input-file=%t/m.txt --check-prefix=MANIFEST
 // RUN: %python -c "import sys; d = open(sys.argv[1], 'rb').read(); print(d[:4] == b'\x7fELF', [k for k in (b'neuroshard_bag_forward_i32', b'neuroshard_bag_forward_i64', b'neuroshard_bag_backward_sgd_i32', b'neuroshard_bag_backward_sgd_i64') if k in d])" %t/kernels.cubin | FileCheck %s --check-prefix=ELF
 
 // With ptxas in the toolkit, format=auto builds a cubin (an ELF object with
@@ -11,8 +11,7 @@
 // CHECK: llvm.func @lookup(
 // CHECK: gpu.binary @neuroshard_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, properties = {{{.*}}ISAToBinaryTimeInMs{{.*}}}, bin = "\7FELF
 
-// JSON: "module": "kernels.cubin",
-// JSON-NEXT: "module_format": "cubin",
+// MANIFEST: module kernels.cubin cubin sm_90
 
 // ELF: True [b'neuroshard_bag_forward_i32', b'neuroshard_bag_forward_i64', b'neuroshard_bag_backward_sgd_i32', b'neuroshard_bag_backward_sgd_i64']
 module {

@@ -1,14 +1,14 @@
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.json binary=%t/k.ptx"
+// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/k.ptx"
 // RUN: not neuroshard-opt %s -split-input-file --neuroshard-export-cuda 2>&1 | FileCheck %s --check-prefix=OPTIONS
-// RUN: not neuroshard-opt %s -split-input-file --neuroshard-export-cuda="manifest=%t/m.json binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOBINARY
-// RUN: not neuroshard-opt %S/kernels.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.json binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOLOOKUP
-// RUN: not neuroshard-opt %S/ptx-and-manifest.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/missing/dir/m.json binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=WRITE -DDIR=%t
+// RUN: not neuroshard-opt %s -split-input-file --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOBINARY
+// RUN: not neuroshard-opt %S/kernels.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOLOOKUP
+// RUN: not neuroshard-opt %S/ptx-and-manifest.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/missing/dir/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=WRITE -DDIR=%t
 
 // OPTIONS: error: --neuroshard-export-cuda needs manifest=FILE and binary=FILE
 // NOBINARY: error: the module has no gpu.binary @neuroshard_kernels; run --neuroshard-cuda-pipeline (or --neuroshard-to-cuda and gpu-module-to-binary) first
 // NOLOOKUP: error: the module has no neuroshard.embedding_bag or neuroshard.fused_embedding_bag lookups to export
-// WRITE: error: cannot write the manifest '[[DIR]]/missing/dir/m.json':
+// WRITE: error: cannot write the manifest '[[DIR]]/missing/dir/m.txt':
 
 module {
   // expected-error @+1 {{table 't' has no pooling_factor and access_hist; the runner generates its inputs from them}}

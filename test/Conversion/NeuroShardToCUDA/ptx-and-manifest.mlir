@@ -1,7 +1,7 @@
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: neuroshard-opt %s --neuroshard-shard --neuroshard-cuda-pipeline="chip=sm_90 format=isa host=false" --neuroshard-export-cuda="manifest=%t/model.json binary=%t/kernels.ptx seed=7 lr=0.5" -o %t/out.mlir
+// RUN: neuroshard-opt %s --neuroshard-shard --neuroshard-cuda-pipeline="chip=sm_90 format=isa host=false" --neuroshard-export-cuda="manifest=%t/model.txt binary=%t/kernels.ptx seed=7 lr=0.5" -o %t/out.mlir
 // RUN: FileCheck %s --input-file=%t/kernels.ptx --check-prefix=PTX
-// RUN: FileCheck %s --input-file=%t/model.json --check-prefix=JSON
+// RUN: FileCheck %s --input-file=%t/model.txt --check-prefix=MANIFEST
 // RUN: FileCheck %s --input-file=%t/out.mlir --check-prefix=MLIR
 
 // The sharded model (a table split over two devices and a small mean-pooled
@@ -26,36 +26,17 @@
 // PTX-LABEL: .entry neuroshard_bag_backward_sgd_i64(
 // PTX: {{atom|red}}.global.add.f32
 
-// JSON: "batch_size": 8,
-// JSON: "chip": "sm_90",
-// JSON: "devices": [
-// JSON: "device": [[DEV:[01]]],
-// JSON-NEXT: "index_type": "i64",
-// JSON: "format": "neuroshard-cuda-manifest",
-// JSON: "backward_i32": "neuroshard_bag_backward_sgd_i32",
-// JSON: "forward_i64": "neuroshard_bag_forward_i64"
-// JSON: "lookups": [
-// JSON-NEXT: {
-// JSON-NEXT: "stream": 0,
-// JSON-NEXT: "table": 0
-// JSON-NEXT: },
-// JSON-NEXT: {
-// JSON-NEXT: "stream": 0,
-// JSON-NEXT: "table": 1
-// JSON-NEXT: }
-// JSON-NEXT: ],
-// JSON-NEXT: "lr": 0.5,
-// JSON-NEXT: "module": "kernels.ptx",
-// JSON-NEXT: "module_format": "ptx",
-// JSON-NEXT: "seed": 7,
-// JSON-NEXT: "tables": [
-// JSON: "name": "big",
-// JSON-NEXT: "pooling_factor": 4,
-// JSON-NEXT: "rows": 5000000
-// JSON: "dim": 12,
-// JSON-NEXT: "name": "small",
-// JSON: "threads_per_block": 256,
-// JSON-NEXT: "version": 1
+// MANIFEST: neuroshard-cuda-manifest 2
+// MANIFEST-NEXT: module kernels.ptx ptx sm_90
+// MANIFEST-NEXT: kernels neuroshard_bag_forward_i32 neuroshard_bag_forward_i64 neuroshard_bag_backward_sgd_i32 neuroshard_bag_backward_sgd_i64
+// MANIFEST-NEXT: run 256 8 7 0.5
+// MANIFEST-NEXT: table big 5000000 64 4 0.5 0.5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+// MANIFEST-NEXT: table small 100 12 2 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+// MANIFEST-NEXT: lookup 0 0
+// MANIFEST-NEXT: lookup 1 0
+// MANIFEST-NEXT: device {{[01]}} i64
+// MANIFEST: device {{[01]}} i64
+// MANIFEST-NOT: device
 
 // The module keeps its lookups (no host hookup requested) and holds the
 // kernels as a gpu.binary.

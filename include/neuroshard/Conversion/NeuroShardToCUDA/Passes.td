@@ -124,7 +124,7 @@ def ExportCUDAKernels : Pass<"neuroshard-export-cuda", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"manifest", "manifest", "std::string", "\"\"",
-           "Path of the JSON launch manifest to write">,
+           "Path of the text launch manifest to write">,
     Option<"binary", "binary", "std::string", "\"\"",
            "Path of the kernel object to write (the manifest names it "
            "relative to its own directory when they share one)">,
