@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Conversion/LookupLowering.h"
+#include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

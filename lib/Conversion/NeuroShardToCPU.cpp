@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Conversion/LookupLowering.h"
+#include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 
@@ -22,10 +22,12 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::neuroshard {
 #define GEN_PASS_DEF_LOWERLOOKUPSTOCPU
+#define GEN_PASS_DEF_EXPANDSTRIDEDCOPIES
 #include "neuroshard/Conversion/Passes.h.inc"
 } // namespace mlir::neuroshard
 
@@ -48,45 +50,53 @@ struct LowerLookupsToCPUPass
   }
 };
 
-/// Rewrites every `memref.copy` that the LLVM lowering could not turn into
-/// a memcpy (non-identity layouts, as slices of the exchange produce) into
-/// loops, so that lowered modules never call MLIR's C runner library.
-struct ExpandStridedCopiesPass
-    : public PassWrapper<ExpandStridedCopiesPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandStridedCopiesPass)
-  StringRef getArgument() const override {
-    return "neuroshard-expand-strided-copies";
-  }
-  void runOnOperation() override {
-    SmallVector<memref::CopyOp> copies;
-    getOperation().walk([&](memref::CopyOp op) {
-      auto source = cast<MemRefType>(op.getSource().getType());
-      auto target = cast<MemRefType>(op.getTarget().getType());
-      if (!source.getLayout().isIdentity() || !target.getLayout().isIdentity())
-        copies.push_back(op);
-    });
-    for (memref::CopyOp op : copies) {
-      OpBuilder b(op);
-      Location loc = op.getLoc();
-      auto type = cast<MemRefType>(op.getSource().getType());
-      SmallVector<Value> lower, upper, steps;
-      for (int64_t d = 0; d < type.getRank(); ++d) {
-        lower.push_back(arith::ConstantIndexOp::create(b, loc, 0));
-        upper.push_back(memref::DimOp::create(b, loc, op.getSource(), d));
-        steps.push_back(arith::ConstantIndexOp::create(b, loc, 1));
-      }
-      scf::buildLoopNest(
-          b, loc, lower, upper, steps,
-          [&](OpBuilder &nb, Location nl, ValueRange ivs) {
-            Value v = memref::LoadOp::create(nb, nl, op.getSource(), ivs);
-            memref::StoreOp::create(nb, nl, v, op.getTarget(), ivs);
-          });
-      op.erase();
+/// A `memref.copy` that the LLVM lowering cannot turn into a memcpy
+/// (non-identity layouts, as slices of the exchange produce) as loops, so
+/// that lowered modules never call MLIR's C runner library.
+struct ExpandStridedCopy : public OpRewritePattern<memref::CopyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(memref::CopyOp op,
+                                PatternRewriter &rewriter) const override {
+    auto source = cast<MemRefType>(op.getSource().getType());
+    auto target = cast<MemRefType>(op.getTarget().getType());
+    if (source.getLayout().isIdentity() && target.getLayout().isIdentity())
+      return rewriter.notifyMatchFailure(op, "a memcpy serves it");
+    Location loc = op.getLoc();
+    SmallVector<Value> lower, upper, steps;
+    for (int64_t d = 0; d < source.getRank(); ++d) {
+      lower.push_back(arith::ConstantIndexOp::create(rewriter, loc, 0));
+      upper.push_back(memref::DimOp::create(rewriter, loc, op.getSource(), d));
+      steps.push_back(arith::ConstantIndexOp::create(rewriter, loc, 1));
     }
+    scf::buildLoopNest(
+        rewriter, loc, lower, upper, steps,
+        [&](OpBuilder &b, Location nested, ValueRange ivs) {
+          Value v = memref::LoadOp::create(b, nested, op.getSource(), ivs);
+          memref::StoreOp::create(b, nested, v, op.getTarget(), ivs);
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ExpandStridedCopiesPass
+    : public mlir::neuroshard::impl::ExpandStridedCopiesBase<
+          ExpandStridedCopiesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateExpandStridedCopyPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
   }
 };
 
 } // namespace
+
+void mlir::neuroshard::populateExpandStridedCopyPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ExpandStridedCopy>(patterns.getContext());
+}
 
 void mlir::neuroshard::addHostBufferizationPasses(OpPassManager &pm) {
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -104,11 +114,11 @@ void mlir::neuroshard::addHostBufferizationPasses(OpPassManager &pm) {
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(std::make_unique<ExpandStridedCopiesPass>());
+  pm.addPass(createExpandStridedCopies());
 }
 
 void mlir::neuroshard::buildNeuroShardToCPUPipeline(OpPassManager &pm) {
-  pm.addPass(std::make_unique<LowerLookupsToCPUPass>());
+  pm.addPass(createLowerLookupsToCPU());
   addHostBufferizationPasses(pm);
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -23,6 +23,10 @@ namespace mlir::neuroshard {
 #define GEN_PASS_DECL
 #include "neuroshard/Conversion/Passes.h.inc"
 
+/// `memref.copy` with a non-identity layout on either side to loops of
+/// loads and stores (`--neuroshard-expand-strided-copies`).
+void populateExpandStridedCopyPatterns(RewritePatternSet &patterns);
+
 /// Appends what every target does to host code once its lookups are kernel
 /// invocations: one-shot bufferization across function boundaries, results
 /// as trailing out-parameters (static allocations hoisted to callers),

@@ -35,12 +35,51 @@ def LowerLookupsToCPU : Pass<"neuroshard-lower-lookups-cpu", "::mlir::ModuleOp">
 
     The output still holds tensors; the rest of `--neuroshard-to-cpu`
     bufferizes it and converts it to the LLVM dialect.
+
+    The rewrite is a partial dialect conversion: every `neuroshard`
+    operation is illegal afterwards, so an op the patterns cannot lower
+    fails the pass. Its patterns are exported
+    (`populateLookupToKernelCallPatterns`,
+    `populateAllToAllToSlicesPatterns` in
+    `neuroshard/Conversion/LookupToKernelCalls.h`) for pipelines that
+    compose them with their own; `prepareLookupConversion` adds the weight
+    arguments they read first.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def ExpandStridedCopies
+    : Pass<"neuroshard-expand-strided-copies", "::mlir::ModuleOp"> {
+  let summary = "Expand memref.copy between strided buffers into loops";
+  let description = [{
+    Rewrites every `memref.copy` whose source or target has a non-identity
+    layout (the slices of a lowered exchange have them) into an `scf.for`
+    nest of loads and stores. The LLVM lowering turns copies of identity
+    layouts into `memcpy` but calls MLIR's C runner library for strided
+    ones; after this pass lowered modules never need that library.
+    `--neuroshard-to-cpu` and the CUDA host pipeline run it after
+    bufferization.
+
+    ```mlir
+    memref.copy %src, %dst : memref<4x2xf32, strided<[8, 1], offset: 2>>
+                          to memref<4x2xf32>
+    // becomes
+    scf.for %i = %c0 to %c4 step %c1 {
+      scf.for %j = %c0 to %c2 step %c1 {
+        %v = memref.load %src[%i, %j] : memref<4x2xf32, strided<...>>
+        memref.store %v, %dst[%i, %j] : memref<4x2xf32>
+      }
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 

@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Turns host calls of the kernel symbols into GPU launches (emitKernelLaunch).
-// Every call is checked before the first one is rewritten.
+// Turns host calls of the kernel symbols into GPU launches (emitKernelLaunch)
+// with a conversion pattern. Every call is checked before the first one is
+// rewritten.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::neuroshard {
 #define GEN_PASS_DEF_LAUNCHCUDAKERNELS
@@ -38,6 +40,24 @@ static std::string typeList(TypeRange types) {
 
 namespace {
 
+/// A host call of a generic kernel, already checked against KernelABI.h's
+/// signature, as a launch of the kernels module's kernel.
+struct KernelCallToLaunch : public OpConversionPattern<func::CallOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(func::CallOp call, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool isBackward = false;
+    if (!isEmbeddingKernelName(call.getCallee(), isBackward))
+      return rewriter.notifyMatchFailure(call, "not a kernel call");
+    emitKernelLaunch(rewriter, call.getLoc(), call.getCallee(),
+                     adaptor.getOperands());
+    rewriter.eraseOp(call);
+    return success();
+  }
+};
+
 struct LaunchCUDAKernelsPass
     : public mlir::neuroshard::impl::LaunchCUDAKernelsBase<
           LaunchCUDAKernelsPass> {
@@ -48,50 +68,63 @@ struct LaunchCUDAKernelsPass
 
 } // namespace
 
+void mlir::neuroshard::populateKernelCallToLaunchPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<KernelCallToLaunch>(patterns.getContext());
+}
+
+void mlir::neuroshard::configureKernelLaunchTarget(ConversionTarget &target) {
+  target.addDynamicallyLegalOp<func::CallOp>([](func::CallOp call) {
+    bool isBackward = false;
+    return !isEmbeddingKernelName(call.getCallee(), isBackward);
+  });
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+}
+
 void LaunchCUDAKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *context = &getContext();
-  SmallVector<func::CallOp> calls;
-  WalkResult walk = module.walk([&](func::CallOp call) {
-    bool isBackward = false;
-    StringRef callee = call.getCallee();
-    if (!isEmbeddingKernelName(callee, isBackward))
-      return WalkResult::advance();
-    SmallVector<Type> expected =
-        embeddingKernelOperandTypes(context, callee, isBackward);
-    if (TypeRange(call.getOperandTypes()) != TypeRange(expected) ||
-        call.getNumResults() != 0) {
-      call.emitOpError() << "calls '" << callee << "' with "
-                         << typeList(call.getOperandTypes()) << " -> "
-                         << typeList(call.getResultTypes())
-                         << " but the kernel takes " << typeList(expected)
-                         << " -> ()";
-      return WalkResult::interrupt();
-    }
-    calls.push_back(call);
-    return WalkResult::advance();
-  });
+  // Every call is checked before any is rewritten, so that a failure leaves
+  // the module unchanged and names the call.
+  int64_t numCalls = 0;
+  WalkResult walk =
+      module.walk([&](func::CallOp call) {
+        bool isBackward = false;
+        StringRef callee = call.getCallee();
+        if (!isEmbeddingKernelName(callee, isBackward))
+          return WalkResult::advance();
+        SmallVector<Type> expected =
+            embeddingKernelOperandTypes(context, callee, isBackward);
+        if (TypeRange(call.getOperandTypes()) != TypeRange(expected) ||
+            call.getNumResults() != 0) {
+          call.emitOpError()
+              << "calls '" << callee << "' with "
+              << typeList(call.getOperandTypes()) << " -> "
+              << typeList(call.getResultTypes()) << " but the kernel takes "
+              << typeList(expected) << " -> ()";
+          return WalkResult::interrupt();
+        }
+        if (numCalls++ == 0 &&
+            !isa_and_nonnull<gpu::GPUModuleOp, gpu::BinaryOp>(
+                SymbolTable::lookupSymbolIn(module, abi::kKernelModuleName))) {
+          call.emitOpError()
+              << "calls a generic kernel but the module has no gpu.module or "
+                 "gpu.binary @"
+              << abi::kKernelModuleName << "; run --neuroshard-to-cuda first";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
   if (walk.wasInterrupted())
     return signalPassFailure();
-  Operation *kernels =
-      SymbolTable::lookupSymbolIn(module, abi::kKernelModuleName);
-  if (!calls.empty() &&
-      !isa_and_nonnull<gpu::GPUModuleOp, gpu::BinaryOp>(kernels)) {
-    calls.front().emitOpError()
-        << "calls a generic kernel but the module has no gpu.module or "
-           "gpu.binary @"
-        << abi::kKernelModuleName << "; run --neuroshard-to-cuda first";
-    return signalPassFailure();
-  }
 
-  OpBuilder builder(context);
-  for (func::CallOp call : calls) {
-    builder.setInsertionPoint(call);
-    emitKernelLaunch(builder, call.getLoc(), call.getCallee(),
-                     call.getOperands());
-    call.erase();
-    ++numLaunches;
-  }
+  RewritePatternSet patterns(context);
+  populateKernelCallToLaunchPatterns(patterns);
+  ConversionTarget target(*context);
+  configureKernelLaunchTarget(target);
+  if (failed(applyPartialConversion(module, target, std::move(patterns))))
+    return signalPassFailure();
+  numLaunches += numCalls;
   for (func::FuncOp func :
        llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
     bool isBackward = false;

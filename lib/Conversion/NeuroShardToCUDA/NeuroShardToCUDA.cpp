@@ -12,7 +12,7 @@
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 
-#include "neuroshard/Conversion/LookupLowering.h"
+#include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 #include "neuroshard/Runtime/KernelABI.h"
 

@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::neuroshard {
 
@@ -71,6 +72,14 @@ std::string buildCUDAPipeline(OpPassManager &pm,
 
 /// Registers the passes and the `neuroshard-cuda-pipeline` pipeline.
 void registerNeuroShardCUDAPasses();
+
+/// Host calls of the generic kernels (checked against KernelABI.h's
+/// signature beforehand) to launches of `@neuroshard_kernels`
+/// (`--neuroshard-cuda-launch`).
+void populateKernelCallToLaunchPatterns(RewritePatternSet &patterns);
+
+/// Marks calls of the generic kernels illegal and leaves all others legal.
+void configureKernelLaunchTarget(ConversionTarget &target);
 
 } // namespace mlir::neuroshard
 

@@ -1,5 +1,5 @@
 // RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-to-cuda --neuroshard-cuda-launch
-// RUN: not neuroshard-opt %S/host-launch.mlir --neuroshard-cuda-launch 2>&1 | FileCheck %s --check-prefix=NOKERNELS
+// RUN: not neuroshard-opt %S/neuroshard-cuda-launch.mlir --neuroshard-cuda-launch 2>&1 | FileCheck %s --check-prefix=NOKERNELS
 
 // A call to a kernel symbol must have the memref signature of KernelABI.h.
 module {

@@ -2,8 +2,8 @@
 // RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/k.ptx"
 // RUN: not neuroshard-opt %s -split-input-file --neuroshard-export-cuda 2>&1 | FileCheck %s --check-prefix=OPTIONS
 // RUN: not neuroshard-opt %s -split-input-file --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOBINARY
-// RUN: not neuroshard-opt %S/kernels.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOLOOKUP
-// RUN: not neuroshard-opt %S/ptx-and-manifest.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/missing/dir/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=WRITE -DDIR=%t
+// RUN: not neuroshard-opt %S/neuroshard-to-cuda-kernels.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=NOLOOKUP
+// RUN: not neuroshard-opt %S/neuroshard-export-cuda.mlir --neuroshard-cuda-pipeline="format=isa host=false" --neuroshard-export-cuda="manifest=%t/missing/dir/m.txt binary=%t/k.ptx" 2>&1 | FileCheck %s --check-prefix=WRITE -DDIR=%t
 
 // OPTIONS: error: --neuroshard-export-cuda needs manifest=FILE and binary=FILE
 // NOBINARY: error: the module has no gpu.binary @neuroshard_kernels; run --neuroshard-cuda-pipeline (or --neuroshard-to-cuda and gpu-module-to-binary) first

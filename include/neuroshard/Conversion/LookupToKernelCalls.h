@@ -1,0 +1,95 @@
+//===- LookupToKernelCalls.h - Lookups to generic kernel calls --*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The host-side half of every NeuroShard lowering, shared by the CPU and CUDA
+// targets, as conversion patterns: each lookup becomes one invocation of a
+// generic kernel of KernelABI.h, with its shard metadata, concatenated
+// indices and offsets and a fresh output buffer; the target decides how the
+// invocation is emitted (a call on the CPU, a launch on a GPU). The exchange
+// becomes tensor slices and tables are erased, so that after the conversion
+// no `neuroshard` operation is left (the conversion target says so).
+//
+// A lookup reads the weight arena and the table layout from arguments of its
+// function that only a signature change can add; prepareLookupConversion
+// adds them (and checks everything the patterns rely on) before the
+// patterns run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_CONVERSION_LOOKUPTOKERNELCALLS_H
+#define NEUROSHARD_CONVERSION_LOOKUPTOKERNELCALLS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <functional>
+
+namespace mlir::neuroshard {
+
+/// One kernel invocation, operands in KernelABI.h's order. All are memrefs
+/// with dynamic sizes and identity layouts: meta, layout, weights
+/// (`memref<?xi64>`, `memref<?xi64>`, `memref<?xf32>`), indices and offsets
+/// (`memref<?xiN>`, N the kernel's index width) and out (`memref<?x?xf32>`).
+struct KernelInvocation {
+  StringRef kernel;
+  Value meta, layout, weights, indices, offsets, out;
+
+  /// The operands at their positions in KernelABI.h's operand list.
+  SmallVector<Value> operands() const;
+};
+
+/// Emits `invocation` at the builder's insertion point.
+using KernelEmitter =
+    std::function<void(OpBuilder &, Location, const KernelInvocation &)>;
+
+/// Where each table lives in the weight arena a lowered function receives:
+/// its position in the module's `neuroshard.weight_tables` (the layout
+/// argument's index) and its row stride (the table's dim).
+struct KernelTableLayout {
+  struct Entry {
+    int64_t ordinal = 0;
+    int64_t rowStride = 0;
+  };
+  llvm::DenseMap<StringAttr, Entry> tables;
+};
+
+/// Checks that `module` can be lowered (f32 tables, static pooled shapes,
+/// lookups inside entry functions) and, only if it can, gives every function
+/// with lookups its trailing weight-arena and layout arguments (argument
+/// attributes `neuroshard.weights` and `neuroshard.layout`) and records the
+/// tables' order in `neuroshard.weight_tables`. On failure the module is
+/// unchanged and diagnostics name the offending op.
+FailureOr<KernelTableLayout> prepareLookupConversion(ModuleOp module);
+
+/// `neuroshard.embedding_bag` and `neuroshard.fused_embedding_bag` to one
+/// kernel invocation each, emitted with `emit`; `neuroshard.table` erased.
+/// `layout` must outlive the patterns.
+void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
+                                        const KernelTableLayout &layout,
+                                        KernelEmitter emit);
+
+/// `neuroshard.all_to_all` to `tensor.extract_slice`s of every device's rows
+/// and a `tensor.concat` per device: the exchange when all devices share one
+/// address space.
+void populateAllToAllToSlicesPatterns(RewritePatternSet &patterns);
+
+/// Marks every `neuroshard` operation illegal and leaves all others legal.
+void configureLookupConversionTarget(ConversionTarget &target);
+
+/// prepareLookupConversion, then a partial conversion with both pattern sets
+/// and the target above.
+LogicalResult lowerLookups(ModuleOp module, KernelEmitter emit);
+
+/// Adds the generic forward and backward-SGD CPU kernels (KernelABI.h) to
+/// `module` as public `func.func`s with C interfaces, unless present.
+void buildCPUKernels(ModuleOp module);
+
+} // namespace mlir::neuroshard
+
+#endif // NEUROSHARD_CONVERSION_LOOKUPTOKERNELCALLS_H

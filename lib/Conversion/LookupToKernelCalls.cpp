@@ -1,0 +1,434 @@
+//===- LookupToKernelCalls.cpp - Lookups to generic kernel calls ----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Conversion/LookupToKernelCalls.h"
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Runtime/KernelABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+namespace abi = ::neuroshard::kernel_abi;
+
+namespace {
+
+/// One shard of a lookup: its static metadata and the tensors of its input
+/// pair.
+struct Entry {
+  abi::ShardDescriptor shard;
+  Value indices;
+  Value offsets;
+};
+
+MemRefType dynamic1D(Type element) {
+  return MemRefType::get({ShapedType::kDynamic}, element);
+}
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value i64Constant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+}
+
+/// The tensor as a read-only buffer with a dynamic size.
+Value toDynamicBuffer(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+  Value buffer = bufferization::ToBufferOp::create(b, loc, bufferType, tensor,
+                                                   /*read_only=*/true);
+  if (!bufferType.isDynamicDim(0))
+    buffer = memref::CastOp::create(b, loc, dynamic1D(type.getElementType()),
+                                    buffer);
+  return buffer;
+}
+
+/// Copies `source` into `dest` at `base`, sign-extending when the element
+/// types differ.
+void copyInto(OpBuilder &b, Location loc, Value source, Value dest,
+              Value base) {
+  Value size = memref::DimOp::create(b, loc, source, 0);
+  Type destElement = cast<MemRefType>(dest.getType()).getElementType();
+  auto loop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0), size,
+                                 indexConstant(b, loc, 1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value i = loop.getInductionVar();
+  Value v = memref::LoadOp::create(b, loc, source, ValueRange{i});
+  if (v.getType() != destElement)
+    v = arith::ExtSIOp::create(b, loc, destElement, v);
+  Value at = arith::AddIOp::create(b, loc, base, i);
+  memref::StoreOp::create(b, loc, v, dest, ValueRange{at});
+}
+
+/// The trailing argument of `func` that carries `attrName`, if any.
+Value findMarkedArgument(func::FuncOp func, StringRef attrName) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, attrName))
+      return func.getArgument(i);
+  return {};
+}
+
+constexpr StringLiteral kWeightsArgAttr = "neuroshard.weights";
+constexpr StringLiteral kLayoutArgAttr = "neuroshard.layout";
+
+/// Builds the kernel invocation of one lookup and replaces it with the
+/// invocation's output. Shared by both lookup ops: `entries` describes the
+/// op's shards, with its (converted) indices and offsets.
+LogicalResult rewriteLookup(Operation *op, ArrayRef<Entry> entries,
+                            KernelEmitter emit,
+                            ConversionPatternRewriter &rewriter) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  Value weights = func ? findMarkedArgument(func, kWeightsArgAttr) : Value();
+  Value layout = func ? findMarkedArgument(func, kLayoutArgAttr) : Value();
+  if (!weights || !layout)
+    return rewriter.notifyMatchFailure(
+        op, "the enclosing function has no weight arena and layout "
+            "arguments; run prepareLookupConversion first");
+
+  OpBuilder &b = rewriter;
+  Location loc = op->getLoc();
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t batch = resultType.getDimSize(0);
+
+  // Distinct (indices, offsets) pairs, numbered in order of first use as the
+  // ABI concatenates them: the shards of a split table share theirs. The
+  // metadata is static except for the indices bases, which depend on the
+  // sizes of the index tensors; every pair has batch + 1 offsets.
+  llvm::MapVector<std::pair<Value, Value>, size_t> pairs;
+  std::vector<abi::ShardDescriptor> shards;
+  for (const Entry &entry : entries) {
+    shards.push_back(entry.shard);
+    shards.back().input =
+        pairs.insert({{entry.indices, entry.offsets}, pairs.size()})
+            .first->second;
+  }
+  abi::ShardSetLayout set =
+      abi::layoutShardSet(shards, std::vector<int64_t>(pairs.size(), 0),
+                          std::vector<int64_t>(pairs.size(), batch + 1));
+  IntegerType indexType;
+  for (auto &[pair, number] : pairs) {
+    auto element = cast<IntegerType>(
+        cast<RankedTensorType>(pair.first.getType()).getElementType());
+    indexType = !indexType || indexType == element ? element : b.getI64Type();
+  }
+
+  // Concatenated indices and offsets (the buffers themselves for one pair).
+  SmallVector<Value> indicesBase;
+  Value indices, offsets;
+  if (pairs.size() == 1) {
+    auto [pair, number] = *pairs.begin();
+    indices = toDynamicBuffer(b, loc, pair.first);
+    offsets = toDynamicBuffer(b, loc, pair.second);
+    indicesBase.push_back(indexConstant(b, loc, 0));
+  } else {
+    SmallVector<Value> indexBuffers, offsetBuffers;
+    Value total = indexConstant(b, loc, 0);
+    for (auto &[pair, number] : pairs) {
+      indexBuffers.push_back(toDynamicBuffer(b, loc, pair.first));
+      offsetBuffers.push_back(toDynamicBuffer(b, loc, pair.second));
+      indicesBase.push_back(total);
+      total = arith::AddIOp::create(
+          b, loc, total, memref::DimOp::create(b, loc, indexBuffers.back(), 0));
+    }
+    indices = memref::AllocOp::create(b, loc, dynamic1D(indexType),
+                                      ValueRange{total});
+    offsets = memref::AllocOp::create(
+        b, loc, dynamic1D(indexType),
+        ValueRange{indexConstant(b, loc, (batch + 1) * pairs.size())});
+    for (unsigned k = 0; k < pairs.size(); ++k) {
+      copyInto(b, loc, indexBuffers[k], indices, indicesBase[k]);
+      copyInto(b, loc, offsetBuffers[k], offsets,
+               indexConstant(b, loc, set.bases[k].offsets));
+    }
+  }
+
+  // Metadata: the layout's rows, with the indices bases as computed above.
+  Value meta = memref::AllocaOp::create(
+      b, loc, MemRefType::get({int64_t(set.meta.size())}, b.getI64Type()));
+  for (int64_t s = 0; s < set.numShards(); ++s) {
+    Value fields[abi::kShardFields];
+    for (int64_t f = 0; f < abi::kShardFields; ++f)
+      fields[f] =
+          f == abi::kIndicesBase
+              ? arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                           indicesBase[shards[s].input])
+                    .getResult()
+              : i64Constant(b, loc, set.meta[s * abi::kShardFields + f]);
+    for (int64_t f = 0; f < abi::kShardFields; ++f)
+      memref::StoreOp::create(
+          b, loc, fields[f], meta,
+          ValueRange{indexConstant(b, loc, s * abi::kShardFields + f)});
+  }
+  meta = memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), meta);
+
+  auto outType =
+      MemRefType::get(resultType.getShape(), resultType.getElementType());
+  Value out = memref::AllocOp::create(b, loc, outType);
+  Value outDynamic = memref::CastOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                      resultType.getElementType()),
+      out);
+  KernelInvocation invocation;
+  invocation.kernel =
+      indexType.getWidth() == 32 ? abi::kForwardI32 : abi::kForwardI64;
+  invocation.meta = meta;
+  invocation.layout = layout;
+  invocation.weights = weights;
+  invocation.indices = indices;
+  invocation.offsets = offsets;
+  invocation.out = outDynamic;
+  emit(b, loc, invocation);
+  Value result = bufferization::ToTensorOp::create(
+      b, loc, resultType, out, /*restrict=*/true, /*writable=*/true);
+  rewriter.replaceOp(op, result);
+  return success();
+}
+
+/// The shard of one table read by a lookup entry.
+abi::ShardDescriptor shardOf(const KernelTableLayout::Entry &table,
+                             int64_t colBegin, int64_t width,
+                             PoolingMode mode) {
+  abi::ShardDescriptor shard;
+  shard.table = table.ordinal;
+  shard.rowStride = table.rowStride;
+  shard.colBegin = colBegin;
+  shard.width = width;
+  shard.mode = abi::poolingMode(mode == PoolingMode::Mean);
+  return shard;
+}
+
+struct EmbeddingBagToKernelCall : public OpConversionPattern<EmbeddingBagOp> {
+  EmbeddingBagToKernelCall(MLIRContext *context,
+                           const KernelTableLayout &layout, KernelEmitter emit)
+      : OpConversionPattern(context), layout(layout), emit(std::move(emit)) {}
+
+  LogicalResult
+  matchAndRewrite(EmbeddingBagOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto table = layout.tables.find(op.getTableAttr().getAttr());
+    if (table == layout.tables.end())
+      return rewriter.notifyMatchFailure(op, "unknown table");
+    Entry entry{
+        shardOf(table->second, 0, table->second.rowStride, op.getMode()),
+        adaptor.getIndices(), adaptor.getOffsets()};
+    return rewriteLookup(op, entry, emit, rewriter);
+  }
+
+  const KernelTableLayout &layout;
+  KernelEmitter emit;
+};
+
+struct FusedEmbeddingBagToKernelCall
+    : public OpConversionPattern<FusedEmbeddingBagOp> {
+  FusedEmbeddingBagToKernelCall(MLIRContext *context,
+                                const KernelTableLayout &layout,
+                                KernelEmitter emit)
+      : OpConversionPattern(context), layout(layout), emit(std::move(emit)) {}
+
+  LogicalResult
+  matchAndRewrite(FusedEmbeddingBagOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Entry> entries;
+    for (unsigned i = 0, e = op.getNumEntries(); i < e; ++i) {
+      auto table = layout.tables.find(
+          StringAttr::get(op.getContext(), op.getEntryTable(i)));
+      if (table == layout.tables.end())
+        return rewriter.notifyMatchFailure(op, "unknown table");
+      entries.push_back(
+          {shardOf(table->second, op.getColBegins()[i], op.getEntryWidth(i),
+                   cast<PoolingModeAttr>(op.getModes()[i]).getValue()),
+           adaptor.getIndices()[i], adaptor.getOffsets()[i]});
+    }
+    return rewriteLookup(op, entries, emit, rewriter);
+  }
+
+  const KernelTableLayout &layout;
+  KernelEmitter emit;
+};
+
+/// Tables live in the weight arena after the conversion.
+struct EraseTable : public OpConversionPattern<TableOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TableOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct AllToAllToSlices : public OpConversionPattern<AllToAllOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AllToAllOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t rowStart = 0;
+    SmallVector<Value> replacements;
+    for (Value result : op.getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      int64_t rows = type.getDimSize(0);
+      SmallVector<Value> pieces;
+      for (Value input : adaptor.getInputs()) {
+        auto inputType = cast<RankedTensorType>(input.getType());
+        if (inputType.getDimSize(1) == 0)
+          continue;
+        SmallVector<OpFoldResult> offsets = {rewriter.getIndexAttr(rowStart),
+                                             rewriter.getIndexAttr(0)};
+        SmallVector<OpFoldResult> sizes = {
+            rewriter.getIndexAttr(rows),
+            rewriter.getIndexAttr(inputType.getDimSize(1))};
+        SmallVector<OpFoldResult> strides = {rewriter.getIndexAttr(1),
+                                             rewriter.getIndexAttr(1)};
+        pieces.push_back(tensor::ExtractSliceOp::create(
+            rewriter, loc, input, offsets, sizes, strides));
+      }
+      if (pieces.empty())
+        replacements.push_back(tensor::EmptyOp::create(
+            rewriter, loc, type.getShape(), type.getElementType()));
+      else if (pieces.size() == 1)
+        replacements.push_back(pieces.front());
+      else
+        replacements.push_back(
+            tensor::ConcatOp::create(rewriter, loc, /*dim=*/1, pieces));
+      rowStart += rows;
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
+} // namespace
+
+FailureOr<KernelTableLayout>
+mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
+  KernelTableLayout layout;
+  SmallVector<Attribute> names;
+  for (TableOp table : module.getOps<TableOp>()) {
+    if (!table.getElementType().isF32())
+      return table.emitOpError()
+             << "has element type " << table.getElementType()
+             << "; the lowering executes f32 tables only";
+    layout.tables[table.getSymNameAttr()] = {int64_t(names.size()),
+                                             table.getNumCols()};
+    names.push_back(table.getSymNameAttr());
+  }
+
+  bool failed = false;
+  llvm::SetVector<func::FuncOp> funcs;
+  module.walk([&](Operation *op) {
+    if (!isa<EmbeddingBagOp, FusedEmbeddingBagOp, AllToAllOp>(op))
+      return;
+    for (Type type :
+         llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+      auto shaped = dyn_cast<RankedTensorType>(type);
+      if (shaped && shaped.getRank() == 2 && !shaped.hasStaticShape()) {
+        op->emitOpError() << "has the dynamically shaped pooled tensor " << type
+                          << "; the lowering needs static shapes";
+        failed = true;
+        return;
+      }
+    }
+    if (isa<AllToAllOp>(op))
+      return;
+    auto func = op->getParentOfType<func::FuncOp>();
+    if (!func) {
+      op->emitOpError() << "must be inside a func.func to be lowered";
+      failed = true;
+      return;
+    }
+    funcs.insert(func);
+  });
+  if (failed)
+    return failure();
+
+  for (func::FuncOp func : funcs) {
+    if (!SymbolTable::symbolKnownUseEmpty(func, module))
+      return func.emitOpError()
+             << "holds embedding lookups and is called by other functions; "
+                "the lowering adds weight arguments to it, so it must be an "
+                "entry point";
+    if (func.isExternal())
+      return func.emitOpError() << "is external but holds lookups";
+  }
+
+  // Everything is checked: change the module.
+  Builder b(module.getContext());
+  auto marker = [&](StringRef name) {
+    return b.getDictionaryAttr(b.getNamedAttr(name, b.getUnitAttr()));
+  };
+  for (func::FuncOp func : funcs) {
+    if (findMarkedArgument(func, kWeightsArgAttr))
+      continue;
+    unsigned first = func.getNumArguments();
+    Location loc = func.getLoc();
+    (void)func.insertArguments(
+        {first, first}, {dynamic1D(b.getF32Type()), dynamic1D(b.getI64Type())},
+        {marker(kWeightsArgAttr), marker(kLayoutArgAttr)}, {loc, loc});
+  }
+  module->setAttr(NeuroShardDialect::getWeightTablesAttrName(),
+                  b.getArrayAttr(names));
+  return layout;
+}
+
+void mlir::neuroshard::populateLookupToKernelCallPatterns(
+    RewritePatternSet &patterns, const KernelTableLayout &layout,
+    KernelEmitter emit) {
+  MLIRContext *context = patterns.getContext();
+  patterns.add<EmbeddingBagToKernelCall, FusedEmbeddingBagToKernelCall>(
+      context, layout, emit);
+  patterns.add<EraseTable>(context);
+}
+
+void mlir::neuroshard::populateAllToAllToSlicesPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<AllToAllToSlices>(patterns.getContext());
+}
+
+void mlir::neuroshard::configureLookupConversionTarget(
+    ConversionTarget &target) {
+  target.addIllegalDialect<NeuroShardDialect>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+}
+
+SmallVector<Value> KernelInvocation::operands() const {
+  SmallVector<Value> operands(abi::numOperands(/*isBackward=*/false));
+  operands[abi::kMetaOperand] = meta;
+  operands[abi::kLayoutOperand] = layout;
+  operands[abi::kWeightsOperand] = weights;
+  operands[abi::kIndicesOperand] = indices;
+  operands[abi::kOffsetsOperand] = offsets;
+  operands[abi::kOutOperand] = out;
+  return operands;
+}
+
+LogicalResult mlir::neuroshard::lowerLookups(ModuleOp module,
+                                             KernelEmitter emit) {
+  FailureOr<KernelTableLayout> layout = prepareLookupConversion(module);
+  if (failed(layout))
+    return failure();
+  MLIRContext *context = module.getContext();
+  RewritePatternSet patterns(context);
+  populateLookupToKernelCallPatterns(patterns, *layout, std::move(emit));
+  populateAllToAllToSlicesPatterns(patterns);
+  ConversionTarget target(*context);
+  configureLookupConversionTarget(target);
+  return applyPartialConversion(module, target, std::move(patterns));
+}
