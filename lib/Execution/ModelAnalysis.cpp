@@ -39,8 +39,7 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
       t.hasStatistics = true;
       t.stats.poolingFactor = *table.getPoolingFactorValue();
       llvm::ArrayRef<double> hist = *table.getAccessHist();
-      for (unsigned j = 0; j < inputs::kNumHistogramBins && j < hist.size();
-           ++j)
+      for (unsigned j = 0; j < kNumAccessBins && j < hist.size(); ++j)
         t.stats.accessHist[j] = hist[j];
     }
     ordinals[table.getSymName()] = static_cast<int64_t>(info.tables.size());

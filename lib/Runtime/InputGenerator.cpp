@@ -124,7 +124,7 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
   // Mean hit count of a distinct row under the histogram, hence the number of
   // distinct rows the stream touches.
   double meanHits = 0.0;
-  for (unsigned j = 0; j < kNumHistogramBins; ++j) {
+  for (unsigned j = 0; j < kNumAccessBins; ++j) {
     int64_t low, high;
     binRange(j, low, high);
     meanHits += table.accessHist[j] / histTotal * 0.5 * double(low + high);
@@ -136,7 +136,7 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
   // range, largest bins first so rounding never starves the hot rows.
   std::vector<int64_t> counts;
   counts.reserve(static_cast<size_t>(distinct));
-  for (int j = static_cast<int>(kNumHistogramBins) - 1; j >= 0; --j) {
+  for (int j = static_cast<int>(kNumAccessBins) - 1; j >= 0; --j) {
     int64_t low, high;
     binRange(static_cast<unsigned>(j), low, high);
     int64_t n =
@@ -168,9 +168,9 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
   return result;
 }
 
-std::array<double, kNumHistogramBins>
+std::array<double, kNumAccessBins>
 accessHistogram(const std::vector<int64_t> &indices) {
-  std::array<double, kNumHistogramBins> hist{};
+  std::array<double, kNumAccessBins> hist{};
   std::unordered_map<int64_t, int64_t> hits;
   for (int64_t index : indices)
     ++hits[index];
@@ -181,7 +181,7 @@ accessHistogram(const std::vector<int64_t> &indices) {
     unsigned bin = 0;
     if (count > 1) {
       bin = 1;
-      while (bin < kNumHistogramBins - 1 && count > (int64_t(1) << bin))
+      while (bin < kNumAccessBins - 1 && count > (int64_t(1) << bin))
         ++bin;
     }
     hist[bin] += 1.0;

@@ -97,7 +97,7 @@ std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
     auto pooling = t ? t->getNumber("pooling_factor") : std::nullopt;
     const json::Array *hist = t ? t->getArray("access_hist") : nullptr;
     if (!id || !rows || !dim || !pooling || !hist ||
-        hist->size() != inputs::kNumHistogramBins || *rows <= 0 || *dim <= 0)
+        hist->size() != kNumAccessBins || *rows <= 0 || *dim <= 0)
       fail("pool '" + path + "': table " + Twine(pool.size()) +
            " needs an id, positive rows and dim, pooling_factor and 17 "
            "access_hist bins");
@@ -107,7 +107,7 @@ std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
     stats.rows = *rows;
     stats.dim = *dim;
     stats.poolingFactor = *pooling;
-    for (unsigned j = 0; j < inputs::kNumHistogramBins; ++j)
+    for (unsigned j = 0; j < kNumAccessBins; ++j)
       stats.accessHist[j] = (*hist)[j].getAsNumber().value_or(0.0);
     if (!pool.insert({*id, stats}).second)
       fail("pool '" + path + "': table id " + Twine(*id) + " appears twice");

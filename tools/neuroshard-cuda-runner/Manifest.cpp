@@ -212,7 +212,7 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
         return false;
       if (stats.poolingFactor < 0)
         return read.fail(read.name(3) + " is negative");
-      for (unsigned j = 0; j < inputs::kNumHistogramBins; ++j) {
+      for (unsigned j = 0; j < kNumAccessBins; ++j) {
         std::string bin = "table.access_hist[" + std::to_string(j) + "]";
         if (!read.trailingNumber(bin, stats.accessHist[j]))
           return false;

@@ -68,9 +68,10 @@ TEST(InputGenerator, PoissonBagsIncludeEmptyBagsForSmallPooling) {
 TEST(InputGenerator, HistogramOfTheStreamFollowsTheTable) {
   TableStats table = skewedTable();
   LookupInputs in = generateLookup(table, 4096, 11, 0);
-  std::array<double, kNumHistogramBins> hist = accessHistogram(in.indices);
+  std::array<double, neuroshard::kNumAccessBins> hist =
+      accessHistogram(in.indices);
   double sum = 0.0;
-  for (unsigned j = 0; j < kNumHistogramBins; ++j) {
+  for (unsigned j = 0; j < neuroshard::kNumAccessBins; ++j) {
     sum += hist[j];
     EXPECT_NEAR(hist[j], table.accessHist[j], 0.03) << "bin " << j;
   }
@@ -89,7 +90,8 @@ TEST(InputGenerator, AccessHistogramBins) {
   // Row 1 hit once (bin 0), row 2 twice (bin 1), row 3 three times (bin 2),
   // row 4 five times (bin 3).
   std::vector<int64_t> indices = {1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 4};
-  std::array<double, kNumHistogramBins> hist = accessHistogram(indices);
+  std::array<double, neuroshard::kNumAccessBins> hist =
+      accessHistogram(indices);
   EXPECT_DOUBLE_EQ(hist[0], 0.25);
   EXPECT_DOUBLE_EQ(hist[1], 0.25);
   EXPECT_DOUBLE_EQ(hist[2], 0.25);

@@ -20,6 +20,8 @@
 #ifndef NEUROSHARD_RUNTIME_INPUTGENERATOR_H
 #define NEUROSHARD_RUNTIME_INPUTGENERATOR_H
 
+#include "neuroshard/Sharding/AccessHistogram.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -28,15 +30,13 @@
 namespace neuroshard {
 namespace inputs {
 
-constexpr unsigned kNumHistogramBins = 17;
-
 /// What the generator needs to know about a table.
 struct TableStats {
   std::string name;
   int64_t rows = 0;
   int64_t dim = 0;
   double poolingFactor = 0.0;
-  std::array<double, kNumHistogramBins> accessHist{};
+  std::array<double, kNumAccessBins> accessHist{};
 };
 
 /// One lookup's inputs: `offsets` has batchSize + 1 entries starting at 0.
@@ -77,7 +77,7 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
                             int64_t rowLimit = 0);
 
 /// The 17-bin access histogram of an index stream (DESIGN §3).
-std::array<double, kNumHistogramBins>
+std::array<double, kNumAccessBins>
 accessHistogram(const std::vector<int64_t> &indices);
 
 /// Initial weight of (table, row, column): uniform in [-1, 1).

@@ -18,6 +18,8 @@
 #ifndef NEUROSHARD_SHARDING_TABLERULES_H
 #define NEUROSHARD_SHARDING_TABLERULES_H
 
+#include "neuroshard/Sharding/AccessHistogram.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -32,9 +34,6 @@ struct TableSpec;
 /// What is wrong with a value, or nothing when a rule holds.
 using RuleViolation = std::optional<std::string>;
 
-/// Number of bins of a table's access histogram (DESIGN §3): bin 0 counts
-/// rows hit once, bin j (1..15) rows hit (2^(j-1), 2^j] times, bin 16 more.
-constexpr unsigned kNumAccessBins = 17;
 /// Column splits halve a shard; both halves must stay a multiple of this, and
 /// so must every table's dim.
 constexpr int64_t kColumnAlignment = 4;

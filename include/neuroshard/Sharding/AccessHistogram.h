@@ -1,0 +1,23 @@
+//===- AccessHistogram.h - The shape of a table's access histogram -*- C++ -*-//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Dependency-free, so that the plain runtime (and the standalone CUDA
+// runner) and the sharding rules take the bin count from one place.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_SHARDING_ACCESSHISTOGRAM_H
+#define NEUROSHARD_SHARDING_ACCESSHISTOGRAM_H
+
+namespace neuroshard {
+
+/// Number of bins of a table's access histogram (DESIGN §3): bin 0 counts
+/// rows hit once, bin j (1..15) rows hit (2^(j-1), 2^j] times, bin 16 more.
+constexpr unsigned kNumAccessBins = 17;
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_SHARDING_ACCESSHISTOGRAM_H
