@@ -43,9 +43,12 @@ def access_histogram(rng, rows, pooling, skew, batch):
 
 
 def float_literal(value):
-    """An MLIR float literal: six significant digits, always with a dot."""
-    text = f"{value:.6g}"
-    return text if ("." in text or "e" in text) else text + ".0"
+    """An MLIR float literal: six significant digits, always with a dot
+    before any exponent ('1.0e-05'; MLIR does not parse '1e-05')."""
+    mantissa, e, exponent = f"{value:.6g}".partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
 
 
 def pooling_factor(rng):

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -69,7 +70,7 @@ public:
 
   Error readInteger(StringRef key, const json::Value &value,
                     int64_t &out) const {
-    std::optional<int64_t> integer = value.getAsInteger();
+    std::optional<int64_t> integer = getInteger(value);
     if (!integer)
       return fail(formatv("'{0}' must be an integer, got {1}", key, value));
     out = *integer;
@@ -119,6 +120,8 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
   if (!name || name->empty())
     return fields.fail(
         formatv("'name' must be a non-empty string, got {0}", *field));
+  if (Error err = fields.check(checkTableName(*name)))
+    return std::move(err);
   table.name = name->str();
 
   if (Error err = fields.require("rows", field))
@@ -195,7 +198,7 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
 }
 
 Expected<PlanningTask> parseTaskJSON(StringRef text) {
-  Expected<json::Value> document = json::parse(text);
+  Expected<json::Value> document = parseJSON(text);
   if (!document)
     return createStringError(inconvertibleErrorCode(),
                              "task: invalid JSON: " +

@@ -73,19 +73,27 @@ Error validateSearchOptions(const SearchOptions &options) {
                              formatv("{0} must be {1}, got {2}", option,
                                      requirement.str(), format("%g", value)));
   };
-  if (options.beamWidth == 0)
-    return invalid("beam-width", "at least 1", options.beamWidth);
-  if (options.candidates == 0)
-    return invalid("candidates", "at least 1", options.candidates);
-  if (options.gridSteps == 0)
-    return invalid("grid-steps", "at least 1", options.gridSteps);
-  if (!(options.thresholdMin > 0.0) || !std::isfinite(options.thresholdMin))
-    return invalid("threshold-min", "a positive number", options.thresholdMin);
+  auto between = [](unsigned low, unsigned high) {
+    return formatv("between {0} and {1}", low, high).str();
+  };
+  if (options.beamWidth == 0 || options.beamWidth > kMaxBeamWidth)
+    return invalid("beam-width", between(1, kMaxBeamWidth), options.beamWidth);
+  if (options.candidates == 0 || options.candidates > kMaxCandidates)
+    return invalid("candidates", between(1, kMaxCandidates),
+                   options.candidates);
+  if (options.maxSteps > kMaxSteps)
+    return invalid("max-steps", between(0, kMaxSteps), options.maxSteps);
+  if (options.gridSteps == 0 || options.gridSteps > kMaxGridSteps)
+    return invalid("grid-steps", between(1, kMaxGridSteps), options.gridSteps);
+  if (!(options.thresholdMin > 0.0) || !(options.thresholdMin <= kMaxThreshold))
+    return invalid("threshold-min",
+                   formatv("a positive number up to {0}", kMaxThreshold),
+                   options.thresholdMin);
   if (!(options.thresholdMax >= options.thresholdMin) ||
-      !std::isfinite(options.thresholdMax))
+      !(options.thresholdMax <= kMaxThreshold))
     return invalid("threshold-max",
-                   formatv("at least threshold-min ({0})",
-                           format("%g", options.thresholdMin)),
+                   formatv("at least threshold-min ({0}) and at most {1}",
+                           format("%g", options.thresholdMin), kMaxThreshold),
                    options.thresholdMax);
   return Error::success();
 }
@@ -201,6 +209,16 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
   }();
   if (!result)
     return result.takeError();
+  // Finite inputs can still price a plan at inf or nan (an overflow in a
+  // cost model); such a plan would print as a cost of 0.
+  for (auto [d, cost] : enumerate(result->cost.devices))
+    if (!std::isfinite(cost.totalMs()) || !std::isfinite(result->cost.maxMs))
+      return infeasible(formatv(
+          "the cost model priced device {0} at {1} ms (compute {2}, bw comm "
+          "{3}, fw comm {4}); check the tables' pooling factors, the batch "
+          "size and the bandwidths",
+          d, format("%g", cost.totalMs()), format("%g", cost.computeMs),
+          format("%g", cost.bwCommMs), format("%g", cost.fwCommMs)));
   result->algorithm = options.algorithm;
   result->costModelName = model.name().str();
   result->costModelDescription = model.description();

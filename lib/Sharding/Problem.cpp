@@ -51,14 +51,16 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
     if (RuleViolation v = checkCapacityGB(topology.memoryGB[d]))
       return createStringError(inconvertibleErrorCode(),
                                formatv("device {0}: {1}", d, *v));
-  if (!(topology.hbmBandwidthGBps > 0.0) ||
-      !(topology.interconnectBandwidthGBps > 0.0))
-    return createStringError(
-        inconvertibleErrorCode(),
-        formatv("bandwidths must be positive, got HBM {0} GB/s and "
-                "interconnect {1} GB/s",
-                format("%g", topology.hbmBandwidthGBps),
-                format("%g", topology.interconnectBandwidthGBps)));
+  for (auto [name, gbps] :
+       {std::make_pair("HBM", topology.hbmBandwidthGBps),
+        std::make_pair("interconnect", topology.interconnectBandwidthGBps)})
+    if (!(gbps >= kMinBandwidthGBps && gbps <= kMaxBandwidthGBps))
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("the {0} bandwidth must be between {1} and {2} GB/s, got "
+                  "{3}",
+                  name, format("%g", kMinBandwidthGBps),
+                  format("%g", kMaxBandwidthGBps), format("%g", gbps)));
   if (topology.batchSize <= 0)
     return createStringError(
         inconvertibleErrorCode(),
@@ -71,6 +73,8 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
   for (auto [i, table] : enumerate(tables)) {
     if (table.name.empty())
       return tableError(i, table, "the name is empty");
+    if (RuleViolation v = checkTableName(table.name))
+      return tableError(i, table, *v);
     auto [it, inserted] = firstUse.try_emplace(table.name, i);
     if (!inserted)
       return tableError(

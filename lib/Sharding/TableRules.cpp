@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <cmath>
 
@@ -29,6 +30,25 @@ std::optional<unsigned> elementTypeBytes(StringRef elementType) {
       .Case("f16", 2)
       .Case("bf16", 2)
       .Default(std::nullopt);
+}
+
+RuleViolation checkTableName(StringRef name) {
+  const char *problem = "'name' must be valid UTF-8 without control characters";
+  if (!json::isUTF8(name))
+    return formatv("{0}, got invalid UTF-8", problem).str();
+  for (auto [offset, c] : enumerate(name)) {
+    unsigned char byte = c;
+    if (byte < 0x20 || byte == 0x7f)
+      return formatv("{0}, got byte {1} at offset {2}", problem,
+                     format_hex(byte, 4), offset)
+          .str();
+  }
+  if (name.contains("\xEF\xBF\xBD"))
+    return formatv("{0}, got U+FFFD (a lone UTF-16 surrogate or invalid text "
+                   "in the input) at offset {1}",
+                   problem, name.find("\xEF\xBF\xBD"))
+        .str();
+  return std::nullopt;
 }
 
 RuleViolation checkElementType(StringRef elementType) {
@@ -65,11 +85,15 @@ RuleViolation checkTableBytes(int64_t rows, int64_t dim,
 }
 
 RuleViolation checkPoolingFactor(double poolingFactor) {
-  if (std::isfinite(poolingFactor) && poolingFactor >= 0.0)
-    return std::nullopt;
-  return formatv("'pooling_factor' must be a finite number >= 0, got {0}",
-                 number(poolingFactor))
-      .str();
+  if (!std::isfinite(poolingFactor) || poolingFactor < 0.0)
+    return formatv("'pooling_factor' must be a finite number >= 0, got {0}",
+                   number(poolingFactor))
+        .str();
+  if (poolingFactor > kMaxPoolingFactor)
+    return formatv("'pooling_factor' must be at most {0}, got {1}",
+                   number(kMaxPoolingFactor), number(poolingFactor))
+        .str();
+  return std::nullopt;
 }
 
 RuleViolation checkAccessHistogram(ArrayRef<double> bins) {

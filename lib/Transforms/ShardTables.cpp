@@ -17,6 +17,7 @@
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Support/FileIO.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -26,8 +27,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
 
@@ -395,18 +394,14 @@ void ShardTablesPass::attachPlan(ModuleOp module,
       }));
 }
 
-/// Opens `path` for writing ("-" is standard output).
-static std::unique_ptr<llvm::ToolOutputFile>
-openReport(ModuleOp module, StringRef option, StringRef path) {
-  std::error_code ec;
-  auto file =
-      std::make_unique<llvm::ToolOutputFile>(path, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    module.emitError() << "cannot write " << option << " file '" << path
-                       << "': " << ec.message();
-    return nullptr;
-  }
-  return file;
+/// Writes the `option` report to `path` ("-" is standard output).
+static LogicalResult
+writeReport(ModuleOp module, StringRef option, StringRef path,
+            llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  if (llvm::Error err = ::neuroshard::writeOutputFile(path, write))
+    return module.emitError()
+           << option << ": " << llvm::toString(std::move(err));
+  return success();
 }
 
 LogicalResult
@@ -414,20 +409,16 @@ ShardTablesPass::writeReports(ModuleOp module,
                               ArrayRef<::neuroshard::TableSpec> specs,
                               const ::neuroshard::Topology &topology,
                               const ::neuroshard::PlanResult &result) {
-  if (!planOut.empty()) {
-    auto file = openReport(module, "plan-out", planOut);
-    if (!file)
-      return failure();
-    ::neuroshard::writePlanJSON(file->os(), specs, topology, result);
-    file->keep();
-  }
-  if (!planTable.empty()) {
-    auto file = openReport(module, "plan-table", planTable);
-    if (!file)
-      return failure();
-    ::neuroshard::printPlanTable(file->os(), specs, topology, result);
-    file->keep();
-  }
+  if (!planOut.empty() &&
+      failed(writeReport(module, "plan-out", planOut, [&](raw_ostream &os) {
+        ::neuroshard::writePlanJSON(os, specs, topology, result);
+      })))
+    return failure();
+  if (!planTable.empty() &&
+      failed(writeReport(module, "plan-table", planTable, [&](raw_ostream &os) {
+        ::neuroshard::printPlanTable(os, specs, topology, result);
+      })))
+    return failure();
   return success();
 }
 

@@ -267,10 +267,13 @@ def measure_tables(model: nn.Module, samples: Mapping[str, object]
 
 
 def _float_literal(value: float) -> str:
-    """An MLIR float literal with up to 9 significant digits; always has a
-    '.' or an exponent so MLIR reads it as a float."""
-    text = "%.9g" % value
-    return text if ("." in text or "e" in text) else text + ".0"
+    """An MLIR float literal with up to 9 significant digits. MLIR's float
+    literals need a '.' before any exponent ('1e-05' does not parse), so one
+    is added where printf leaves it out ('1.0e-05')."""
+    mantissa, e, exponent = ("%.9g" % value).partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
 
 
 def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:

@@ -17,6 +17,7 @@ ACCESS_HISTOGRAM_TOLERANCE = 0.01
 MAX_TABLE_GB = 1 << 16
 MAX_DEVICE_GB = 1 << 20
 MAX_DEVICES = 1 << 16
+MAX_POOLING_FACTOR = 1e6
 BYTES_PER_GB = float(1 << 30)
 ELEMENT_TYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
@@ -36,6 +37,21 @@ def format_gb(num_bytes: float) -> str:
     if gb >= 1.0:
         return "%.2f GB" % gb
     return "%#.3g GB" % gb
+
+
+def check_table_name(name: str) -> Optional[str]:
+    problem = "'name' must be valid UTF-8 without control characters"
+    # A lone surrogate is what the C++ JSON reader turns into U+FFFD.
+    encoded = "".join("\ufffd" if 0xd800 <= ord(c) <= 0xdfff else c
+                      for c in name).encode("utf-8")
+    for offset, byte in enumerate(encoded):
+        if byte < 0x20 or byte == 0x7f:
+            return "%s, got byte 0x%02x at offset %d" % (problem, byte, offset)
+    replacement = encoded.find("\ufffd".encode("utf-8"))
+    if replacement >= 0:
+        return ("%s, got U+FFFD (a lone UTF-16 surrogate or invalid text in "
+                "the input) at offset %d" % (problem, replacement))
+    return None
 
 
 def check_element_type(element_type: str) -> Optional[str]:
@@ -67,10 +83,13 @@ def check_table_bytes(rows: int, dim: int, element_bytes: int
 
 
 def check_pooling_factor(pooling_factor: float) -> Optional[str]:
-    if math.isfinite(pooling_factor) and pooling_factor >= 0.0:
-        return None
-    return "'pooling_factor' must be a finite number >= 0, got %s" % _number(
-        pooling_factor)
+    if not math.isfinite(pooling_factor) or pooling_factor < 0.0:
+        return "'pooling_factor' must be a finite number >= 0, got %s" % (
+            _number(pooling_factor))
+    if pooling_factor > MAX_POOLING_FACTOR:
+        return "'pooling_factor' must be at most %s, got %s" % (
+            _number(MAX_POOLING_FACTOR), _number(pooling_factor))
+    return None
 
 
 def check_access_histogram(bins: Sequence[float]) -> Optional[str]:

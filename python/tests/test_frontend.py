@@ -147,6 +147,33 @@ def test_emitted_module_parses_and_shards():
     assert sharded.stdout.count("neuroshard.fused_embedding_bag") >= 1
 
 
+def test_float_literals_parse_in_mlir():
+    """printf writes 1e-05 without a '.', which MLIR's parser rejects; every
+    literal the front end prints must parse back to the same value."""
+    values = [1e-05, 1e-300, 1e+20, 3.0, 0.0, 0.1, 123456789.0, 2.5e-07]
+    literals = [frontend._float_literal(v) for v in values]
+    assert literals[0] == "1.0e-05"
+    text = ("func.func @f() -> tensor<%dxf64> {\n"
+            "  %%0 = arith.constant dense<[%s]> : tensor<%dxf64>\n"
+            "  return %%0 : tensor<%dxf64>\n}\n" %
+            (len(values), ", ".join(literals), len(values), len(values)))
+    parsed = subprocess.run([tool("neuroshard-opt")], input=text,
+                            capture_output=True, text=True)
+    assert parsed.returncode == 0, parsed.stderr
+    for literal in literals:
+        assert float(literal) in values
+
+
+def test_example_generator_prints_parsable_floats():
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    try:
+        import generate_dlrm
+    finally:
+        sys.path.pop(0)
+    assert generate_dlrm.float_literal(1e-05) == "1.0e-05"
+    assert generate_dlrm.float_literal(0.25) == "0.25"
+
+
 @pytest.mark.parametrize("model, samples, message", [
     (nn.Sequential(nn.Linear(2, 2), nn.Embedding(4, 4)), {},
      "model Sequential has no nn.EmbeddingBag modules"),

@@ -62,6 +62,7 @@ CASES = [
     (table(dim=-8), rules.check_dim(-8)),
     (table(rows=1 << 40, dim=128), rules.check_table_bytes(1 << 40, 128, 4)),
     (table(pooling_factor=-1.5), rules.check_pooling_factor(-1.5)),
+    (table(pooling_factor=1e305), rules.check_pooling_factor(1e305)),
     (table(access_hist=[0.5, 0.3] + [0.0] * 15),
      rules.check_access_histogram([0.5, 0.3] + [0.0] * 15)),
     (table(access_hist=[1.25, -0.25] + [0.0] * 15),
@@ -104,6 +105,35 @@ def test_the_json_reader_refuses_element_types_alike(tmp_path):
         result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("name", ["t\ud800", "a\x01b", "\x7f"])
+def test_names_are_refused_alike(tmp_path, name):
+    """A lone surrogate would come back as a different name (U+FFFD), and a
+    control character would break every report that prints the name."""
+    message = rules.check_table_name(name)
+    assert message is not None
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"tables": [table(name=name)]}))
+    result = subprocess.run(
+        [tool("neuroshard-plan"), str(task), "--devices", "2",
+         "--cost-model", "analytical"], capture_output=True, text=True,
+        errors="replace")
+    assert result.returncode == 1
+    assert message in result.stderr, result.stderr
+
+
+def test_integer_fields_refuse_fractions(tmp_path):
+    task = tmp_path / "task.json"
+    task.write_text('{"tables": [{"name": "t", "rows": 100, "dim": 4.0, '
+                    '"pooling_factor": 1.0, "access_hist": %s}]}' %
+                    json.dumps(GOOD_HIST))
+    result = subprocess.run(
+        [tool("neuroshard-plan"), str(task), "--devices", "2",
+         "--cost-model", "analytical"], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "tables[0] ('t'): 'dim' must be an integer, got 4" in \
+        result.stderr, result.stderr
+
+
 def test_topology_rules_are_worded_alike(tmp_path):
     task = tmp_path / "task.json"
     task.write_text(json.dumps({"tables": [table()]}))
@@ -123,9 +153,16 @@ def test_topology_rules_are_worded_alike(tmp_path):
 
 def test_the_rules_accept_what_they_should():
     assert rules.check_rows(1) is None
+    assert rules.check_table_name("user.items[3]") is None
+    assert rules.check_table_name("t\ud800") == (
+        "'name' must be valid UTF-8 without control characters, got U+FFFD "
+        "(a lone UTF-16 surrogate or invalid text in the input) at offset 1")
     assert rules.check_dim(4) is None
     assert rules.check_table_bytes(1 << 20, 128, 4) is None
     assert rules.check_pooling_factor(0.0) is None
+    assert rules.check_pooling_factor(1e6) is None
+    assert rules.check_pooling_factor(1e305) == \
+        "'pooling_factor' must be at most 1e+06, got 1e+305"
     assert rules.check_access_histogram([0.0] * 17) is None
     assert rules.check_access_histogram([0.505, 0.5] + [0.0] * 15) is None
     assert rules.check_pinned_device(1, 2) is None

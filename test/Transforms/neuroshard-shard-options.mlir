@@ -9,13 +9,17 @@
 // MANY: error: the device count must be between 1 and 65536, got 65537
 // The table is pinned to device 1 of the module's 2; one device has none.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=1" 2>&1 | FileCheck %s --check-prefix=PINNED
-// PINNED: :[[@LINE+9]]:3: error: 'neuroshard.table' op table 'a': 'pinned_device' is 1 but there is only 1 device
+// PINNED: :[[@LINE+13]]:3: error: 'neuroshard.table' op table 'a': 'pinned_device' is 1 but there is only 1 device
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=%t.does-not-exist" 2>&1 | FileCheck %s --check-prefix=MODEL
 // MODEL: error: cost model '{{.*}}does-not-exist'
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical beam-width=0" 2>&1 | FileCheck %s --check-prefix=BEAM
 // BEAM: error: {{.*}}beam
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical plan-out=%t.missing-dir/plan.json" 2>&1 | FileCheck %s --check-prefix=OUT
-// OUT: error: cannot write plan-out file '{{.*}}plan.json'
+// OUT: error: plan-out: cannot write '{{.*}}plan.json': {{.+}}
+// A write that fails only when flushed (a full disk) is the same error, not
+// an abort.
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical plan-table=/dev/full" 2>&1 | FileCheck %s --check-prefix=FULL
+// FULL: error: plan-table: cannot write '/dev/full': No space left on device
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
   neuroshard.table @a : rows 30, dim 8, f32 {pinned_device = 1 : i64, pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}

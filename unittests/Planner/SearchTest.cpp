@@ -73,11 +73,20 @@ TEST(SearchOptionsTest, RejectsBadValues) {
   EXPECT_EQ(errorMessage(validateSearchOptions(options)), "");
   options.beamWidth = 0;
   EXPECT_EQ(errorMessage(validateSearchOptions(options)),
-            "beam-width must be at least 1, got 0");
+            "beam-width must be between 1 and 256, got 0");
   options = SearchOptions();
   options.thresholdMax = 0.9;
   EXPECT_EQ(errorMessage(validateSearchOptions(options)),
-            "threshold-max must be at least threshold-min (1), got 0.9");
+            "threshold-max must be at least threshold-min (1) and at most "
+            "1000, got 0.9");
+  options = SearchOptions();
+  options.gridSteps = 10000000;
+  EXPECT_EQ(errorMessage(validateSearchOptions(options)),
+            "grid-steps must be between 1 and 1000, got 1e+07");
+  options = SearchOptions();
+  options.maxSteps = kMaxSteps + 1;
+  EXPECT_EQ(errorMessage(validateSearchOptions(options)),
+            "max-steps must be between 0 and 4096, got 4097");
 }
 
 // Costs are all zero, so ties decide: x goes to device 0 (lower index), y

@@ -68,6 +68,9 @@ TEST(TableRulesTest, PoolingFactor) {
             "'pooling_factor' must be a finite number >= 0, got nan");
   EXPECT_EQ(violation(checkPoolingFactor(INFINITY)),
             "'pooling_factor' must be a finite number >= 0, got inf");
+  EXPECT_EQ(violation(checkPoolingFactor(kMaxPoolingFactor)), "");
+  EXPECT_EQ(violation(checkPoolingFactor(1e305)),
+            "'pooling_factor' must be at most 1e+06, got 1e+305");
 }
 
 TEST(TableRulesTest, AccessHistogram) {

@@ -73,6 +73,15 @@ struct SearchOptions {
   uint64_t seed = 0;
 };
 
+/// Upper bounds of the search options: each far above what helps (the
+/// defaults are 3, 10, 10 and 11), and low enough that a mistyped value
+/// cannot make the search run for days or exhaust memory.
+constexpr unsigned kMaxBeamWidth = 256;
+constexpr unsigned kMaxCandidates = 1024;
+constexpr unsigned kMaxSteps = 4096;
+constexpr unsigned kMaxGridSteps = 1000;
+constexpr double kMaxThreshold = 1000.0;
+
 /// Checks option ranges; the error names the option and its value.
 llvm::Error validateSearchOptions(const SearchOptions &options);
 

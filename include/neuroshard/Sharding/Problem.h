@@ -123,6 +123,11 @@ struct Shard {
   }
 };
 
+/// Bounds on a topology's bandwidths (GB/s): a megabyte per second up to
+/// an exabyte per second. Outside them costs overflow to inf or to 0.
+constexpr double kMinBandwidthGBps = 1e-3;
+constexpr double kMaxBandwidthGBps = 1e9;
+
 /// Formats bytes as GB for messages with at least three significant digits
 /// ("20.3 GB", "2.03 GB", "0.600 GB", "1.98e+28 GB"), plus `extraDigits`.
 std::string formatGB(double bytes, unsigned extraDigits = 0);
@@ -133,7 +138,8 @@ std::pair<std::string, std::string> formatGBPair(double a, double b);
 
 /// Checks that the tables and devices describe a well-formed problem: every
 /// table and capacity satisfies TableRules.h, names are unique and
-/// non-empty, and bandwidths and the batch size are positive. It does not check
+/// non-empty, bandwidths lie within [kMinBandwidthGBps, kMaxBandwidthGBps]
+/// and the batch size is positive. It does not check
 /// that a plan exists (planSharding reports that with the numbers involved).
 llvm::Error validateProblem(llvm::ArrayRef<TableSpec> tables,
                             const Topology &topology);

@@ -46,11 +46,20 @@ constexpr int64_t kMaxTableGB = int64_t(1) << 16;
 constexpr int64_t kMaxDeviceGB = int64_t(1) << 20;
 /// The most devices a topology may have.
 constexpr int64_t kMaxDevices = int64_t(1) << 16;
+/// The largest mean bag length: far above any recommendation model's, and
+/// low enough that index streams (batch x pooling factor) and costs stay
+/// finite and countable.
+constexpr double kMaxPoolingFactor = 1e6;
 
 /// Bytes per element of a table's element type ("f32", "f16", "bf16"), or
 /// nothing for a type tables may not have.
 std::optional<unsigned> elementTypeBytes(llvm::StringRef elementType);
 
+/// A table's name is text a plan and a report print back: "'name' must be
+/// valid UTF-8 without control characters, got byte 0x01 at offset 2". The
+/// JSON reader turns a lone UTF-16 surrogate ("\ud800") into U+FFFD, so
+/// that character is refused too, rather than renaming the table.
+RuleViolation checkTableName(llvm::StringRef name);
 /// "'dtype' must be one of f32, f16, bf16, got 'f64'".
 RuleViolation checkElementType(llvm::StringRef elementType);
 /// "'rows' must be positive, got 0".
@@ -60,7 +69,8 @@ RuleViolation checkDim(int64_t dim);
 /// A table's size, rows * dim * elementBytes, without overflow: "needs
 /// 70000 GB, more than the 65536 GB a table may have".
 RuleViolation checkTableBytes(int64_t rows, int64_t dim, unsigned elementBytes);
-/// "'pooling_factor' must be a finite number >= 0, got nan".
+/// "'pooling_factor' must be a finite number >= 0, got nan", "'pooling_factor'
+/// must be at most 1e+06, got 1e+305".
 RuleViolation checkPoolingFactor(double poolingFactor);
 /// kNumAccessBins finite bins >= 0 that sum to 1 within
 /// kAccessHistogramTolerance, or are all zero (a table never hit).

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BundleMeta.h"
+#include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -63,7 +64,7 @@ Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
       MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
     return fail("cannot read: " + buffer.getError().message());
-  Expected<json::Value> parsed = json::parse((*buffer)->getBuffer());
+  Expected<json::Value> parsed = parseJSON((*buffer)->getBuffer());
   if (!parsed)
     return fail("malformed JSON: " + toString(parsed.takeError()));
   const json::Object *root = parsed->getAsObject();

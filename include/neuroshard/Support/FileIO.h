@@ -1,0 +1,51 @@
+//===- FileIO.h - Reading JSON and writing output files safely --*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Every tool that reads a JSON file a user wrote, or writes an output file,
+// does it here, so that a document nested deep enough to overflow the
+// parser's stack, or a full disk, is one error message and not a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_SUPPORT_FILEIO_H
+#define NEUROSHARD_SUPPORT_FILEIO_H
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace neuroshard {
+
+/// The deepest nesting of arrays and objects a JSON input may have. Every
+/// file format of the project needs fewer than ten levels; llvm::json::parse
+/// recurses once per level, so much deeper documents would exhaust the stack.
+constexpr unsigned kMaxJSONDepth = 256;
+
+/// Parses `text` after a scan that refuses documents nested deeper than
+/// kMaxJSONDepth: "JSON nests deeper than 256 levels (line 1, column 257)".
+llvm::Expected<llvm::json::Value> parseJSON(llvm::StringRef text);
+
+/// The value of an integer field: a JSON number written as an integer. Unlike
+/// json::Value::getAsInteger, "4.0" and "4e0" are not integers; a negative
+/// number with a zero fraction cannot be told apart from an integer here,
+/// and is returned (every negative integer field of the project is refused
+/// by its own rule).
+std::optional<int64_t> getInteger(const llvm::json::Value &value);
+
+/// Writes an output file through `write`. "-" is standard output; a regular
+/// file is written to a temporary file beside it that replaces it only once
+/// complete, so a failed write leaves no half-written file; other files
+/// (devices, pipes) are written in place. Every failure, including one that
+/// shows only when the data is flushed, is "cannot write 'FILE': <reason>".
+llvm::Error
+writeOutputFile(llvm::StringRef path,
+                llvm::function_ref<void(llvm::raw_ostream &)> write);
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_SUPPORT_FILEIO_H

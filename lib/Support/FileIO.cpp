@@ -1,0 +1,133 @@
+//===- FileIO.cpp - Reading JSON and writing output files safely ----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Support/FileIO.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace neuroshard {
+
+/// The line and column of the first byte nested deeper than kMaxJSONDepth,
+/// if any. Brackets inside strings do not count.
+static std::optional<std::pair<unsigned, unsigned>>
+findTooDeep(StringRef text) {
+  unsigned depth = 0, line = 1, column = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    }
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    switch (c) {
+    case '"':
+      inString = true;
+      break;
+    case '[':
+    case '{':
+      if (++depth > kMaxJSONDepth)
+        return std::make_pair(line, column);
+      break;
+    case ']':
+    case '}':
+      if (depth > 0)
+        --depth;
+      break;
+    default:
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+Expected<json::Value> parseJSON(StringRef text) {
+  if (auto where = findTooDeep(text))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("JSON nests deeper than {0} levels (line {1}, column {2})",
+                kMaxJSONDepth, where->first, where->second));
+  return json::parse(text);
+}
+
+std::optional<int64_t> getInteger(const json::Value &value) {
+  // json::Value keeps numbers written with a fraction or an exponent as
+  // doubles, and getAsUINT64 accepts only the integer kinds.
+  if (std::optional<uint64_t> natural = value.getAsUINT64())
+    return *natural <= uint64_t(INT64_MAX) ? std::optional<int64_t>(*natural)
+                                           : std::nullopt;
+  std::optional<int64_t> integer = value.getAsInteger();
+  if (integer && *integer < 0)
+    return integer;
+  return std::nullopt;
+}
+
+/// Flushes `os` and takes its error, if any, so that the stream's destructor
+/// does not abort on it.
+static std::error_code flushAndTakeError(raw_fd_ostream &os) {
+  os.flush();
+  std::error_code ec = os.error();
+  os.clear_error();
+  return ec;
+}
+
+Error writeOutputFile(StringRef path, function_ref<void(raw_ostream &)> write) {
+  auto failure = [&](const Twine &reason) {
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot write '" + path + "': " + reason);
+  };
+  if (path == "-") {
+    write(outs());
+    if (std::error_code ec = flushAndTakeError(outs()))
+      return failure(ec.message());
+    return Error::success();
+  }
+
+  sys::fs::file_status status;
+  if (!sys::fs::status(path, status) && sys::fs::exists(status) &&
+      status.type() != sys::fs::file_type::regular_file) {
+    // A device or a pipe cannot be replaced by a renamed file.
+    std::error_code ec;
+    raw_fd_ostream os(path, ec, sys::fs::OF_None);
+    if (ec)
+      return failure(ec.message());
+    write(os);
+    if ((ec = flushAndTakeError(os)))
+      return failure(ec.message());
+    return Error::success();
+  }
+
+  Expected<sys::fs::TempFile> temp = sys::fs::TempFile::create(
+      path + ".tmp-%%%%%%", sys::fs::all_read | sys::fs::all_write);
+  if (!temp)
+    return failure(toString(temp.takeError()));
+  std::error_code ec;
+  {
+    raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    write(os);
+    ec = flushAndTakeError(os);
+  }
+  if (ec) {
+    consumeError(temp->discard());
+    return failure(ec.message());
+  }
+  if (Error err = temp->keep(path))
+    return failure(toString(std::move(err)));
+  return Error::success();
+}
+
+} // namespace neuroshard
