@@ -15,28 +15,72 @@ namespace abi = ::neuroshard::kernel_abi;
 namespace ex = ::neuroshard::execution;
 namespace inputs = ::neuroshard::inputs;
 
+static int64_t allocatedRows(const TableInfo &table,
+                             const DataOptions &options) {
+  return options.maxRows > 0 ? std::min(table.stats.rows, options.maxRows)
+                             : table.stats.rows;
+}
+
+/// Bags' lengths are Poisson with the pooling factor; a table never hit gets
+/// none.
+static double expectedIndices(const TableInfo &table, int64_t batch) {
+  double hits = 0.0;
+  for (double bin : table.stats.accessHist)
+    hits += bin;
+  return hits > 0.0 ? double(batch) * table.stats.poolingFactor : 0.0;
+}
+
+::neuroshard::MemoryNeed ex::estimateMemory(const ModelInfo &info,
+                                            const DataOptions &options) {
+  // Every pair's indices and offsets are kept as i64 and as i32 copies.
+  constexpr double kIndexBytes = sizeof(int64_t) + sizeof(int32_t);
+  double weights = 0.0, indices = 0.0, offsets = 0.0, outputs = 0.0;
+  for (const TableInfo &table : info.tables)
+    weights +=
+        double(allocatedRows(table, options)) * table.stats.dim * sizeof(float);
+  for (const InputPair &pair : info.pairs) {
+    indices +=
+        expectedIndices(info.tables[pair.table], pair.batch) * kIndexBytes;
+    offsets += (double(pair.batch) + 1.0) * kIndexBytes;
+  }
+  // Each result and its gradient.
+  for (const LookupInfo &lookup : info.lookups)
+    outputs += 2.0 * double(lookup.batch) * lookup.width * sizeof(float);
+  MemoryNeed need;
+  need.add("weights", weights);
+  need.add("indices", indices);
+  need.add("offsets", offsets);
+  need.add("outputs", outputs);
+  return need;
+}
+
 llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
                                            const DataOptions &options) {
-  ModelData data;
-  uint64_t bytes = 0;
-  for (const TableInfo &table : info.tables) {
-    int64_t rows = table.stats.rows;
-    if (options.maxRows > 0)
-      rows = std::min(rows, options.maxRows);
-    data.layout.push_back(static_cast<int64_t>(bytes / sizeof(float)));
-    data.allocatedRows.push_back(rows);
-    bytes += static_cast<uint64_t>(rows) * table.stats.dim * sizeof(float);
-  }
-  if (bytes > options.maxWeightBytes) {
-    auto gib = [](uint64_t b) {
-      return llvm::formatv("{0:F2}", double(b) / double(1ull << 30)).str();
-    };
+  MemoryNeed need = estimateMemory(info, options);
+  double weightBytes = need.parts.front().second;
+  if (weightBytes > options.maxWeightBytes)
     return llvm::createStringError(
         "the weights of " + llvm::Twine(info.tables.size()) + " tables need " +
-        gib(bytes) + " GiB, more than the " + gib(options.maxWeightBytes) +
-        " GiB allowed; cap the rows per table with --max-rows");
+        formatGiB(weightBytes) + ", more than the " +
+        formatGiB(options.maxWeightBytes) +
+        " allowed; cap the rows per table with --max-rows");
+  if (std::optional<std::string> refused =
+          admitMemory(need, options.memoryLimitBytes))
+    return llvm::createStringError(
+        "the data of the run " + *refused +
+        "; lower the batch size or the pooling factors, or cap the rows per "
+        "table with --max-rows");
+
+  // Admitted, so every size below is far from overflowing.
+  ModelData data;
+  int64_t elements = 0;
+  for (const TableInfo &table : info.tables) {
+    int64_t rows = allocatedRows(table, options);
+    data.layout.push_back(elements);
+    data.allocatedRows.push_back(rows);
+    elements += rows * table.stats.dim;
   }
-  data.weights.resize(bytes / sizeof(float));
+  data.weights.resize(static_cast<size_t>(elements));
   for (size_t t = 0; t < info.tables.size(); ++t) {
     const inputs::TableStats &stats = info.tables[t].stats;
     uint64_t key =
@@ -148,9 +192,9 @@ std::optional<std::string> ex::findOutOfRangeIndex(const ModelInfo &info,
         if (in.indices[k] < 0 || in.indices[k] >= rows)
           return "table '" + info.tables[pair.table].stats.name +
                  "' (argument #" + std::to_string(pair.indicesArg) + "), bag " +
-                 std::to_string(b) + ": index " +
-                 std::to_string(in.indices[k]) + " is outside [0, " +
-                 std::to_string(rows) + ")";
+                 std::to_string(b) + ", position " + std::to_string(k) +
+                 ": index " + std::to_string(in.indices[k]) +
+                 " is outside [0, " + std::to_string(rows) + ")";
   }
   return std::nullopt;
 }

@@ -35,7 +35,10 @@ int64_t Random::poisson(double mean) {
     double u1 = std::max(uniform(), 1e-300), u2 = uniform();
     double z =
         std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-    return std::max<int64_t>(0, std::llround(mean + std::sqrt(mean) * z));
+    double draw = mean + std::sqrt(mean) * z;
+    // Means a table's rules allow are far below 2^62; clamp beyond them
+    // rather than round out of range.
+    return draw <= 0.0 ? 0 : std::llround(std::min(draw, 0x1p62));
   }
   // Knuth's multiplication method.
   double limit = std::exp(-mean), product = uniform();

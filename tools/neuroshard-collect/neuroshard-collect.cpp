@@ -24,7 +24,10 @@
 #include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/MemoryBudget.h"
 #include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Sharding/TableRules.h"
+#include "neuroshard/Support/FileIO.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -34,6 +37,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace llvm;
@@ -69,6 +73,18 @@ static cl::opt<unsigned>
             cl::init(64), cl::cat(category));
 static cl::opt<float> learningRate("lr", cl::desc("SGD learning rate"),
                                    cl::init(0.01f), cl::cat(category));
+static cl::opt<double> memoryLimitGB(
+    "memory-limit-gb",
+    cl::desc("Refuse a set whose weights, indices, offsets, outputs and "
+             "flush buffer need more than this (GiB; default: the memory "
+             "available)"),
+    cl::init(0.0), cl::cat(category));
+
+/// The largest batch: far above any collection's (4096 by default), and low
+/// enough that offsets of i32 inputs stay countable.
+constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
+/// The largest cache-flush buffer (MiB): last-level caches are far smaller.
+constexpr unsigned kMaxFlushMB = 4096;
 
 namespace {
 
@@ -81,7 +97,7 @@ std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
     fail("cannot read pool '" + path + "': " + buffer.getError().message());
-  auto parsed = json::parse((*buffer)->getBuffer());
+  auto parsed = parseJSON((*buffer)->getBuffer());
   if (!parsed)
     fail("pool '" + path + "' is not JSON: " + toString(parsed.takeError()));
   const json::Object *root = parsed->getAsObject();
@@ -91,24 +107,42 @@ std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
   std::map<int64_t, inputs::TableStats> pool;
   for (const json::Value &value : *tables) {
     const json::Object *t = value.getAsObject();
-    auto id = t ? t->getInteger("id") : std::nullopt;
-    auto rows = t ? t->getInteger("rows") : std::nullopt;
-    auto dim = t ? t->getInteger("dim") : std::nullopt;
+    auto integer = [&](StringRef key) -> std::optional<int64_t> {
+      const json::Value *field = t ? t->get(key) : nullptr;
+      return field ? getInteger(*field) : std::nullopt;
+    };
+    auto id = integer("id");
+    auto rows = integer("rows");
+    auto dim = integer("dim");
     auto pooling = t ? t->getNumber("pooling_factor") : std::nullopt;
     const json::Array *hist = t ? t->getArray("access_hist") : nullptr;
+    std::vector<double> bins;
+    if (hist)
+      for (const json::Value &bin : *hist)
+        if (std::optional<double> number = bin.getAsNumber())
+          bins.push_back(*number);
     if (!id || !rows || !dim || !pooling || !hist ||
-        hist->size() != kNumAccessBins || *rows <= 0 || *dim <= 0)
+        bins.size() != hist->size())
       fail("pool '" + path + "': table " + Twine(pool.size()) +
-           " needs an id, positive rows and dim, pooling_factor and 17 "
-           "access_hist bins");
+           " needs an integer id, rows and dim, a number pooling_factor and "
+           "an access_hist of numbers");
     inputs::TableStats stats;
     auto name = t->getString("name");
     stats.name = name ? name->str() : "table" + std::to_string(*id);
+    // The planner's rules, in its words: this data trains its cost model.
+    RuleViolation broken = checkTableName(stats.name);
+    for (auto rule : {checkRows(*rows), checkDim(*dim),
+                      checkTableBytes(*rows, *dim, sizeof(float)),
+                      checkPoolingFactor(*pooling), checkAccessHistogram(bins)})
+      if (!broken)
+        broken = rule;
+    if (broken)
+      fail("pool '" + path + "': table " + Twine(pool.size()) + " ('" +
+           stats.name + "'): " + *broken);
     stats.rows = *rows;
     stats.dim = *dim;
     stats.poolingFactor = *pooling;
-    for (unsigned j = 0; j < kNumAccessBins; ++j)
-      stats.accessHist[j] = (*hist)[j].getAsNumber().value_or(0.0);
+    llvm::copy(bins, stats.accessHist.begin());
     if (!pool.insert({*id, stats}).second)
       fail("pool '" + path + "': table id " + Twine(*id) + " appears twice");
   }
@@ -139,6 +173,14 @@ int main(int argc, char **argv) {
          "neuroshard-cuda-runner");
   if (batchSize < 1 || iters < 1 || maxRows < 0)
     fail("--batch-size and --iters must be positive and --max-rows >= 0");
+  if (batchSize > kMaxBatchSize)
+    fail("--batch-size must be at most " + Twine(kMaxBatchSize) + ", got " +
+         Twine(batchSize));
+  if (flushMB > kMaxFlushMB)
+    fail("--flush-mb must be at most " + Twine(kMaxFlushMB) + ", got " +
+         Twine(flushMB));
+  if (!(memoryLimitGB >= 0.0) || !std::isfinite(memoryLimitGB))
+    fail("--memory-limit-gb must be a number >= 0");
 
   std::map<int64_t, inputs::TableStats> pool = readPool(poolPath);
   auto setsBuffer = MemoryBuffer::getFile(setsPath);
@@ -151,7 +193,12 @@ int main(int argc, char **argv) {
     fail("compiling the kernels: " + toString(compiled.takeError()));
   std::unique_ptr<CPUKernels> kernels = std::move(*compiled);
   std::string hardware = hostCPUModel();
-  CacheFlusher flusher(static_cast<size_t>(flushMB) << 20);
+  double flushBytes = double(flushMB) * (1 << 20);
+  MemoryNeed flushNeed;
+  flushNeed.add("flush buffer", flushBytes);
+  if (auto refused = admitMemory(flushNeed, memoryLimitGB * kBytesPerGiB))
+    fail("--flush-mb: the cache flush " + *refused);
+  CacheFlusher flusher(static_cast<size_t>(flushBytes));
 
   // One arena for every set: only its size changes between sets, and the
   // kernels' timing does not depend on the weights' values.
@@ -160,33 +207,61 @@ int main(int argc, char **argv) {
   for (line_iterator line(**setsBuffer, /*SkipBlanks=*/true); !line.is_at_end();
        ++line) {
     std::string where = (setsPath + ":" + Twine(line.line_number())).str();
-    auto parsed = json::parse(*line);
+    auto parsed = parseJSON(*line);
     if (!parsed)
       fail(where + ": " + toString(parsed.takeError()));
     const json::Object *object = parsed->getAsObject();
-    auto id = object ? object->getInteger("id") : std::nullopt;
+    const json::Value *idField = object ? object->get("id") : nullptr;
+    auto id = idField ? getInteger(*idField) : std::nullopt;
     const json::Array *tables = object ? object->getArray("tables") : nullptr;
     if (!id || !tables || tables->empty())
       fail(where + ": expected {\"id\": N, \"tables\": [ids...]}");
 
-    std::vector<KernelShard> shards;
+    // Admission before any of the set's data is allocated: the streams
+    // generated so far are kept for later sets, and count too.
+    MemoryNeed need;
+    double weights = 0.0, indices = 0.0, width = 0.0;
+    for (const auto &[streamId, stream] : streams)
+      indices += double(stream.indices.size() + stream.offsets.size()) * 8.0;
     for (const json::Value &value : *tables) {
-      auto tableId = value.getAsInteger();
+      auto tableId = getInteger(value);
       auto it = tableId ? pool.find(*tableId) : pool.end();
       if (it == pool.end())
         fail(where + ": table " +
              (tableId ? Twine(*tableId).str() : std::string("?")) +
              " is not in the pool");
       const inputs::TableStats &stats = it->second;
+      double rows = double(maxRows > 0 ? std::min(stats.rows, int64_t(maxRows))
+                                       : stats.rows);
+      weights += rows * double(stats.dim) * sizeof(float);
+      width += double(stats.dim);
+      // The stream, and the set's packed copy of it.
+      indices +=
+          2.0 *
+          (double(batchSize) * stats.poolingFactor + double(batchSize) + 1.0) *
+          sizeof(int64_t);
+    }
+    need.add("weights", weights);
+    need.add("indices and offsets", indices);
+    need.add("outputs", 2.0 * double(batchSize) * width * sizeof(float));
+    need.add("flush buffer", flushBytes);
+    if (auto refused = admitMemory(need, memoryLimitGB * kBytesPerGiB))
+      fail(where + ": the set " + *refused +
+           "; lower --batch-size or cap the rows with --max-rows");
+
+    std::vector<KernelShard> shards;
+    for (const json::Value &value : *tables) {
+      int64_t tableId = *getInteger(value);
+      const inputs::TableStats &stats = pool.find(tableId)->second;
       int64_t rows =
           maxRows > 0 ? std::min(stats.rows, int64_t(maxRows)) : stats.rows;
-      auto stream = streams.find(*tableId);
+      auto stream = streams.find(tableId);
       if (stream == streams.end())
         stream =
             streams
-                .insert({*tableId, inputs::generateLookup(
-                                       stats, batchSize, seed,
-                                       static_cast<uint64_t>(*tableId), rows)})
+                .insert({tableId, inputs::generateLookup(
+                                      stats, batchSize, seed,
+                                      static_cast<uint64_t>(tableId), rows)})
                 .first;
       shards.push_back(
           {nullptr, rows, stats.dim, kernel_abi::kSum, &stream->second});

@@ -14,13 +14,12 @@
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace llvm;
@@ -117,8 +116,9 @@ static Expected<Topology> buildTopology(const PlanningTask &task) {
     return optionError("--memory-gb: " + toString(parsed.takeError()));
   std::vector<double> capacities = std::move(*parsed);
   unsigned n = devices.getNumOccurrences() ? unsigned(devices) : 0;
-  if (n == 0 && devices.getNumOccurrences())
-    return optionError("--devices must be at least 1");
+  if (devices.getNumOccurrences())
+    if (RuleViolation v = checkDeviceCount(n))
+      return optionError("--devices: " + *v);
   if (n == 0) {
     if (capacities.size() == 1)
       return optionError("--devices is required unless --memory-gb lists one "
@@ -181,17 +181,12 @@ static Error run() {
   if (!result)
     return result.takeError();
 
-  std::error_code ec;
-  ToolOutputFile output(outputPath, ec, sys::fs::OF_None);
-  if (ec)
-    return optionError(
-        formatv("cannot write '{0}': {1}", outputPath, ec.message()));
-  if (outputFormat == OutputFormat::JSON)
-    writePlanJSON(output.os(), task->tables, *topology, *result);
-  else
-    printPlanTable(output.os(), task->tables, *topology, *result);
-  output.keep();
-  return Error::success();
+  return writeOutputFile(outputPath, [&](raw_ostream &os) {
+    if (outputFormat == OutputFormat::JSON)
+      writePlanJSON(os, task->tables, *topology, *result);
+    else
+      printPlanTable(os, task->tables, *topology, *result);
+  });
 }
 
 int main(int argc, char **argv) {

@@ -16,6 +16,7 @@
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Execution/CompiledModel.h"
 #include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/FileIO.h"
 #ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #endif
@@ -76,6 +77,11 @@ static cl::opt<double>
     maxWeightGB("max-weight-gb",
                 cl::desc("Refuse weight arenas larger than this (GiB)"),
                 cl::init(16.0), cl::cat(category));
+static cl::opt<double> memoryLimitGB(
+    "memory-limit-gb",
+    cl::desc("Refuse a run whose weights, indices, offsets and outputs need "
+             "more than this (GiB; default: the memory available)"),
+    cl::init(0.0), cl::cat(category));
 static cl::opt<bool>
     backward("backward",
              cl::desc("Run the backward pass with an SGD update after the "
@@ -97,12 +103,12 @@ static cl::opt<double>
     tolerance("tolerance",
               cl::desc("Largest relative difference --compare accepts"),
               cl::init(1e-5), cl::cat(category));
-static cl::opt<bool>
-    checkIndices("check-indices",
-                 cl::desc("Check every index against its table's rows "
-                          "before running and report the first one outside "
-                          "(the kernels themselves do not check)"),
-                 cl::cat(category));
+static cl::opt<bool> trustInputs(
+    "trust-inputs",
+    cl::desc("Skip the check of every index against its table's rows before "
+             "running (the kernels themselves do not check; only for inputs "
+             "known to be in range)"),
+    cl::cat(category));
 static cl::opt<std::string> inputsPath(
     "inputs",
     cl::desc("Take the lookup inputs from this JSON file instead of "
@@ -212,8 +218,10 @@ int main(int argc, char **argv) {
     fail("unknown --device '" + device + "' (expected cpu or cuda)");
   if (maxRows < 0)
     fail("--max-rows must be >= 0, got " + Twine(maxRows));
-  if (!(maxWeightGB > 0.0))
-    fail("--max-weight-gb must be positive");
+  if (!(maxWeightGB > 0.0) || !std::isfinite(maxWeightGB))
+    fail("--max-weight-gb must be a positive number");
+  if (!(memoryLimitGB >= 0.0) || !std::isfinite(memoryLimitGB))
+    fail("--memory-limit-gb must be a number >= 0");
   if (!(tolerance >= 0.0))
     fail("--tolerance must be >= 0");
 
@@ -231,8 +239,8 @@ int main(int argc, char **argv) {
   DataOptions dataOptions;
   dataOptions.seed = seed;
   dataOptions.maxRows = maxRows;
-  dataOptions.maxWeightBytes =
-      static_cast<uint64_t>(maxWeightGB * double(1ull << 30));
+  dataOptions.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGiB;
+  dataOptions.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGiB;
   auto generated = generateData(model.info, dataOptions);
   if (!generated)
     fail(inputPath + ": " + toString(generated.takeError()));
@@ -242,7 +250,7 @@ int main(int argc, char **argv) {
     auto buffer = MemoryBuffer::getFile(inputsPath);
     if (!buffer)
       fail("cannot read '" + inputsPath + "': " + buffer.getError().message());
-    auto parsed = json::parse((*buffer)->getBuffer());
+    auto parsed = ::neuroshard::parseJSON((*buffer)->getBuffer());
     if (!parsed)
       fail(inputsPath + ": " + toString(parsed.takeError()));
     if (!parsed->getAsObject())
@@ -251,9 +259,25 @@ int main(int argc, char **argv) {
     failOn(replaceInputs(model.info, data, *givenInputs->getAsObject()),
            inputsPath);
   }
-  if (checkIndices)
+  if (!trustInputs)
     if (auto bad = findOutOfRangeIndex(model.info, data))
-      fail(*bad);
+      fail(inputPath + ": " + *bad);
+
+  // Without a single index the kernels read no weights and every result is
+  // zero: a comparison would pass having tested nothing.
+  size_t totalIndices = 0;
+  for (const ::neuroshard::inputs::LookupInputs &in : data.inputs)
+    totalIndices += in.indices.size();
+  if (totalIndices == 0) {
+    std::string empty = "every bag of the " +
+                        std::to_string(data.inputs.size()) +
+                        " lookup inputs of @" + model.info.entry +
+                        " is empty, so the run reads no weights";
+    if (!comparePath.empty())
+      fail(empty + " and --compare would compare nothing; raise the tables' "
+                   "pooling_factor or give --inputs with indices");
+    WithColor::warning(errs(), "neuroshard-run") << empty << "\n";
+  }
 
   std::vector<std::vector<float>> outputs;
   step(model, data, outputs);
@@ -293,6 +317,9 @@ int main(int argc, char **argv) {
     if (givenInputs)
       failOn(replaceInputs(other.info, otherData, *givenInputs->getAsObject()),
              inputsPath);
+    if (!trustInputs)
+      if (auto bad = findOutOfRangeIndex(other.info, otherData))
+        fail(comparePath + ": " + *bad);
     std::vector<std::vector<float>> otherOutputs;
     step(other, otherData, otherOutputs);
     double diff = 0;

@@ -16,6 +16,7 @@
 
 #include "neuroshard/Execution/ModelAnalysis.h"
 #include "neuroshard/Runtime/Arena.h"
+#include "neuroshard/Runtime/MemoryBudget.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -47,10 +48,19 @@ struct DataOptions {
   /// Cap on the rows allocated per table (0: no cap).
   int64_t maxRows = 0;
   /// Refuse to allocate a weight arena larger than this.
-  uint64_t maxWeightBytes = uint64_t(16) << 30;
+  double maxWeightBytes = double(uint64_t(16) << 30);
+  /// Refuse a run whose data needs more than this (0: the memory available,
+  /// MemoryBudget.h).
+  double memoryLimitBytes = 0.0;
 };
 
-/// Generates weights, inputs and gradients for `info` deterministically.
+/// What generateData would allocate for `info`, part by part: weights,
+/// indices, offsets, outputs (with the output gradients). Index counts are
+/// the expected ones (batch x pooling factor).
+MemoryNeed estimateMemory(const ModelInfo &info, const DataOptions &options);
+
+/// Generates weights, inputs and gradients for `info` deterministically,
+/// after refusing data larger than the options allow.
 llvm::Expected<ModelData> generateData(const ModelInfo &info,
                                        const DataOptions &options);
 
@@ -62,8 +72,9 @@ llvm::Expected<ModelData> generateData(const ModelInfo &info,
 llvm::Error replaceInputs(const ModelInfo &info, ModelData &data,
                           const llvm::json::Object &arguments);
 
-/// The first index outside its table's allocated rows, if any:
-/// "table 't3' (argument 4), bag 17: index 5003 is outside [0, 5000)".
+/// The first index outside its table's allocated rows, if any: "table 't3'
+/// (argument #4), bag 17, position 40: index 5003 is outside [0, 5000)",
+/// where the position counts the argument's elements from 0.
 std::optional<std::string> findOutOfRangeIndex(const ModelInfo &info,
                                                const ModelData &data);
 
