@@ -86,14 +86,16 @@ Error validateSearchOptions(const SearchOptions &options) {
   if (options.gridSteps == 0 || options.gridSteps > kMaxGridSteps)
     return invalid("grid-steps", between(1, kMaxGridSteps), options.gridSteps);
   if (!(options.thresholdMin > 0.0) || !(options.thresholdMin <= kMaxThreshold))
-    return invalid("threshold-min",
-                   formatv("a positive number up to {0}", kMaxThreshold),
-                   options.thresholdMin);
+    return invalid(
+        "threshold-min",
+        formatv("a positive number up to {0}", format("%g", kMaxThreshold)),
+        options.thresholdMin);
   if (!(options.thresholdMax >= options.thresholdMin) ||
       !(options.thresholdMax <= kMaxThreshold))
     return invalid("threshold-max",
                    formatv("at least threshold-min ({0}) and at most {1}",
-                           format("%g", options.thresholdMin), kMaxThreshold),
+                           format("%g", options.thresholdMin),
+                           format("%g", kMaxThreshold)),
                    options.thresholdMax);
   return Error::success();
 }

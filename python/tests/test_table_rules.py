@@ -41,7 +41,11 @@ def table(**fields):
 def mlir_float(value):
     if math.isnan(value):
         return "0x7FF8000000000000"
-    return "%r" % float(value)
+    # MLIR needs a '.' before an exponent: 1.0e+305, not 1e+305.
+    mantissa, e, exponent = ("%r" % float(value)).partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
 
 
 def as_mlir(t):

@@ -33,9 +33,17 @@ std::string parseError(StringRef text) {
   return errorMessage(task);
 }
 
+// Integer fields are written as integers: json::Value::getAsInteger would
+// take 4.0 and 1e5 too.
+TEST(ParseTaskTest, RefusesFractionsForIntegers) {
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 1e5, "dim": 8,
+      "pooling_factor": 1, "access_hist": [1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}]})"),
+            "tables[0] ('t'): 'rows' must be an integer, got 100000");
+}
+
 TEST(ParseTaskTest, ReadsTablesAndDefaults) {
   std::string text = formatv(R"({{"batch_size": 1024, "tables": [
-      {{"name": "a", "rows": 1e5, "dim": 64, "pooling_factor": 12.5,
+      {{"name": "a", "rows": 100000, "dim": 64, "pooling_factor": 12.5,
        "access_hist": {0}},
       {{"name": "b", "rows": 7, "dim": 4, "dtype": "f16", "pooling_factor": 1,
        "access_hist": {0}, "pinned_device": 1, "no_split": true}]})",
