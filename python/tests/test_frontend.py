@@ -13,19 +13,8 @@ import pytest
 import torch
 from torch import nn
 
+from built_tools import REPO, tool
 from neuroshard import frontend
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-
-
-def tool(name):
-    path = os.path.join(os.environ.get("NEUROSHARD_TOOLS_DIR",
-                                       os.path.join(REPO, "build", "bin")),
-                        name)
-    if not os.access(path, os.X_OK):
-        pytest.skip("%s is not built (%s)" % (name, path))
-    return path
 
 
 class Nested(nn.Module):

@@ -10,25 +10,14 @@ twin gives."""
 
 import json
 import math
-import os
 import subprocess
 
 import pytest
 
+from built_tools import tool
 from neuroshard import table_rules as rules
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 GOOD_HIST = [0.5, 0.5] + [0.0] * 15
-
-
-def tool(name):
-    path = os.path.join(os.environ.get("NEUROSHARD_TOOLS_DIR",
-                                       os.path.join(REPO, "build", "bin")),
-                        name)
-    if not os.access(path, os.X_OK):
-        pytest.skip("%s is not built (%s)" % (name, path))
-    return path
 
 
 def table(**fields):

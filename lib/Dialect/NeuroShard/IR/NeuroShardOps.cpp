@@ -187,7 +187,8 @@ LogicalResult TableOp::verify() {
       return broken(*v);
 
   std::optional<int64_t> pinned = getPinnedDevice();
-  if (TopologyAttr topology = getEnclosingTopology(*this); topology && pinned)
+  TopologyAttr topology = getEnclosingTopology(*this);
+  if (pinned && topology)
     if (RuleViolation v =
             ::neuroshard::checkPinnedDevice(*pinned, topology.getDevices()))
       return broken(*v);
@@ -219,9 +220,10 @@ LogicalResult TableOp::verify() {
                                       "table '" + name.str() +
                                           "' has a shard on")))
       return failure();
-    if (pinned && shard.getDevice() != *pinned)
+    if (std::optional<int64_t> pinnedTo = getPinnedDevice();
+        pinnedTo && shard.getDevice() != *pinnedTo)
       return emitOpError() << "table '" << name << "' is pinned to device "
-                           << *pinned << " but has a shard on device "
+                           << *pinnedTo << " but has a shard on device "
                            << shard.getDevice();
   }
 
