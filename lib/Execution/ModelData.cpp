@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Execution/ModelData.h"
+#include "neuroshard/Support/FileIO.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -137,7 +138,9 @@ llvm::Error ex::replaceInputs(const ModelInfo &info, ModelData &data,
                                      llvm::Twine(arg) + " of @" + info.entry);
     out.clear();
     for (const llvm::json::Value &v : *values) {
-      std::optional<int64_t> x = v.getAsInteger();
+      // 4.0 is a number, not an index: refused like the planner's integer
+      // fields.
+      std::optional<int64_t> x = getInteger(v);
       if (!x || (i32 && (*x < INT32_MIN || *x > INT32_MAX)))
         return llvm::createStringError("argument #" + llvm::Twine(arg) +
                                        " element " + llvm::Twine(out.size()) +
