@@ -39,14 +39,22 @@ using namespace neuroshard::neural;
 
 namespace neuroshard {
 
-/// The part of a LibTorch error message a user needs. Errors raised inside
-/// TorchScript code carry two tracebacks of the model's source; the cause is
-/// their last line ("RuntimeError: ...").
+/// The part of a LibTorch error message a user needs, on one line. Errors
+/// raised inside TorchScript code carry two tracebacks of the model's source;
+/// the cause is their last line ("RuntimeError: ...").
 static std::string conciseTorchMessage(StringRef message) {
   message = message.trim();
-  if (!message.contains("Traceback of TorchScript"))
-    return message.str();
-  return message.substr(message.rfind('\n') + 1).trim().str();
+  // A TorchScript traceback ends with the error itself.
+  if (message.contains("Traceback of TorchScript"))
+    return message.substr(message.rfind('\n') + 1).trim().str();
+  // A compile error of the file's code is followed by the source lines it
+  // points at; keep the error and where it is, on one line.
+  auto [first, rest] = message.split('\n');
+  std::string concise = first.trim().rtrim(':').str();
+  size_t at = rest.find("File \"");
+  if (at != StringRef::npos)
+    concise += " (" + rest.substr(at).split('\n').first.trim().str() + ")";
+  return concise;
 }
 
 /// Runs `body` (which returns an llvm::Error), turning any exception it
