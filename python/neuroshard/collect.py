@@ -29,6 +29,7 @@ never get paired with another pool.
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -130,9 +131,9 @@ def check_sample(sample, where: str) -> None:
     if not tables or not all(isinstance(t, int) for t in tables):
         raise CollectError("%s: \"tables\" must be a non-empty list of pool "
                            "table ids" % where)
-    if not sample["cost_ms"] > 0:
-        raise CollectError("%s: cost_ms must be positive, got %r" %
-                           (where, sample["cost_ms"]))
+    if not (math.isfinite(sample["cost_ms"]) and sample["cost_ms"] > 0):
+        raise CollectError("%s: cost_ms must be a finite number > 0, got %r"
+                           % (where, sample["cost_ms"]))
 
 
 def check_one_setting(samples: Sequence[Dict], path: str) -> Dict:

@@ -11,16 +11,34 @@ import json
 from typing import Any, Iterator, Tuple, Type
 
 
+def _refuse_constant(name: str) -> Any:
+    # Python's json takes NaN and Infinity, which JSON does not have and no
+    # file of the project may hold.
+    raise ValueError("%s is not a JSON number" % name)
+
+
+def _loads(text: str) -> Any:
+    """json.loads without NaN/Infinity; a document nested too deeply for
+    the parser is a ValueError, not a RecursionError."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("the document nests too deeply")
+
+
 def read_json(path: str, what: str, error: Type[Exception]) -> Any:
     """The parsed content of a JSON file; `what` names the file in errors
     ("pool", or "" for the path alone)."""
     prefix = what + " " if what else ""
     try:
-        with open(path) as f:
-            return json.load(f)
+        with open(path, encoding="utf-8") as f:
+            return _loads(f.read())
     except OSError as e:
         raise error("cannot read %s'%s': %s" % (prefix, path, e.strerror))
-    except json.JSONDecodeError as e:
+    except UnicodeDecodeError as e:
+        raise error("%s'%s' is not UTF-8 text (byte %d)" %
+                    (prefix, path, e.start))
+    except ValueError as e:
         raise error("%s'%s' is not valid JSON: %s" % (prefix, path, e))
 
 
@@ -30,16 +48,20 @@ def json_lines(path: str, what: str,
     non-blank line of a JSON Lines file; raises `error` for an unreadable
     file or a line that is not JSON."""
     try:
-        f = open(path)
+        f = open(path, "rb")
     except OSError as e:
         raise error("cannot read %s '%s': %s" % (what, path, e.strerror))
     with f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+        for number, raw in enumerate(f, start=1):
             where = "%s '%s' line %d" % (what, path, number)
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError as e:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise error("%s is not UTF-8 text (byte %d)" % (where, e.start))
+            if not line.strip():
+                continue
+            try:
+                value = _loads(line)
+            except ValueError as e:
                 raise error("%s is not valid JSON: %s" % (where, e))
             yield number, where, value

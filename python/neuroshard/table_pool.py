@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from neuroshard import jsonio
+from neuroshard import table_rules
 from neuroshard.table_rules import NUM_ACCESS_BINS
 
 POOL_DIMS = (128, 64, 32, 16, 8, 4)
@@ -295,15 +296,21 @@ def load_pool(path: str) -> Dict:
         if table["split"] not in ("train", "test"):
             raise PoolError("%s: split must be \"train\" or \"test\", got %r" %
                             (where, table["split"]))
-        if table["rows"] < 1 or table["dim"] < 4 or table["dim"] % 4:
-            raise PoolError("%s ('%s'): needs rows >= 1 and a dim that is a "
-                            "positive multiple of 4, got rows %d, dim %d" %
-                            (where, table["name"], table["rows"],
-                             table["dim"]))
-        if len(table["access_hist"]) != NUM_ACCESS_BINS:
-            raise PoolError("%s ('%s'): access_hist has %d bins, expected %d"
-                            % (where, table["name"],
-                               len(table["access_hist"]), NUM_ACCESS_BINS))
+        # The rules every reader of tables applies, in their words.
+        hist = table["access_hist"]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                   for v in hist):
+            raise PoolError("%s ('%s'): 'access_hist' must hold numbers, got "
+                            "%r" % (where, table["name"], hist))
+        for violation in (
+                table_rules.check_rows(table["rows"]),
+                table_rules.check_dim(table["dim"]),
+                table_rules.check_table_bytes(table["rows"], table["dim"], 4),
+                table_rules.check_pooling_factor(table["pooling_factor"]),
+                table_rules.check_access_histogram(hist)):
+            if violation is not None:
+                raise PoolError("%s ('%s'): %s" % (where, table["name"],
+                                                   violation))
         if table["id"] in seen:
             raise PoolError("%s: duplicate table id %d" % (where, table["id"]))
         seen.add(table["id"])

@@ -513,8 +513,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--validation-fraction", type=float,
                         default=DEFAULT_VALIDATION_FRACTION)
     args = parser.parse_args(argv)
-    if args.epochs < 1 or args.batch < 1 or args.lr <= 0:
-        parser.error("--epochs, --batch and --lr must be positive")
+    if args.epochs < 1 or args.batch < 1 or not 0 < args.lr < math.inf:
+        parser.error("--epochs, --batch and --lr must be positive (and --lr "
+                     "finite), got %d, %d, %r" % (args.epochs, args.batch,
+                                                   args.lr))
     if not 0.0 < args.validation_fraction < 1.0:
         parser.error("--validation-fraction must be in (0, 1)")
     try:

@@ -256,7 +256,8 @@ def test_load_pool_checks_tables(tmp_path):
     pool["tables"][3]["access_hist"] = [1.0] * 16
     path = tmp_path / "pool.json"
     path.write_text(json.dumps(pool))
-    with pytest.raises(tp.PoolError, match="access_hist has 16 bins"):
+    with pytest.raises(tp.PoolError,
+                       match="'access_hist' must have 17 bins, got 16"):
         tp.load_pool(str(path))
     pool = tp.generate_pool(0, 2)
     pool["tables"][1]["id"] = 0

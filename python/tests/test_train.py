@@ -233,3 +233,57 @@ def test_train_errors_name_the_problem(tmp_path, small_pool_path, dataset,
     fails(write_samples(tmp_path / "tiny.jsonl", samples[:2]),
           "collect more samples")
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_train_refuses_impossible_and_malformed_data(tmp_path,
+                                                     small_pool_path, dataset,
+                                                     capsys):
+    """Values no table or measurement can have, and files that are not
+    JSON text, end in one error line, never a traceback or a model."""
+    samples = collect.load_samples(dataset)
+    out = str(tmp_path / "out")
+
+    def fails(pool, data, message, extra=()):
+        assert train.main(["--pool", pool, "--data", data, "--out", out,
+                           "--epochs", "1"] + list(extra)) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("train: error: ") and message in err, err
+        assert "Traceback" not in err
+
+    def pool_with(name, **fields):
+        pool = tp.load_pool(small_pool_path)
+        pool["tables"][0].update(fields)
+        path = tmp_path / name
+        path.write_text(json.dumps(pool))
+        return str(path)
+
+    fails(pool_with("pooling.json", pooling_factor=-5), dataset,
+          "'pooling_factor' must be a finite number >= 0, got -5")
+    fails(pool_with("rows.json", rows=2 ** 70), dataset,
+          "more than the 65536 GB a table may have")
+    fails(pool_with("hist.json", access_hist=["a"] * 17), dataset,
+          "'access_hist' must hold numbers")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    fails(str(deep), dataset, "the document nests too deeply")
+    def with_cost(name, text):
+        path = tmp_path / name
+        path.write_text(json.dumps(samples[0]).replace(
+            '"cost_ms": %s' % json.dumps(samples[0]["cost_ms"]),
+            '"cost_ms": ' + text) + "\n")
+        return str(path)
+
+    # 1e999 is valid JSON that Python reads as infinity.
+    fails(small_pool_path, with_cost("inf.jsonl", "1e999"),
+          "cost_ms must be a finite number > 0, got inf")
+    fails(small_pool_path, with_cost("nan.jsonl", "NaN"),
+          "NaN is not a JSON number")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe{}\n")
+    fails(small_pool_path, str(binary), "line 1 is not UTF-8 text (byte 0)")
+    assert not os.path.exists(out)
+
+    with pytest.raises(SystemExit):
+        train.main(["--pool", small_pool_path, "--data", dataset, "--out",
+                    out, "--epochs", "1", "--lr", "nan"])
+    assert "--lr must be positive (and --lr finite)" in capsys.readouterr().err

@@ -245,8 +245,10 @@ def test_comm_data_errors_name_the_problem(tmp_path, small_pool_path,
     fails(good[:2] + [bad] + good[3:],
           "%s: stragglers_ms[1] is -0.25; expected a finite non-negative "
           "number" % where(3, 2))
+    # json.dumps writes infinity as Infinity, which is not JSON.
     bad = dict(good[1], fw_ms=[1.0, float("inf"), 1.0, 1.0])
-    fails(good[:1] + [bad] + good[2:], "fw_ms[1] is inf")
+    fails(good[:1] + [bad] + good[2:],
+          "line 2 is not valid JSON: Infinity is not a JSON number")
     bad = {k: v for k, v in good[7].items() if k != "stragglers_ms"}
     fails(good[:7] + [bad] + good[8:],
           "comm dataset '%s' line 8 has no \"stragglers_ms\"" %
