@@ -286,7 +286,10 @@ struct AllToAllToSlices : public OpConversionPattern<AllToAllOp> {
       auto type = cast<RankedTensorType>(result.getType());
       int64_t rows = type.getDimSize(0);
       SmallVector<Value> pieces;
-      for (Value input : adaptor.getInputs()) {
+      // A device that owns no rows of the batch (a batch smaller than the
+      // device count) receives nothing; a slice at the batch's end would
+      // not verify.
+      for (Value input : rows == 0 ? ValueRange() : adaptor.getInputs()) {
         auto inputType = cast<RankedTensorType>(input.getType());
         if (inputType.getDimSize(1) == 0)
           continue;

@@ -315,10 +315,18 @@ void ShardTablesPass::rewriteBlock(
         RankedTensorType::get({rows, totalWidth}, elementType));
   }
   auto exchange = AllToAllOp::create(builder, loc, sliceTypes, deviceBuffers);
-  Value all = exchange.getResult(0);
-  if (numDevices > 1)
-    all = tensor::ConcatOp::create(builder, loc, /*dim=*/0,
-                                   exchange.getResults());
+  // With fewer bags than devices the last devices own no rows; their empty
+  // slices take no part in the batch (a concatenation would place them past
+  // its end).
+  SmallVector<Value> owned;
+  for (Value slice : exchange.getResults())
+    if (cast<RankedTensorType>(slice.getType()).getDimSize(0) > 0)
+      owned.push_back(slice);
+  Value all =
+      owned.size() > 1
+          ? tensor::ConcatOp::create(builder, loc, /*dim=*/0, owned).getResult()
+      : owned.empty() ? exchange.getResult(0)
+                      : owned.front();
 
   for (auto [table, tableLookups] : llvm::enumerate(lookupsOfTable)) {
     for (EmbeddingBagOp lookup : tableLookups) {
