@@ -70,10 +70,12 @@ std::optional<int64_t> getInteger(const json::Value &value) {
   if (std::optional<uint64_t> natural = value.getAsUINT64())
     return *natural <= uint64_t(INT64_MAX) ? std::optional<int64_t>(*natural)
                                            : std::nullopt;
-  std::optional<int64_t> integer = value.getAsInteger();
-  if (integer && *integer < 0)
-    return integer;
-  return std::nullopt;
+  // getAsInteger converts a double to int64_t to compare it, which is
+  // undefined for doubles outside int64_t's range ("-1e300").
+  std::optional<double> number = value.getAsNumber();
+  if (!number || !(*number < 0) || *number < double(INT64_MIN))
+    return std::nullopt;
+  return value.getAsInteger();
 }
 
 /// Flushes `os` and takes its error, if any, so that the stream's destructor

@@ -41,6 +41,19 @@ TEST(ParseTaskTest, RefusesFractionsForIntegers) {
             "tables[0] ('t'): 'rows' must be an integer, got 100000");
 }
 
+// Numbers beyond int64_t's range, written with a fraction or an exponent,
+// are refused rather than converted (which C++ leaves undefined).
+TEST(ParseTaskTest, RefusesIntegersOutOfRange) {
+  for (const char *rows : {"9223372036854775808.", "-1e300", "1e300"}) {
+    std::string message = parseError(
+        formatv(R"({{"tables": [{{"name": "t0", "rows": {0}}]})", rows).str());
+    EXPECT_EQ(StringRef(message).starts_with(
+                  "tables[0] ('t0'): 'rows' must be an integer, got "),
+              true)
+        << message;
+  }
+}
+
 TEST(ParseTaskTest, ReadsTablesAndDefaults) {
   std::string text = formatv(R"({{"batch_size": 1024, "tables": [
       {{"name": "a", "rows": 100000, "dim": 64, "pooling_factor": 12.5,
