@@ -50,14 +50,14 @@ run_fuzzer() {
     -print_final_stats=1 -artifact_prefix="$findings/$name-" \
     >"$log" 2>&1 || rc=$?
   local units
-  units=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
+  units=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" |
     grep -o '[0-9]*$' || echo "?")
   echo "$name: executed $units inputs"
   if [[ $rc -ne 0 ]]; then
     status=1
     echo "$name: FAILED (exit $rc); last lines of $log:"
     tail -n 40 "$log"
-    grep -o "Test unit written to .*" "$log" | sed "s/^/$name: /" || true
+    grep -ao "Test unit written to .*" "$log" | sed "s/^/$name: /" || true
   fi
 }
 
