@@ -46,6 +46,7 @@ run_fuzzer() {
   echo "== $name: ${SECONDS_PER_FUZZER}s over $# seeds (log: $log)"
   local rc=0
   "$BUILD_DIR/fuzz/$name" "$corpus" \
+    -seed="${FUZZ_SEED:-1}" \
     -max_total_time="$SECONDS_PER_FUZZER" -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="$findings/$name-" \
     >"$log" 2>&1 || rc=$?
