@@ -318,6 +318,56 @@ struct AllToAllToSlices : public OpConversionPattern<AllToAllOp> {
   }
 };
 
+/// The sharding pass's form of an exchange whose results are only stacked
+/// back into the whole batch: `tensor.concat dim(0)` of every device's rows
+/// in device order. In one address space that is every device's buffer side
+/// by side, so it lowers to one column concatenation of the inputs; slicing
+/// each device's rows first would build N x N pieces for N devices.
+struct AllToAllIntoWholeBatch : public OpConversionPattern<AllToAllOp> {
+  AllToAllIntoWholeBatch(MLIRContext *context)
+      : OpConversionPattern(context, /*benefit=*/2) {}
+
+  LogicalResult
+  matchAndRewrite(AllToAllOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    tensor::ConcatOp stack;
+    SmallVector<Value> owned;
+    for (Value result : op.getResults()) {
+      if (cast<RankedTensorType>(result.getType()).getDimSize(0) == 0) {
+        if (!result.use_empty())
+          return rewriter.notifyMatchFailure(op, "an empty slice is used");
+        continue;
+      }
+      if (!result.hasOneUse())
+        return rewriter.notifyMatchFailure(op, "a slice has other uses");
+      auto user = dyn_cast<tensor::ConcatOp>(*result.getUsers().begin());
+      if (!user || user.getDim() != 0 || (stack && user != stack))
+        return rewriter.notifyMatchFailure(op, "not stacked by one concat");
+      stack = user;
+      owned.push_back(result);
+    }
+    if (!stack || !llvm::equal(stack.getInputs(), owned))
+      return rewriter.notifyMatchFailure(op, "not stacked in device order");
+
+    SmallVector<Value> columns;
+    for (Value input : adaptor.getInputs())
+      if (cast<RankedTensorType>(input.getType()).getDimSize(1) != 0)
+        columns.push_back(input);
+    if (columns.empty())
+      return rewriter.notifyMatchFailure(op, "no device has columns");
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(stack);
+    Value whole = columns.size() == 1
+                      ? columns.front()
+                      : tensor::ConcatOp::create(rewriter, stack.getLoc(),
+                                                 /*dim=*/1, columns)
+                            .getResult();
+    rewriter.replaceOp(stack, whole);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 FailureOr<KernelTableLayout>
@@ -402,7 +452,7 @@ void mlir::neuroshard::populateLookupToKernelCallPatterns(
 
 void mlir::neuroshard::populateAllToAllToSlicesPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<AllToAllToSlices>(patterns.getContext());
+  patterns.add<AllToAllIntoWholeBatch, AllToAllToSlices>(patterns.getContext());
 }
 
 void mlir::neuroshard::configureLookupConversionTarget(

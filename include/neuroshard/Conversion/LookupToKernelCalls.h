@@ -76,7 +76,9 @@ void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
 
 /// `neuroshard.all_to_all` to `tensor.extract_slice`s of every device's rows
 /// and a `tensor.concat` per device: the exchange when all devices share one
-/// address space.
+/// address space. When the results are only stacked back into the whole
+/// batch (the sharding pass's form), the exchange and the stacking become
+/// one column concatenation of the inputs instead, linear in the devices.
 void populateAllToAllToSlicesPatterns(RewritePatternSet &patterns);
 
 /// Marks every `neuroshard` operation illegal and leaves all others legal.

@@ -69,3 +69,39 @@ module {
     return %r#0, %r#1 : tensor<2x16xf32>, tensor<2x16xf32>
   }
 }
+
+// -----
+
+// The sharding pass's form: every device's rows stacked back into the whole
+// batch (devices past a small batch own none). In one address space that is
+// the devices' buffers side by side: one column concatenation, no slices.
+
+// CHECK-LABEL: module attributes {neuroshard.weight_tables = ["a", "b"]}
+// CHECK-LABEL: func.func @stacked(
+// CHECK:         %[[D0:.*]] = bufferization.to_tensor %{{.*}} : memref<3x12xf32>
+// CHECK:         %[[D1:.*]] = bufferization.to_tensor %{{.*}} : memref<3x4xf32>
+// CHECK-NOT:     tensor.extract_slice
+// CHECK:         %[[ALL:.*]] = tensor.concat dim(1) %[[D0]], %[[D1]] : (tensor<3x12xf32>, tensor<3x4xf32>) -> tensor<3x16xf32>
+// CHECK-NOT:     tensor.extract_slice
+// CHECK:         return %[[ALL]]
+module {
+  neuroshard.table @a : rows 100, dim 8, f32
+  neuroshard.table @b : rows 50, dim 8, f32
+  func.func @stacked(%i0: tensor<?xi64>, %o0: tensor<4xi64>,
+                     %i1: tensor<?xi64>, %o1: tensor<4xi64>) -> tensor<3x16xf32> {
+    %f0 = neuroshard.fused_embedding_bag device 0 [
+        @a cols 0 to 4 sum(%i0, %o0 : tensor<?xi64>, tensor<4xi64>),
+        @b cols 0 to 8 mean(%i1, %o1 : tensor<?xi64>, tensor<4xi64>)
+      ] : tensor<3x12xf32>
+    %f1 = neuroshard.fused_embedding_bag device 1 [
+        @a cols 4 to 8 sum(%i0, %o0 : tensor<?xi64>, tensor<4xi64>)
+      ] : tensor<3x4xf32>
+    %empty = tensor.empty() : tensor<3x0xf32>
+    %r:4 = neuroshard.all_to_all %f0, %f1, %empty, %empty
+        : tensor<3x12xf32>, tensor<3x4xf32>, tensor<3x0xf32>, tensor<3x0xf32>
+        -> tensor<1x16xf32>, tensor<1x16xf32>, tensor<1x16xf32>, tensor<0x16xf32>
+    %all = tensor.concat dim(0) %r#0, %r#1, %r#2
+        : (tensor<1x16xf32>, tensor<1x16xf32>, tensor<1x16xf32>) -> tensor<3x16xf32>
+    return %all : tensor<3x16xf32>
+  }
+}
