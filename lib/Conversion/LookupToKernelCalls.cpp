@@ -89,7 +89,7 @@ constexpr StringLiteral kLayoutArgAttr = "neuroshard.layout";
 /// invocation's output. Shared by both lookup ops: `entries` describes the
 /// op's shards, with its (converted) indices and offsets.
 LogicalResult rewriteLookup(Operation *op, ArrayRef<Entry> entries,
-                            KernelEmitter emit,
+                            const KernelEmitter &emit,
                             ConversionPatternRewriter &rewriter) {
   auto func = op->getParentOfType<func::FuncOp>();
   Value weights = func ? findMarkedArgument(func, kWeightsArgAttr) : Value();
