@@ -6,6 +6,7 @@
 
 #include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Runtime/ExchangeABI.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,6 +22,7 @@
 using namespace mlir;
 using namespace mlir::neuroshard;
 namespace abi = ::neuroshard::kernel_abi;
+namespace ex_abi = ::neuroshard::exchange_abi;
 
 namespace {
 
@@ -199,14 +201,15 @@ LogicalResult rewriteLookup(Operation *op, ArrayRef<Entry> entries,
   return success();
 }
 
-/// The shard of one table read by a lookup entry.
-abi::ShardDescriptor shardOf(const KernelTableLayout::Entry &table,
+/// The shard of one table read by a lookup entry, addressed within the
+/// arena piece that holds it.
+abi::ShardDescriptor shardOf(const KernelTableLayout::Piece &piece,
                              int64_t colBegin, int64_t width,
                              PoolingMode mode) {
   abi::ShardDescriptor shard;
-  shard.table = table.ordinal;
-  shard.rowStride = table.rowStride;
-  shard.colBegin = colBegin;
+  shard.table = piece.ordinal;
+  shard.rowStride = piece.rowStride;
+  shard.colBegin = colBegin - piece.colBegin;
   shard.width = width;
   shard.mode = abi::poolingMode(mode == PoolingMode::Mean);
   return shard;
@@ -220,12 +223,16 @@ struct EmbeddingBagToKernelCall : public OpConversionPattern<EmbeddingBagOp> {
   LogicalResult
   matchAndRewrite(EmbeddingBagOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto table = layout.tables.find(op.getTableAttr().getAttr());
-    if (table == layout.tables.end())
-      return rewriter.notifyMatchFailure(op, "unknown table");
-    Entry entry{
-        shardOf(table->second, 0, table->second.rowStride, op.getMode()),
-        adaptor.getIndices(), adaptor.getOffsets()};
+    auto table = op->getParentOfType<ModuleOp>().lookupSymbol<TableOp>(
+        op.getTableAttr());
+    const KernelTableLayout::Piece *piece =
+        table ? layout.find(table.getSymNameAttr(), 0, table.getNumCols())
+              : nullptr;
+    if (!piece)
+      return rewriter.notifyMatchFailure(op, "the arena does not hold the "
+                                             "table");
+    Entry entry{shardOf(*piece, 0, table.getNumCols(), op.getMode()),
+                adaptor.getIndices(), adaptor.getOffsets()};
     return rewriteLookup(op, entry, emit, rewriter);
   }
 
@@ -245,12 +252,14 @@ struct FusedEmbeddingBagToKernelCall
                   ConversionPatternRewriter &rewriter) const override {
     SmallVector<Entry> entries;
     for (unsigned i = 0, e = op.getNumEntries(); i < e; ++i) {
-      auto table = layout.tables.find(
-          StringAttr::get(op.getContext(), op.getEntryTable(i)));
-      if (table == layout.tables.end())
-        return rewriter.notifyMatchFailure(op, "unknown table");
+      const KernelTableLayout::Piece *piece =
+          layout.find(StringAttr::get(op.getContext(), op.getEntryTable(i)),
+                      op.getColBegins()[i], op.getEntryWidth(i));
+      if (!piece)
+        return rewriter.notifyMatchFailure(op, "the arena does not hold the "
+                                               "shard");
       entries.push_back(
-          {shardOf(table->second, op.getColBegins()[i], op.getEntryWidth(i),
+          {shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i),
                    cast<PoolingModeAttr>(op.getModes()[i]).getValue()),
            adaptor.getIndices()[i], adaptor.getOffsets()[i]});
     }
@@ -368,26 +377,115 @@ struct AllToAllIntoWholeBatch : public OpConversionPattern<AllToAllOp> {
   }
 };
 
+/// Constant 1-D i64 buffer of `values`, with a dynamic size.
+Value i64Buffer(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  Value buffer = memref::AllocaOp::create(
+      b, loc, MemRefType::get({int64_t(values.size())}, b.getI64Type()));
+  for (auto [i, v] : llvm::enumerate(values))
+    memref::StoreOp::create(b, loc, i64Constant(b, loc, v), buffer,
+                            ValueRange{indexConstant(b, loc, int64_t(i))});
+  return memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), buffer);
+}
+
+/// One rank's side of the exchange becomes a call of the exchange runtime
+/// function: the collective needs every rank, so it cannot be expressed as
+/// computation of this program alone.
+struct ExchangeToRuntimeCall : public OpConversionPattern<ExchangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ExchangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
+    if (!inputType.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 is exchanged");
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Type f32 = b.getF32Type();
+    auto dynamic2D =
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
+    auto i64Dynamic = dynamic1D(b.getI64Type());
+
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(ex_abi::kExchangeF32);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      callee = func::FuncOp::create(
+          b, loc, ex_abi::kExchangeF32,
+          b.getFunctionType(
+              {dynamic2D, dynamic2D, i64Dynamic, i64Dynamic, b.getI64Type()},
+              {}));
+      callee.setPrivate();
+      callee->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+    }
+
+    Value send = bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(inputType.getShape(), f32), adaptor.getInput(),
+        /*read_only=*/true);
+    Value recv = memref::AllocOp::create(
+        b, loc, MemRefType::get(resultType.getShape(), f32));
+    SmallVector<Value> operands = {
+        memref::CastOp::create(b, loc, dynamic2D, send),
+        memref::CastOp::create(b, loc, dynamic2D, recv),
+        i64Buffer(b, loc, op.getWidths()), i64Buffer(b, loc, op.getBatches()),
+        i64Constant(b, loc, static_cast<int64_t>(op.getRank()))};
+    func::CallOp::create(b, loc, callee, operands);
+    rewriter.replaceOp(op, bufferization::ToTensorOp::create(
+                               b, loc, resultType, recv, /*restrict=*/true,
+                               /*writable=*/true));
+    return success();
+  }
+};
+
 } // namespace
+
+const KernelTableLayout::Piece *KernelTableLayout::find(StringAttr table,
+                                                        int64_t colBegin,
+                                                        int64_t width) const {
+  auto it = tables.find(table);
+  if (it == tables.end())
+    return nullptr;
+  for (const Piece &piece : it->second)
+    if (piece.colBegin <= colBegin && colBegin + width <= piece.colEnd)
+      return &piece;
+  return nullptr;
+}
 
 FailureOr<KernelTableLayout>
 mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
   KernelTableLayout layout;
   SmallVector<Attribute> names;
-  for (TableOp table : module.getOps<TableOp>()) {
+  auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd) {
+    layout.tables[table.getSymNameAttr()].push_back(
+        {int64_t(names.size()), colEnd - colBegin, colBegin, colEnd});
+    std::string name = table.getSymName().str();
+    if (colBegin != 0 || colEnd != table.getNumCols())
+      name +=
+          "[" + std::to_string(colBegin) + ":" + std::to_string(colEnd) + "]";
+    names.push_back(StringAttr::get(module.getContext(), name));
+  };
+  for (TableOp table : module.getOps<TableOp>())
     if (!table.getElementType().isF32())
       return table.emitOpError()
              << "has element type " << table.getElementType()
              << "; the lowering executes f32 tables only";
-    layout.tables[table.getSymNameAttr()] = {int64_t(names.size()),
-                                             table.getNumCols()};
-    names.push_back(table.getSymNameAttr());
+  // One rank's program holds its device's shards; any other program holds
+  // every table whole.
+  if (std::optional<int64_t> rank = getProgramRank(module)) {
+    for (const DeviceShard &shard : getDeviceShards(module, *rank))
+      addPiece(shard.table, shard.colBegin, shard.colEnd);
+  } else {
+    for (TableOp table : module.getOps<TableOp>())
+      addPiece(table, 0, table.getNumCols());
   }
 
   bool failed = false;
   llvm::SetVector<func::FuncOp> funcs;
   module.walk([&](Operation *op) {
-    if (!isa<EmbeddingBagOp, FusedEmbeddingBagOp, AllToAllOp>(op))
+    if (!isa<EmbeddingBagOp, FusedEmbeddingBagOp, AllToAllOp, ExchangeOp>(op))
       return;
     for (Type type :
          llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
@@ -399,7 +497,7 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
         return;
       }
     }
-    if (isa<AllToAllOp>(op))
+    if (isa<AllToAllOp, ExchangeOp>(op))
       return;
     auto func = op->getParentOfType<func::FuncOp>();
     if (!func) {
@@ -455,6 +553,11 @@ void mlir::neuroshard::populateAllToAllToSlicesPatterns(
   patterns.add<AllToAllIntoWholeBatch, AllToAllToSlices>(patterns.getContext());
 }
 
+void mlir::neuroshard::populateExchangeToRuntimeCallPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ExchangeToRuntimeCall>(patterns.getContext());
+}
+
 void mlir::neuroshard::configureLookupConversionTarget(
     ConversionTarget &target) {
   target.addIllegalDialect<NeuroShardDialect>();
@@ -481,6 +584,7 @@ LogicalResult mlir::neuroshard::lowerLookups(ModuleOp module,
   RewritePatternSet patterns(context);
   populateLookupToKernelCallPatterns(patterns, *layout, std::move(emit));
   populateAllToAllToSlicesPatterns(patterns);
+  populateExchangeToRuntimeCallPatterns(patterns);
   ConversionTarget target(*context);
   configureLookupConversionTarget(target);
   return applyPartialConversion(module, target, std::move(patterns));

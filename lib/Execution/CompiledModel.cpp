@@ -128,6 +128,13 @@ llvm::Error CompiledModel::forward(ModelData &data,
       descriptors[pair.offsetsArg] = &desc64.back();
     }
   }
+  // Arguments no lookup reads (other ranks' inputs in a rank's program)
+  // still need a descriptor; they are empty.
+  std::vector<int64_t> nothing;
+  MemRef1D<int64_t> unused = memref1D(nothing);
+  for (void *&d : descriptors)
+    if (!d)
+      d = &unused;
   MemRef1D<float> weights = memref1D(data.weights);
   desc64.push_back(memref1D(data.layout));
   descriptors.push_back(&weights);

@@ -16,6 +16,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -108,6 +109,14 @@ ex::lowerAndCompile(ModuleOp module, const CompileOptions &compileOptions) {
   if (!engine)
     return llvm::joinErrors(engine.takeError(),
                             llvm::createStringError(diagnostics.messages));
+  if (!compileOptions.hostSymbols.empty())
+    (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap symbols;
+      for (const auto &[name, address] : compileOptions.hostSymbols)
+        symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                   llvm::JITSymbolFlags::Exported};
+      return symbols;
+    });
   return std::move(*engine);
 }
 

@@ -24,17 +24,19 @@ namespace inputs = ::neuroshard::inputs;
 llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
                                            llvm::StringRef entry) {
   ModelInfo info;
-  llvm::DenseMap<llvm::StringRef, int64_t> ordinals;
-  for (TableOp table : module.getOps<TableOp>()) {
-    if (!table.getElementType().isF32())
-      return llvm::createStringError(
-          "table '" + table.getSymName() +
-          "' has a non-f32 element type; only f32 tables "
-          "execute");
+  info.rank = getProgramRank(module);
+  // The arena's pieces per table: (ordinal, first column, end column).
+  struct Piece {
+    int64_t ordinal, colBegin, colEnd;
+  };
+  llvm::DenseMap<llvm::StringRef, llvm::SmallVector<Piece, 1>> pieces;
+  auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd) {
     TableInfo t;
     t.stats.name = table.getSymName().str();
     t.stats.rows = table.getNumRows();
-    t.stats.dim = table.getNumCols();
+    t.stats.dim = colEnd - colBegin;
+    t.columnBegin = colBegin;
+    t.tableDim = table.getNumCols();
     if (table.hasCostStatistics()) {
       t.hasStatistics = true;
       t.stats.poolingFactor = *table.getPoolingFactorValue();
@@ -42,9 +44,33 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
       for (unsigned j = 0; j < kNumAccessBins && j < hist.size(); ++j)
         t.stats.accessHist[j] = hist[j];
     }
-    ordinals[table.getSymName()] = static_cast<int64_t>(info.tables.size());
+    pieces[table.getSymName()].push_back(
+        {static_cast<int64_t>(info.tables.size()), colBegin, colEnd});
     info.tables.push_back(t);
+  };
+  for (TableOp table : module.getOps<TableOp>())
+    if (!table.getElementType().isF32())
+      return llvm::createStringError(
+          "table '" + table.getSymName() +
+          "' has a non-f32 element type; only f32 tables "
+          "execute");
+  if (info.rank) {
+    for (const DeviceShard &shard : getDeviceShards(module, *info.rank))
+      addPiece(shard.table, shard.colBegin, shard.colEnd);
+  } else {
+    for (TableOp table : module.getOps<TableOp>())
+      addPiece(table, 0, table.getNumCols());
   }
+  auto findPiece = [&](llvm::StringRef table, int64_t colBegin,
+                       int64_t width) -> const Piece * {
+    auto it = pieces.find(table);
+    if (it == pieces.end())
+      return nullptr;
+    for (const Piece &piece : it->second)
+      if (piece.colBegin <= colBegin && colBegin + width <= piece.colEnd)
+        return &piece;
+    return nullptr;
+  };
 
   func::FuncOp func;
   if (entry.empty()) {
@@ -118,9 +144,19 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
           "be static");
       return false;
     }
+    const Piece *piece = findPiece(table, colBegin, width);
+    if (!piece) {
+      failure = llvm::createStringError("columns [" + llvm::Twine(colBegin) +
+                                        ", " + llvm::Twine(colBegin + width) +
+                                        ") of table '" + table +
+                                        "' are read in " + where +
+                                        " but the weight arena does not hold "
+                                        "them");
+      return false;
+    }
     auto key = std::make_pair(*idx, *off);
     auto it = pairIds.find(key);
-    int64_t tableOrdinal = ordinals.lookup(table);
+    int64_t tableOrdinal = piece->ordinal;
     if (it == pairIds.end()) {
       InputPair pair;
       pair.indicesArg = *idx;
@@ -133,7 +169,7 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
       it =
           pairIds.insert({key, static_cast<unsigned>(info.pairs.size())}).first;
       info.pairs.push_back(pair);
-    } else if (info.pairs[it->second].table != tableOrdinal) {
+    } else if (info.tables[info.pairs[it->second].table].stats.name != table) {
       failure = llvm::createStringError(
           "arguments #" + llvm::Twine(*idx) + " and #" + llvm::Twine(*off) +
           " of " + where + " feed lookups of two tables ('" +
@@ -144,7 +180,7 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     abi::ShardDescriptor shard;
     shard.table = tableOrdinal;
     shard.rowStride = info.tables[tableOrdinal].stats.dim;
-    shard.colBegin = colBegin;
+    shard.colBegin = colBegin - piece->colBegin;
     shard.width = width;
     shard.mode = abi::poolingMode(mode == PoolingMode::Mean);
     shard.input = it->second;
@@ -156,12 +192,28 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     if (failure)
       return WalkResult::interrupt();
     std::vector<abi::ShardDescriptor> shards;
+    int64_t device = -1;
+    if (auto exchange = dyn_cast<ExchangeOp>(op)) {
+      if (!info.exchange.widths.empty()) {
+        failure = llvm::createStringError(
+            where + " has more than one neuroshard.exchange");
+        return WalkResult::interrupt();
+      }
+      info.exchange.widths.assign(exchange.getWidths().begin(),
+                                  exchange.getWidths().end());
+      info.exchange.batches.assign(exchange.getBatches().begin(),
+                                   exchange.getBatches().end());
+      info.exchange.rank = static_cast<int64_t>(exchange.getRank());
+      return WalkResult::advance();
+    }
     if (auto bag = dyn_cast<EmbeddingBagOp>(op)) {
-      int64_t dim = info.tables[ordinals.lookup(bag.getTable())].stats.dim;
+      auto table = module.lookupSymbol<TableOp>(bag.getTableAttr());
+      int64_t dim = table ? table.getNumCols() : 0;
       if (!addShard(op, bag.getTable(), 0, dim, bag.getMode(), bag.getIndices(),
                     bag.getOffsets(), shards))
         return WalkResult::interrupt();
     } else if (auto fused = dyn_cast<FusedEmbeddingBagOp>(op)) {
+      device = static_cast<int64_t>(fused.getDevice());
       for (unsigned i = 0; i < fused.getNumEntries(); ++i) {
         auto mode = cast<PoolingModeAttr>(fused.getModes()[i]).getValue();
         if (!addShard(op, fused.getEntryTable(i), fused.getColBegins()[i],
@@ -177,6 +229,7 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     lookup.shards = std::move(shards);
     lookup.batch = type.getDimSize(0);
     lookup.width = type.getDimSize(1);
+    lookup.device = device;
     info.lookups.push_back(std::move(lookup));
     return WalkResult::advance();
   });
@@ -211,7 +264,12 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     role[pair.indicesArg] = 1;
     role[pair.offsetsArg] = 2;
   }
-  for (unsigned i = 0; i < info.numArguments; ++i)
+  for (unsigned i = 0; i < info.numArguments; ++i) {
+    // A rank's program keeps the inputs of other ranks' lookups.
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (role[i] == 0 && info.rank && type && type.getRank() == 1 &&
+        type.getElementType().isInteger())
+      continue;
     if (role[i] == 0) {
       std::string text;
       llvm::raw_string_ostream(text) << func.getArgument(i).getType();
@@ -220,6 +278,13 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
           ") is not the indices or offsets of a lookup; "
           "neuroshard-run can only generate lookup inputs");
     }
+  }
+  if (info.rank && info.exchange.widths.empty())
+    return llvm::createStringError("the program of rank " +
+                                   llvm::Twine(*info.rank) +
+                                   " has no "
+                                   "neuroshard.exchange in " +
+                                   where);
   return info;
 }
 

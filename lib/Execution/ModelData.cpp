@@ -31,6 +31,10 @@ static double expectedIndices(const TableInfo &table, int64_t batch) {
   return hits > 0.0 ? double(batch) * table.stats.poolingFactor : 0.0;
 }
 
+uint64_t ex::gradientKey(uint64_t seed, unsigned indicesArg) {
+  return inputs::mixSeed(seed ^ 0x6772616469656e74ULL, indicesArg);
+}
+
 ::neuroshard::MemoryNeed ex::estimateMemory(const ModelInfo &info,
                                             const DataOptions &options) {
   // Every pair's indices and offsets are kept as i64 and as i32 copies.
@@ -86,8 +90,9 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
     const inputs::TableStats &stats = info.tables[t].stats;
     uint64_t key =
         inputs::mixSeed(options.seed, inputs::hashString(stats.name));
-    inputs::fillWeights(key, data.allocatedRows[t], 0, stats.dim,
-                        data.weights.data() + data.layout[t], stats.dim);
+    inputs::fillWeights(key, data.allocatedRows[t], info.tables[t].columnBegin,
+                        stats.dim, data.weights.data() + data.layout[t],
+                        stats.dim);
   }
 
   for (const InputPair &pair : info.pairs) {
@@ -115,8 +120,8 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
     std::vector<float> grad(static_cast<size_t>(lookup.batch * lookup.width));
     int64_t outColumn = 0;
     for (const abi::ShardDescriptor &shard : lookup.shards) {
-      uint64_t key = inputs::mixSeed(options.seed ^ 0x6772616469656e74ULL,
-                                     info.pairs[shard.input].indicesArg);
+      uint64_t key =
+          gradientKey(options.seed, info.pairs[shard.input].indicesArg);
       for (int64_t b = 0; b < lookup.batch; ++b)
         for (int64_t c = 0; c < shard.width; ++c)
           grad[b * lookup.width + outColumn + c] =

@@ -17,6 +17,9 @@
 #include "neuroshard/Execution/CompiledModel.h"
 #include "neuroshard/Runtime/Statistics.h"
 #include "neuroshard/Support/FileIO.h"
+#ifdef NEUROSHARD_HAS_MPI
+#include "Distributed.h"
+#endif
 #ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #endif
@@ -116,6 +119,12 @@ static cl::opt<std::string> inputsPath(
     cl::cat(category));
 static cl::opt<bool> jsonOutput("json", cl::desc("Print the report as JSON"),
                                 cl::cat(category));
+static cl::opt<bool> distributed(
+    "distributed",
+    cl::desc("Run a sharded module on one MPI rank per device (under mpirun "
+             "-np <devices>): each rank holds only its shards and exchanges "
+             "over MPI; --compare runs the original on rank 0"),
+    cl::cat(category));
 
 namespace {
 
@@ -230,6 +239,34 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   MLIRContext context(registry);
+
+  if (distributed) {
+#ifdef NEUROSHARD_HAS_MPI
+    if (device != "cpu")
+      fail("--distributed runs on the CPU; --device " + device +
+           " is not supported with it");
+    ::neuroshard::run::RunOptions options;
+    options.modulePath = inputPath;
+    options.comparePath = comparePath;
+    options.inputsPath = inputsPath;
+    options.entry = entry;
+    options.seed = seed;
+    options.maxRows = maxRows;
+    options.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGiB;
+    options.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGiB;
+    options.backward = backward;
+    options.learningRate = learningRate;
+    options.warmup = warmup;
+    options.iters = iters;
+    options.tolerance = tolerance;
+    options.trustInputs = trustInputs;
+    options.json = jsonOutput;
+    return ::neuroshard::run::runDistributed(context, options);
+#else
+    fail("--distributed: this neuroshard-run was built without MPI; install "
+         "Open MPI (openmpi-bin, libopenmpi-dev) and rebuild");
+#endif
+  }
 
   // The module is lowered and compiled first, so that a machine without a
   // GPU still checks everything up to the driver.

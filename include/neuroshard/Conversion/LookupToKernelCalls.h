@@ -48,22 +48,32 @@ struct KernelInvocation {
 using KernelEmitter =
     std::function<void(OpBuilder &, Location, const KernelInvocation &)>;
 
-/// Where each table lives in the weight arena a lowered function receives:
-/// its position in the module's `neuroshard.weight_tables` (the layout
-/// argument's index) and its row stride (the table's dim).
+/// Where each table lives in the weight arena a lowered function receives.
+/// The arena holds pieces of tables, each a column range stored row-major
+/// with its own row stride: whole tables, one piece each, or in the program
+/// of one rank (`neuroshard.rank`), the shards placed on that rank's device.
+/// A piece's ordinal is its position in the module's
+/// `neuroshard.weight_tables` (the layout argument's index).
 struct KernelTableLayout {
-  struct Entry {
+  struct Piece {
     int64_t ordinal = 0;
     int64_t rowStride = 0;
+    int64_t colBegin = 0;
+    int64_t colEnd = 0;
   };
-  llvm::DenseMap<StringAttr, Entry> tables;
+  llvm::DenseMap<StringAttr, llvm::SmallVector<Piece, 1>> tables;
+
+  /// The piece of `table` that holds columns [colBegin, colBegin + width),
+  /// or null.
+  const Piece *find(StringAttr table, int64_t colBegin, int64_t width) const;
 };
 
 /// Checks that `module` can be lowered (f32 tables, static pooled shapes,
 /// lookups inside entry functions) and, only if it can, gives every function
 /// with lookups its trailing weight-arena and layout arguments (argument
 /// attributes `neuroshard.weights` and `neuroshard.layout`) and records the
-/// tables' order in `neuroshard.weight_tables`. On failure the module is
+/// pieces' order in `neuroshard.weight_tables` (a table's name, or
+/// `name[begin:end]` for a column range of it). On failure the module is
 /// unchanged and diagnostics name the offending op.
 FailureOr<KernelTableLayout> prepareLookupConversion(ModuleOp module);
 
@@ -81,10 +91,15 @@ void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
 /// one column concatenation of the inputs instead, linear in the devices.
 void populateAllToAllToSlicesPatterns(RewritePatternSet &patterns);
 
+/// `neuroshard.exchange` to a call of the exchange runtime function
+/// (ExchangeABI.h): the rank's buffer, a fresh result buffer, and the
+/// widths and batches as constants.
+void populateExchangeToRuntimeCallPatterns(RewritePatternSet &patterns);
+
 /// Marks every `neuroshard` operation illegal and leaves all others legal.
 void configureLookupConversionTarget(ConversionTarget &target);
 
-/// prepareLookupConversion, then a partial conversion with both pattern sets
+/// prepareLookupConversion, then a partial conversion with the pattern sets
 /// and the target above.
 LogicalResult lowerLookups(ModuleOp module, KernelEmitter emit);
 

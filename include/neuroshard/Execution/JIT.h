@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir {
 class ExecutionEngine;
@@ -41,6 +43,9 @@ struct CompileOptions {
   /// CUDA: the shared library with the mgpu* entry points the lowered host
   /// code calls (NeuroShard's libneuroshard_cuda_runtime.so).
   std::string cudaRuntimeLibrary;
+  /// Functions of this process the lowered code may call, by symbol (for
+  /// instance the exchange runtime of a rank's program).
+  std::vector<std::pair<std::string, void *>> hostSymbols;
 };
 
 /// Lowers `module` in place for `options.target` and JIT-compiles its host

@@ -13,6 +13,7 @@
 #ifndef NEUROSHARD_EXECUTION_MODELANALYSIS_H
 #define NEUROSHARD_EXECUTION_MODELANALYSIS_H
 
+#include "neuroshard/Runtime/ExchangeABI.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
@@ -20,16 +21,22 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace neuroshard {
 namespace execution {
 
-/// A table as the runtime sees it.
+/// A table, or the columns of one that the weight arena holds, as the
+/// runtime sees it. A model's arena holds every table whole; the program of
+/// one rank (`neuroshard.rank`) holds only its device's shards, each a piece
+/// of `stats.dim` columns starting at column `columnBegin` of its table.
 struct TableInfo {
   inputs::TableStats stats; // name, rows, dim, pooling factor, histogram
   bool hasStatistics = false;
+  int64_t columnBegin = 0;
+  int64_t tableDim = 0; // columns of the whole table
 };
 
 /// One lookup op (embedding_bag or fused_embedding_bag) of the entry. Its
@@ -39,6 +46,8 @@ struct LookupInfo {
   std::vector<kernel_abi::ShardDescriptor> shards;
   int64_t batch = 0;
   int64_t width = 0;
+  /// The device of a fused lookup; -1 for an unsharded one.
+  int64_t device = -1;
 };
 
 /// The entry arguments of one lookup input: indices and offsets.
@@ -58,6 +67,11 @@ struct ModelInfo {
   std::vector<LookupInfo> lookups;
   /// Static shapes of the entry's results (all 2-D f32).
   std::vector<std::vector<int64_t>> resultShapes;
+  /// The program of one rank: its rank and its side of the exchange.
+  /// Arguments no lookup of the rank reads are allowed (other ranks read
+  /// them) and are not in `pairs`.
+  std::optional<int64_t> rank;
+  exchange_abi::ExchangeLayout exchange;
 };
 
 /// Reads `module` before lowering. `entry` empty means the module's only

@@ -54,6 +54,12 @@ struct DataOptions {
   double memoryLimitBytes = 0.0;
 };
 
+/// The key of the output gradients of the lookup input whose indices are
+/// entry argument `indicesArg`: the gradient of column c of that table in
+/// bag b is inputs::gradientValue(key, b, c), whichever lookup (or shard)
+/// produces the column.
+uint64_t gradientKey(uint64_t seed, unsigned indicesArg);
+
 /// What generateData would allocate for `info`, part by part: weights,
 /// indices, offsets, outputs (with the output gradients). Index counts are
 /// the expected ones (batch x pooling factor).

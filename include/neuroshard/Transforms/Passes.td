@@ -72,4 +72,35 @@ def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def RankProgram : Pass<"neuroshard-spmd", "::mlir::ModuleOp"> {
+  let summary = "Turn a sharded module into the program one rank runs";
+  let description = [{
+    Rewrites a module sharded by `--neuroshard-shard` into the program that
+    rank `rank` of an SPMD job runs, one rank per device:
+
+    * only device `rank`'s `neuroshard.fused_embedding_bag` is kept (the
+      other devices' lookups are other ranks' work);
+    * the `neuroshard.all_to_all` becomes a `neuroshard.exchange`, this
+      rank's side of the collective, which gives it its slice of the batch
+      with every device's columns;
+    * the slices and column concatenations that rebuild the original
+      results keep their columns and take this rank's rows, so every result
+      of the entry function becomes the rank's `B_rank x dim` slice of the
+      original result (the data-parallel part after the embedding layer
+      runs on that slice);
+    * the module's `neuroshard.rank` records the rank: its weight arena
+      holds the shards the plan places on this device, and nothing else.
+
+    Arguments are kept, so every rank's program has the original signature.
+    After the exchange, the pass supports `tensor.extract_slice` of whole
+    rows, `tensor.concat` along columns and `func.return`; anything else is
+    reported rather than guessed.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", "-1",
+           "The rank (device) whose program to build">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 #endif // NEUROSHARD_TRANSFORMS_PASSES_TD

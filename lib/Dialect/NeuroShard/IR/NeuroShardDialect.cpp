@@ -10,6 +10,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::neuroshard;
 
@@ -57,7 +59,51 @@ NeuroShardDialect::verifyOperationAttribute(Operation *op,
                                 "builtin.module";
     return success();
   }
+  if (name == getRankAttrName()) {
+    auto rank = dyn_cast<IntegerAttr>(attribute.getValue());
+    if (!isa<ModuleOp>(op) || !rank || rank.getValue().isNegative())
+      return op->emitError() << "'" << name
+                             << "' must be a non-negative integer on a "
+                                "builtin.module";
+    auto topology = op->getAttrOfType<TopologyAttr>(getTopologyAttrName());
+    if (!topology)
+      return op->emitError()
+             << "'" << name << "' needs a #neuroshard.topology on the module";
+    if (rank.getValue().getSExtValue() >= topology.getDevices())
+      return op->emitError()
+             << "'" << name << "' is " << rank.getValue().getSExtValue()
+             << " but the topology has " << topology.getDevices() << " devices";
+    return success();
+  }
   return op->emitError() << "unknown NeuroShard attribute '" << name << "'";
+}
+
+SmallVector<DeviceShard> mlir::neuroshard::getDeviceShards(ModuleOp module,
+                                                           int64_t device) {
+  SmallVector<DeviceShard> shards;
+  for (TableOp table : module.getOps<TableOp>()) {
+    ArrayAttr attrs = table.getShardsAttr();
+    if (!attrs)
+      continue;
+    size_t first = shards.size();
+    for (Attribute attr : attrs) {
+      auto shard = cast<ShardAttr>(attr);
+      if (shard.getDevice() == device)
+        shards.push_back({table, shard.getColBegin(), shard.getColEnd()});
+    }
+    std::sort(shards.begin() + first, shards.end(),
+              [](const DeviceShard &a, const DeviceShard &b) {
+                return a.colBegin < b.colBegin;
+              });
+  }
+  return shards;
+}
+
+std::optional<int64_t> mlir::neuroshard::getProgramRank(ModuleOp module) {
+  if (auto rank = module->getAttrOfType<IntegerAttr>(
+          NeuroShardDialect::getRankAttrName()))
+    return rank.getValue().getSExtValue();
+  return std::nullopt;
 }
 
 TopologyAttr mlir::neuroshard::getEnclosingTopology(Operation *op) {

@@ -420,3 +420,54 @@ LogicalResult AllToAllOp::verify() {
                          << "batch has " << batch;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// ExchangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExchangeOp::verify() {
+  ArrayRef<int64_t> widths = getWidths(), batches = getBatches();
+  size_t ranks = widths.size();
+  if (ranks == 0)
+    return emitOpError() << "needs at least one rank";
+  if (batches.size() != ranks)
+    return emitOpError() << "lists " << ranks << " widths but "
+                         << batches.size() << " batches; expected one of each "
+                         << "per rank";
+  TopologyAttr topology = getEnclosingTopology(*this);
+  if (topology && static_cast<int64_t>(ranks) != topology.getDevices())
+    return emitOpError() << "exchanges between " << ranks
+                         << " ranks but the topology has "
+                         << topology.getDevices() << " devices";
+  int64_t rank = static_cast<int64_t>(getRank());
+  if (rank >= static_cast<int64_t>(ranks))
+    return emitOpError() << "runs on rank " << rank << " but exchanges between "
+                         << ranks << " ranks";
+  int64_t width = 0, batch = 0;
+  for (size_t d = 0; d < ranks; ++d) {
+    if (widths[d] < 0 || batches[d] < 0)
+      return emitOpError() << "rank " << d << " has a negative "
+                           << (widths[d] < 0 ? "width " : "batch ")
+                           << (widths[d] < 0 ? widths[d] : batches[d]);
+    width += widths[d];
+    batch += batches[d];
+  }
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "mixes element types " << input.getElementType()
+                         << " and " << result.getElementType();
+  if (!input.hasStaticShape() || !result.hasStaticShape())
+    return emitOpError() << "needs static shapes";
+  if (input.getDimSize(0) != batch || input.getDimSize(1) != widths[rank])
+    return emitOpError() << "input is " << input.getDimSize(0) << " x "
+                         << input.getDimSize(1) << " but rank " << rank
+                         << " computes " << batch << " x " << widths[rank]
+                         << " (the whole batch, its own columns)";
+  if (result.getDimSize(0) != batches[rank] || result.getDimSize(1) != width)
+    return emitOpError() << "result is " << result.getDimSize(0) << " x "
+                         << result.getDimSize(1) << " but rank " << rank
+                         << " receives " << batches[rank] << " x " << width
+                         << " (its rows, every rank's columns)";
+  return success();
+}

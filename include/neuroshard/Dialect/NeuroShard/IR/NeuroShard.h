@@ -39,6 +39,23 @@ namespace mlir::neuroshard {
 /// The topology attached to the module that encloses `op`, or null.
 TopologyAttr getEnclosingTopology(Operation *op);
 
+/// Columns `colBegin .. colEnd` of `table`, held by one device.
+struct DeviceShard {
+  TableOp table;
+  int64_t colBegin = 0;
+  int64_t colEnd = 0;
+  int64_t width() const { return colEnd - colBegin; }
+};
+
+/// The shards `device` holds: tables in module order, each table's shards
+/// in column order. This is the order of the weight arena of the program
+/// one rank runs (`--neuroshard-spmd`), which holds these shards only.
+SmallVector<DeviceShard> getDeviceShards(ModuleOp module, int64_t device);
+
+/// The rank of the program `module` is (its `neuroshard.rank`), if it is
+/// one rank's program.
+std::optional<int64_t> getProgramRank(ModuleOp module);
+
 } // namespace mlir::neuroshard
 
 #endif // NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARD_H

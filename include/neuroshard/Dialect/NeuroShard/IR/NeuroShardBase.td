@@ -48,6 +48,11 @@ def NeuroShard_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getWeightTablesAttrName() {
       return ::llvm::StringLiteral("neuroshard.weight_tables");
     }
+    /// Module attribute of the program one rank runs (`--neuroshard-spmd`):
+    /// the rank, which is also the device whose shards it holds.
+    static constexpr ::llvm::StringLiteral getRankAttrName() {
+      return ::llvm::StringLiteral("neuroshard.rank");
+    }
   }];
 }
 

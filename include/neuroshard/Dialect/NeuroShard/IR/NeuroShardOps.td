@@ -201,4 +201,39 @@ def NeuroShard_AllToAllOp : NeuroShard_Op<"all_to_all", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// ExchangeOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_ExchangeOp : NeuroShard_Op<"exchange"> {
+  let summary = "one rank's side of the all-to-all exchange";
+  let description = [{
+    The SPMD form of `neuroshard.all_to_all` (see `--neuroshard-spmd`): the
+    program of rank `rank` gives its own fused lookup result for the whole
+    batch (`B x widths[rank]`) and receives its slice of the batch with every
+    rank's columns concatenated in rank order
+    (`batches[rank] x (widths[0] + ... + widths[N-1])`). `widths` and
+    `batches` list, per rank, the columns its fused lookup produces and the
+    rows of the batch it owns; the rows of rank `d` are those after the rows
+    of ranks `0 .. d-1`, so the `batches` sum to `B`. Every rank of the
+    communicator must run the exchange with the same `widths` and
+    `batches`, as the collective it lowers to requires.
+
+    ```mlir
+    %x = neuroshard.exchange %f1 rank 1 widths [96, 64] batches [512, 512]
+        : tensor<1024x64xf32> -> tensor<512x160xf32>
+    ```
+  }];
+  let arguments = (ins NeuroShard_PooledTensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$rank,
+                       DenseI64ArrayAttr:$widths,
+                       DenseI64ArrayAttr:$batches);
+  let results = (outs NeuroShard_PooledTensor:$result);
+  let assemblyFormat = [{
+    $input `rank` $rank `widths` $widths `batches` $batches attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDOPS_TD

@@ -1,0 +1,53 @@
+//===- MPIExchange.h - The exchange over MPI --------------------*- C++ -*-===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The exchange of ExchangeABI.h on MPI_COMM_WORLD, one rank per device: an
+// MPI_Alltoallv of contiguous blocks, with the column blocks packed and
+// unpacked on the receiving side. The forward exchange is also what the
+// lowered code of a rank's program calls (kExchangeF32's C interface).
+//
+// MPI must be initialised by the caller. Errors of the collective itself
+// follow MPI's error handler (by default the job aborts).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_RUNTIME_MPI_MPIEXCHANGE_H
+#define NEUROSHARD_RUNTIME_MPI_MPIEXCHANGE_H
+
+#include "neuroshard/Runtime/ExchangeABI.h"
+
+#include <string>
+
+namespace neuroshard {
+namespace mpi {
+
+/// Forward: `buffer` is this rank's B x W_rank fused lookup result, `result`
+/// receives its B_rank x sum(W) slice. Returns why it could not run (empty
+/// on success): a layout that does not describe this job (wrong rank or
+/// rank count), or blocks too large for MPI's int counts.
+std::string exchangeForward(const exchange_abi::ExchangeLayout &layout,
+                            const float *buffer, float *result);
+
+/// Backward: `gradient` is the gradient of this rank's B_rank x sum(W)
+/// result; `bufferGradient` receives the gradient of its B x W_rank buffer.
+std::string exchangeBackward(const exchange_abi::ExchangeLayout &layout,
+                             const float *gradient, float *bufferGradient);
+
+/// Seconds spent in exchanges (both directions, waiting for other ranks
+/// included) since the last reset.
+double exchangeSeconds();
+void resetExchangeSeconds();
+
+/// The address of the C interface of kExchangeF32, for a JIT to resolve
+/// `_mlir_ciface_neuroshard_exchange_f32` to. A failure prints the reason
+/// and aborts the job (MPI_Abort), since the other ranks would wait for
+/// this one forever.
+void *exchangeEntryPoint();
+
+} // namespace mpi
+} // namespace neuroshard
+
+#endif // NEUROSHARD_RUNTIME_MPI_MPIEXCHANGE_H
