@@ -512,10 +512,14 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
                         d, shardCounts[d], bytes[2 * d] / double(1 << 20), plan,
                         times[0], times[1], times[2]);
     }
-    outs() << "weights per rank "
-           << (bytesMatchPlan ? "equal the plan's per-device memory"
-                              : "DIFFER from the plan's per-device memory")
-           << "\n";
+    if (llvm::all_of(planGB, [](double gb) { return gb < 0; }))
+      outs() << "no neuroshard.plan in the module to check the weights per "
+                "rank against\n";
+    else
+      outs() << "weights per rank "
+             << (bytesMatchPlan ? "equal the plan's per-device memory"
+                                : "DIFFER from the plan's per-device memory")
+             << "\n";
     if (outputDiff) {
       outs() << formatv("compare with {0}: max relative difference {1:E2} "
                         "(outputs)",

@@ -447,3 +447,65 @@ func.func @f(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> (tensor<4x8xf32>, tens
   %r:2 = neuroshard.all_to_all %a, %b : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<4x8xf32>, tensor<3x8xf32>
   return %r#0, %r#1 : tensor<4x8xf32>, tensor<3x8xf32>
 }
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{lists 2 widths but 1 batches; expected one of each per rank}}
+  %r = neuroshard.exchange %a rank 0 widths [4, 4] batches [8] : tensor<8x4xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{runs on rank 2 but exchanges between 2 ranks}}
+  %r = neuroshard.exchange %a rank 2 widths [4, 4] batches [4, 4] : tensor<8x4xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<6x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{input is 6 x 4 but rank 1 computes 8 x 4 (the whole batch, its own columns)}}
+  %r = neuroshard.exchange %a rank 1 widths [4, 4] batches [4, 4] : tensor<6x4xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>) -> tensor<5x8xf32> {
+  // expected-error @+1 {{result is 5 x 8 but rank 1 receives 3 x 8 (its rows, every rank's columns)}}
+  %r = neuroshard.exchange %a rank 1 widths [4, 4] batches [5, 3] : tensor<8x4xf32> -> tensor<5x8xf32>
+  return %r : tensor<5x8xf32>
+}
+
+// -----
+
+func.func @f(%a: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{rank 0 has a negative width -4}}
+  %r = neuroshard.exchange %a rank 1 widths [-4, 4] batches [4, 4] : tensor<8x4xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memory_gb = 1.0>} {
+  func.func @f(%a: tensor<8x4xf32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{exchanges between 2 ranks but the topology has 3 devices}}
+    %r = neuroshard.exchange %a rank 0 widths [4, 4] batches [4, 4] : tensor<8x4xf32> -> tensor<4x8xf32>
+    return %r : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'neuroshard.rank' is 2 but the topology has 2 devices}}
+module attributes {neuroshard.rank = 2 : i64, neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
+}
+
+// -----
+
+// expected-error @+1 {{'neuroshard.rank' needs a #neuroshard.topology on the module}}
+module attributes {neuroshard.rank = 0 : i64} {
+}

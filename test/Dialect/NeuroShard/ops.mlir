@@ -72,3 +72,12 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memor
     return %r#0, %r#1, %r#2 : tensor<4x128xf32>, tensor<3x128xf32>, tensor<3x128xf32>
   }
 }
+
+// One rank's side of the exchange (the SPMD form).
+// CHECK-LABEL: func.func @exchange
+func.func @exchange(%a: tensor<10x96xf32>) -> tensor<3x128xf32> {
+  // CHECK: neuroshard.exchange %{{.*}} rank 2 widths [96, 0, 32] batches [4, 3, 3] : tensor<10x32xf32> -> tensor<3x128xf32>
+  %c = tensor.extract_slice %a[0, 0] [10, 32] [1, 1] : tensor<10x96xf32> to tensor<10x32xf32>
+  %r = neuroshard.exchange %c rank 2 widths [96, 0, 32] batches [4, 3, 3] : tensor<10x32xf32> -> tensor<3x128xf32>
+  return %r : tensor<3x128xf32>
+}
