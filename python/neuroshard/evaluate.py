@@ -59,10 +59,11 @@ BASELINES = ("random", "size-greedy", "dim-greedy", "lookup-greedy",
 ABLATION = "table-greedy-grid"
 # name: (devices, fewest tables, most tables)
 SETTINGS = {"4dev": (4, 10, 60), "8dev": (8, 20, 120),
-            "scale": (64, 1000, 1000)}
+            "scale": (64, 1000, 1000), "2dev": (2, 5, 20)}
 SETTING_TITLES = {"4dev": "10-60 tables on 4 devices",
                   "8dev": "20-120 tables on 8 devices",
-                  "scale": "1000 tables on 64 devices"}
+                  "scale": "1000 tables on 64 devices",
+                  "2dev": "5-20 tables on 2 devices"}
 # A device's capacity is slack x (the task's bytes / devices).
 MIN_SLACK, MAX_SLACK = 1.1, 2.5
 BATCH_SIZE = 1024

@@ -51,8 +51,8 @@ def test_scale_tasks_draw_with_replacement(pool):
 
 
 def test_task_generation_rejects_bad_requests(pool):
-    with pytest.raises(ev.EvaluationError, match="unknown setting '2dev'"):
-        ev.make_tasks(pool, "2dev", 1, 0)
+    with pytest.raises(ev.EvaluationError, match="unknown setting '3dev'"):
+        ev.make_tasks(pool, "3dev", 1, 0)
     with pytest.raises(ev.EvaluationError, match="at least 1 task, got 0"):
         ev.make_tasks(pool, "4dev", 0, 0)
     train_only = dict(pool, tables=[t for t in pool["tables"]
