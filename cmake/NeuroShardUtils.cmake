@@ -14,11 +14,8 @@ function(neuroshard_unittest name)
 endfunction()
 
 # neuroshard_link_neural_cost_model(<target>)
-# Links the LibTorch-backed neural cost model into a tool when it is built and
-# defines NEUROSHARD_HAS_TORCH so that the tool registers its loader.
+# Links the cost models into a tool: with LibTorch, the neural model too, and
+# NEUROSHARD_HAS_TORCH so that the tool registers its loader.
 function(neuroshard_link_neural_cost_model target)
-  if(NEUROSHARD_HAS_TORCH)
-    target_link_libraries(${target} PRIVATE NeuroShardNeuralCostModel)
-    target_compile_definitions(${target} PRIVATE NEUROSHARD_HAS_TORCH=1)
-  endif()
+  target_link_libraries(${target} PRIVATE NeuroShardCostModels)
 endfunction()

@@ -7,8 +7,13 @@
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
 
 using namespace llvm;
 
@@ -22,17 +27,95 @@ void registerNeuralCostModelLoader(NeuralCostModelLoader loader) {
   neuralLoader = loader;
 }
 
+// Directories a program added (InitCostModels.h adds the installed
+// package's), searched after the one next to the program.
+static std::vector<std::string> &addedModelDirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+void addDefaultModelSearchDir(StringRef dir) {
+  std::vector<std::string> &dirs = addedModelDirs();
+  if (!dir.empty() && llvm::find(dirs, dir) == dirs.end())
+    dirs.push_back(dir.str());
+}
+
+bool neuralCostModelsBuilt() {
+#ifdef NEUROSHARD_BUILT_WITH_TORCH
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::vector<std::string> defaultModelSearchPath() {
+  if (const char *dir = std::getenv(kModelsDirVariable); dir && *dir)
+    return {dir};
+  std::vector<std::string> places;
+  std::string executable = sys::fs::getMainExecutable(nullptr, nullptr);
+  if (!executable.empty()) {
+    SmallString<256> dir(sys::path::parent_path(executable));
+    sys::path::append(dir, "..", "share", "neuroshard", "models");
+    sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+    places.push_back(std::string(dir));
+  }
+  for (const std::string &dir : addedModelDirs())
+    places.push_back(dir);
+  places.push_back(NEUROSHARD_INSTALL_MODELS_DIR);
+  // Each place once, in order.
+  std::vector<std::string> unique;
+  for (const std::string &dir : places)
+    if (llvm::find(unique, dir) == unique.end())
+      unique.push_back(dir);
+  return unique;
+}
+
+std::string findDefaultModel() {
+  for (const std::string &dir : defaultModelSearchPath()) {
+    SmallString<256> bundle(dir);
+    sys::path::append(bundle, NEUROSHARD_DEFAULT_MODEL_NAME);
+    if (sys::fs::is_directory(bundle))
+      return std::string(bundle);
+  }
+  return "";
+}
+
 std::string resolveCostModelSpec(StringRef spec) {
   if (spec != kDefaultCostModel)
     return spec.str();
-  if (neuralLoader && sys::fs::is_directory(NEUROSHARD_DEFAULT_MODEL_DIR))
-    return NEUROSHARD_DEFAULT_MODEL_DIR;
-  return "analytical";
+  if (!neuralLoader)
+    return neuralCostModelsBuilt() ? spec.str() : "analytical";
+  std::string found = findDefaultModel();
+  return found.empty() ? spec.str() : found;
+}
+
+/// Why "default" names no model: the neural library is built but not
+/// registered, or the shipped bundle is nowhere it is looked for.
+static Error defaultModelError() {
+  if (!neuralLoader)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "cost model 'default': this build has the neural cost model, but "
+        "the program did not register it; call "
+        "neuroshard::registerAvailableCostModels() "
+        "(neuroshard/CostModel/InitCostModels.h) and link "
+        "NeuroShard::CostModel, or choose 'analytical'");
+  std::string places;
+  for (const std::string &dir : defaultModelSearchPath())
+    places += (places.empty() ? "" : ", ") + dir;
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("cost model 'default': the shipped bundle '{0}' is in none "
+              "of: {1}; set {2} to the directory that holds it, or choose "
+              "'analytical' or a bundle path",
+              NEUROSHARD_DEFAULT_MODEL_NAME, places, kModelsDirVariable));
 }
 
 Expected<std::unique_ptr<CostModel>> createCostModel(StringRef requested,
                                                      const Topology &topology) {
   std::string resolved = resolveCostModelSpec(requested);
+  if (resolved == kDefaultCostModel)
+    return defaultModelError();
   StringRef spec = resolved;
   std::unique_ptr<CostModel> model;
   if (spec == "analytical") {

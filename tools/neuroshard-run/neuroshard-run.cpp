@@ -34,10 +34,12 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
@@ -138,13 +140,28 @@ void failOn(Error error, StringRef what) {
     fail(what + ": " + toString(std::move(error)));
 }
 
+#ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
+/// NeuroShard's CUDA runtime library: next to this program's bin/ (in the
+/// build tree and an installed prefix alike), else where it was built.
+std::string cudaRuntimeLibrary() {
+  std::string executable = sys::fs::getMainExecutable(nullptr, nullptr);
+  for (StringRef libdir : {StringRef("lib"), StringRef(NEUROSHARD_LIBDIR)}) {
+    SmallString<256> path(sys::path::parent_path(executable));
+    sys::path::append(path, "..", libdir, NEUROSHARD_CUDA_RUNTIME_LIBRARY_NAME);
+    if (sys::fs::exists(path))
+      return std::string(path);
+  }
+  return NEUROSHARD_CUDA_RUNTIME_LIBRARY;
+}
+#endif
+
 CompileOptions compileOptions() {
   CompileOptions options;
   if (device == "cuda") {
     options.target = Target::CUDA;
     options.cudaChip = chip;
 #ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
-    options.cudaRuntimeLibrary = NEUROSHARD_CUDA_RUNTIME_LIBRARY;
+    options.cudaRuntimeLibrary = cudaRuntimeLibrary();
 #endif
   }
   return options;

@@ -8,8 +8,12 @@
 
 #include "neuroshard/CostModel/CostModelFactory.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"
+
+#include <cstdlib>
 
 using namespace llvm;
 using namespace neuroshard;
@@ -62,19 +66,59 @@ TEST_F(CostModelFactoryTest, ExplainsMissingPathsAndMissingLibTorch) {
 TEST_F(CostModelFactoryTest, DefaultIsTheShippedModelWhenLoadable) {
   EXPECT_EQ(resolveCostModelSpec("analytical"), "analytical");
   EXPECT_EQ(resolveCostModelSpec("/some/bundle"), "/some/bundle");
-  // Without a neural loader (a build without LibTorch) the default is the
-  // analytical model.
   registerNeuralCostModelLoader(nullptr);
-  EXPECT_EQ(resolveCostModelSpec(kDefaultCostModel), "analytical");
   Expected<std::unique_ptr<CostModel>> model =
       createCostModel(kDefaultCostModel, Topology::uniform(4, 16));
-  ASSERT_EQ(errorMessage(model), "");
-  EXPECT_EQ((*model)->name(), "analytical");
-  // With one, it is the trained bundle shipped under models/.
+  if (neuralCostModelsBuilt()) {
+    // A build with the neural model never falls back to the analytical one
+    // silently: a program that did not register it is told so.
+    EXPECT_EQ(resolveCostModelSpec(kDefaultCostModel), kDefaultCostModel);
+    EXPECT_EQ(errorMessage(model),
+              "cost model 'default': this build has the neural cost model, "
+              "but the program did not register it; call "
+              "neuroshard::registerAvailableCostModels() "
+              "(neuroshard/CostModel/InitCostModels.h) and link "
+              "NeuroShard::CostModel, or choose 'analytical'");
+  } else {
+    // Without LibTorch the default is the analytical model.
+    EXPECT_EQ(resolveCostModelSpec(kDefaultCostModel), "analytical");
+    ASSERT_EQ(errorMessage(model), "");
+    EXPECT_EQ((*model)->name(), "analytical");
+  }
+  // With a loader, it is the trained bundle shipped under
+  // share/neuroshard/models next to the program's directory (the build
+  // tree's copy of models/).
   registerNeuralCostModelLoader(loadEightDeviceModel);
-  EXPECT_TRUE(StringRef(resolveCostModelSpec(kDefaultCostModel))
-                  .ends_with("/models/cpu-zen5-b1024"));
+  std::string found = resolveCostModelSpec(kDefaultCostModel);
+  EXPECT_TRUE(
+      StringRef(found).ends_with("/share/neuroshard/models/cpu-zen5-b1024"))
+      << found;
   registerNeuralCostModelLoader(nullptr);
+}
+
+TEST_F(CostModelFactoryTest, ModelsDirVariableIsTheOnlyPlaceSearched) {
+  SmallString<128> empty;
+  ASSERT_FALSE(sys::fs::createUniqueDirectory("no-models", empty));
+  ASSERT_EQ(setenv(kModelsDirVariable, empty.c_str(), 1), 0);
+  EXPECT_EQ(defaultModelSearchPath(), std::vector<std::string>{empty.c_str()});
+  registerNeuralCostModelLoader(loadEightDeviceModel);
+  Expected<std::unique_ptr<CostModel>> model =
+      createCostModel(kDefaultCostModel, Topology::uniform(8, 16));
+  EXPECT_EQ(errorMessage(model),
+            "cost model 'default': the shipped bundle 'cpu-zen5-b1024' is in "
+            "none of: " +
+                empty.str().str() +
+                "; set NEUROSHARD_MODELS_DIR to the directory that holds it, "
+                "or choose 'analytical' or a bundle path");
+  registerNeuralCostModelLoader(nullptr);
+  unsetenv(kModelsDirVariable);
+  sys::fs::remove(empty);
+  // Unset, the search starts next to the program and adds directories once.
+  addDefaultModelSearchDir("/opt/models");
+  addDefaultModelSearchDir("/opt/models");
+  std::vector<std::string> places = defaultModelSearchPath();
+  EXPECT_EQ(llvm::count(places, "/opt/models"), 1);
+  EXPECT_TRUE(StringRef(places.front()).ends_with("/share/neuroshard/models"));
 }
 
 TEST_F(CostModelFactoryTest, UsesTheRegisteredLoaderAndChecksDevices) {

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace neuroshard {
 
@@ -33,19 +34,44 @@ using NeuralCostModelLoader =
 /// The neural cost-model library calls this once at start-up.
 void registerNeuralCostModelLoader(NeuralCostModelLoader loader);
 
-/// The spec that names the shipped model: the trained bundle under models/
-/// that the build was configured with (NEUROSHARD_DEFAULT_MODEL) when this
-/// build can load neural models, else the analytical model.
+/// The spec that names the shipped model: the trained bundle the build was
+/// configured with (NEUROSHARD_DEFAULT_MODEL) when this build has the
+/// neural cost model, else the analytical model.
 constexpr const char *kDefaultCostModel = "default";
 
-/// The spec `spec` stands for: "default" resolved as above, anything else
-/// unchanged.
+/// The environment variable naming the directory of the shipped bundles.
+constexpr const char *kModelsDirVariable = "NEUROSHARD_MODELS_DIR";
+
+/// True if this build has the LibTorch-backed neural cost model (whether or
+/// not the program registered it).
+bool neuralCostModelsBuilt();
+
+/// Where "default" looks for the shipped bundle, in order: only
+/// $NEUROSHARD_MODELS_DIR when it is set; else share/neuroshard/models next
+/// to the running program's bin/ (the build tree and an installed prefix
+/// alike), the directories added with addDefaultModelSearchDir, then the
+/// configured install prefix's.
+std::vector<std::string> defaultModelSearchPath();
+
+/// Adds a directory to search for the shipped bundles. A program built
+/// against an installed NeuroShard gets the package's through
+/// registerAvailableCostModels (InitCostModels.h).
+void addDefaultModelSearchDir(llvm::StringRef dir);
+
+/// The shipped default bundle's directory, or "" if it is in none of the
+/// places above.
+std::string findDefaultModel();
+
+/// The spec `spec` stands for: "default" resolved as above ("default" itself
+/// when the neural model is built but its bundle or loader is missing),
+/// anything else unchanged.
 std::string resolveCostModelSpec(llvm::StringRef spec);
 
 /// Creates the model named by `spec` ("default", "analytical" or a neural
 /// bundle path)
 /// and checks that it supports the topology's device count. Fails naming
-/// `spec` if the path does not exist or no neural loader is registered.
+/// `spec` if the path does not exist, no neural loader is registered, or
+/// "default" finds no bundle (the error lists the places searched).
 llvm::Expected<std::unique_ptr<CostModel>>
 createCostModel(llvm::StringRef spec, const Topology &topology);
 

@@ -4,16 +4,18 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Tools call registerAvailableCostModels() once at start-up so that
+// Programs call registerAvailableCostModels() once at start-up so that
 // createCostModel() knows every cost model the build has. The neural model is
-// there when the tool links the LibTorch library through CMake's
-// neuroshard_link_neural_cost_model(), which defines NEUROSHARD_HAS_TORCH.
+// there when the program links the cost-model target (NeuroShard::CostModel
+// of an installed package, NeuroShardCostModels in the build), which defines
+// NEUROSHARD_HAS_TORCH when the build has LibTorch.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NEUROSHARD_COSTMODEL_INITCOSTMODELS_H
 #define NEUROSHARD_COSTMODEL_INITCOSTMODELS_H
 
+#include "neuroshard/CostModel/CostModelFactory.h"
 #ifdef NEUROSHARD_HAS_TORCH
 #include "neuroshard/CostModel/NeuralCostModel.h"
 #endif
@@ -23,6 +25,10 @@ namespace neuroshard {
 inline void registerAvailableCostModels() {
 #ifdef NEUROSHARD_HAS_TORCH
   registerNeuralCostModelSupport();
+#endif
+#ifdef NEUROSHARD_PACKAGE_MODELS_DIR
+  // Set by find_package(NeuroShard): the installed package's bundles.
+  addDefaultModelSearchDir(NEUROSHARD_PACKAGE_MODELS_DIR);
 #endif
 }
 
