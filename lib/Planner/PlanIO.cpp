@@ -263,6 +263,55 @@ static void writeNumber(json::OStream &json, StringRef key, double value) {
   json.attributeEnd();
 }
 
+void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
+                       const Topology &topology, const PlanResult &result) {
+  // Every table's shards in column order (the planner sorts them so).
+  std::vector<std::vector<const Shard *>> byTable(tables.size());
+  for (const Shard &shard : result.plan.shards)
+    byTable[shard.table].push_back(&shard);
+  for (std::vector<const Shard *> &shards : byTable)
+    llvm::sort(shards, [](const Shard *a, const Shard *b) {
+      return a->colBegin < b->colBegin;
+    });
+  json::OStream json(os, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("format", "neuroshard-torchrec-1");
+    json.attribute("world_size", topology.numDevices());
+    json.attribute("compute_device", "cuda");
+    json.attributeObject("tables", [&] {
+      for (auto [t, table] : enumerate(tables)) {
+        const std::vector<const Shard *> &shards = byTable[t];
+        json.attributeObject(table.name, [&] {
+          json.attribute("sharding_type",
+                         shards.size() == 1 ? "table_wise" : "column_wise");
+          json.attribute("compute_kernel", "fused");
+          json.attributeArray("ranks", [&] {
+            for (const Shard *shard : shards)
+              json.value(shard->device);
+          });
+          json.attributeArray("shards", [&] {
+            for (const Shard *shard : shards)
+              json.object([&] {
+                json.attributeArray("shard_offsets", [&] {
+                  json.value(0);
+                  json.value(shard->colBegin);
+                });
+                json.attributeArray("shard_sizes", [&] {
+                  json.value(table.rows);
+                  json.value(shard->width());
+                });
+                json.attribute(
+                    "placement",
+                    formatv("rank:{0}/cuda:{0}", shard->device).str());
+              });
+          });
+        });
+      }
+    });
+  });
+  os << "\n";
+}
+
 void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result) {
   unsigned n = topology.numDevices();

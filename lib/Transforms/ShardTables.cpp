@@ -427,6 +427,12 @@ ShardTablesPass::writeReports(ModuleOp module,
         ::neuroshard::printPlanTable(os, specs, topology, result);
       })))
     return failure();
+  if (!torchrecOut.empty() &&
+      failed(writeReport(
+          module, "torchrec-out", torchrecOut, [&](raw_ostream &os) {
+            ::neuroshard::writeTorchRecPlan(os, specs, topology, result);
+          })))
+    return failure();
   return success();
 }
 

@@ -93,12 +93,15 @@ static cl::opt<double> hbmGBps("hbm-gbps",
 static cl::opt<double> interconnectGBps(
     "interconnect-gbps", cl::desc("All-to-all bandwidth in GB/s"),
     cl::init(Topology().interconnectBandwidthGBps), cl::cat(category));
-enum class OutputFormat { JSON, Table };
+enum class OutputFormat { JSON, Table, TorchRec };
 static cl::opt<OutputFormat>
     outputFormat("format", cl::desc("Output format"),
                  cl::values(clEnumValN(OutputFormat::JSON, "json", "JSON"),
                             clEnumValN(OutputFormat::Table, "table",
-                                       "readable per-device table")),
+                                       "readable per-device table"),
+                            clEnumValN(OutputFormat::TorchRec, "torchrec",
+                                       "TorchRec ParameterSharding fields per "
+                                       "table (docs/planner.md)")),
                  cl::init(OutputFormat::JSON), cl::cat(category));
 static cl::opt<std::string>
     outputPath("output", cl::desc("Output file (default: stdout)"),
@@ -184,6 +187,8 @@ static Error run() {
   return writeOutputFile(outputPath, [&](raw_ostream &os) {
     if (outputFormat == OutputFormat::JSON)
       writePlanJSON(os, task->tables, *topology, *result);
+    else if (outputFormat == OutputFormat::TorchRec)
+      writeTorchRecPlan(os, task->tables, *topology, *result);
     else
       printPlanTable(os, task->tables, *topology, *result);
   });

@@ -68,6 +68,21 @@ llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
 void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result);
 
+/// Writes the plan in the terms of TorchRec's ParameterSharding, keyed by
+/// table name:
+///   {"format": "neuroshard-torchrec-1", "world_size", "compute_device",
+///    "tables": {"<name>": {"sharding_type": "table_wise" | "column_wise",
+///                          "compute_kernel": "fused", "ranks": [...],
+///                          "shards": [{"shard_offsets": [row, col],
+///                                      "shard_sizes": [rows, cols],
+///                                      "placement": "rank:R/cuda:R"}]}}}
+/// A table that stays whole is table-wise; a table split into column pieces
+/// is column-wise, with one rank and one shard per piece in column order
+/// (a rank appears once per piece it holds). Devices are ranks, and rank R
+/// uses cuda:R, as DistributedModelParallel does with one GPU per process.
+void writeTorchRecPlan(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
+                       const Topology &topology, const PlanResult &result);
+
 /// Prints the same plan as a readable per-device table (one row per device:
 /// memory used / capacity, the cost terms, the shards placed there) followed
 /// by the search statistics.

@@ -54,7 +54,10 @@ def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
            "Write the plan as JSON (the neuroshard-plan schema) to this file">,
     Option<"planTable", "plan-table", "std::string", "\"\"",
            "Write the readable per-device plan table to this file ('-' for "
-           "standard output)">
+           "standard output)">,
+    Option<"torchrecOut", "torchrec-out", "std::string", "\"\"",
+           "Write the plan as TorchRec ParameterSharding fields per table "
+           "(neuroshard-plan --format torchrec) to this file">
   ];
   let statistics = [
     Statistic<"numTables", "tables", "Embedding tables planned">,

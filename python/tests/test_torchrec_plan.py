@@ -1,0 +1,117 @@
+#===- test_torchrec_plan.py - Tests of the TorchRec plan helper -----------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+
+import dataclasses
+import json
+import subprocess
+import sys
+import types
+from typing import List
+
+import pytest
+
+from built_tools import REPO, tool
+from neuroshard import torchrec_plan as trp
+
+TASK = REPO + "/test/neuroshard-plan/Inputs/torchrec.json"
+
+
+@pytest.fixture
+def plan_file(tmp_path):
+    path = tmp_path / "plan.json"
+    subprocess.run([tool("neuroshard-plan"), TASK, "--devices", "2",
+                    "--memory-gb", "0.3", "--cost-model", "analytical",
+                    "--format", "torchrec", "--output", str(path)],
+                   check=True)
+    return path
+
+
+@pytest.fixture
+def fake_torchrec(monkeypatch):
+    """torchrec.distributed.types with the fields of TorchRec's classes."""
+    @dataclasses.dataclass
+    class ShardMetadata:
+        shard_offsets: List[int]
+        shard_sizes: List[int]
+        placement: str
+
+    @dataclasses.dataclass
+    class EnumerableShardingSpec:
+        shards: List[ShardMetadata]
+
+    @dataclasses.dataclass
+    class ParameterSharding:
+        sharding_type: str
+        compute_kernel: str
+        ranks: List[int]
+        sharding_spec: EnumerableShardingSpec
+
+    @dataclasses.dataclass
+    class ShardingPlan:
+        plan: dict
+
+    module = types.ModuleType("torchrec.distributed.types")
+    for cls in (ShardMetadata, EnumerableShardingSpec, ParameterSharding,
+                ShardingPlan):
+        setattr(module, cls.__name__, cls)
+    for name in ("torchrec", "torchrec.distributed"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "torchrec.distributed.types", module)
+    return module
+
+
+def test_objects_follow_the_plan(plan_file, fake_torchrec):
+    plan = trp.load(str(plan_file))
+    shardings = trp.to_parameter_shardings(plan, {"sparse.item_id": "item"})
+    assert sorted(shardings) == ["item", "sparse.user_id"]
+    user = shardings["sparse.user_id"]
+    assert user.sharding_type == "column_wise"
+    assert user.compute_kernel == "fused"
+    pieces = user.sharding_spec.shards
+    assert [p.shard_offsets[1] for p in pieces] == [0, pieces[0].shard_sizes[1]]
+    assert sum(p.shard_sizes[1] for p in pieces) == 128
+    assert [p.placement for p in pieces] == \
+        ["rank:%d/cuda:%d" % (r, r) for r in user.ranks]
+    item = shardings["item"]
+    assert item.sharding_type == "table_wise" and len(item.ranks) == 1
+    assert item.sharding_spec.shards[0].shard_sizes == [5000, 16]
+    whole = trp.to_sharding_plan(plan, "sparse.ebc")
+    assert list(whole.plan) == ["sparse.ebc"]
+
+
+def test_without_torchrec_the_error_says_so(plan_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchrec", None)
+    with pytest.raises(trp.TorchRecPlanError, match="TorchRec is not "
+                       "importable"):
+        trp.to_parameter_shardings(trp.load(str(plan_file)))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda p: p.update(format="other"), "not a NeuroShard TorchRec plan"),
+    (lambda p: p["tables"]["sparse.item_id"].update(sharding_type="row_wise"),
+     "sharding_type must be one of table_wise, column_wise"),
+    (lambda p: p["tables"]["sparse.user_id"]["ranks"].append(0),
+     "needs one rank per shard"),
+    (lambda p: p["tables"]["sparse.user_id"]["shards"][1]
+     ["shard_offsets"].__setitem__(1, 8), "shard 1 starts at column 8"),
+    (lambda p: p["tables"]["sparse.item_id"]["ranks"].__setitem__(0, 7),
+     "shard 0 is malformed"),
+])
+def test_broken_files_are_refused(plan_file, tmp_path, edit, message):
+    plan = json.loads(plan_file.read_text())
+    edit(plan)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(plan))
+    with pytest.raises(trp.TorchRecPlanError, match=message):
+        trp.load(str(broken))
+
+
+def test_unreadable_files_are_refused(tmp_path):
+    with pytest.raises(trp.TorchRecPlanError, match="cannot read"):
+        trp.load(str(tmp_path / "missing.json"))
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(trp.TorchRecPlanError, match="not JSON"):
+        trp.load(str(tmp_path / "bad.json"))
