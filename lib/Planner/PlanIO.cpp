@@ -369,7 +369,8 @@ static std::string shardLabel(const TableSpec &table, const Shard &shard) {
 }
 
 void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
-                    const Topology &topology, const PlanResult &result) {
+                    const Topology &topology, const PlanResult &result,
+                    bool perTable) {
   unsigned n = topology.numDevices();
   std::vector<uint64_t> memory =
       deviceMemoryBytes(tables, topology, result.plan);
@@ -377,24 +378,55 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 algorithmName(result.algorithm), n,
                 format("%.4f", result.cost.maxMs));
   os << "cost model: " << result.costModelDescription << "\n\n";
-  os << formatv("{0,6}  {1,-17}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n",
+  os << formatv("{0,6}  {1,-23}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n",
                 "device", "memory used (GB)", "compute (ms)", "bw comm (ms)",
                 "fw comm (ms)", "total (ms)", "shards");
+  double totalMs = 0.0, usedGB = 0.0, capacityGB = 0.0;
   for (unsigned d = 0; d < n; ++d) {
     const DeviceCost &cost = result.cost.devices[d];
     SmallVector<std::string> labels;
     for (const Shard &shard : result.plan.shards)
       if (shard.device == d)
         labels.push_back(shardLabel(tables[shard.table], shard));
-    std::string memoryText =
-        formatv("{0} / {1}", format("%.2f", memory[d] / kBytesPerGB),
-                format("%.2f", topology.memoryGB[d]));
+    double used = memory[d] / kBytesPerGB, capacity = topology.memoryGB[d];
+    std::string memoryText = formatv(
+        "{0} / {1} ({2}%)", format("%.2f", used), format("%.2f", capacity),
+        format("%.0f", capacity > 0 ? 100.0 * used / capacity : 0.0));
     bool slowest = cost.totalMs() == result.cost.maxMs;
-    os << formatv("{0,6}  {1,-17}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n", d,
+    os << formatv("{0,6}  {1,-23}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n", d,
                   memoryText, format("%.4f", cost.computeMs),
                   format("%.4f", cost.bwCommMs), format("%.4f", cost.fwCommMs),
                   format("%.4f%s", cost.totalMs(), slowest ? "*" : " "),
                   join(labels, ", "));
+    totalMs += cost.totalMs();
+    usedGB += used;
+    capacityGB += capacity;
+  }
+  double meanMs = n ? totalMs / n : 0.0;
+  os << formatv(
+      "\nimbalance: the slowest device takes {0} x the mean device "
+      "time; memory: {1} of {2} GB used ({3}%)\n",
+      format("%.3f", meanMs > 0 ? result.cost.maxMs / meanMs : 1.0),
+      format("%.2f", usedGB), format("%.2f", capacityGB),
+      format("%.0f", capacityGB > 0 ? 100.0 * usedGB / capacityGB : 0.0));
+  if (perTable) {
+    os << formatv("\n{0,-24}  {1,12}  {2,5}  {3,9}  {4,8}  {5}\n", "table",
+                  "rows", "dim", "size (GB)", "pooling", "placement");
+    for (auto [t, table] : enumerate(tables)) {
+      SmallVector<std::string> places;
+      for (const Shard &shard : result.plan.shards)
+        if (shard.table == t)
+          places.push_back(shard.width() == table.dim
+                               ? formatv("device {0}", shard.device).str()
+                               : formatv("[{0}:{1}] on device {2}",
+                                         shard.colBegin, shard.colEnd,
+                                         shard.device)
+                                     .str());
+      os << formatv("{0,-24}  {1,12}  {2,5}  {3,9}  {4,8}  {5}\n", table.name,
+                    table.rows, table.dim,
+                    format("%.3f", table.bytes() / kBytesPerGB),
+                    format("%.2f", table.poolingFactor), join(places, ", "));
+    }
   }
   const SearchStats &stats = result.stats;
   os << formatv("\n* slowest device. search: {0} ms, {1} cost queries ({2} "

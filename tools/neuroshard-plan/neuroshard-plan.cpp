@@ -103,6 +103,11 @@ static cl::opt<OutputFormat>
                                        "TorchRec ParameterSharding fields per "
                                        "table (docs/planner.md)")),
                  cl::init(OutputFormat::JSON), cl::cat(category));
+static cl::opt<bool>
+    verbose("verbose",
+            cl::desc("--format table: add one row per table (size, pooling "
+                     "factor, where its columns are)"),
+            cl::cat(category));
 static cl::opt<std::string>
     outputPath("output", cl::desc("Output file (default: stdout)"),
                cl::value_desc("file"), cl::init("-"), cl::cat(category));
@@ -190,7 +195,7 @@ static Error run() {
     else if (outputFormat == OutputFormat::TorchRec)
       writeTorchRecPlan(os, task->tables, *topology, *result);
     else
-      printPlanTable(os, task->tables, *topology, *result);
+      printPlanTable(os, task->tables, *topology, *result, verbose);
   });
 }
 

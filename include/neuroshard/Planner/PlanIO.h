@@ -84,10 +84,13 @@ void writeTorchRecPlan(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                        const Topology &topology, const PlanResult &result);
 
 /// Prints the same plan as a readable per-device table (one row per device:
-/// memory used / capacity, the cost terms, the shards placed there) followed
-/// by the search statistics.
+/// memory used / capacity and its percentage, the cost terms, the shards
+/// placed there), the imbalance (slowest over mean device time) and total
+/// memory use, with `perTable` one row per table (size, pooling factor,
+/// where its columns are), then the search statistics.
 void printPlanTable(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
-                    const Topology &topology, const PlanResult &result);
+                    const Topology &topology, const PlanResult &result,
+                    bool perTable = false);
 
 } // namespace neuroshard
 
