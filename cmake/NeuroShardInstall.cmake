@@ -12,7 +12,6 @@
 
 include(CMakePackageConfigHelpers)
 
-set(NEUROSHARD_PACKAGE_VERSION 0.4.0)
 set(NEUROSHARD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/NeuroShard)
 
 # <target> <exported name>
@@ -91,7 +90,7 @@ configure_package_config_file(
   INSTALL_DESTINATION ${NEUROSHARD_CMAKE_DIR})
 write_basic_package_version_file(
   ${PROJECT_BINARY_DIR}/cmake/NeuroShardConfigVersion.cmake
-  VERSION ${NEUROSHARD_PACKAGE_VERSION} COMPATIBILITY SameMinorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/NeuroShardConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/NeuroShardConfigVersion.cmake
   DESTINATION ${NEUROSHARD_CMAKE_DIR})

@@ -16,6 +16,7 @@
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Support/Version.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -224,6 +225,7 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   neuroshard::registerAvailableCostModels();
   cl::HideUnrelatedOptions(category);
+  ::neuroshard::addVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard search benchmark on synthetic "
                               "DLRM-like tasks\n");

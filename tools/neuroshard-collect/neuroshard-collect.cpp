@@ -28,6 +28,7 @@
 #include "neuroshard/Runtime/Statistics.h"
 #include "neuroshard/Sharding/TableRules.h"
 #include "neuroshard/Support/FileIO.h"
+#include "neuroshard/Support/Version.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -164,6 +165,7 @@ struct CacheFlusher {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  ::neuroshard::addVersionPrinter();
   cl::ParseCommandLineOptions(
       argc, argv,
       "Time the fused forward + backward-SGD kernels on sets of pool tables\n");

@@ -29,6 +29,7 @@
 #include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Version.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/JSON.h"
@@ -197,6 +198,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   cl::HideUnrelatedOptions(category);
+  ::neuroshard::addVersionPrinter();
   cl::ParseCommandLineOptions(
       argc, argv,
       "Time the forward and backward all-to-all exchanges of sharded "

@@ -14,6 +14,7 @@
 #include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Support/Version.h"
 #include "neuroshard/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -24,6 +25,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  neuroshard::addVersionPrinter();
   mlir::registerAllPasses();
   neuroshard::registerAvailableCostModels();
   mlir::neuroshard::registerNeuroShardPasses();

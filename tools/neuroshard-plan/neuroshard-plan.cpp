@@ -15,6 +15,7 @@
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Support/FileIO.h"
+#include "neuroshard/Support/Version.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -203,6 +204,7 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   neuroshard::registerAvailableCostModels();
   cl::HideUnrelatedOptions(category);
+  ::neuroshard::addVersionPrinter();
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard embedding table sharding planner\n");
   if (Error err = run()) {

@@ -22,6 +22,7 @@
 #endif
 #ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
+#include "neuroshard/Support/Version.h"
 #endif
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -227,6 +228,7 @@ void step(Loaded &loaded, ModelData &data,
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  ::neuroshard::addVersionPrinter();
   cl::ParseCommandLineOptions(
       argc, argv,
       "Execute a NeuroShard module on generated inputs\n\n"
