@@ -454,24 +454,14 @@ const KernelTableLayout::Piece *KernelTableLayout::find(StringAttr table,
   return nullptr;
 }
 
-FailureOr<KernelTableLayout>
-mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
+KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {
   KernelTableLayout layout;
-  SmallVector<Attribute> names;
   auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd) {
-    layout.tables[table.getSymNameAttr()].push_back(
-        {int64_t(names.size()), colEnd - colBegin, colBegin, colEnd});
-    std::string name = table.getSymName().str();
-    if (colBegin != 0 || colEnd != table.getNumCols())
-      name +=
-          "[" + std::to_string(colBegin) + ":" + std::to_string(colEnd) + "]";
-    names.push_back(StringAttr::get(module.getContext(), name));
+    KernelTableLayout::Piece piece{int64_t(layout.arena.size()),
+                                   colEnd - colBegin, colBegin, colEnd};
+    layout.tables[table.getSymNameAttr()].push_back(piece);
+    layout.arena.push_back({table.getSymNameAttr(), piece});
   };
-  for (TableOp table : module.getOps<TableOp>())
-    if (!table.getElementType().isF32())
-      return table.emitOpError()
-             << "has element type " << table.getElementType()
-             << "; the lowering executes f32 tables only";
   // One rank's program holds its device's shards; any other program holds
   // every table whole.
   if (std::optional<int64_t> rank = getProgramRank(module)) {
@@ -480,6 +470,26 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
   } else {
     for (TableOp table : module.getOps<TableOp>())
       addPiece(table, 0, table.getNumCols());
+  }
+  return layout;
+}
+
+FailureOr<KernelTableLayout>
+mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
+  for (TableOp table : module.getOps<TableOp>())
+    if (!table.getElementType().isF32())
+      return table.emitOpError()
+             << "has element type " << table.getElementType()
+             << "; the lowering executes f32 tables only";
+  KernelTableLayout layout = layoutWeightArena(module);
+  SmallVector<Attribute> names;
+  for (auto &[table, piece] : layout.arena) {
+    std::string name = table.str();
+    auto op = module.lookupSymbol<TableOp>(table);
+    if (piece.colBegin != 0 || piece.colEnd != op.getNumCols())
+      name += "[" + std::to_string(piece.colBegin) + ":" +
+              std::to_string(piece.colEnd) + "]";
+    names.push_back(StringAttr::get(module.getContext(), name));
   }
 
   bool failed = false;

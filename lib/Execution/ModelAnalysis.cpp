@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Execution/ModelAnalysis.h"
+#include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,17 +26,21 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
                                            llvm::StringRef entry) {
   ModelInfo info;
   info.rank = getProgramRank(module);
-  // The arena's pieces per table: (ordinal, first column, end column).
-  struct Piece {
-    int64_t ordinal, colBegin, colEnd;
-  };
-  llvm::DenseMap<llvm::StringRef, llvm::SmallVector<Piece, 1>> pieces;
-  auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd) {
+  for (TableOp table : module.getOps<TableOp>())
+    if (!table.getElementType().isF32())
+      return llvm::createStringError(
+          "table '" + table.getSymName() +
+          "' has a non-f32 element type; only f32 tables "
+          "execute");
+  // The arena the lowering gives the entry: one TableInfo per piece.
+  KernelTableLayout layout = layoutWeightArena(module);
+  for (auto &[name, piece] : layout.arena) {
+    auto table = module.lookupSymbol<TableOp>(name);
     TableInfo t;
     t.stats.name = table.getSymName().str();
     t.stats.rows = table.getNumRows();
-    t.stats.dim = colEnd - colBegin;
-    t.columnBegin = colBegin;
+    t.stats.dim = piece.colEnd - piece.colBegin;
+    t.columnBegin = piece.colBegin;
     t.tableDim = table.getNumCols();
     if (table.hasCostStatistics()) {
       t.hasStatistics = true;
@@ -44,32 +49,11 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
       for (unsigned j = 0; j < kNumAccessBins && j < hist.size(); ++j)
         t.stats.accessHist[j] = hist[j];
     }
-    pieces[table.getSymName()].push_back(
-        {static_cast<int64_t>(info.tables.size()), colBegin, colEnd});
     info.tables.push_back(t);
-  };
-  for (TableOp table : module.getOps<TableOp>())
-    if (!table.getElementType().isF32())
-      return llvm::createStringError(
-          "table '" + table.getSymName() +
-          "' has a non-f32 element type; only f32 tables "
-          "execute");
-  if (info.rank) {
-    for (const DeviceShard &shard : getDeviceShards(module, *info.rank))
-      addPiece(shard.table, shard.colBegin, shard.colEnd);
-  } else {
-    for (TableOp table : module.getOps<TableOp>())
-      addPiece(table, 0, table.getNumCols());
   }
-  auto findPiece = [&](llvm::StringRef table, int64_t colBegin,
-                       int64_t width) -> const Piece * {
-    auto it = pieces.find(table);
-    if (it == pieces.end())
-      return nullptr;
-    for (const Piece &piece : it->second)
-      if (piece.colBegin <= colBegin && colBegin + width <= piece.colEnd)
-        return &piece;
-    return nullptr;
+  auto findPiece = [&](llvm::StringRef table, int64_t colBegin, int64_t width) {
+    return layout.find(StringAttr::get(module.getContext(), table), colBegin,
+                       width);
   };
 
   func::FuncOp func;
@@ -144,7 +128,7 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
           "be static");
       return false;
     }
-    const Piece *piece = findPiece(table, colBegin, width);
+    const KernelTableLayout::Piece *piece = findPiece(table, colBegin, width);
     if (!piece) {
       failure = llvm::createStringError("columns [" + llvm::Twine(colBegin) +
                                         ", " + llvm::Twine(colBegin + width) +

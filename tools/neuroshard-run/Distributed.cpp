@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Distributed.h"
+#include "Report.h"
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Execution/CompiledModel.h"
@@ -37,6 +38,9 @@ using ::neuroshard::exchange_abi::ExchangeLayout;
 namespace mpi = ::neuroshard::mpi;
 namespace inputs = ::neuroshard::inputs;
 namespace run = ::neuroshard::run;
+using run::Comparison;
+using run::printResults;
+using run::summarizeResults;
 
 namespace {
 
@@ -303,7 +307,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
     results.push_back(gatherToRoot(output));
 
   // The check against the original module, run in one process on rank 0.
-  std::optional<double> outputDiff, weightDiff;
+  std::optional<Comparison> comparison;
   if (!options.comparePath.empty()) {
     std::vector<float> weights;
     if (options.backward)
@@ -339,11 +343,14 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
           if (Error e = (*model)->backward(*otherData, options.learningRate))
             failRank("backward of '" + options.comparePath +
                      "': " + toString(std::move(e)));
-        double diff = 0;
+        comparison.emplace();
+        comparison->with = options.comparePath;
+        comparison->tolerance = options.tolerance;
         for (size_t r = 0; r < results.size(); ++r)
-          diff = std::max(diff, ::neuroshard::runtime::maxRelativeDifference(
-                                    expected[r], results[r]));
-        outputDiff = diff;
+          comparison->outputDiff =
+              std::max(comparison->outputDiff,
+                       ::neuroshard::runtime::maxRelativeDifference(
+                           expected[r], results[r]));
         if (options.backward) {
           // Every rank's shards back into the original's tables.
           std::vector<float> assembled(otherData->weights.size(), 0.0f);
@@ -362,7 +369,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
                   assembled[otherData->layout[t] + r * dim + shard.colBegin +
                             c] = weights[next++];
             }
-          weightDiff = ::neuroshard::runtime::maxRelativeDifference(
+          comparison->weightDiff = ::neuroshard::runtime::maxRelativeDifference(
               otherData->weights, assembled);
         }
       }
@@ -411,8 +418,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   MPI_Gather(&shardCount, 1, MPI_INT, shardCounts.data(), 1, MPI_INT, 0,
              MPI_COMM_WORLD);
 
-  bool mismatch = (outputDiff && *outputDiff > options.tolerance) ||
-                  (weightDiff && *weightDiff > options.tolerance);
+  bool mismatch = comparison && comparison->mismatch();
   if (worldRank != 0) {
     MPI_Finalize();
     return 0;
@@ -441,19 +447,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
     ranks.push_back(std::move(rank));
   }
 
-  json::Array resultRows;
-  for (size_t r = 0; r < results.size(); ++r) {
-    double sum = 0, maxAbs = 0;
-    for (float v : results[r]) {
-      sum += v;
-      maxAbs = std::max(maxAbs, std::fabs(double(v)));
-    }
-    resultRows.push_back(
-        json::Object{{"shape", json::Array{whole.resultShapes[r][0],
-                                           whole.resultShapes[r][1]}},
-                     {"sum", sum},
-                     {"max_abs", maxAbs}});
-  }
+  json::Array resultRows = summarizeResults(results, whole.resultShapes);
 
   if (options.json) {
     json::Object report{{"module", path},
@@ -465,14 +459,8 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
                         {"ranks", worldSize},
                         {"per_rank", std::move(ranks)},
                         {"results", std::move(resultRows)}};
-    if (outputDiff) {
-      report["compare"] = options.comparePath;
-      report["max_rel_diff_outputs"] = *outputDiff;
-      if (weightDiff)
-        report["max_rel_diff_weights"] = *weightDiff;
-      report["tolerance"] = options.tolerance;
-      report["match"] = !mismatch;
-    }
+    if (comparison)
+      comparison->addTo(report);
     if (timing)
       report["timing_ms"] = json::Object{
           {"warmup", int64_t(options.warmup)},
@@ -488,16 +476,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
       outs() << ", at most " << options.maxRows << " rows per table";
     outs() << (options.backward ? ", forward + backward (SGD)\n"
                                 : ", forward\n");
-    outs() << formatv("{0,-8} {1,-12} {2,16} {3,12}\n", "result", "shape",
-                      "sum", "max |x|");
-    for (size_t r = 0; r < resultRows.size(); ++r) {
-      const json::Object &row = *resultRows[r].getAsObject();
-      outs() << formatv(
-          "{0,-8} {1,-12} {2,16:F6} {3,12:F6}\n", r,
-          formatv("{0}x{1}", whole.resultShapes[r][0], whole.resultShapes[r][1])
-              .str(),
-          *row.getNumber("sum"), *row.getNumber("max_abs"));
-    }
+    printResults(outs(), resultRows);
     outs() << formatv("{0,-5} {1,7} {2,16} {3,16} {4,10} {5,11} {6,12}\n",
                       "rank", "shards", "weights (MiB)", "plan (MiB)",
                       "step ms", "compute ms", "exchange ms");
@@ -520,15 +499,8 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
              << (bytesMatchPlan ? "equal the plan's per-device memory"
                                 : "DIFFER from the plan's per-device memory")
              << "\n";
-    if (outputDiff) {
-      outs() << formatv("compare with {0}: max relative difference {1:E2} "
-                        "(outputs)",
-                        options.comparePath, *outputDiff);
-      if (weightDiff)
-        outs() << formatv(", {0:E2} (updated weights)", *weightDiff);
-      outs() << formatv(", tolerance {0:E1}: {1}\n", options.tolerance,
-                        mismatch ? "MISMATCH" : "match");
-    }
+    if (comparison)
+      comparison->print(outs());
     if (timing)
       outs() << formatv("{0} ms per rank: medians over {1} runs after {2} "
                         "warm-up; exchange includes waiting for other ranks\n",

@@ -20,6 +20,7 @@
 #ifdef NEUROSHARD_HAS_MPI
 #include "Distributed.h"
 #endif
+#include "Report.h"
 #ifdef NEUROSHARD_CUDA_RUNTIME_LIBRARY
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #include "neuroshard/Support/Version.h"
@@ -345,21 +346,10 @@ int main(int argc, char **argv) {
   report["seed"] = static_cast<int64_t>(seed);
   report["max_rows"] = static_cast<int64_t>(maxRows);
   report["backward"] = static_cast<bool>(backward);
-  json::Array results;
-  for (size_t r = 0; r < outputs.size(); ++r) {
-    double sum = 0, maxAbs = 0;
-    for (float v : outputs[r]) {
-      sum += v;
-      maxAbs = std::max(maxAbs, std::fabs(double(v)));
-    }
-    results.push_back(
-        json::Object{{"shape", json::Array{model.info.resultShapes[r][0],
-                                           model.info.resultShapes[r][1]}},
-                     {"sum", sum},
-                     {"max_abs", maxAbs}});
-  }
+  json::Array results =
+      ::neuroshard::run::summarizeResults(outputs, model.info.resultShapes);
 
-  std::optional<double> outputDiff, weightDiff;
+  std::optional<::neuroshard::run::Comparison> comparison;
   if (!comparePath.empty()) {
     Loaded other = load(context, comparePath);
     failOn(checkComparable(model.info, other.info),
@@ -378,12 +368,16 @@ int main(int argc, char **argv) {
         fail(comparePath + ": " + *bad);
     std::vector<std::vector<float>> otherOutputs;
     step(other, otherData, otherOutputs);
-    double diff = 0;
+    comparison.emplace();
+    comparison->with = comparePath;
+    comparison->tolerance = tolerance;
     for (size_t r = 0; r < outputs.size(); ++r)
-      diff = std::max(diff, maxRelativeDifference(otherOutputs[r], outputs[r]));
-    outputDiff = diff;
+      comparison->outputDiff =
+          std::max(comparison->outputDiff,
+                   maxRelativeDifference(otherOutputs[r], outputs[r]));
     if (backward)
-      weightDiff = maxRelativeDifference(otherData.weights, data.weights);
+      comparison->weightDiff =
+          maxRelativeDifference(otherData.weights, data.weights);
   }
 
   std::optional<Timing> timing;
@@ -393,18 +387,11 @@ int main(int argc, char **argv) {
       step(model, data, outputs);
     });
 
-  bool mismatch = (outputDiff && *outputDiff > tolerance) ||
-                  (weightDiff && *weightDiff > tolerance);
+  bool mismatch = comparison && comparison->mismatch();
   if (jsonOutput) {
     report["results"] = std::move(results);
-    if (outputDiff) {
-      report["compare"] = comparePath.getValue();
-      report["max_rel_diff_outputs"] = *outputDiff;
-      if (weightDiff)
-        report["max_rel_diff_weights"] = *weightDiff;
-      report["tolerance"] = tolerance.getValue();
-      report["match"] = !mismatch;
-    }
+    if (comparison)
+      comparison->addTo(report);
     if (timing)
       report["timing_ms"] =
           json::Object{{"median", timing->median},
@@ -422,25 +409,9 @@ int main(int argc, char **argv) {
     if (maxRows > 0)
       outs() << ", at most " << maxRows << " rows per table";
     outs() << (backward ? ", forward + backward (SGD)\n" : ", forward\n");
-    outs() << formatv("{0,-8} {1,-12} {2,16} {3,12}\n", "result", "shape",
-                      "sum", "max |x|");
-    for (size_t r = 0; r < outputs.size(); ++r) {
-      const json::Object &row = *results[r].getAsObject();
-      outs() << formatv("{0,-8} {1,-12} {2,16:F6} {3,12:F6}\n", r,
-                        formatv("{0}x{1}", model.info.resultShapes[r][0],
-                                model.info.resultShapes[r][1])
-                            .str(),
-                        *row.getNumber("sum"), *row.getNumber("max_abs"));
-    }
-    if (outputDiff) {
-      outs() << formatv("compare with {0}: max relative difference {1:E2} "
-                        "(outputs)",
-                        comparePath, *outputDiff);
-      if (weightDiff)
-        outs() << formatv(", {0:E2} (updated weights)", *weightDiff);
-      outs() << formatv(", tolerance {0:E1}: {1}\n", tolerance.getValue(),
-                        mismatch ? "MISMATCH" : "match");
-    }
+    ::neuroshard::run::printResults(outs(), results);
+    if (comparison)
+      comparison->print(outs());
     if (timing)
       outs() << formatv("{0} ms: median {1:F3}, min {2:F3}, max {3:F3} over "
                         "{4} runs after {5} warm-up\n",

@@ -62,11 +62,19 @@ struct KernelTableLayout {
     int64_t colEnd = 0;
   };
   llvm::DenseMap<StringAttr, llvm::SmallVector<Piece, 1>> tables;
+  /// Every piece with its table, in arena (ordinal) order.
+  llvm::SmallVector<std::pair<StringAttr, Piece>> arena;
 
   /// The piece of `table` that holds columns [colBegin, colBegin + width),
   /// or null.
   const Piece *find(StringAttr table, int64_t colBegin, int64_t width) const;
 };
+
+/// The weight arena of `module`'s lowered functions: every table whole, in
+/// module order, or in the program of one rank the shards of its device
+/// (getDeviceShards). Reads the module only; the runtime lays out its
+/// arena with the same function.
+KernelTableLayout layoutWeightArena(ModuleOp module);
 
 /// Checks that `module` can be lowered (f32 tables, static pooled shapes,
 /// lookups inside entry functions) and, only if it can, gives every function

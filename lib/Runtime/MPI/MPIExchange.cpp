@@ -60,16 +60,19 @@ std::string forwardBlocks(const ExchangeLayout &layout, Blocks &blocks) {
   return "";
 }
 
+/// Checks the layout against the job and fills the forward blocks.
+std::string prepare(const ExchangeLayout &layout, Blocks &blocks) {
+  std::string why = checkJob(layout);
+  return why.empty() ? forwardBlocks(layout, blocks) : why;
+}
+
 } // namespace
 
 std::string mpi::exchangeForward(const ExchangeLayout &layout,
                                  const float *buffer, float *result) {
   double start = MPI_Wtime();
-  std::string why = checkJob(layout);
   Blocks blocks;
-  if (why.empty())
-    why = forwardBlocks(layout, blocks);
-  if (!why.empty())
+  if (std::string why = prepare(layout, blocks); !why.empty())
     return why;
   std::vector<float> packed(static_cast<size_t>(layout.packedSize()));
   MPI_Alltoallv(buffer, blocks.sendCounts.data(), blocks.sendOffsets.data(),
@@ -84,11 +87,8 @@ std::string mpi::exchangeBackward(const ExchangeLayout &layout,
                                   const float *gradient,
                                   float *bufferGradient) {
   double start = MPI_Wtime();
-  std::string why = checkJob(layout);
   Blocks blocks;
-  if (why.empty())
-    why = forwardBlocks(layout, blocks);
-  if (!why.empty())
+  if (std::string why = prepare(layout, blocks); !why.empty())
     return why;
   std::vector<float> packed(static_cast<size_t>(layout.packedSize()));
   exchange_abi::packColumns(layout, gradient, packed.data());
