@@ -64,7 +64,8 @@ if nvidia_smi and subprocess.run([nvidia_smi, "-L"], stdout=subprocess.DEVNULL,
 tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench", "neuroshard-run",
-     "neuroshard-cuda-runner", "neuroshard-comm-collect"], tool_dirs)
+     "neuroshard-cuda-runner", "neuroshard-cuda-emulate",
+     "neuroshard-comm-collect"], tool_dirs)
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
