@@ -24,7 +24,10 @@ namespace {
 constexpr int64_t kWidths[] = {1,  2,   3,   4,   5,   7,   8,   12,
                                16, 17,  31,  32,  33,  36,  63,  64,
                                65, 100, 128, 129, 200, 255, 256, 300};
-constexpr int64_t kBlockSizes[] = {32, 64, 96, 128, 256, 512, 1024};
+/// Whole warps up to the kernels' launch bound.
+constexpr int64_t kBlockSizes[] = {32, 64, 96, 128, 160, 192, 224, 256};
+static_assert(kBlockSizes[std::size(kBlockSizes) - 1] ==
+              abi::kMaxThreadsPerBlock);
 
 /// One table of a case: its dim, rows, where it starts in the arena and
 /// its row stride.

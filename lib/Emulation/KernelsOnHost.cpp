@@ -198,7 +198,8 @@ LogicalResult callRuntime(func::FuncOp func, ModuleOp host) {
 
 /// The host module of the kernels in `source`, or a null one after
 /// reporting why.
-OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect) {
+OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect,
+                                      llvm::StringMap<int64_t> &maxThreads) {
   auto kernels = dyn_cast_or_null<gpu::GPUModuleOp>(
       SymbolTable::lookupSymbolIn(source, abi::kKernelModuleName));
   if (!kernels) {
@@ -217,6 +218,13 @@ OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect) {
         !kernel.getPrivateAttributions().empty()) {
       kernel.emitOpError("cannot be emulated: it has memory attributions");
       return nullptr;
+    }
+    if (auto bound = kernel->getAttrOfType<DenseI32ArrayAttr>(
+            NVVM::NVVMDialect::getMaxntidAttrName())) {
+      int64_t threads = 1;
+      for (int32_t extent : bound.asArrayRef())
+        threads *= extent;
+      maxThreads[kernel.getName()] = threads;
     }
     auto func = func::FuncOp::create(b, kernel.getLoc(), kernel.getName(),
                                      kernel.getFunctionType());
@@ -265,7 +273,8 @@ EmulatedKernels::compile(ModuleOp source, KernelDefect defect) {
   MLIRContext *context = source.getContext();
   context->loadDialect<func::FuncDialect, arith::ArithDialect>();
   Diagnostics diagnostics(context);
-  OwningOpRef<ModuleOp> host = buildHostModule(source, defect);
+  llvm::StringMap<int64_t> maxThreads;
+  OwningOpRef<ModuleOp> host = buildHostModule(source, defect, maxThreads);
   if (!host)
     return llvm::createStringError("cannot emulate the kernels:\n" +
                                    diagnostics.messages);
@@ -301,6 +310,7 @@ EmulatedKernels::compile(ModuleOp source, KernelDefect defect) {
   (*engine)->registerSymbols(runtimeSymbols);
   std::unique_ptr<EmulatedKernels> kernels(new EmulatedKernels());
   kernels->engine = std::move(*engine);
+  kernels->maxThreads = std::move(maxThreads);
   return kernels;
 }
 
@@ -325,6 +335,12 @@ llvm::Error EmulatedKernels::launchPacked(llvm::StringRef name,
                                           void **arguments,
                                           const LaunchConfig &config,
                                           LaunchStats *stats) {
+  auto bound = maxThreads.find(name);
+  if (bound != maxThreads.end() && config.blockX > bound->second)
+    return llvm::createStringError(
+        "invalid launch: a block of " + std::to_string(config.blockX) +
+        " threads exceeds the launch bound of " + name.str() + " (.maxntid " +
+        std::to_string(bound->second) + ")");
   auto kernel = execution::lookupPacked(*engine, name);
   if (!kernel)
     return kernel.takeError();

@@ -193,16 +193,15 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
         return false;
     } else if (record == &abi::kRunRecord) {
       int64_t seed;
-      if (!once(sawRun) || !read.integer(0, 32, 1024, out.threadsPerBlock) ||
+      if (!once(sawRun) || !read.integer(0, 1, kMaxInt, out.threadsPerBlock) ||
           !read.integer(1, 1, 2147483647, out.batchSize) ||
           !read.integer(2, 0, kMaxInt, seed) || !read.number(3, out.lr) ||
           !read.done())
         return false;
       out.seed = static_cast<uint64_t>(seed);
-      if (out.threadsPerBlock % abi::kWarpSize != 0)
-        return read.fail(read.name(0) + " is " +
-                         std::to_string(out.threadsPerBlock) +
-                         "; it must be a multiple of 32 (whole warps)");
+      std::string problem = abi::blockSizeProblem(out.threadsPerBlock);
+      if (!problem.empty())
+        return read.fail(read.name(0) + ": " + problem);
     } else if (record == &abi::kTableRecord) {
       inputs::TableStats stats;
       if (!read.word(0, stats.name) ||

@@ -380,6 +380,9 @@ private:
         abi::launchGeometry(w.numShards(), w.batch, threadsPerBlock);
     if (geometry.gridX == 0)
       return Status();
+    std::string problem = abi::blockSizeProblem(geometry.blockX);
+    if (!problem.empty())
+      return Status::error("cannot launch: " + problem);
     cuda::LaunchDims dims;
     dims.gridX = unsigned(geometry.gridX);
     dims.gridY = unsigned(geometry.gridY);

@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Checks the kernel ABI's packing against layouts computed by hand, its
-// launch geometry at the edges and the parameter counts of its signatures.
+// launch geometry at the edges, the parameter counts of its signatures and the
+// block sizes its launch bounds allow.
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,6 +162,23 @@ TEST(KernelABI, SignaturesGiveTheLaunchParameters) {
   EXPECT_EQ(kKernelOperands[kOutOperand].rank, 2);
   EXPECT_EQ(kKernelOperands[kLearningRateOperand].rank, 0);
   EXPECT_EQ(kKernelOperands[kIndicesOperand].element, ElementKind::Index);
+}
+
+TEST(KernelABI, BlockSizesAreWholeWarpsWithinTheLaunchBound) {
+  EXPECT_EQ(blockSizeProblem(kThreadsPerBlock), "");
+  EXPECT_EQ(blockSizeProblem(32), "");
+  EXPECT_EQ(blockSizeProblem(48),
+            "48 threads per block is not a positive multiple of the warp "
+            "size 32 (each warp owns whole bags)");
+  EXPECT_NE(blockSizeProblem(0), "");
+  EXPECT_EQ(blockSizeProblem(kMaxThreadsPerBlock + 32),
+            std::to_string(kMaxThreadsPerBlock + 32) +
+                " threads per block exceeds the kernels' launch bound "
+                "(.maxntid " +
+                std::to_string(kMaxThreadsPerBlock) + ")");
+  // The launch the compiler emits fits the register budget's assumption.
+  EXPECT_LE(kThreadsPerBlock * kMinBlocksPerMultiprocessor * kRegisterBudget,
+            kRegistersPerMultiprocessor);
 }
 
 } // namespace

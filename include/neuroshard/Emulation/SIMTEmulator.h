@@ -29,6 +29,7 @@
 #include "neuroshard/Execution/JIT.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -90,9 +91,9 @@ public:
   compileGenerated(mlir::MLIRContext &context,
                    KernelDefect defect = KernelDefect::None);
 
-  /// Launches kernel `name` on `operands` (`isBackward` says which
-  /// operands it takes). Fails on a broken shuffle rule or a launch the
-  /// hardware refuses, naming the block, warp, lanes and shuffle.
+  /// Launches kernel `name` on `operands`. Fails on a broken shuffle rule
+  /// (naming the block, warp, lanes and shuffle) or on a launch CUDA
+  /// refuses, such as a block larger than the kernel's launch bound.
   template <typename Index>
   llvm::Error launch(llvm::StringRef name,
                      execution::KernelOperands<Index> &operands,
@@ -104,6 +105,8 @@ private:
                            const LaunchConfig &config, LaunchStats *stats);
 
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  /// Each kernel's launch bound (`nvvm.maxntid`), where it has one.
+  llvm::StringMap<int64_t> maxThreads;
 };
 
 /// Packs `operands` as KernelABI.h orders them and launches.

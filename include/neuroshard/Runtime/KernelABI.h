@@ -56,6 +56,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace neuroshard {
@@ -251,6 +252,32 @@ constexpr const char *kKernelModuleName = "neuroshard_kernels";
 /// Threads per block of every launch the compiler emits.
 constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kWarpSize = 32;
+/// Launch bounds of every kernel (PTX `.maxntid` and `.minnctapersm`): a
+/// block has at most kMaxThreadsPerBlock threads, a multiple of the warp,
+/// and ptxas keeps the registers low enough for kMinBlocksPerMultiprocessor
+/// blocks of kThreadsPerBlock threads to be resident on one multiprocessor
+/// at once (64K registers: at most 85 a thread). CUDA refuses a larger
+/// block.
+constexpr int64_t kMaxThreadsPerBlock = kThreadsPerBlock;
+constexpr int64_t kMinBlocksPerMultiprocessor = 3;
+constexpr int64_t kRegistersPerMultiprocessor = 65536;
+/// The registers a thread may use under the launch bounds.
+constexpr int64_t kRegisterBudget =
+    kRegistersPerMultiprocessor /
+    (kThreadsPerBlock * kMinBlocksPerMultiprocessor);
+
+/// Why a block of `threads` threads cannot run the kernels; empty if it can.
+inline std::string blockSizeProblem(int64_t threads) {
+  if (threads < kWarpSize || threads % kWarpSize != 0)
+    return std::to_string(threads) +
+           " threads per block is not a positive multiple of the warp size " +
+           std::to_string(kWarpSize) + " (each warp owns whole bags)";
+  if (threads > kMaxThreadsPerBlock)
+    return std::to_string(threads) +
+           " threads per block exceeds the kernels' launch bound (.maxntid " +
+           std::to_string(kMaxThreadsPerBlock) + ")";
+  return "";
+}
 /// The grid's limits in x and y; they only cap the parallelism, since the
 /// grid-stride loops cover the rest.
 constexpr int64_t kMaxGridX = 2147483647;

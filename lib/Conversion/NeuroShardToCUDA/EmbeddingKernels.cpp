@@ -31,6 +31,7 @@
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -475,6 +476,14 @@ static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 builder.getUnitAttr());
+  // Launch bounds: ptxas fits the registers to kMinBlocksPerMultiprocessor
+  // blocks of kThreadsPerBlock threads, and CUDA refuses larger blocks.
+  func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                builder.getDenseI32ArrayAttr(
+                    {static_cast<int32_t>(abi::kMaxThreadsPerBlock), 1, 1}));
+  func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                builder.getI32IntegerAttr(
+                    static_cast<int32_t>(abi::kMinBlocksPerMultiprocessor)));
   Block &entry = func.getBody().front();
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(&entry);

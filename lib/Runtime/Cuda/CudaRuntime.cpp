@@ -45,6 +45,7 @@ namespace cuda {
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
+  X(cuFuncGetAttribute)                                                        \
   X(cuLaunchKernel)                                                            \
   X(cuMemAlloc)                                                                \
   X(cuMemAllocManaged)                                                         \
@@ -319,6 +320,22 @@ Status Runtime::launch(FunctionHandle function, const LaunchDims &dims,
   Status status = makeCurrent();
   if (!status.ok())
     return status;
+  // A block larger than the kernel takes (its launch bounds, or the
+  // registers it uses) fails with a bare CUDA_ERROR_INVALID_VALUE; say why.
+  auto fn = static_cast<CUfunction>(function);
+  int maxThreads = 0, registers = 0;
+  uint64_t threads = uint64_t(dims.blockX) * dims.blockY * dims.blockZ;
+  if (api().cuFuncGetAttribute(&maxThreads,
+                               CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                               fn) == CUDA_SUCCESS &&
+      maxThreads > 0 && threads > uint64_t(maxThreads)) {
+    (void)api().cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+    return Status::error(
+        "cannot launch a block of " + std::to_string(threads) +
+        " threads: the kernel takes at most " + std::to_string(maxThreads) +
+        " threads per block (it uses " + std::to_string(registers) +
+        " registers a thread; see its launch bounds)");
+  }
   return check(
       api().cuLaunchKernel(static_cast<CUfunction>(function), dims.gridX,
                            dims.gridY, dims.gridZ, dims.blockX, dims.blockY,
