@@ -136,29 +136,15 @@ SweepCase makeCase(int64_t number, uint64_t seed, int64_t forcedBlock) {
   abi::PackedShardSet<int64_t> packed =
       abi::packShardSet<int64_t>(shards, pointers);
 
-  execution::PreparedSet &set = c.set;
-  set.batch = batch;
-  set.width = packed.layout.width;
-  set.indicesAreI32 = i32;
-  set.meta = std::move(packed.layout.meta);
-  set.indices = std::move(packed.indices);
-  set.offsets = std::move(packed.offsets);
-  set.indices32.assign(set.indices.begin(), set.indices.end());
-  set.offsets32.assign(set.offsets.begin(), set.offsets.end());
+  std::vector<int64_t> layout;
   for (const CaseTable &table : c.tables)
-    set.layout.push_back(table.base);
-  set.weights.resize(static_cast<size_t>(arena));
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  for (float &w : set.weights)
-    w = value(random);
-  set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
-  set.gradient.resize(set.output.size());
-  for (float &g : set.gradient)
-    g = value(random);
+    layout.push_back(table.base);
+  int64_t numShards = packed.layout.numShards();
+  c.set = prepareSet(std::move(packed), std::move(layout), arena, batch, i32,
+                     random());
 
   int64_t block =
       forcedBlock ? forcedBlock : kBlockSizes[number % std::size(kBlockSizes)];
-  int64_t numShards = packed.layout.numShards();
   abi::LaunchGeometry geometry = abi::launchGeometry(numShards, batch, block);
   c.launch.blockX = block;
   switch (number % 3) {
@@ -220,9 +206,37 @@ llvm::Error launchOn(EmulatedKernels &emulated, const char *kernel,
   return emulated.launch(kernel, operands, config, &stats);
 }
 
-llvm::Error runCase(EmulatedKernels &emulated, execution::CPUKernels &reference,
-                    SweepCase &c, SweepTotals &totals) {
-  execution::PreparedSet &set = c.set;
+} // namespace
+
+execution::PreparedSet neuroshard::emulation::prepareSet(
+    abi::PackedShardSet<int64_t> packed, std::vector<int64_t> layout,
+    int64_t arenaSize, int64_t batch, bool i32, uint64_t seed) {
+  std::mt19937_64 random(seed);
+  execution::PreparedSet set;
+  set.batch = batch;
+  set.width = packed.layout.width;
+  set.indicesAreI32 = i32;
+  set.meta = std::move(packed.layout.meta);
+  set.indices = std::move(packed.indices);
+  set.offsets = std::move(packed.offsets);
+  set.indices32.assign(set.indices.begin(), set.indices.end());
+  set.offsets32.assign(set.offsets.begin(), set.offsets.end());
+  set.layout = std::move(layout);
+  set.weights.resize(static_cast<size_t>(arenaSize));
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (float &w : set.weights)
+    w = value(random);
+  set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
+  set.gradient.resize(set.output.size());
+  for (float &g : set.gradient)
+    g = value(random);
+  return set;
+}
+
+llvm::Error neuroshard::emulation::compareWithCPU(
+    EmulatedKernels &emulated, execution::CPUKernels &reference,
+    execution::PreparedSet &set, const LaunchConfig &launch, float learningRate,
+    SweepTotals &totals) {
   execution::PreparedSet emulatedSet = set;
   bool i32 = set.indicesAreI32;
 
@@ -234,10 +248,10 @@ llvm::Error runCase(EmulatedKernels &emulated, execution::CPUKernels &reference,
   llvm::Error error =
       i32 ? launchOn(emulated, abi::kForwardI32, emulatedSet,
                      emulatedSet.indices32, emulatedSet.offsets32, out, 0.0f,
-                     c.launch, stats)
+                     launch, stats)
           : launchOn(emulated, abi::kForwardI64, emulatedSet,
                      emulatedSet.indices, emulatedSet.offsets, out, 0.0f,
-                     c.launch, stats);
+                     launch, stats);
   if (error)
     return error;
   totals.shuffles += stats.shuffles;
@@ -248,14 +262,14 @@ llvm::Error runCase(EmulatedKernels &emulated, execution::CPUKernels &reference,
     return llvm::createStringError(mismatch);
 
   // Backward with SGD on both copies of the weights.
-  reference.backward(set, c.learningRate);
+  reference.backward(set, learningRate);
   runtime::WeightVector gradient(set.gradient.begin(), set.gradient.end());
   error = i32 ? launchOn(emulated, abi::kBackwardI32, emulatedSet,
                          emulatedSet.indices32, emulatedSet.offsets32, gradient,
-                         c.learningRate, c.launch, stats)
+                         learningRate, launch, stats)
               : launchOn(emulated, abi::kBackwardI64, emulatedSet,
                          emulatedSet.indices, emulatedSet.offsets, gradient,
-                         c.learningRate, c.launch, stats);
+                         learningRate, launch, stats);
   if (error)
     return error;
   totals.shuffles += stats.shuffles;
@@ -268,8 +282,6 @@ llvm::Error runCase(EmulatedKernels &emulated, execution::CPUKernels &reference,
   return llvm::Error::success();
 }
 
-} // namespace
-
 llvm::Error neuroshard::emulation::runKernelSweep(
     EmulatedKernels &emulated, execution::CPUKernels &reference,
     const SweepOptions &options, llvm::raw_ostream &log, SweepTotals &totals) {
@@ -277,7 +289,8 @@ llvm::Error neuroshard::emulation::runKernelSweep(
     SweepCase c = makeCase(number, options.seed, options.threadsPerBlock);
     if (options.verbose)
       log << c.description << "\n";
-    if (llvm::Error error = runCase(emulated, reference, c, totals))
+    if (llvm::Error error = compareWithCPU(emulated, reference, c.set, c.launch,
+                                           c.learningRate, totals))
       return llvm::createStringError(c.description + ": " +
                                      llvm::toString(std::move(error)));
     ++totals.cases;

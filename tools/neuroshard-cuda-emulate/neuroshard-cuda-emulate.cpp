@@ -11,16 +11,23 @@
 // broken rule.
 //
 //   neuroshard-cuda-emulate [--cases=N] [--seed=S] [kernels.mlir]
+//   neuroshard-cuda-emulate --manifest=FILE [--max-rows=R] [--batch-size=B]
+//                           [kernels.mlir]
 //
 // Without a file the kernels are generated in process; a file holds the
 // output of `neuroshard-opt --neuroshard-to-cuda` (its gpu.module is
-// emulated, its host code ignored).
+// emulated, its host code ignored). `--manifest` runs the launches of a
+// manifest from --neuroshard-export-cuda instead of the sweep: the shard
+// sets, batch, block size and generated inputs of a real model, with its
+// tables cut to their first R rows.
 //
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Emulation/KernelSweep.h"
 #include "neuroshard/Emulation/SIMTEmulator.h"
 #include "neuroshard/Execution/CPUKernels.h"
+
+#include "Manifest.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,7 +43,9 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 
 using namespace mlir;
 namespace emu = ::neuroshard::emulation;
@@ -59,9 +68,101 @@ static llvm::cl::opt<std::string> defect(
     llvm::cl::desc("Test only: break the kernels before emulating them "
                    "(none, drop-index-shuffle, drop-warp-max, short-bag)"),
     llvm::cl::init("none"));
+static llvm::cl::opt<std::string> manifestFile(
+    "manifest",
+    llvm::cl::desc("Emulate the launches of this manifest (from "
+                   "--neuroshard-export-cuda) instead of the sweep"),
+    llvm::cl::init(""));
+static llvm::cl::opt<int64_t> maxRows(
+    "max-rows",
+    llvm::cl::desc("With --manifest: rows kept of each table (indices are "
+                   "drawn among them)"),
+    llvm::cl::init(4096));
+static llvm::cl::opt<int64_t> batchSize(
+    "batch-size",
+    llvm::cl::desc("With --manifest: bags per launch (0: the manifest's)"),
+    llvm::cl::init(0));
 static llvm::cl::opt<bool> verbose("verbose",
                                    llvm::cl::desc("Print every case"),
                                    llvm::cl::init(false));
+
+namespace abi = ::neuroshard::kernel_abi;
+namespace inputs = ::neuroshard::inputs;
+namespace runner = ::neuroshard::runner;
+
+/// Emulates every launch of the manifest at `path` against the CPU kernels.
+/// Tables are stored whole (their first `rows` rows), so that the shards of
+/// a split table read column ranges of one table, as on a device.
+static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
+                                   neuroshard::execution::CPUKernels &cpu,
+                                   const std::string &path, int64_t rows,
+                                   int64_t batch, emu::SweepTotals &totals) {
+  runner::Manifest manifest;
+  std::string error;
+  if (!runner::loadManifest(path, manifest, error))
+    return llvm::createStringError(error);
+  if (batch > 0)
+    manifest.batchSize = batch;
+  for (size_t k = 0; k < manifest.launches.size(); ++k) {
+    const runner::LaunchSpec &launch = manifest.launches[k];
+    std::vector<inputs::LookupInputs> generated(manifest.lookups.size());
+    std::vector<const inputs::LookupInputs *> pairs(manifest.lookups.size(),
+                                                    nullptr);
+    std::map<size_t, int64_t> slot;
+    std::vector<int64_t> layout;
+    std::vector<abi::ShardDescriptor> shards;
+    int64_t arena = 0;
+    for (const runner::ShardSpec &shard : launch.shards) {
+      const runner::LookupSpec &lookup = manifest.lookups[shard.lookup];
+      const inputs::TableStats &table = manifest.tables[lookup.table];
+      int64_t kept = std::min(table.rows, rows);
+      if (!pairs[shard.lookup]) {
+        generated[shard.lookup] = inputs::generateLookup(
+            table, manifest.batchSize, manifest.seed, lookup.stream, kept);
+        pairs[shard.lookup] = &generated[shard.lookup];
+      }
+      auto found = slot.find(lookup.table);
+      if (found == slot.end()) {
+        found = slot.emplace(lookup.table, int64_t(layout.size())).first;
+        layout.push_back(arena);
+        arena = (arena + kept * table.dim + 3) / 4 * 4;
+      }
+      abi::ShardDescriptor descriptor;
+      descriptor.table = found->second;
+      descriptor.rowStride = table.dim;
+      descriptor.colBegin = shard.colBegin;
+      descriptor.width = shard.width();
+      descriptor.mode = abi::poolingMode(shard.mean);
+      descriptor.input = shard.lookup;
+      shards.push_back(descriptor);
+    }
+    abi::PackedShardSet<int64_t> packed =
+        abi::packShardSet<int64_t>(shards, pairs);
+    int64_t numShards = packed.layout.numShards();
+    neuroshard::execution::PreparedSet set =
+        emu::prepareSet(std::move(packed), std::move(layout), arena,
+                        manifest.batchSize, !launch.index64, manifest.seed + k);
+    abi::LaunchGeometry geometry = abi::launchGeometry(
+        numShards, manifest.batchSize, manifest.threadsPerBlock);
+    emu::LaunchConfig config;
+    config.gridX = std::max<int64_t>(geometry.gridX, 1);
+    config.gridY = std::max<int64_t>(geometry.gridY, 1);
+    config.blockX = geometry.blockX;
+    config.seed = seed + k;
+    if (llvm::Error error = emu::compareWithCPU(emulated, cpu, set, config,
+                                                float(manifest.lr), totals))
+      return llvm::createStringError("launch " + std::to_string(k) + ": " +
+                                     llvm::toString(std::move(error)));
+    ++totals.cases;
+    llvm::outs() << "launch " << k << " (device " << launch.device << ", "
+                 << (launch.index64 ? "i64" : "i32") << "): " << numShards
+                 << " shards, width " << set.width << ", " << manifest.batchSize
+                 << " bags, " << set.indices.size() << " indices, grid "
+                 << config.gridX << " x " << config.gridY << ", block "
+                 << config.blockX << ": agrees\n";
+  }
+  return llvm::Error::success();
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -76,9 +177,9 @@ int main(int argc, char **argv) {
                     "short-bag\n";
     return 2;
   }
-  if (threadsPerBlock < 0 || cases < 0) {
-    llvm::errs() << "error: --threads-per-block and --cases take a "
-                    "non-negative number\n";
+  if (threadsPerBlock < 0 || cases < 0 || batchSize < 0 || maxRows < 1) {
+    llvm::errs() << "error: --threads-per-block, --cases and --batch-size "
+                    "take a non-negative number, --max-rows a positive one\n";
     return 2;
   }
 
@@ -117,8 +218,12 @@ int main(int argc, char **argv) {
   options.threadsPerBlock = threadsPerBlock;
   options.verbose = verbose;
   emu::SweepTotals totals;
-  llvm::Error error = emu::runKernelSweep(**emulated, **reference, options,
-                                          llvm::outs(), totals);
+  llvm::Error error =
+      manifestFile.empty()
+          ? emu::runKernelSweep(**emulated, **reference, options, llvm::outs(),
+                                totals)
+          : emulateManifest(**emulated, **reference, manifestFile, maxRows,
+                            batchSize, totals);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -130,7 +235,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   llvm::outs() << "PASSED: " << totals.cases
-               << " cases, emulated forward and backward agree with the CPU "
+               << (manifestFile.empty() ? " cases" : " manifest launches")
+               << ", emulated forward and backward agree with the CPU "
                   "kernels ("
                << totals.launches << " launches, " << totals.shuffles
                << " warp shuffles, " << totals.elements

@@ -17,13 +17,12 @@
 #define NEUROSHARD_EMULATION_KERNELSWEEP_H
 
 #include "neuroshard/Emulation/SIMTEmulator.h"
+#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Runtime/KernelABI.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 namespace neuroshard {
-namespace execution {
-class CPUKernels;
-} // namespace execution
 
 namespace emulation {
 
@@ -40,6 +39,23 @@ struct SweepOptions {
 struct SweepTotals {
   int64_t cases = 0, launches = 0, shuffles = 0, elements = 0;
 };
+
+/// The buffers of a shard set for both executions: `packed`'s metadata and
+/// inputs, tables at `layout` in an arena of `arenaSize` weights, weights
+/// and output gradient drawn in [-1, 1) from `seed`.
+execution::PreparedSet prepareSet(kernel_abi::PackedShardSet<int64_t> packed,
+                                  std::vector<int64_t> layout,
+                                  int64_t arenaSize, int64_t batch, bool i32,
+                                  uint64_t seed);
+
+/// Runs forward, then backward with SGD at `learningRate`, on `set` both
+/// emulated with `launch` and with the CPU kernels (which update `set`);
+/// fails at the first element that differs or a launch that breaks a rule.
+llvm::Error compareWithCPU(EmulatedKernels &emulated,
+                           execution::CPUKernels &reference,
+                           execution::PreparedSet &set,
+                           const LaunchConfig &launch, float learningRate,
+                           SweepTotals &totals);
 
 /// Runs the sweep; fails at the first case whose results differ from the
 /// CPU kernels' (naming the case, the element and both values) or whose
