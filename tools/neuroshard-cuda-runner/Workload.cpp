@@ -6,11 +6,14 @@
 
 #include "Workload.h"
 
+#include "neuroshard/Runtime/BagInputs.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 namespace neuroshard {
 namespace runner {
@@ -46,8 +49,85 @@ void setIndices(Workload &w, const std::vector<int64_t> &indices,
 
 } // namespace
 
+bool readInputOverrides(const std::string &path, const Manifest &manifest,
+                        InputOverrides &out, std::string &error) {
+  std::ifstream file(path);
+  if (!file) {
+    error = "cannot read inputs '" + path + "'";
+    return false;
+  }
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string keyword, kind;
+    if (!(words >> keyword))
+      continue;
+    long long lookup = -1;
+    auto fail = [&](const std::string &why) {
+      error =
+          "inputs '" + path + "': line " + std::to_string(number) + ": " + why;
+      return false;
+    };
+    if (keyword != "lookup" || !(words >> lookup >> kind) ||
+        (kind != "offsets" && kind != "indices"))
+      return fail("expected 'lookup K offsets|indices VALUES...'");
+    if (lookup < 0 || size_t(lookup) >= manifest.lookups.size())
+      return fail("lookup " + std::to_string(lookup) +
+                  " but the manifest has " +
+                  std::to_string(manifest.lookups.size()) + " lookup(s)");
+    inputs::LookupInputs &in = out[size_t(lookup)];
+    std::vector<int64_t> &values = kind == "offsets" ? in.offsets : in.indices;
+    std::string word;
+    while (words >> word) {
+      char *end = nullptr;
+      long long value = std::strtoll(word.c_str(), &end, 10);
+      if (word.empty() || *end != '\0')
+        return fail("'" + word + "' is not an integer");
+      values.push_back(value);
+    }
+  }
+  return true;
+}
+
+bool checkLaunchInputs(const Manifest &manifest, const InputOverrides &given,
+                       long long launch, std::string &error) {
+  // A lookup is checked once for each index type that reads it.
+  std::map<std::pair<size_t, bool>, bool> checked;
+  for (size_t k = 0; k < manifest.launches.size(); ++k) {
+    if (launch >= 0 && size_t(launch) != k)
+      continue;
+    const LaunchSpec &spec = manifest.launches[k];
+    for (const ShardSpec &shard : spec.shards) {
+      if (!checked.emplace(std::make_pair(shard.lookup, spec.index64), true)
+               .second)
+        continue;
+      const LookupSpec &lookup = manifest.lookups[shard.lookup];
+      const inputs::TableStats &table = manifest.tables[lookup.table];
+      inputs::LookupInputs generated;
+      auto found = given.find(shard.lookup);
+      const inputs::LookupInputs *in = &generated;
+      if (found != given.end())
+        in = &found->second;
+      else
+        generated = inputs::generateLookup(table, manifest.batchSize,
+                                           manifest.seed, lookup.stream);
+      std::string name = "launch " + std::to_string(k) + ", lookup " +
+                         std::to_string(shard.lookup) + " (table " +
+                         table.name + ")";
+      error = abi::checkBagInputs(
+          name, in->offsets.data(), int64_t(in->offsets.size()),
+          in->indices.data(), int64_t(in->indices.size()), manifest.batchSize,
+          table.rows, !spec.index64);
+      if (!error.empty())
+        return false;
+    }
+  }
+  return true;
+}
+
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
-                   Workload &out, std::string &error) {
+                   const InputOverrides &given, Workload &out,
+                   std::string &error) {
   const LaunchSpec &launch = manifest.launches[which];
   out = Workload();
   out.batch = manifest.batchSize;
@@ -64,8 +144,12 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
     const LookupSpec &lookup = manifest.lookups[shard.lookup];
     const inputs::TableStats &table = manifest.tables[lookup.table];
     if (!pairs[shard.lookup]) {
-      generated[shard.lookup] = inputs::generateLookup(
-          table, out.batch, manifest.seed, lookup.stream);
+      auto found = given.find(shard.lookup);
+      if (found != given.end())
+        generated[shard.lookup] = found->second;
+      else
+        generated[shard.lookup] = inputs::generateLookup(
+            table, out.batch, manifest.seed, lookup.stream);
       pairs[shard.lookup] = &generated[shard.lookup];
     }
     abi::ShardDescriptor descriptor;

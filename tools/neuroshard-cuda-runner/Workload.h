@@ -19,6 +19,7 @@
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,12 +54,27 @@ struct Workload {
   size_t indexBytes() const { return index64 ? 8 : 4; }
 };
 
+/// Inputs given for some lookups (by position in the manifest) in place of
+/// generated ones.
+using InputOverrides = std::map<size_t, inputs::LookupInputs>;
+
+/// Reads `path`: lines `lookup K offsets V...` and `lookup K indices V...`
+/// (`#` starts a comment; a lookup's values may span several lines).
+bool readInputOverrides(const std::string &path, const Manifest &manifest,
+                        InputOverrides &out, std::string &error);
+
+/// Checks the inputs of every lookup the selected launches use (all for
+/// `launch` < 0) with kernel_abi::checkBagInputs, before any launch.
+bool checkLaunchInputs(const Manifest &manifest, const InputOverrides &given,
+                       long long launch, std::string &error);
+
 /// Builds launch `which` of the manifest. Inputs are generated from the
 /// tables' statistics with InputGenerator (stream = the lookup's stream);
 /// weights are weightValue(hash(table), row, column) and the gradient
 /// gradientValue(mixSeed(hash(table), stream), bag, column).
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
-                   Workload &out, std::string &error);
+                   const InputOverrides &given, Workload &out,
+                   std::string &error);
 
 /// A single-table workload with `pooling` indices per bag drawn uniformly
 /// from `rows` rows: the bandwidth benchmark.

@@ -67,12 +67,18 @@ const char *const kUsage =
     "  --no-flush            do not flush the L2 cache before timed runs\n"
     "  --tolerance X         forward max relative error (default 1e-5)\n"
     "  --backward-tolerance X  backward max relative error (default 1e-4)\n"
+    "  --inputs FILE         indices and offsets of some lookups instead of\n"
+    "                        generated ones: lines 'lookup K offsets V...'\n"
+    "                        and 'lookup K indices V...'\n"
+    "  --trust-inputs        skip the input checks before launching (offsets\n"
+    "                        from 0, non-decreasing, ending at the index\n"
+    "                        count; indices in range; i32 within 2^31)\n"
     "  --gpu N               CUDA device ordinal (default 0)\n"
     "  --json FILE           also write the results as JSON\n";
 
 struct Options {
-  std::string manifest, validate, module, moduleFormat, json;
-  bool bandwidth = false, flush = true;
+  std::string manifest, validate, module, moduleFormat, json, inputs;
+  bool bandwidth = false, flush = true, trustInputs = false;
   long long launch = -1;
   WeightLayout layout = WeightLayout::Shards;
   long long batch = 65536, dim = 128, pooling = 32, rows = 1000000;
@@ -151,6 +157,11 @@ bool parseArguments(int argc, char **argv, Options &options,
     } else if (flag == "--json") {
       if (!value(options.json))
         return false;
+    } else if (flag == "--inputs") {
+      if (!value(options.inputs))
+        return false;
+    } else if (flag == "--trust-inputs") {
+      options.trustInputs = true;
     } else if (flag == "--bandwidth") {
       options.bandwidth = true;
     } else if (flag == "--no-flush") {
@@ -539,8 +550,8 @@ bool reportMismatch(const char *what, const Comparison &c, double tolerance,
 }
 
 int runManifest(const Options &options, Runtime &rt, cuda::ModuleHandle module,
-                const Manifest &manifest, DevicePtr flush, size_t flushWords,
-                std::string &json) {
+                const Manifest &manifest, const InputOverrides &given,
+                DevicePtr flush, size_t flushWords, std::string &json) {
   cuda::FunctionHandle functions[4] = {};
   const std::string *names[4] = {&manifest.forwardI32, &manifest.forwardI64,
                                  &manifest.backwardI32, &manifest.backwardI64};
@@ -560,7 +571,7 @@ int runManifest(const Options &options, Runtime &rt, cuda::ModuleHandle module,
       continue;
     Workload w;
     std::string error;
-    if (!buildWorkload(manifest, k, options.layout, w, error))
+    if (!buildWorkload(manifest, k, options.layout, given, w, error))
       return fail(error);
     const LaunchSpec &launch = manifest.launches[k];
     Checked checked;
@@ -724,6 +735,19 @@ int main(int argc, char **argv) {
   if (image.empty())
     return fail("kernels object '" + modulePath + "' is empty");
 
+  // The kernels trust their inputs, so they are checked before the driver
+  // is even opened.
+  InputOverrides given;
+  if (!options.inputs.empty()) {
+    if (manifestPath.empty())
+      return fail("--inputs needs --manifest or --validate");
+    if (!readInputOverrides(options.inputs, manifest, given, error))
+      return fail(error);
+  }
+  if (!manifestPath.empty() && !options.trustInputs &&
+      !checkLaunchInputs(manifest, given, options.launch, error))
+    return fail("bad inputs: " + error + " (--trust-inputs skips this check)");
+
   if (!options.validate.empty()) {
     size_t shards = 0;
     for (const LaunchSpec &launch : manifest.launches)
@@ -762,7 +786,7 @@ int main(int argc, char **argv) {
   std::string json = "{\n  \"device\": " + jsonString(device.name) + ",\n";
   int result = options.bandwidth
                    ? runBandwidth(options, *rt, module, flush, flushWords, json)
-                   : runManifest(options, *rt, module, manifest, flush,
+                   : runManifest(options, *rt, module, manifest, given, flush,
                                  flushWords, json);
   if (flush)
     rt->free(flush);

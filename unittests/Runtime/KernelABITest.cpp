@@ -5,12 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // Checks the kernel ABI's packing against layouts computed by hand, its
-// launch geometry at the edges, the parameter counts of its signatures and the
-// block sizes its launch bounds allow.
+// launch geometry at the edges, the parameter counts of its signatures, the
+// block sizes its launch bounds allow and the checks of bag inputs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/BagInputs.h"
 
 #include "gtest/gtest.h"
 
@@ -179,6 +180,41 @@ TEST(KernelABI, BlockSizesAreWholeWarpsWithinTheLaunchBound) {
   // The launch the compiler emits fits the register budget's assumption.
   EXPECT_LE(kThreadsPerBlock * kMinBlocksPerMultiprocessor * kRegisterBudget,
             kRegistersPerMultiprocessor);
+}
+
+std::string checkBags(const std::vector<int64_t> &offsets,
+                      const std::vector<int64_t> &indices, int64_t rows = 10,
+                      bool i32 = false) {
+  return checkBagInputs("lookup x", offsets.data(), int64_t(offsets.size()),
+                        indices.data(), int64_t(indices.size()),
+                        int64_t(offsets.size()) - 1, rows, i32);
+}
+
+TEST(KernelABI, BagInputsAreChecked) {
+  EXPECT_EQ(checkBags({0, 0, 2, 2}, {9, 9}), "");
+  EXPECT_EQ(checkBags({0}, {}), "");
+  EXPECT_EQ(checkBags({1, 2}, {0, 1}),
+            "lookup x: offsets[0] is 1; offsets start at 0");
+  EXPECT_EQ(checkBags({0, 5, 3, 5}, {0, 1, 2, 3, 4}),
+            "lookup x: offsets[2] is 3, less than offsets[1] = 5; offsets "
+            "must not decrease");
+  EXPECT_EQ(checkBags({0, 1, 2}, {0, 1, 2}),
+            "lookup x: offsets[2] is 2; the last offset must be the number "
+            "of indices, 3");
+  EXPECT_EQ(checkBags({0, 2}, {3, 10}),
+            "lookup x: indices[1] is 10; the table has 10 rows");
+  EXPECT_EQ(checkBags({0, 1}, {-4}),
+            "lookup x: indices[0] is -4; the table has 10 rows");
+  EXPECT_EQ(checkBags({0, 2147483648LL}, {}, 10, /*i32=*/true),
+            "lookup x: offsets[1] is 2147483648, past what i32 offsets hold "
+            "(2^31 - 1); use i64 indices");
+  EXPECT_EQ(checkBags({0, 1}, {2147483648LL}, int64_t(1) << 40, true),
+            "lookup x: indices[0] is 2147483648, past what i32 indices hold "
+            "(2^31 - 1); use i64 indices");
+  std::vector<int64_t> offsets = {0, 1}, indices = {0};
+  EXPECT_EQ(checkBagInputs("lookup x", offsets.data(), 2, indices.data(), 1,
+                           /*batch=*/3, 10, false),
+            "lookup x: 2 offsets; expected the batch size + 1 = 4");
 }
 
 } // namespace
