@@ -61,7 +61,7 @@ install(EXPORT NeuroShardTargets NAMESPACE NeuroShard::
 set(tools)
 foreach(tool neuroshard-opt neuroshard-plan neuroshard-run neuroshard-collect
     neuroshard-bench neuroshard-kernel-bench neuroshard-comm-collect
-    neuroshard-cuda-runner)
+    neuroshard-cuda-runner neuroshard-cuda-emulate)
   if(TARGET ${tool})
     list(APPEND tools ${tool})
   endif()
