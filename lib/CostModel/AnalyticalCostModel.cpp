@@ -10,6 +10,7 @@
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -85,15 +86,42 @@ Error AnalyticalCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
   for (auto [set, cost] : llvm::zip_equal(sets, costsMs)) {
     cost = 0.0;
     for (const ColumnSlice &slice : set) {
-      if (slice.table >= tables.size())
-        return createStringError(
-            inconvertibleErrorCode(),
-            formatv("analytical cost model: slice of table {0} but {1} "
-                    "tables were prepared",
-                    slice.table, tables.size()));
+      if (Error err = checkPrepared(slice))
+        return err;
       cost += sliceComputeMs(slice);
     }
   }
+  return Error::success();
+}
+
+Error AnalyticalCostModel::checkPrepared(const ColumnSlice &slice) const {
+  if (slice.table < tables.size())
+    return Error::success();
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("analytical cost model: slice of table {0} but {1} tables were "
+              "prepared",
+              slice.table, tables.size()));
+}
+
+Error AnalyticalCostModel::computeTerms(ArrayRef<ColumnSlice> slices,
+                                        MutableArrayRef<double> terms) {
+  if (terms.size() != slices.size())
+    return batchSizeError("the slice terms", terms.size(), slices.size());
+  for (auto [slice, term] : llvm::zip_equal(slices, terms)) {
+    if (Error err = checkPrepared(slice))
+      return err;
+    term = sliceComputeMs(slice);
+  }
+  return Error::success();
+}
+
+Error AnalyticalCostModel::predictComputeFromSums(
+    ArrayRef<double> sums, MutableArrayRef<double> costsMs) {
+  if (costsMs.size() != sums.size())
+    return batchSizeError("the compute cost output", costsMs.size(),
+                          sums.size());
+  llvm::copy(sums, costsMs.begin());
   return Error::success();
 }
 

@@ -53,6 +53,16 @@ bool ComputeCostCache::lookup(SetKey key, double &cost) {
   return true;
 }
 
+bool ComputeCostCache::joinPending(SetKey key, unsigned &ticket) {
+  auto it = pendingIndex.find(key);
+  if (it == pendingIndex.end())
+    return false;
+  ++stats.costQueries;
+  ++stats.cacheHits;
+  ticket = it->second;
+  return true;
+}
+
 unsigned ComputeCostCache::request(SetKey key, ArrayRef<ColumnSlice> slices) {
   auto [it, inserted] = pendingIndex.try_emplace(key, pendingKeys.size());
   if (!inserted) {
@@ -63,23 +73,54 @@ unsigned ComputeCostCache::request(SetKey key, ArrayRef<ColumnSlice> slices) {
   pendingKeys.push_back(key);
   pendingSlices.insert(pendingSlices.end(), slices.begin(), slices.end());
   pendingEnds.push_back(pendingSlices.size());
+  pendingSumRows.push_back(-1);
+  return it->second;
+}
+
+unsigned ComputeCostCache::requestSum(SetKey key, ArrayRef<double> sum) {
+  auto [it, inserted] = pendingIndex.try_emplace(key, pendingKeys.size());
+  if (!inserted) {
+    ++stats.cacheHits;
+    return it->second;
+  }
+  pendingKeys.push_back(key);
+  pendingEnds.push_back(pendingSlices.size());
+  pendingSumRows.push_back(pendingSums.size() / width);
+  pendingSums.insert(pendingSums.end(), sum.begin(), sum.end());
   return it->second;
 }
 
 Error ComputeCostCache::flush() {
   size_t numSets = pendingKeys.size();
-  std::vector<ArrayRef<ColumnSlice>> sets;
-  sets.reserve(numSets);
-  ArrayRef<ColumnSlice> all(pendingSlices);
-  size_t begin = 0;
-  for (size_t end : pendingEnds) {
-    sets.push_back(all.slice(begin, end - begin));
-    begin = end;
-  }
   results.assign(numSets, 0.0);
   ++stats.modelCalls;
-  if (Error err = model.predictCompute(sets, results))
-    return err;
+  // Sets given by their slices, then sets given by their sums; a batch
+  // usually holds one kind only.
+  std::vector<ArrayRef<ColumnSlice>> sets;
+  std::vector<unsigned> ticketsOfSets;
+  ArrayRef<ColumnSlice> all(pendingSlices);
+  size_t begin = 0;
+  for (auto [ticket, end] : enumerate(pendingEnds)) {
+    if (pendingSumRows[ticket] < 0) {
+      sets.push_back(all.slice(begin, end - begin));
+      ticketsOfSets.push_back(ticket);
+    }
+    begin = end;
+  }
+  std::vector<double> setCosts(sets.size());
+  if (!sets.empty())
+    if (Error err = model.predictCompute(sets, setCosts))
+      return err;
+  for (auto [ticket, cost] : zip_equal(ticketsOfSets, setCosts))
+    results[ticket] = cost;
+  if (!pendingSums.empty()) {
+    std::vector<double> sumCosts(pendingSums.size() / width);
+    if (Error err = model.predictComputeFromSums(pendingSums, sumCosts))
+      return err;
+    for (auto [ticket, row] : enumerate(pendingSumRows))
+      if (row >= 0)
+        results[ticket] = sumCosts[row];
+  }
   if (costs.size() + numSets > kMaxCachedSets)
     costs.clear();
   for (auto [key, cost] : zip_equal(pendingKeys, results))
@@ -88,6 +129,42 @@ Error ComputeCostCache::flush() {
   pendingKeys.clear();
   pendingSlices.clear();
   pendingEnds.clear();
+  pendingSumRows.clear();
+  pendingSums.clear();
+  return Error::success();
+}
+
+Error ComputeCostCache::fetchTerms(ArrayRef<PlacementInput *> inputs) {
+  // New slices get the next indices in order of first appearance; the model
+  // computes their terms in that order, in one call.
+  std::vector<ColumnSlice> newSlices;
+  for (PlacementInput *input : inputs) {
+    input->termOf.resize(input->slices.size());
+    for (auto [slice, key, index] :
+         zip_equal(input->slices, input->keys, input->termOf)) {
+      auto [it, inserted] =
+          termIndex.try_emplace(key, terms.size() / width + newSlices.size());
+      if (inserted)
+        newSlices.push_back(slice);
+      index = it->second;
+    }
+  }
+  if (newSlices.empty())
+    return Error::success();
+  size_t first = terms.size();
+  terms.resize(first + newSlices.size() * width);
+  if (Error err = model.computeTerms(
+          newSlices, MutableArrayRef(terms).drop_front(first))) {
+    // Forget the indices that point past the terms actually held.
+    uint32_t firstNew = first / width;
+    for (auto it = termIndex.begin(), end = termIndex.end(); it != end;) {
+      auto current = it++;
+      if (current->second >= firstNew)
+        termIndex.erase(current);
+    }
+    terms.resize(first);
+    return err;
+  }
   return Error::success();
 }
 
@@ -134,14 +211,28 @@ void sortPlacementOrder(PlacementInput &input) {
 
 Error orderByModelCost(ArrayRef<PlacementInput *> inputs,
                        ComputeCostCache &cache) {
+  unsigned width = cache.termWidth();
+  if (width)
+    if (Error err = cache.fetchTerms(inputs))
+      return err;
   // Tickets of slices whose single cost the model must compute.
   std::vector<std::tuple<PlacementInput *, size_t, unsigned>> waiting;
+  std::vector<double> sum(width);
   for (PlacementInput *input : inputs) {
     input->sortCost.assign(input->slices.size(), 0.0);
-    for (size_t i = 0; i < input->slices.size(); ++i)
-      if (!cache.lookup(input->keys[i], input->sortCost[i]))
-        waiting.emplace_back(input, i,
-                             cache.request(input->keys[i], input->slices[i]));
+    for (size_t i = 0; i < input->slices.size(); ++i) {
+      if (cache.lookup(input->keys[i], input->sortCost[i]))
+        continue;
+      unsigned ticket;
+      if (width) {
+        std::fill(sum.begin(), sum.end(), 0.0);
+        cache.addTerm(input->termOf[i], sum);
+        ticket = cache.requestSum(input->keys[i], sum);
+      } else {
+        ticket = cache.request(input->keys[i], input->slices[i]);
+      }
+      waiting.emplace_back(input, i, ticket);
+    }
   }
   if (cache.hasPending())
     if (Error err = cache.flush())
@@ -158,9 +249,11 @@ Error orderByModelCost(ArrayRef<PlacementInput *> inputs,
 //===----------------------------------------------------------------------===//
 
 GreedyRun::GreedyRun(const PlacementInput &input, unsigned numDevices,
-                     double dimLimit)
-    : input(&input), dimLimit(dimLimit), loads(numDevices), members(numDevices),
-      deviceOf(input.slices.size(), 0) {}
+                     double dimLimit, bool recordMembers)
+    : input(&input), dimLimit(dimLimit), loads(numDevices),
+      members(recordMembers ? numDevices : 0) {
+  placedOn.reserve(input.order.size());
+}
 
 /// Picks the device for `slice`, or returns false if none has room.
 static bool chooseDevice(const GreedyRun &run, uint32_t slice,
@@ -198,8 +291,10 @@ void GreedyRun::place(uint32_t slice, unsigned device) {
   load.bytes += input->bytes[slice];
   load.dims += input->slices[slice].width();
   load.key = addKeys(load.key, input->keys[slice]);
-  members[device].push_back(slice);
-  deviceOf[slice] = device;
+  ++load.numSlices;
+  if (!members.empty())
+    members[device].push_back(slice);
+  placedOn.push_back(device);
 }
 
 void GreedyRun::fail(uint32_t slice, ArrayRef<uint64_t> capacities) {
@@ -211,6 +306,7 @@ void GreedyRun::fail(uint32_t slice, ArrayRef<uint64_t> capacities) {
 
 Error runGreedyLockstep(MutableArrayRef<GreedyRun> runs, SearchContext &ctx) {
   SmallVector<ColumnSlice> setSlices;
+  unsigned width = ctx.cache.termWidth();
   bool anyActive = true;
   while (anyActive) {
     anyActive = false;
@@ -231,12 +327,28 @@ Error runGreedyLockstep(MutableArrayRef<GreedyRun> runs, SearchContext &ctx) {
         load.cost += input.additiveCost[slice];
         continue;
       }
+      MutableArrayRef<double> sum;
+      if (width) {
+        if (run.sums.empty())
+          run.sums.assign(run.loads.size() * width, 0.0);
+        sum = MutableArrayRef(run.sums).slice(size_t(device) * width, width);
+        ctx.cache.addTerm(input.termOf[slice], sum);
+      }
+      // A set is in the memo or pending, never both (a flush moves it).
+      if (ctx.cache.joinPending(load.key, run.ticket)) {
+        run.pendingDevice = device;
+        continue;
+      }
       if (ctx.cache.lookup(load.key, load.cost))
         continue;
-      setSlices.clear();
-      for (uint32_t member : run.members[device])
-        setSlices.push_back(input.slices[member]);
-      run.ticket = ctx.cache.request(load.key, setSlices);
+      if (width) {
+        run.ticket = ctx.cache.requestSum(load.key, sum);
+      } else {
+        setSlices.clear();
+        for (uint32_t member : run.members[device])
+          setSlices.push_back(input.slices[member]);
+        run.ticket = ctx.cache.request(load.key, setSlices);
+      }
       run.pendingDevice = device;
     }
     if (!ctx.cache.hasPending())
@@ -268,7 +380,7 @@ Expected<std::vector<PlanCost>> priceRuns(ArrayRef<const GreedyRun *> runs,
       size_t at = r * n + d;
       const DeviceLoad &load = run->loads[d];
       dimSums[at] = static_cast<double>(load.dims);
-      if (run->members[d].empty())
+      if (load.numSlices == 0)
         continue;
       if (input.additiveCost.empty()) {
         computeMs[at] = load.cost;
@@ -347,12 +459,13 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
   unsigned n = ctx.topology.numDevices();
   double averageDim = ctx.totalDim / n;
   std::vector<PlacementOutcome> outcomes(inputs.size());
+  bool recordMembers = ctx.cache.termWidth() == 0;
   std::vector<GreedyRun> runs;
   std::vector<unsigned> inputOfRun;
   runs.reserve(inputs.size() * thresholds.size());
   for (auto [i, input] : enumerate(inputs))
     for (double threshold : thresholds) {
-      runs.emplace_back(*input, n, threshold * averageDim);
+      runs.emplace_back(*input, n, threshold * averageDim, recordMembers);
       inputOfRun.push_back(i);
     }
   if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
@@ -365,7 +478,8 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
   for (auto [i, input] : enumerate(inputs)) {
     if (outcomes[i].feasible)
       continue;
-    runs.emplace_back(*input, n, std::numeric_limits<double>::infinity());
+    runs.emplace_back(*input, n, std::numeric_limits<double>::infinity(),
+                      recordMembers);
     inputOfRun.push_back(i);
   }
   if (!runs.empty())
@@ -382,7 +496,9 @@ PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
     return outcome;
   outcome.feasible = true;
   outcome.costMs = cost.maxMs;
-  outcome.deviceOf = run.deviceOf;
+  outcome.deviceOf.resize(run.input->slices.size());
+  for (auto [slice, device] : zip_equal(run.input->order, run.placedOn))
+    outcome.deviceOf[slice] = device;
   outcome.cost = std::move(cost);
   return outcome;
 }

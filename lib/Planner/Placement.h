@@ -43,31 +43,64 @@ inline SetKey addKeys(SetKey a, SetKey b) {
   return {a.first + b.first, a.second + b.second};
 }
 
+struct PlacementInput;
+
 /// Memoised, batched compute-cost queries. Lookups that miss are requested;
 /// flush() prices all requested sets with one model call.
+///
+/// With a model that prices running sums of per-slice terms
+/// (CostModel::computeTermWidth), the cache also keeps each slice's term, so
+/// that a placement extends a device's sum by one term per slice placed and
+/// requests the sum: re-pricing a device costs O(1), not O(its slices).
 class ComputeCostCache {
 public:
   ComputeCostCache(CostModel &model, SearchStats &stats)
-      : model(model), stats(stats) {}
+      : model(model), stats(stats), width(model.computeTermWidth()) {}
 
   /// Returns true and sets `cost` if the set's cost is known.
   bool lookup(SetKey key, double &cost);
+  /// Returns true and sets `ticket` if the set is already requested for the
+  /// next flush (a query the memo answers). Cheaper than lookup(): the
+  /// pending sets are few, while the memo is large and cold; many runs of
+  /// a grid search place the same slices alike and ask for the same sets.
+  bool joinPending(SetKey key, unsigned &ticket);
   /// Schedules the set for the next flush and returns the ticket to read its
   /// cost with result() after that flush.
   unsigned request(SetKey key, llvm::ArrayRef<ColumnSlice> slices);
+  /// The same for a set given by its running sum of terms (termWidth() > 0).
+  unsigned requestSum(SetKey key, llvm::ArrayRef<double> sum);
   bool hasPending() const { return !pendingKeys.empty(); }
   llvm::Error flush();
   double result(unsigned ticket) const { return results[ticket]; }
 
+  /// Values per slice term; 0 when the model prices whole sets only.
+  unsigned termWidth() const { return width; }
+  /// Sets termOf of every input, asking the model, in one batch, for the
+  /// terms of the slices not seen before (termWidth() > 0).
+  llvm::Error fetchTerms(llvm::ArrayRef<PlacementInput *> inputs);
+  /// Adds term `index` (from termOf) to a running sum.
+  void addTerm(uint32_t index, llvm::MutableArrayRef<double> sum) const {
+    model.addComputeTerm(
+        llvm::ArrayRef(terms).slice(size_t(index) * width, width), sum);
+  }
+
 private:
   CostModel &model;
   SearchStats &stats;
+  unsigned width;
   llvm::DenseMap<SetKey, double> costs;
   llvm::DenseMap<SetKey, unsigned> pendingIndex;
   std::vector<SetKey> pendingKeys;
   std::vector<ColumnSlice> pendingSlices;
   std::vector<size_t> pendingEnds;
+  /// Per ticket: the row of pendingSums holding its set, or -1 when the set
+  /// is given by its slices.
+  std::vector<int64_t> pendingSumRows;
+  std::vector<double> pendingSums;
   std::vector<double> results;
+  /// Slice key -> index of the slice's term in `terms` (width values each).
+  llvm::DenseMap<SetKey, uint32_t> termIndex;
+  std::vector<double> terms;
 };
 
 /// What a search knows about the problem; shared by all its placements.
@@ -100,6 +133,8 @@ struct PlacementInput {
   /// is the sum of these per-slice proxy costs (baselines).
   std::vector<double> additiveCost;
   std::vector<uint32_t> order;
+  /// Index of each slice's term in the cache (incremental models only).
+  std::vector<uint32_t> termOf;
   /// Key of the whole slice set; identifies a column-split state.
   SetKey key{0, 0};
 };
@@ -109,7 +144,8 @@ PlacementInput makePlacementInput(llvm::ArrayRef<TableSpec> tables,
                                   std::vector<ColumnSlice> slices);
 
 /// Sets sortCost of every input to the model's cost of each slice alone
-/// (one batched query for all inputs) and orders their slices.
+/// (one batched query for all inputs), and termOf for incremental models,
+/// and orders their slices.
 llvm::Error orderByModelCost(llvm::ArrayRef<PlacementInput *> inputs,
                              ComputeCostCache &cache);
 
@@ -121,19 +157,23 @@ struct DeviceLoad {
   double cost = 0.0;
   uint64_t bytes = 0;
   int64_t dims = 0;
+  uint32_t numSlices = 0;
   SetKey key{0, 0};
 };
 
 /// One table-wise greedy placement in progress (DESIGN §4).
 struct GreedyRun {
-  GreedyRun(const PlacementInput &input, unsigned numDevices, double dimLimit);
+  /// `recordMembers`: keep each device's slices, which pricing needs unless
+  /// the model prices running sums (ComputeCostCache::termWidth).
+  GreedyRun(const PlacementInput &input, unsigned numDevices, double dimLimit,
+            bool recordMembers = true);
 
   bool finished() const {
     return failedSlice >= 0 || next == input->order.size();
   }
   bool succeeded() const { return failedSlice < 0 && finished(); }
-  /// Records `slice` on `device` (memory, dims, key, members); the caller
-  /// updates the device's cost.
+  /// Records `slice` on `device` (memory, dims, key, members, placedOn); the
+  /// caller updates the device's cost. Slices are placed in input order.
   void place(uint32_t slice, unsigned device);
   /// Records that `slice` fit on no device.
   void fail(uint32_t slice, llvm::ArrayRef<uint64_t> capacities);
@@ -142,13 +182,18 @@ struct GreedyRun {
   /// A device's dim sum may not exceed this (infinity: no limit).
   double dimLimit;
   std::vector<DeviceLoad> loads;
+  /// Slices of each device, if recorded (empty otherwise).
   std::vector<llvm::SmallVector<uint32_t, 8>> members;
-  /// Device of each slice of the input, once placed.
-  std::vector<unsigned> deviceOf;
+  /// Device of the i-th slice placed (of input->order[i]); written in
+  /// sequence, as many runs advance together and each touches its own.
+  std::vector<unsigned> placedOn;
   size_t next = 0;
   /// The slice that fit on no device, and the most free bytes then.
   int64_t failedSlice = -1;
   uint64_t maxFreeAtFailure = 0;
+  /// Running term sums of the devices (termWidth values each), for
+  /// incremental models; allocated at the first placement.
+  std::vector<double> sums;
   /// Device whose cost awaits a flush of the cache, or -1.
   int pendingDevice = -1;
   unsigned ticket = 0;

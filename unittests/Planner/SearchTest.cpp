@@ -249,6 +249,67 @@ TEST(ColumnBeamSearchTest, ReportsTheCostEvaluatePlanGives) {
   EXPECT_EQ(result.costModelName, "analytical");
 }
 
+/// The analytical model without its per-slice terms: the search must price
+/// every set from its slices.
+class WholeSetAnalyticalModel final : public CostModel {
+public:
+  StringRef name() const override { return model.name(); }
+  std::string description() const override { return model.description(); }
+  Error prepare(ArrayRef<TableSpec> tables, const Topology &topology) override {
+    return model.prepare(tables, topology);
+  }
+  Error predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
+                       MutableArrayRef<double> costsMs) override {
+    return model.predictCompute(sets, costsMs);
+  }
+  Error predictBackwardComm(ArrayRef<double> dimSums,
+                            MutableArrayRef<double> costsMs) override {
+    return model.predictBackwardComm(dimSums, costsMs);
+  }
+  Error predictForwardComm(ArrayRef<double> dimSums,
+                           ArrayRef<double> stragglersMs,
+                           MutableArrayRef<double> costsMs) override {
+    return model.predictForwardComm(dimSums, stragglersMs, costsMs);
+  }
+
+private:
+  AnalyticalCostModel model;
+};
+
+// Re-pricing a device by adding one slice's term to its running sum gives
+// bit for bit the costs, and so the plans, of pricing its whole set.
+TEST(ColumnBeamSearchTest, IncrementalPricingGivesTheSamePlans) {
+  std::vector<TableSpec> tables;
+  for (int i = 0; i < 40; ++i) {
+    tables.push_back(makeTable("t" + std::to_string(i), 1000 + 997 * i,
+                               4 << (i % 6), 0.5 + (i * 7) % 13));
+    if (i % 9 == 4)
+      tables.back().pinnedDevice = i % 3;
+  }
+  Topology topology = Topology::uniform(3, 1);
+  for (Algorithm algorithm : {Algorithm::NeuroShard, Algorithm::TableGreedyGrid,
+                              Algorithm::SizeGreedy}) {
+    AnalyticalCostModel incremental;
+    WholeSetAnalyticalModel wholeSets;
+    ASSERT_EQ(incremental.computeTermWidth(), 1u);
+    ASSERT_EQ(wholeSets.computeTermWidth(), 0u);
+    PlanResult fast =
+        plan(tables, topology, withAlgorithm(algorithm), incremental);
+    PlanResult slow =
+        plan(tables, topology, withAlgorithm(algorithm), wholeSets);
+    ASSERT_EQ(fast.plan.shards.size(), slow.plan.shards.size());
+    for (auto [a, b] : zip_equal(fast.plan.shards, slow.plan.shards)) {
+      EXPECT_EQ(a.table, b.table);
+      EXPECT_EQ(a.colBegin, b.colBegin);
+      EXPECT_EQ(a.colEnd, b.colEnd);
+      EXPECT_EQ(a.device, b.device);
+    }
+    EXPECT_EQ(fast.cost.maxMs, slow.cost.maxMs);
+    EXPECT_EQ(fast.stats.costQueries, slow.stats.costQueries);
+    EXPECT_EQ(fast.stats.cacheHits, slow.stats.cacheHits);
+  }
+}
+
 // Three tables on three devices land in the order the proxy ranks them.
 // Proxies (size, dim, dim x pooling, dim x pooling x log10 rows):
 //   p: 16e6, 4, 4, 24;  q: 640, 16, 16, 16;  r: 3200, 8, 80, 160.

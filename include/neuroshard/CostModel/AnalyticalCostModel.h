@@ -50,6 +50,14 @@ public:
                       const Topology &topology) override;
   llvm::Error predictCompute(llvm::ArrayRef<llvm::ArrayRef<ColumnSlice>> sets,
                              llvm::MutableArrayRef<double> costsMs) override;
+  /// A set costs the sum of its slices' costs: the term of a slice is its
+  /// cost (one value).
+  unsigned computeTermWidth() const override { return 1; }
+  llvm::Error computeTerms(llvm::ArrayRef<ColumnSlice> slices,
+                           llvm::MutableArrayRef<double> terms) override;
+  llvm::Error
+  predictComputeFromSums(llvm::ArrayRef<double> sums,
+                         llvm::MutableArrayRef<double> costsMs) override;
   llvm::Error
   predictBackwardComm(llvm::ArrayRef<double> dimSums,
                       llvm::MutableArrayRef<double> costsMs) override;
@@ -63,6 +71,8 @@ public:
   double sliceComputeMs(const ColumnSlice &slice) const;
 
 private:
+  /// Fails if `slice` names a table prepare() was not given.
+  llvm::Error checkPrepared(const ColumnSlice &slice) const;
   /// Time for each device of each plan to send and receive its pooled
   /// outputs in one all-to-all (no waiting).
   llvm::Error transferMs(llvm::ArrayRef<double> dimSums,

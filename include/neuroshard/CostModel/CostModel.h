@@ -60,6 +60,33 @@ public:
   predictCompute(llvm::ArrayRef<llvm::ArrayRef<ColumnSlice>> sets,
                  llvm::MutableArrayRef<double> costsMs) = 0;
 
+  /// Incremental pricing (DESIGN §5). A model whose compute cost of a set
+  /// depends on its slices only through a running sum of per-slice terms
+  /// (the neural model's table encodings, the analytical model's
+  /// milliseconds) returns how many values a term has, so that the search
+  /// can re-price a device by adding the term of the slice it just placed
+  /// instead of passing the device's whole set again. 0, the default: the
+  /// model prices sets with predictCompute only, and the three methods below
+  /// are not called.
+  virtual unsigned computeTermWidth() const { return 0; }
+
+  /// Writes the term of slices[i] to terms[i * width, (i + 1) * width).
+  virtual llvm::Error computeTerms(llvm::ArrayRef<ColumnSlice> slices,
+                                   llvm::MutableArrayRef<double> terms);
+
+  /// Adds a slice's term to a set's running sum, which starts at zero, in
+  /// the arithmetic predictCompute sums in: a sum built in a set's order is
+  /// priced exactly as predictCompute prices the set in that order. The
+  /// default adds in double precision.
+  virtual void addComputeTerm(llvm::ArrayRef<double> term,
+                              llvm::MutableArrayRef<double> sum) const;
+
+  /// Prices K running sums (sums.size() == K * width): costsMs[k] is the
+  /// compute cost of the set whose sum is sums[k * width, (k + 1) * width).
+  virtual llvm::Error
+  predictComputeFromSums(llvm::ArrayRef<double> sums,
+                         llvm::MutableArrayRef<double> costsMs);
+
   /// Predicts the backward all-to-all cost of every device of a batch of
   /// plans. dimSums holds K plans of N values each (N = device count of the
   /// prepared topology): dimSums[k * N + d] is the total width of the slices

@@ -74,6 +74,16 @@ public:
   /// head network once for the whole batch.
   llvm::Error predictCompute(llvm::ArrayRef<llvm::ArrayRef<ColumnSlice>> sets,
                              llvm::MutableArrayRef<double> costsMs) override;
+  /// A slice's term is its table encoding (H values); sums are added in
+  /// float, as predictCompute adds encodings.
+  unsigned computeTermWidth() const override;
+  llvm::Error computeTerms(llvm::ArrayRef<ColumnSlice> slices,
+                           llvm::MutableArrayRef<double> terms) override;
+  void addComputeTerm(llvm::ArrayRef<double> term,
+                      llvm::MutableArrayRef<double> sum) const override;
+  llvm::Error
+  predictComputeFromSums(llvm::ArrayRef<double> sums,
+                         llvm::MutableArrayRef<double> costsMs) override;
   llvm::Error
   predictBackwardComm(llvm::ArrayRef<double> dimSums,
                       llvm::MutableArrayRef<double> costsMs) override;

@@ -162,6 +162,8 @@ struct NeuralCostModel::Impl {
   void appendFeatures(const TableSpec &table, int64_t width);
   void forgetRowsFrom(size_t firstNew);
   Error encodeNewSlices(size_t firstNew);
+  Error findRows(ArrayRef<ArrayRef<ColumnSlice>> sets);
+  Error runHead(MutableArrayRef<double> costsMs);
   Error probe();
   Error checkCommBatch(ArrayRef<double> dimSums,
                        MutableArrayRef<double> costsMs) const;
@@ -445,6 +447,51 @@ static Error notPrepared(StringRef bundleDir) {
   return bundleError(bundleDir, "queried before prepare()");
 }
 
+/// Finds each slice's encoding row (sliceRows, in set order), encoding the
+/// slices not seen since prepare() in one batch.
+Error NeuralCostModel::Impl::findRows(ArrayRef<ArrayRef<ColumnSlice>> sets) {
+  size_t firstNew = encodingRows.size();
+  newFeatures.clear();
+  sliceRows.clear();
+  for (ArrayRef<ColumnSlice> set : sets) {
+    for (const ColumnSlice &slice : set) {
+      if (slice.table >= tables.size() || slice.width() <= 0 ||
+          slice.width() > tables[slice.table].dim) {
+        forgetRowsFrom(firstNew);
+        return bundleError(dir(),
+                           formatv("slice [{0}, {1}) of table {2} is not a "
+                                   "column range of the {3} prepared tables",
+                                   slice.colBegin, slice.colEnd, slice.table,
+                                   tables.size()));
+      }
+      uint64_t key = (uint64_t(slice.table) << 32) | uint64_t(slice.width());
+      auto [it, inserted] = encodingRows.try_emplace(key, 0);
+      if (inserted) {
+        it->second = encodingRows.size() - 1;
+        appendFeatures(tables[slice.table], slice.width());
+      }
+      sliceRows.push_back(it->second);
+    }
+  }
+  if (newFeatures.empty())
+    return Error::success();
+  c10::InferenceMode guard;
+  return encodeNewSlices(firstNew);
+}
+
+/// Runs the head network on the first `costsMs.size()` rows of `summed`.
+Error NeuralCostModel::Impl::runHead(MutableArrayRef<double> costsMs) {
+  int64_t numSets = costsMs.size();
+  c10::InferenceMode guard;
+  return catchTorch(dir(), "compute.pt: head", [&]() -> Error {
+    c10::IValue out =
+        (*head)({floatMatrix(summed.data(), numSets, encodingDim())});
+    if (Error err = checkOutput(dir(), "compute.pt: head", out, {numSets}))
+      return err;
+    return copyCosts(dir(), "compute.pt: head", out, costsMs);
+  });
+}
+
 Error NeuralCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
                                       MutableArrayRef<double> costsMs) {
   Impl &m = *impl;
@@ -455,37 +502,8 @@ Error NeuralCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
                         sets.size());
   if (sets.empty())
     return Error::success();
-
-  // Find each slice's encoding row, reserving rows for slices not seen
-  // since prepare(); they are encoded below in one batch.
-  size_t firstNew = m.encodingRows.size();
-  m.newFeatures.clear();
-  m.sliceRows.clear();
-  for (ArrayRef<ColumnSlice> set : sets) {
-    for (const ColumnSlice &slice : set) {
-      if (slice.table >= m.tables.size() || slice.width() <= 0 ||
-          slice.width() > m.tables[slice.table].dim) {
-        m.forgetRowsFrom(firstNew);
-        return bundleError(m.dir(),
-                           formatv("slice [{0}, {1}) of table {2} is not a "
-                                   "column range of the {3} prepared tables",
-                                   slice.colBegin, slice.colEnd, slice.table,
-                                   m.tables.size()));
-      }
-      uint64_t key = (uint64_t(slice.table) << 32) | uint64_t(slice.width());
-      auto [it, inserted] = m.encodingRows.try_emplace(key, 0);
-      if (inserted) {
-        it->second = m.encodingRows.size() - 1;
-        m.appendFeatures(m.tables[slice.table], slice.width());
-      }
-      m.sliceRows.push_back(it->second);
-    }
-  }
-
-  c10::InferenceMode guard;
-  if (!m.newFeatures.empty())
-    if (Error err = m.encodeNewSlices(firstNew))
-      return err;
+  if (Error err = m.findRows(sets))
+    return err;
 
   // Sum in slice order, in float, as the Python forward's index_add_ does.
   unsigned h = m.encodingDim();
@@ -499,14 +517,53 @@ Error NeuralCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
         sum[j] += encoding[j];
     }
   }
+  return m.runHead(costsMs);
+}
 
-  int64_t numSets = sets.size();
-  return catchTorch(m.dir(), "compute.pt: head", [&]() -> Error {
-    c10::IValue out = (*m.head)({floatMatrix(m.summed.data(), numSets, h)});
-    if (Error err = checkOutput(m.dir(), "compute.pt: head", out, {numSets}))
-      return err;
-    return copyCosts(m.dir(), "compute.pt: head", out, costsMs);
-  });
+unsigned NeuralCostModel::computeTermWidth() const {
+  return impl->encodingDim();
+}
+
+Error NeuralCostModel::computeTerms(ArrayRef<ColumnSlice> slices,
+                                    MutableArrayRef<double> terms) {
+  Impl &m = *impl;
+  if (!m.prepared)
+    return notPrepared(m.dir());
+  unsigned h = m.encodingDim();
+  if (terms.size() != slices.size() * h)
+    return sizeMismatch(m.dir(), "the slice terms", terms.size(),
+                        slices.size() * h);
+  if (slices.empty())
+    return Error::success();
+  if (Error err = m.findRows({slices}))
+    return err;
+  for (auto [i, row] : enumerate(m.sliceRows)) {
+    const float *encoding = &m.encodings[size_t(row) * h];
+    std::copy(encoding, encoding + h, terms.begin() + i * h);
+  }
+  return Error::success();
+}
+
+void NeuralCostModel::addComputeTerm(ArrayRef<double> term,
+                                     MutableArrayRef<double> sum) const {
+  // Float arithmetic, as predictCompute sums; every value is a float.
+  for (auto [total, value] : zip_equal(sum, term))
+    total = static_cast<float>(total) + static_cast<float>(value);
+}
+
+Error NeuralCostModel::predictComputeFromSums(ArrayRef<double> sums,
+                                              MutableArrayRef<double> costsMs) {
+  Impl &m = *impl;
+  if (!m.prepared)
+    return notPrepared(m.dir());
+  unsigned h = m.encodingDim();
+  if (sums.size() != costsMs.size() * h)
+    return sizeMismatch(m.dir(), "the summed encodings", sums.size(),
+                        costsMs.size() * h);
+  if (costsMs.empty())
+    return Error::success();
+  m.summed.assign(sums.begin(), sums.end());
+  return m.runHead(costsMs);
 }
 
 Error NeuralCostModel::predictBackwardComm(ArrayRef<double> dimSums,

@@ -381,6 +381,33 @@ TEST_F(NeuralCostModelTest, BatchedEqualsOneAtATimeAndEncodesOnce) {
   EXPECT_EQ(batched->numEncodedSlices(), 0u);
 }
 
+// The search re-prices a device by adding the encoding of the slice it
+// placed to the device's running sum; priced together, such sums give
+// exactly the costs of the same sets priced whole.
+TEST_F(NeuralCostModelTest, RunningSumsPriceAsWholeSets) {
+  std::vector<std::vector<ColumnSlice>> sets = fixtureSets();
+  std::unique_ptr<NeuralCostModel> model = loadPrepared(commBundle());
+  ASSERT_TRUE(model);
+  unsigned h = model->computeTermWidth();
+  ASSERT_EQ(h, model->info().encodingDim);
+  std::vector<double> whole(sets.size()), fromSums(sets.size());
+  ASSERT_EQ(errorMessage(model->predictCompute(asRefs(sets), whole)), "");
+  std::vector<double> sums(sets.size() * h, 0.0);
+  for (size_t i = 0; i < sets.size(); ++i) {
+    std::vector<double> terms(sets[i].size() * h);
+    ASSERT_EQ(errorMessage(model->computeTerms(sets[i], terms)), "");
+    for (size_t j = 0; j < sets[i].size(); ++j)
+      model->addComputeTerm(ArrayRef(terms).slice(j * h, h),
+                            MutableArrayRef(sums).slice(i * h, h));
+  }
+  ASSERT_EQ(errorMessage(model->predictComputeFromSums(sums, fromSums)), "");
+  for (size_t i = 0; i < sets.size(); ++i)
+    EXPECT_EQ(fromSums[i], whole[i]) << "set " << i;
+
+  std::vector<double> wrongSize(sets.size() + 1);
+  EXPECT_NE(errorMessage(model->predictComputeFromSums(sums, wrongSize)), "");
+}
+
 TEST_F(NeuralCostModelTest, WithoutCommModelsUsesAnalyticalComm) {
   std::unique_ptr<NeuralCostModel> model = loadPrepared(noCommBundle());
   ASSERT_TRUE(model);
