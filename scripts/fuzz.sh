@@ -17,12 +17,13 @@ cmake -G Ninja -S . -B "$BUILD_DIR" \
   -DNEUROSHARD_ENABLE_FUZZERS=ON \
   -DNEUROSHARD_ENABLE_TORCH=OFF -DNEUROSHARD_ENABLE_CUDA=OFF \
   -DNEUROSHARD_ENABLE_MPI=OFF -DNEUROSHARD_BUILD_TESTS=OFF
-cmake --build "$BUILD_DIR" --target TaskJSONFuzzer ModuleFuzzer
+cmake --build "$BUILD_DIR" --target TaskJSONFuzzer ModuleFuzzer BundleMetaFuzzer
 
 # Seeds: the files the tests already use, plus hand-written edge cases.
 task_seeds=(test/neuroshard-plan/Inputs/*.json fuzz/corpus/task/*.json)
 module_seeds=(test/Transforms/*.mlir test/Dialect/NeuroShard/*.mlir
               examples/*.mlir)
+bundle_meta_seeds=(models/*/meta.json fuzz/corpus/bundle-meta/*.json)
 
 # libMLIR.so is not instrumented and never unpoisons the BumpPtrAllocator
 # slabs our instrumented headers poison (see NEUROSHARD_ENABLE_SANITIZERS).
@@ -41,7 +42,11 @@ run_fuzzer() {
   shift
   local corpus="$scratch/$name"
   mkdir -p "$corpus"
-  cp "$@" "$corpus/"
+  # Named after their paths: several seeds are called meta.json.
+  local seed
+  for seed in "$@"; do
+    cp "$seed" "$corpus/${seed//\//_}"
+  done
   local log="$logs/$name.log"
   echo "== $name: ${SECONDS_PER_FUZZER}s over $# seeds (log: $log)"
   local rc=0
@@ -64,4 +69,5 @@ run_fuzzer() {
 
 run_fuzzer TaskJSONFuzzer "${task_seeds[@]}"
 run_fuzzer ModuleFuzzer "${module_seeds[@]}"
+run_fuzzer BundleMetaFuzzer "${bundle_meta_seeds[@]}"
 exit $status

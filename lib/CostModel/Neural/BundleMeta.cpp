@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BundleMeta.h"
+#include "neuroshard/Sharding/TableRules.h"
 #include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -56,15 +57,29 @@ static std::optional<unsigned> elementBytesOf(StringRef dtype) {
 }
 
 Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFile(bundleFile(bundleDir, "meta.json"),
+                            /*IsText=*/true);
+  if (!buffer)
+    return bundleError(bundleDir,
+                       bundleFile(bundleDir, "meta.json") +
+                           ": cannot read: " + buffer.getError().message());
+  return parseBundleMeta(bundleDir, (*buffer)->getBuffer());
+}
+
+/// An integer field of `root`, written as an integer (4.0 is not one).
+static std::optional<int64_t> integerField(const json::Object &root,
+                                           StringRef key) {
+  const json::Value *value = root.get(key);
+  return value ? getInteger(*value) : std::nullopt;
+}
+
+Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
   std::string path = bundleFile(bundleDir, "meta.json");
   auto fail = [&](const Twine &message) {
     return bundleError(bundleDir, path + ": " + message);
   };
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return fail("cannot read: " + buffer.getError().message());
-  Expected<json::Value> parsed = parseJSON((*buffer)->getBuffer());
+  Expected<json::Value> parsed = parseJSON(text);
   if (!parsed)
     return fail("malformed JSON: " + toString(parsed.takeError()));
   const json::Object *root = parsed->getAsObject();
@@ -72,7 +87,7 @@ Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
     return fail("expected a JSON object");
 
   std::optional<StringRef> format = root->getString("format");
-  std::optional<int64_t> version = root->getInteger("version");
+  std::optional<int64_t> version = integerField(*root, "version");
   if (!format || *format != kBundleFormat || !version)
     return fail(formatv("not a NeuroShard cost-model bundle (expected "
                         "\"format\": \"{0}\" and a \"version\")",
@@ -88,8 +103,8 @@ Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
   std::optional<bool> trained = root->getBoolean("trained");
   std::optional<StringRef> hardware = root->getString("hardware");
   std::optional<StringRef> dtype = root->getString("dtype");
-  std::optional<int64_t> batchSize = root->getInteger("batch_size");
-  std::optional<int64_t> encodingDim = root->getInteger("encoding_dim");
+  std::optional<int64_t> batchSize = integerField(*root, "batch_size");
+  std::optional<int64_t> encodingDim = integerField(*root, "encoding_dim");
   if (!trained || !hardware || !dtype || !batchSize || !encodingDim)
     return fail("\"trained\" (bool), \"hardware\", \"dtype\" (strings), "
                 "\"batch_size\" and \"encoding_dim\" (integers) are required");
@@ -100,6 +115,9 @@ Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
     return fail(formatv("batch_size ({0}) and encoding_dim ({1}) must be "
                         "positive",
                         *batchSize, *encodingDim));
+  if (*encodingDim > kMaxEncodingDim)
+    return fail(formatv("encoding_dim must be at most {0}, got {1}",
+                        kMaxEncodingDim, *encodingDim));
   info.batchSize = *batchSize;
   info.encodingDim = static_cast<unsigned>(*encodingDim);
   std::optional<unsigned> elementBytes = elementBytesOf(info.dtype);
@@ -127,11 +145,13 @@ Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
 
   const json::Value *devices = root->get("devices");
   if (devices && !devices->getAsNull()) {
-    std::optional<int64_t> count = devices->getAsInteger();
+    std::optional<int64_t> count = getInteger(*devices);
     if (!count || *count <= 0)
       return fail(formatv("\"devices\" must be a positive integer or null, "
                           "got {0}",
                           *devices));
+    if (RuleViolation v = checkDeviceCount(*count))
+      return fail("\"devices\": " + *v);
     info.devices = static_cast<unsigned>(*count);
   }
 

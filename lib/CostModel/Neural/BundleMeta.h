@@ -28,6 +28,11 @@ namespace neural {
 /// bin_0..bin_16.
 constexpr unsigned kNumFeatures = 3 + kNumAccessBins;
 
+/// The widest table encoding a bundle may declare (the shipped models use
+/// 32); it sizes buffers of the search, so it is bounded like every size
+/// read from a file.
+constexpr int64_t kMaxEncodingDim = 4096;
+
 /// meta.json's fields that the C++ side uses, on top of NeuralBundleInfo.
 struct BundleMeta {
   NeuralBundleInfo info;
@@ -45,10 +50,16 @@ std::string bundleFile(llvm::StringRef bundleDir, llvm::StringRef file);
 /// '<dir>': <message>".
 llvm::Error bundleError(llvm::StringRef bundleDir, const llvm::Twine &message);
 
-/// Reads and checks `<bundleDir>/meta.json`: the format and version, the
-/// feature order (count and names), batch size, dtype, encoding width and
-/// device count.
+/// Reads and checks `<bundleDir>/meta.json` with parseBundleMeta.
 llvm::Expected<BundleMeta> readBundleMeta(llvm::StringRef bundleDir);
+
+/// Checks the text of a bundle's meta.json: the format and version, the
+/// feature order (count and names), batch size, dtype, encoding width (at
+/// most kMaxEncodingDim) and device count (within the topology's bounds).
+/// Integer fields must be written as integers. Errors name
+/// `<bundleDir>/meta.json`.
+llvm::Expected<BundleMeta> parseBundleMeta(llvm::StringRef bundleDir,
+                                           llvm::StringRef text);
 
 } // namespace neural
 } // namespace neuroshard
