@@ -63,6 +63,29 @@ def float_literal(value):
     return mantissa + e + exponent
 
 
+def capacity_gb(tables, devices, algorithm):
+    """A per-device capacity with which every algorithm finds a plan: an even
+    share of the bytes plus the largest piece a placement may have to fit
+    (so no greedy can run out of room) plus the most pinned to one device.
+    The NeuroShard search may halve a splittable table, so a table larger
+    than this is split by columns to fit."""
+    def piece(table):
+        nbytes = table["rows"] * table["dim"] * 4
+        splittable = (algorithm == "neuroshard" and not table["extra"]
+                      and table["dim"] % 8 == 0)
+        return nbytes // 2 if splittable else nbytes
+
+    total = sum(t["rows"] * t["dim"] * 4 for t in tables)
+    pinned = [0] * devices
+    for t in tables:
+        if "pinned_device" in t["extra"]:
+            pinned[int(t["extra"].split("=")[1].split(":")[0])] += (
+                t["rows"] * t["dim"] * 4)
+    nbytes = total / devices + max(piece(t) for t in tables) + max(pinned)
+    # Printed with 9 digits: a margin keeps the rounding from taking bytes.
+    return max(nbytes * 1.001, 64.0) / 2.0 ** 30
+
+
 def random_module(seed):
     """The module text of case `seed` and the pass options to shard it."""
     rng = random.Random(seed)
@@ -82,13 +105,9 @@ def random_module(seed):
         elif roll < 0.25:
             table["extra"] = ", no_split"
         tables.append(table)
-    total = sum(t["rows"] * t["dim"] * 4 for t in tables)
-    largest = max(t["rows"] * t["dim"] * 4 for t in tables)
-    # Room for everything, sometimes so little that the largest tables are
-    # split by columns to fit.
-    per_device = max(total * rng.uniform(1.3, 3.0) / devices,
-                     largest * rng.choice([0.6, 1.0, 1.5]), 64.0)
-    memory_gb = per_device / 2.0 ** 30
+    algorithm = rng.choice(["neuroshard"] * 4 + ["table-greedy-grid",
+                                                  "random"])
+    memory_gb = capacity_gb(tables, devices, algorithm)
 
     lookups = [(t, rng.choice(["sum", "mean"]), rng.choice(["i32", "i64"]))
                for t in tables]
@@ -124,8 +143,7 @@ def random_module(seed):
     lines.append("  }")
     lines.append("}")
     options = ("cost-model=analytical devices=%d memory-gb=%.9g "
-               "algorithm=%s" % (devices, memory_gb, rng.choice(
-                   ["neuroshard"] * 4 + ["table-greedy-grid", "random"])))
+               "algorithm=%s" % (devices, memory_gb, algorithm))
     return "\n".join(lines) + "\n", options
 
 
