@@ -38,9 +38,10 @@ TIMEOUT_S = 120
 NUM_BINS = 17
 
 
-def histogram(rng):
-    """A valid 17-bin access histogram: a few non-zero bins summing to 1."""
-    if rng.random() < 0.1:
+def histogram(rng, may_be_empty):
+    """A valid 17-bin access histogram: a few non-zero bins summing to 1, or
+    (if `may_be_empty`) sometimes all zero, a table never hit."""
+    if may_be_empty and rng.random() < 0.1:
         return [0.0] * NUM_BINS
     bins = [0.0] * NUM_BINS
     used = rng.sample(range(NUM_BINS), rng.randint(1, 4))
@@ -97,7 +98,7 @@ def random_module(seed):
                      [1, rng.randint(2, 50), rng.randint(51, 3000)]),
                  "dim": 4 * rng.choice([1, 2, 3, 4, 6, 8, 16]),
                  "pooling": rng.choice([0.5, 1.0, 2.0, 3.5, 8.0]),
-                 "hist": histogram(rng), "extra": ""}
+                 "hist": histogram(rng, may_be_empty=t > 0), "extra": ""}
         roll = rng.random()
         if roll < 0.15:
             table["extra"] = ", pinned_device = %d : i64" % rng.randrange(
