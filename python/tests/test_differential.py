@@ -148,10 +148,10 @@ def random_module(seed):
     return "\n".join(lines) + "\n", options
 
 
-def run(command, seed, module):
+def run(command, seed, module, tolerate=None):
     done = subprocess.run(command, capture_output=True, text=True,
                           timeout=TIMEOUT_S)
-    if done.returncode != 0:
+    if done.returncode != 0 and not (tolerate and tolerate in done.stderr):
         pytest.fail("seed %d: %s exited with %d\n%s%s\nmodule:\n%s" % (
             seed, " ".join(command), done.returncode, done.stdout,
             done.stderr, module))
@@ -167,9 +167,16 @@ def test_sharded_module_matches_original(seed, tmp_path):
     original.write_text(module)
     run([opt, str(original), "--neuroshard-shard=" + options,
          "-o", str(sharded)], seed, module)
-    done = run([runner, str(original), "--compare", str(sharded),
-                "--backward", "--max-rows", "500", "--seed", str(seed)],
-               seed, module)
+    # With a few short bags the drawn inputs can hold no index at all, and
+    # --compare refuses to compare nothing; draw them again.
+    empty = "is empty, so the run reads no weights"
+    for attempt in range(4):
+        done = run([runner, str(original), "--compare", str(sharded),
+                    "--backward", "--max-rows", "500", "--seed",
+                    str(seed + 1000003 * attempt)], seed, module,
+                   tolerate=empty if attempt < 3 else None)
+        if done.returncode == 0:
+            break
     assert done.stdout.rstrip().endswith(": match"), (
         "seed %d: the sharded module differs (%s)\n%s\nmodule:\n%s" %
         (seed, options, done.stdout, module))
