@@ -72,11 +72,20 @@ bool anyRank(bool flag) {
   return any != 0;
 }
 
-OwningOpRef<ModuleOp> parse(MLIRContext &context, StringRef path) {
+/// A failure of every rank alike, or of this rank alone.
+[[noreturn]] void fail(bool everyRank, const Twine &message) {
+  if (everyRank)
+    failAll(message);
+  failRank(message);
+}
+
+/// Parses `path`: on every rank (`everyRank`), or on this one alone.
+OwningOpRef<ModuleOp> parse(MLIRContext &context, StringRef path,
+                            bool everyRank) {
   std::string message;
   auto file = openInputFile(path, &message);
   if (!file)
-    failAll(message);
+    fail(everyRank, message);
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
   // Only rank 0 prints diagnostics: every rank parses the same file.
@@ -88,14 +97,15 @@ OwningOpRef<ModuleOp> parse(MLIRContext &context, StringRef path) {
     silence.emplace(&context, [](Diagnostic &) { return success(); });
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
-    failAll("cannot parse '" + path + "'");
+    fail(everyRank, "cannot parse '" + path + "'");
   return module;
 }
 
-ModelInfo analyze(ModuleOp module, StringRef path, StringRef entry) {
+ModelInfo analyze(ModuleOp module, StringRef path, StringRef entry,
+                  bool everyRank) {
   auto info = analyzeModel(module, entry);
   if (!info)
-    failAll(path + ": " + toString(info.takeError()));
+    fail(everyRank, path + ": " + toString(info.takeError()));
   return std::move(*info);
 }
 
@@ -189,7 +199,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   const std::string &path = options.modulePath;
 
   // What every device does, read from the sharded module.
-  OwningOpRef<ModuleOp> sharded = parse(context, path);
+  OwningOpRef<ModuleOp> sharded = parse(context, path, /*everyRank=*/true);
   auto topology = (*sharded)->getAttrOfType<mlir::neuroshard::TopologyAttr>(
       mlir::neuroshard::NeuroShardDialect::getTopologyAttrName());
   if (!topology)
@@ -202,7 +212,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
             (worldSize == 1 ? " rank" : " ranks") +
             "; run it with one rank per device: mpirun -np " + Twine(devices) +
             " neuroshard-run " + path + " --distributed");
-  ModelInfo whole = analyze(*sharded, path, options.entry);
+  ModelInfo whole = analyze(*sharded, path, options.entry, /*everyRank=*/true);
   for (const LookupInfo &lookup : whole.lookups)
     if (lookup.device < 0)
       failAll(path + ": @" + whole.entry +
@@ -220,7 +230,8 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
     if (failed(pm.run(*program.module)))
       failRank(path + ": cannot build the program of rank " + Twine(worldRank));
   }
-  program.info = analyze(*program.module, path, options.entry);
+  program.info =
+      analyze(*program.module, path, options.entry, /*everyRank=*/false);
   const ExchangeLayout &layout = program.info.exchange;
   for (const LookupInfo &lookup : whole.lookups)
     if (lookup.width != layout.widths[lookup.device])
@@ -316,8 +327,11 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
     bool mismatchedModules = false;
     std::string why;
     if (worldRank == 0) {
-      OwningOpRef<ModuleOp> original = parse(context, options.comparePath);
-      ModelInfo info = analyze(*original, options.comparePath, options.entry);
+      // Rank 0 alone reads the original; the others wait for its verdict.
+      OwningOpRef<ModuleOp> original =
+          parse(context, options.comparePath, /*everyRank=*/false);
+      ModelInfo info = analyze(*original, options.comparePath, options.entry,
+                               /*everyRank=*/false);
       if (Error e = checkComparable(whole, info))
         why = "cannot compare '" + path + "' with '" + options.comparePath +
               "': " + toString(std::move(e));
