@@ -115,21 +115,8 @@ llvm::Error EmulatedKernels::launch(llvm::StringRef name,
                                     execution::KernelOperands<Index> &operands,
                                     const LaunchConfig &config,
                                     LaunchStats *stats) {
-  namespace abi = kernel_abi;
-  void *values[abi::kMaxOperands];
-  values[abi::kMetaOperand] = &operands.meta;
-  values[abi::kLayoutOperand] = &operands.layout;
-  values[abi::kWeightsOperand] = &operands.weights;
-  values[abi::kIndicesOperand] = &operands.indices;
-  values[abi::kOffsetsOperand] = &operands.offsets;
-  values[abi::kOutOperand] = &operands.out;
-  values[abi::kLearningRateOperand] = &operands.lr;
-  void *arguments[abi::kMaxOperands];
-  for (unsigned i = 0; i < abi::kMaxOperands; ++i)
-    arguments[i] = abi::kKernelOperands[i].rank == 0
-                       ? values[i]
-                       : static_cast<void *>(&values[i]);
-  return launchPacked(name, arguments, config, stats);
+  execution::PackedKernelArguments<Index> packed(operands);
+  return launchPacked(name, packed.arguments, config, stats);
 }
 
 } // namespace emulation

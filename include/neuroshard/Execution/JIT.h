@@ -90,27 +90,40 @@ template <typename Index> struct KernelOperands {
   float lr = 0;
 };
 
+/// The argument array of a packed call of a generic kernel: operands in the
+/// order of kernel_abi::kKernelOperands. The C interface takes a memref as a
+/// pointer to its descriptor and a scalar by value, so a memref's argument
+/// points at its slot in `descriptors` (which must outlive the call).
+template <typename Index> struct PackedKernelArguments {
+  void *descriptors[kernel_abi::kMaxOperands];
+  void *arguments[kernel_abi::kMaxOperands];
+
+  explicit PackedKernelArguments(KernelOperands<Index> &operands) {
+    namespace abi = kernel_abi;
+    descriptors[abi::kMetaOperand] = &operands.meta;
+    descriptors[abi::kLayoutOperand] = &operands.layout;
+    descriptors[abi::kWeightsOperand] = &operands.weights;
+    descriptors[abi::kIndicesOperand] = &operands.indices;
+    descriptors[abi::kOffsetsOperand] = &operands.offsets;
+    descriptors[abi::kOutOperand] = &operands.out;
+    descriptors[abi::kLearningRateOperand] = &operands.lr;
+    for (unsigned i = 0; i < abi::kMaxOperands; ++i)
+      arguments[i] = abi::kKernelOperands[i].rank == 0
+                         ? descriptors[i]
+                         : static_cast<void *>(&descriptors[i]);
+  }
+  PackedKernelArguments(const PackedKernelArguments &) = delete;
+  PackedKernelArguments &operator=(const PackedKernelArguments &) = delete;
+};
+
 /// Calls `kernel` (the forward or backward kernel, `isBackward`) with the
-/// arguments in the order of kernel_abi::kKernelOperands: the C interface
-/// takes a memref as a pointer to its descriptor and a scalar by value.
+/// arguments in the order of kernel_abi::kKernelOperands; the forward
+/// kernel ignores the trailing learning rate.
 template <typename Index>
 void callKernel(PackedFunction kernel, KernelOperands<Index> &operands,
                 bool isBackward) {
-  namespace abi = kernel_abi;
-  void *values[abi::kMaxOperands];
-  values[abi::kMetaOperand] = &operands.meta;
-  values[abi::kLayoutOperand] = &operands.layout;
-  values[abi::kWeightsOperand] = &operands.weights;
-  values[abi::kIndicesOperand] = &operands.indices;
-  values[abi::kOffsetsOperand] = &operands.offsets;
-  values[abi::kOutOperand] = &operands.out;
-  values[abi::kLearningRateOperand] = &operands.lr;
-  void *arguments[abi::kMaxOperands];
-  for (unsigned i = 0; i < abi::numOperands(isBackward); ++i)
-    arguments[i] = abi::kKernelOperands[i].rank == 0
-                       ? values[i]
-                       : static_cast<void *>(&values[i]);
-  kernel(arguments);
+  PackedKernelArguments<Index> packed(operands);
+  kernel(packed.arguments);
 }
 
 } // namespace execution
