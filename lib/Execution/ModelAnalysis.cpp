@@ -41,7 +41,6 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     t.stats.rows = table.getNumRows();
     t.stats.dim = piece.colEnd - piece.colBegin;
     t.columnBegin = piece.colBegin;
-    t.tableDim = table.getNumCols();
     if (table.hasCostStatistics()) {
       t.hasStatistics = true;
       t.stats.poolingFactor = *table.getPoolingFactorValue();

@@ -31,8 +31,19 @@ static double expectedIndices(const TableInfo &table, int64_t batch) {
   return hits > 0.0 ? double(batch) * table.stats.poolingFactor : 0.0;
 }
 
-uint64_t ex::gradientKey(uint64_t seed, unsigned indicesArg) {
-  return inputs::mixSeed(seed ^ 0x6772616469656e74ULL, indicesArg);
+void ex::fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
+                            uint64_t seed, int64_t firstBag, int64_t bags,
+                            float *out, int64_t rowStride) {
+  int64_t outColumn = 0;
+  for (const abi::ShardDescriptor &shard : lookup.shards) {
+    uint64_t key = inputs::mixSeed(seed ^ 0x6772616469656e74ULL,
+                                   info.pairs[shard.input].indicesArg);
+    for (int64_t b = 0; b < bags; ++b)
+      for (int64_t c = 0; c < shard.width; ++c)
+        out[b * rowStride + outColumn + c] =
+            inputs::gradientValue(key, firstBag + b, shard.colBegin + c);
+    outColumn += shard.width;
+  }
 }
 
 ::neuroshard::MemoryNeed ex::estimateMemory(const ModelInfo &info,
@@ -118,16 +129,8 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
 
   for (const LookupInfo &lookup : info.lookups) {
     std::vector<float> grad(static_cast<size_t>(lookup.batch * lookup.width));
-    int64_t outColumn = 0;
-    for (const abi::ShardDescriptor &shard : lookup.shards) {
-      uint64_t key =
-          gradientKey(options.seed, info.pairs[shard.input].indicesArg);
-      for (int64_t b = 0; b < lookup.batch; ++b)
-        for (int64_t c = 0; c < shard.width; ++c)
-          grad[b * lookup.width + outColumn + c] =
-              inputs::gradientValue(key, b, shard.colBegin + c);
-      outColumn += shard.width;
-    }
+    fillLookupGradient(info, lookup, options.seed, 0, lookup.batch, grad.data(),
+                       lookup.width);
     data.gradients.push_back(std::move(grad));
   }
   return data;

@@ -128,24 +128,16 @@ std::vector<double> planMemoryGB(ModuleOp module, int64_t devices) {
 }
 
 /// The gradient of this rank's result (its rows, every device's columns),
-/// laid out as the exchange delivers it: the same values a single-process
-/// run gives each lookup (ModelData.h's gradientKey).
+/// laid out as the exchange delivers it: the values a single-process run
+/// gives each device's lookup.
 std::vector<float> resultGradient(const ModelInfo &sharded,
                                   const ExchangeLayout &layout, uint64_t seed) {
   int64_t rows = layout.batches[layout.rank], width = layout.totalWidth();
-  int64_t firstRow = layout.rowBegin(layout.rank);
   std::vector<float> gradient(static_cast<size_t>(rows * width), 0.0f);
-  for (const LookupInfo &lookup : sharded.lookups) {
-    int64_t column = layout.columnBegin(lookup.device);
-    for (const auto &shard : lookup.shards) {
-      uint64_t key = gradientKey(seed, sharded.pairs[shard.input].indicesArg);
-      for (int64_t b = 0; b < rows; ++b)
-        for (int64_t c = 0; c < shard.width; ++c)
-          gradient[b * width + column + c] =
-              inputs::gradientValue(key, firstRow + b, shard.colBegin + c);
-      column += shard.width;
-    }
-  }
+  for (const LookupInfo &lookup : sharded.lookups)
+    fillLookupGradient(
+        sharded, lookup, seed, layout.rowBegin(layout.rank), rows,
+        gradient.data() + layout.columnBegin(lookup.device), width);
   return gradient;
 }
 
@@ -289,24 +281,25 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
 
   // One step: forward, then the reverse exchange of the result's gradient
   // and the fused SGD update of the rank's shards.
+  // The exchange delivers the gradient of the rank's lookup into the buffer
+  // generateData made for it (none for a device without shards).
   std::vector<float> gradient;
   if (options.backward)
     gradient = resultGradient(whole, layout, options.seed);
+  float *lookupGradient =
+      data.gradients.empty() ? nullptr : data.gradients.front().data();
   std::vector<std::vector<float>> outputs;
   auto step = [&] {
     if (Error e = program.model->forward(data, outputs))
       failRank("forward: " + toString(std::move(e)));
     if (!options.backward)
       return;
-    std::vector<float> bufferGradient(
-        static_cast<size_t>(layout.batch() * layout.widths[layout.rank]));
     std::string why =
-        mpi::exchangeBackward(layout, gradient.data(), bufferGradient.data());
+        mpi::exchangeBackward(layout, gradient.data(), lookupGradient);
     if (!why.empty())
       failRank("backward exchange: " + why);
     if (program.info.lookups.empty())
       return;
-    data.gradients.assign(1, std::move(bufferGradient));
     if (Error e = program.model->backward(data, options.learningRate))
       failRank("backward: " + toString(std::move(e)));
   };

@@ -36,7 +36,6 @@ struct TableInfo {
   inputs::TableStats stats; // name, rows, dim, pooling factor, histogram
   bool hasStatistics = false;
   int64_t columnBegin = 0;
-  int64_t tableDim = 0; // columns of the whole table
 };
 
 /// One lookup op (embedding_bag or fused_embedding_bag) of the entry. Its

@@ -54,11 +54,15 @@ struct DataOptions {
   double memoryLimitBytes = 0.0;
 };
 
-/// The key of the output gradients of the lookup input whose indices are
-/// entry argument `indicesArg`: the gradient of column c of that table in
-/// bag b is inputs::gradientValue(key, b, c), whichever lookup (or shard)
-/// produces the column.
-uint64_t gradientKey(uint64_t seed, unsigned indicesArg);
+/// Writes the output gradient of `lookup` (one of `info`'s) for its bags
+/// [firstBag, firstBag + bags) into `out`, one row per bag with row stride
+/// `rowStride`, the lookup's columns from column 0. Column c of a table in
+/// bag b gets the same value whichever lookup or shard produces it, so a
+/// model and its sharded form (or one rank's part of it) get the same
+/// gradients.
+void fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
+                        uint64_t seed, int64_t firstBag, int64_t bags,
+                        float *out, int64_t rowStride);
 
 /// What generateData would allocate for `info`, part by part: weights,
 /// indices, offsets, outputs (with the output gradients). Index counts are

@@ -21,6 +21,14 @@ namespace {
 
 double accumulatedSeconds = 0.0;
 
+/// The packed blocks of the last exchange, kept so that an exchange per
+/// training step does not allocate (and clear) a buffer each time.
+std::vector<float> &packingBuffer(const ExchangeLayout &layout) {
+  static std::vector<float> packed;
+  packed.resize(static_cast<size_t>(layout.packedSize()));
+  return packed;
+}
+
 /// Counts and displacements of one MPI_Alltoallv, in elements.
 struct Blocks {
   std::vector<int> sendCounts, sendOffsets, recvCounts, recvOffsets;
@@ -74,7 +82,7 @@ std::string mpi::exchangeForward(const ExchangeLayout &layout,
   Blocks blocks;
   if (std::string why = prepare(layout, blocks); !why.empty())
     return why;
-  std::vector<float> packed(static_cast<size_t>(layout.packedSize()));
+  std::vector<float> &packed = packingBuffer(layout);
   MPI_Alltoallv(buffer, blocks.sendCounts.data(), blocks.sendOffsets.data(),
                 MPI_FLOAT, packed.data(), blocks.recvCounts.data(),
                 blocks.recvOffsets.data(), MPI_FLOAT, MPI_COMM_WORLD);
@@ -90,7 +98,7 @@ std::string mpi::exchangeBackward(const ExchangeLayout &layout,
   Blocks blocks;
   if (std::string why = prepare(layout, blocks); !why.empty())
     return why;
-  std::vector<float> packed(static_cast<size_t>(layout.packedSize()));
+  std::vector<float> &packed = packingBuffer(layout);
   exchange_abi::packColumns(layout, gradient, packed.data());
   MPI_Alltoallv(packed.data(), blocks.recvCounts.data(),
                 blocks.recvOffsets.data(), MPI_FLOAT, bufferGradient,
