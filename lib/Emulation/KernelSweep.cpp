@@ -213,21 +213,12 @@ execution::PreparedSet neuroshard::emulation::prepareSet(
     int64_t arenaSize, int64_t batch, bool i32, uint64_t seed) {
   std::mt19937_64 random(seed);
   execution::PreparedSet set;
-  set.batch = batch;
-  set.width = packed.layout.width;
-  set.indicesAreI32 = i32;
-  set.meta = std::move(packed.layout.meta);
-  set.indices = std::move(packed.indices);
-  set.offsets = std::move(packed.offsets);
-  set.indices32.assign(set.indices.begin(), set.indices.end());
-  set.offsets32.assign(set.offsets.begin(), set.offsets.end());
+  execution::adoptPackedSet(set, std::move(packed), batch, i32);
   set.layout = std::move(layout);
   set.weights.resize(static_cast<size_t>(arenaSize));
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   for (float &w : set.weights)
     w = value(random);
-  set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
-  set.gradient.resize(set.output.size());
   for (float &g : set.gradient)
     g = value(random);
   return set;

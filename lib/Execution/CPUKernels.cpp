@@ -67,6 +67,23 @@ llvm::Expected<std::unique_ptr<CPUKernels>> CPUKernels::compile() {
   return kernels;
 }
 
+void ::neuroshard::execution::adoptPackedSet(
+    PreparedSet &set, abi::PackedShardSet<int64_t> packed, int64_t batch,
+    bool indicesAreI32) {
+  set.batch = batch;
+  set.width = packed.layout.width;
+  set.indicesAreI32 = indicesAreI32;
+  set.meta = std::move(packed.layout.meta);
+  set.indices = std::move(packed.indices);
+  set.offsets = std::move(packed.offsets);
+  if (indicesAreI32) {
+    set.indices32.assign(set.indices.begin(), set.indices.end());
+    set.offsets32.assign(set.offsets.begin(), set.offsets.end());
+  }
+  set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
+  set.gradient.resize(set.output.size());
+}
+
 int64_t CPUKernels::packInputs(PreparedSet &set,
                                const std::vector<KernelShard> &shards,
                                int64_t batch, uint64_t gradientSeed,
@@ -86,20 +103,8 @@ int64_t CPUKernels::packInputs(PreparedSet &set,
     set.layout.push_back(arena);
     arena += shards[s].rows * shards[s].width;
   }
-  abi::PackedShardSet<int64_t> packed =
-      abi::packShardSet<int64_t>(descriptors, pairs);
-  set.batch = batch;
-  set.width = packed.layout.width;
-  set.indicesAreI32 = indicesAreI32;
-  set.meta = std::move(packed.layout.meta);
-  set.indices = std::move(packed.indices);
-  set.offsets = std::move(packed.offsets);
-  if (indicesAreI32) {
-    set.indices32.assign(set.indices.begin(), set.indices.end());
-    set.offsets32.assign(set.offsets.begin(), set.offsets.end());
-  }
-  set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
-  set.gradient.resize(set.output.size());
+  adoptPackedSet(set, abi::packShardSet<int64_t>(descriptors, pairs), batch,
+                 indicesAreI32);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t c = 0; c < set.width; ++c)
       set.gradient[b * set.width + c] =

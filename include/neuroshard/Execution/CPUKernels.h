@@ -53,6 +53,14 @@ struct PreparedSet {
   std::vector<float> output, gradient;
 };
 
+/// Makes `set` the buffers of `packed` for a batch of `batch` bags: its
+/// metadata, indices and offsets (with i32 copies when `indicesAreI32`), a
+/// zeroed output and a gradient of the output's size. The weights, the
+/// layout and the gradient's values are the caller's.
+void adoptPackedSet(PreparedSet &set,
+                    kernel_abi::PackedShardSet<int64_t> packed, int64_t batch,
+                    bool indicesAreI32);
+
 /// The generic kernels alone, compiled once and called on shard sets that
 /// are only known at run time.
 class CPUKernels {
