@@ -137,6 +137,10 @@ Status check(CUresult result, const std::string &call) {
       name = "CUDA_ERROR_NOT_INITIALIZED";
       text = "the driver could not be initialised";
       break;
+    case CUDA_ERROR_DEINITIALIZED:
+      name = "CUDA_ERROR_DEINITIALIZED";
+      text = "the driver is shutting down";
+      break;
     default:
       break;
     }
@@ -145,7 +149,7 @@ Status check(CUresult result, const std::string &call) {
   message += name ? name : "CUDA error " + std::to_string(result);
   if (text)
     message += std::string(" (") + text + ")";
-  return Status::error(message);
+  return Status::error(message, int(result));
 }
 
 } // namespace
@@ -295,10 +299,15 @@ Status Runtime::loadModule(const void *image, size_t size, ModuleFormat format,
 
 Status Runtime::unloadModule(ModuleHandle module) {
   Status status = makeCurrent();
-  if (!status.ok())
-    return status;
-  return check(api().cuModuleUnload(static_cast<CUmodule>(module)),
-               "cuModuleUnload");
+  if (status.ok())
+    status = check(api().cuModuleUnload(static_cast<CUmodule>(module)),
+                   "cuModuleUnload");
+  // Code lowered by gpu-to-llvm unloads its modules from the program's
+  // global destructors, which can run after the driver has shut down at
+  // exit; the driver has released every module by then.
+  if (status.code() == CUDA_ERROR_DEINITIALIZED)
+    return Status();
+  return status;
 }
 
 Status Runtime::getFunction(ModuleHandle module, const char *name,

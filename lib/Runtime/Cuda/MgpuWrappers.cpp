@@ -29,33 +29,46 @@ using neuroshard::cuda::Status;
 
 namespace {
 
-std::mutex stateMutex;
-int defaultDevice = 0;
-std::unique_ptr<Runtime> runtimeInstance;
-std::string lastError;
+/// The wrappers' state. It is never destroyed: gpu-to-llvm code unloads its
+/// modules from the program's global destructors, which run after the
+/// destructors of this library's statics, so a static here would be gone by
+/// then.
+struct State {
+  std::mutex mutex;
+  int defaultDevice = 0;
+  std::unique_ptr<Runtime> runtime;
+  std::string lastError;
+};
+
+State &state() {
+  static State *instance = new State;
+  return *instance;
+}
 
 /// Records and prints a failure; returns true if `status` is one.
 bool failed(const Status &status, const char *entry) {
   if (status.ok())
     return false;
-  std::lock_guard<std::mutex> lock(stateMutex);
-  lastError = std::string(entry) + ": " + status.message();
-  std::fprintf(stderr, "neuroshard-cuda-runtime: %s\n", lastError.c_str());
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.lastError = std::string(entry) + ": " + status.message();
+  std::fprintf(stderr, "neuroshard-cuda-runtime: %s\n", s.lastError.c_str());
   return true;
 }
 
 /// The runtime of the default device, opened on first use.
 Runtime *runtime(const char *entry) {
+  State &s = state();
   Status status;
   {
-    std::lock_guard<std::mutex> lock(stateMutex);
-    if (runtimeInstance)
-      return runtimeInstance.get();
-    status = Runtime::open(defaultDevice, runtimeInstance);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.runtime)
+      return s.runtime.get();
+    status = Runtime::open(s.defaultDevice, s.runtime);
   }
   if (failed(status, entry))
     return nullptr;
-  return runtimeInstance.get();
+  return s.runtime.get();
 }
 
 } // namespace
@@ -65,15 +78,17 @@ Runtime *runtime(const char *entry) {
 /// The last failure of an mgpu* call ("" if none), for hosts that want to
 /// check after the fact.
 NEUROSHARD_MGPU_EXPORT const char *neuroshardCudaLastError() {
-  std::lock_guard<std::mutex> lock(stateMutex);
-  return lastError.c_str();
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.lastError.c_str();
 }
 
 NEUROSHARD_MGPU_EXPORT void mgpuSetDefaultDevice(int32_t device) {
-  std::lock_guard<std::mutex> lock(stateMutex);
-  if (runtimeInstance && runtimeInstance->device().ordinal != device)
-    runtimeInstance.reset();
-  defaultDevice = device;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.runtime && s.runtime->device().ordinal != device)
+    s.runtime.reset();
+  s.defaultDevice = device;
 }
 
 /// A cubin or fatbin image of `size` bytes.

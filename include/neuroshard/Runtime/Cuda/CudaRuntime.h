@@ -33,16 +33,21 @@ namespace cuda {
 class Status {
 public:
   Status() = default;
-  static Status error(std::string message) {
+  /// A failure; `driverCode` is the CUresult of the driver call that
+  /// failed, 0 when the failure is not a driver error.
+  static Status error(std::string message, int driverCode = 0) {
     Status status;
     status.text = message.empty() ? "unknown CUDA error" : std::move(message);
+    status.driverCode = driverCode;
     return status;
   }
   bool ok() const { return text.empty(); }
   const std::string &message() const { return text; }
+  int code() const { return driverCode; }
 
 private:
   std::string text;
+  int driverCode = 0;
 };
 
 /// A device address.
