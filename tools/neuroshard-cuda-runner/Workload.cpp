@@ -288,8 +288,16 @@ std::vector<float> referenceForward(const Workload &w) {
   return out;
 }
 
-std::vector<float> referenceBackward(const Workload &w) {
+std::vector<float> referenceBackward(const Workload &w,
+                                     std::vector<double> *reorderBound) {
   std::vector<float> weights = w.weights;
+  // Per element: the number of updates and |w0| + sum |update|.
+  std::vector<uint32_t> count;
+  std::vector<double> mass;
+  if (reorderBound) {
+    count.assign(weights.size(), 0);
+    mass.assign(weights.size(), 0.0);
+  }
   for (int64_t s = 0; s < w.numShards(); ++s) {
     const int64_t *f = &w.meta[size_t(s * abi::kShardFields)];
     float *table = weights.data() + w.layout[size_t(f[abi::kTable])];
@@ -305,16 +313,31 @@ std::vector<float> referenceBackward(const Workload &w) {
         float *row = table +
                      indexAt(w, f[abi::kIndicesBase] + i) * f[abi::kRowStride] +
                      f[abi::kColBegin];
-        for (int64_t c = 0; c < f[abi::kWidth]; ++c)
-          row[c] += grad[c] * factor;
+        for (int64_t c = 0; c < f[abi::kWidth]; ++c) {
+          float term = grad[c] * factor;
+          if (reorderBound) {
+            size_t at = size_t(&row[c] - weights.data());
+            if (count[at]++ == 0)
+              mass[at] = std::fabs(double(w.weights[at]));
+            mass[at] += std::fabs(double(term));
+          }
+          row[c] += term;
+        }
       }
     }
+  }
+  if (reorderBound) {
+    constexpr double kUnitRoundoff = 0x1p-24;
+    reorderBound->assign(weights.size(), 0.0);
+    for (size_t i = 0; i < weights.size(); ++i)
+      (*reorderBound)[i] = 2.0 * double(count[i]) * kUnitRoundoff * mass[i];
   }
   return weights;
 }
 
 Comparison compare(const std::vector<float> &got,
-                   const std::vector<float> &want, double tolerance) {
+                   const std::vector<float> &want, double tolerance,
+                   const std::vector<double> *slack) {
   Comparison result;
   if (got.size() != want.size()) {
     result.maxError = INFINITY;
@@ -322,13 +345,17 @@ Comparison compare(const std::vector<float> &got,
     return result;
   }
   for (size_t i = 0; i < got.size(); ++i) {
-    double error = std::fabs(double(got[i]) - double(want[i])) /
-                   std::max(std::fabs(double(want[i])), 1.0);
+    double scale = std::max(std::fabs(double(want[i])), 1.0);
+    double difference = std::fabs(double(got[i]) - double(want[i]));
+    double error = difference / scale;
     if (std::isnan(got[i]) != std::isnan(want[i]))
-      error = INFINITY;
-    if (error > tolerance)
-      ++result.mismatches;
-    if (error > result.maxError || (i == 0 && error == INFINITY)) {
+      error = difference = INFINITY;
+    bool mismatch =
+        difference > tolerance * scale + (slack ? (*slack)[i] : 0.0);
+    if (mismatch && result.mismatches++ == 0)
+      result.maxError = 0.0; // from now on, the worst mismatching element
+    if ((mismatch || result.mismatches == 0) &&
+        (error > result.maxError || (i == 0 && error == INFINITY))) {
       result.maxError = error;
       result.worst = i;
     }

@@ -83,17 +83,29 @@ Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
 
 /// out[b, c] of the forward kernel (B x W).
 std::vector<float> referenceForward(const Workload &workload);
-/// The weights arena after the backward kernel with SGD.
-std::vector<float> referenceBackward(const Workload &workload);
+/// The weights arena after the backward kernel with SGD, the updates of each
+/// row applied in index order. The GPU applies them with float atomics in
+/// whatever order its warps reach them, so with `reorderBound` it also
+/// gives, per element, how far any order of the same float additions can
+/// end from this one: each of the n additions rounds by at most u = 2^-24
+/// of its result, which is at most M = |w0| + sum |update|, so each order is
+/// within n * u * M of the exact sum and two orders within 2 * n * u * M.
+/// The bound is 0 for an element no update touches.
+std::vector<float>
+referenceBackward(const Workload &workload,
+                  std::vector<double> *reorderBound = nullptr);
 
-/// Largest |got - want| / max(|want|, 1) and where it occurs.
+/// Largest |got - want| / max(|want|, 1) and where it occurs. An element
+/// mismatches when |got - want| exceeds tolerance * max(|want|, 1) plus its
+/// `slack` (none without one); `worst` is then the worst mismatching one.
 struct Comparison {
   double maxError = 0.0;
   size_t worst = 0;
   size_t mismatches = 0;
 };
 Comparison compare(const std::vector<float> &got,
-                   const std::vector<float> &want, double tolerance);
+                   const std::vector<float> &want, double tolerance,
+                   const std::vector<double> *slack = nullptr);
 
 } // namespace runner
 } // namespace neuroshard
