@@ -264,8 +264,9 @@ llvm::Error neuroshard::emulation::compareWithCPU(
   if (error)
     return error;
   totals.shuffles += stats.shuffles;
-  mismatch = compare("the updated weights", emulatedSet.weights, set.weights,
-                     std::max<int64_t>(int64_t(set.weights.size()), 1));
+  mismatch =
+      compare("the updated weight arena", emulatedSet.weights, set.weights,
+              std::max<int64_t>(int64_t(set.weights.size()), 1));
   if (!mismatch.empty())
     return llvm::createStringError(mismatch);
   totals.launches += 2;

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
 #include "neuroshard/Emulation/SIMTEmulator.h"
 #include "neuroshard/Runtime/KernelABI.h"
@@ -196,6 +197,37 @@ LogicalResult callRuntime(func::FuncOp func, ModuleOp host) {
   return success();
 }
 
+/// Rewrites the kernels' inline PTX into host operations: the vector
+/// reduction of the backward kernel becomes four float atomics on the host
+/// addresses. Any other inline assembly is refused.
+LogicalResult emulateInlineAsm(func::FuncOp func) {
+  SmallVector<LLVM::InlineAsmOp> statements;
+  func.walk([&](LLVM::InlineAsmOp op) { statements.push_back(op); });
+  for (LLVM::InlineAsmOp op : statements) {
+    if (op.getAsmString() != mlir::neuroshard::kVectorAtomicAddAsm ||
+        op.getConstraints() != mlir::neuroshard::kVectorAtomicAddConstraints ||
+        op.getNumResults() != 0 || op.getNumOperands() != 5)
+      return op.emitOpError("has no emulation: '")
+             << op.getAsmString()
+             << "' is not the vector atomic add of the kernels";
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Type i64 = b.getI64Type();
+    auto pointerType = LLVM::LLVMPointerType::get(b.getContext());
+    for (unsigned e = 0; e < 4; ++e) {
+      Value address = LLVM::AddOp::create(
+          b, loc, op.getOperand(0),
+          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(4 * e)));
+      Value pointer = LLVM::IntToPtrOp::create(b, loc, pointerType, address);
+      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, pointer,
+                                op.getOperand(1 + e),
+                                LLVM::AtomicOrdering::monotonic);
+    }
+    op.erase();
+  }
+  return success();
+}
+
 /// The host module of the kernels in `source`, or a null one after
 /// reporting why.
 OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect,
@@ -245,7 +277,7 @@ OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect,
       shortenBags(func);
       break;
     }
-    if (failed(callRuntime(func, *host)))
+    if (failed(callRuntime(func, *host)) || failed(emulateInlineAsm(func)))
       return nullptr;
   }
   return host;

@@ -22,7 +22,8 @@
 // Forward sums the rows in index order (mean divides by the bag length;
 // empty bags write zeros). Backward scales the output gradient once per bag
 // and adds it into every row of the bag with float atomics, which applies
-// repeated indices exactly like an index_add.
+// repeated indices exactly like an index_add; on the 16-byte path of sm_90
+// and later chips, one vector reduction adds four columns at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,7 @@
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -63,9 +65,11 @@ struct ShardRow {
 class KernelBodyBuilder {
 public:
   KernelBodyBuilder(ImplicitLocOpBuilder &b, KernelKind kind,
-                    IntegerType indexType, const KernelArgs &args)
-      : b(b), kind(kind), indexType(indexType), args(args), i32(b.getI32Type()),
-        f32(b.getF32Type()) {}
+                    IntegerType indexType, const KernelArgs &args,
+                    bool vectorAtomics)
+      : b(b), kind(kind), indexType(indexType), args(args),
+        vectorAtomics(vectorAtomics), i32(b.getI32Type()), f32(b.getF32Type()) {
+  }
 
   void build();
 
@@ -123,11 +127,18 @@ private:
   Value loadValue(Value memref, ValueRange position, int64_t vectorWidth);
   void storeValue(Value value, Value memref, ValueRange position,
                   int64_t vectorWidth);
+  /// Adds `value` (a float or a vector of floats) into `memref` at
+  /// `position` atomically.
+  void atomicAdd(Value value, Value memref, Value position,
+                 int64_t vectorWidth);
+  /// The address of element `position` of a 1-D memref, in bytes.
+  Value elementAddress(Value memref, Value position);
 
   ImplicitLocOpBuilder &b;
   KernelKind kind;
   IntegerType indexType;
   KernelArgs args;
+  bool vectorAtomics;
   IntegerType i32;
   FloatType f32;
 };
@@ -197,6 +208,36 @@ void KernelBodyBuilder::storeValue(Value value, Value memref,
   }
   vector::StoreOp::create(b, value, memref, position, /*nontemporal=*/false,
                           llvm::MaybeAlign(4 * vectorWidth));
+}
+
+Value KernelBodyBuilder::elementAddress(Value memref, Value position) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+  return add(base, mul(add(metadata.getOffset(), position), cIndex(4)));
+}
+
+void KernelBodyBuilder::atomicAdd(Value value, Value memref, Value position,
+                                  int64_t vectorWidth) {
+  if (vectorWidth == 4 && vectorAtomics) {
+    SmallVector<Value> operands = {arith::IndexCastOp::create(
+        b, b.getI64Type(), elementAddress(memref, position))};
+    for (int64_t e = 0; e < 4; ++e)
+      operands.push_back(vector::ExtractOp::create(b, value, e));
+    LLVM::InlineAsmOp::create(
+        b, /*resultTypes=*/TypeRange{}, operands, kVectorAtomicAddAsm,
+        kVectorAtomicAddConstraints, /*has_side_effects=*/true,
+        /*is_align_stack=*/false, LLVM::TailCallKind::None,
+        /*asm_dialect=*/LLVM::AsmDialectAttr(),
+        /*operand_attrs=*/ArrayAttr());
+    return;
+  }
+  for (int64_t e = 0; e < vectorWidth; ++e) {
+    Value element = vectorWidth == 1
+                        ? value
+                        : Value(vector::ExtractOp::create(b, value, e));
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, element, memref,
+                                ValueRange{add(position, cIndex(e))});
+  }
 }
 
 ShardRow KernelBodyBuilder::loadShard(Value shard) {
@@ -391,16 +432,7 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
                            continue;
                          }
                          ifThen(valid, [&]() {
-                           for (int64_t e = 0; e < vectorWidth; ++e) {
-                             Value element =
-                                 vectorWidth == 1
-                                     ? update
-                                     : Value(vector::ExtractOp::create(
-                                           b, update, e));
-                             memref::AtomicRMWOp::create(
-                                 b, arith::AtomicRMWKind::addf, element,
-                                 args.weights, ValueRange{add(at, cIndex(e))});
-                           }
+                           atomicAdd(update, args.weights, at, vectorWidth);
                          });
                        }
                        return acc;
@@ -432,10 +464,10 @@ void KernelBodyBuilder::build() {
        [&](Value shardIndex, ValueRange) {
          ShardRow shard = loadShard(shardIndex);
          // 16-byte vectors need every row start, the output columns and both
-         // buffers 16-byte aligned.
+         // buffers (their first element, after the descriptor's offset)
+         // 16-byte aligned.
          auto aligned = [&](Value memref) {
-           return isMultipleOf(
-               memref::ExtractAlignedPointerAsIndexOp::create(b, memref), 16);
+           return isMultipleOf(elementAddress(memref, cIndex(0)), 16);
          };
          Value vectorizable = isMultipleOf(shard.width, 4);
          for (Value v :
@@ -458,7 +490,8 @@ void KernelBodyBuilder::build() {
 }
 
 static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
-                        KernelKind kind, IntegerType indexType) {
+                        KernelKind kind, IntegerType indexType,
+                        bool vectorAtomics) {
   MLIRContext *context = builder.getContext();
   Type dynamic1D =
       MemRefType::get({ShapedType::kDynamic}, IntegerType::get(context, 64));
@@ -496,7 +529,7 @@ static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
                   entry.getArgument(5),
                   kind == KernelKind::BackwardSGD ? entry.getArgument(6)
                                                   : Value()};
-  KernelBodyBuilder(b, kind, indexType, args).build();
+  KernelBodyBuilder(b, kind, indexType, args, vectorAtomics).build();
   gpu::ReturnOp::create(b);
 }
 
@@ -507,12 +540,58 @@ mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
                                          ArrayRef<Attribute>{target});
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(module.getBody());
+  auto nvvm = dyn_cast_or_null<NVVM::NVVMTargetAttr>(target);
+  bool vectorAtomics =
+      nvvm && targetHasVectorAtomicAdd(nvvm.getChip(), nvvm.getFeatures());
   IntegerType i32 = builder.getI32Type(), i64 = builder.getI64Type();
-  buildKernel(builder, loc, abi::kForwardI32, KernelKind::Forward, i32);
-  buildKernel(builder, loc, abi::kForwardI64, KernelKind::Forward, i64);
-  buildKernel(builder, loc, abi::kBackwardI32, KernelKind::BackwardSGD, i32);
-  buildKernel(builder, loc, abi::kBackwardI64, KernelKind::BackwardSGD, i64);
+  buildKernel(builder, loc, abi::kForwardI32, KernelKind::Forward, i32,
+              vectorAtomics);
+  buildKernel(builder, loc, abi::kForwardI64, KernelKind::Forward, i64,
+              vectorAtomics);
+  buildKernel(builder, loc, abi::kBackwardI32, KernelKind::BackwardSGD, i32,
+              vectorAtomics);
+  buildKernel(builder, loc, abi::kBackwardI64, KernelKind::BackwardSGD, i64,
+              vectorAtomics);
   return module;
+}
+
+/// The chip's version (90 for sm_90a), or 0 if `chip` is not sm_<N>.
+static unsigned chipVersion(StringRef chip) {
+  unsigned version = 0;
+  if (!chip.consume_front("sm_"))
+    return 0;
+  if (!chip.consume_back("a"))
+    chip.consume_back("f");
+  return chip.getAsInteger(10, version) ? 0 : version;
+}
+
+/// The PTX version a +ptxN item of `features` asks for (the last one), or 0.
+static unsigned ptxVersion(StringRef features) {
+  unsigned version = 0;
+  SmallVector<StringRef> items;
+  features.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    unsigned value = 0;
+    if (item.consume_front("+ptx") && !item.getAsInteger(10, value))
+      version = value;
+  }
+  return version;
+}
+
+bool mlir::neuroshard::targetHasVectorAtomicAdd(StringRef chip,
+                                                StringRef features) {
+  return chipVersion(chip) >= 90 &&
+         ptxVersion(features) >= kVectorAtomicAddPtxVersion;
+}
+
+std::string mlir::neuroshard::kernelTargetFeatures(StringRef chip,
+                                                   StringRef features) {
+  if (chipVersion(chip) < 90 || ptxVersion(features) != 0)
+    return features.str();
+  std::string withPtx = features.str();
+  if (!withPtx.empty())
+    withPtx += ",";
+  return withPtx + "+ptx" + std::to_string(kVectorAtomicAddPtxVersion);
 }
 
 SmallVector<Type> mlir::neuroshard::embeddingKernelOperandTypes(

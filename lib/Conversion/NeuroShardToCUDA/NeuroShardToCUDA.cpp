@@ -108,8 +108,9 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
 
   OpBuilder builder(context);
   builder.setInsertionPointToEnd(module.getBody());
-  auto target = NVVM::NVVMTargetAttr::get(
-      context, optLevel, "nvptx64-nvidia-cuda", chip, features);
+  auto target =
+      NVVM::NVVMTargetAttr::get(context, optLevel, "nvptx64-nvidia-cuda", chip,
+                                kernelTargetFeatures(chip, features));
   buildEmbeddingKernelModule(builder, module.getLoc(), target);
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   builder.getUnitAttr());

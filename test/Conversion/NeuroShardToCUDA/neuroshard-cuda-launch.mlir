@@ -39,7 +39,7 @@
 // LLVM: llvm.call @mgpuMemAlloc(
 // LLVM: gpu.launch_func <%{{.*}} : !llvm.ptr> @neuroshard_kernels::@neuroshard_bag_forward_i32
 // LLVM: llvm.call @mgpuStreamSynchronize(
-// LLVM: gpu.binary @neuroshard_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, properties = {{.*}}, assembly = "
+// LLVM: gpu.binary @neuroshard_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">, properties = {{.*}}, assembly = "
 
 // The launch passes 5 parameters per 1-D memref and 7 for the 2-D one
 // (32 forward, 33 backward with lr), as KernelABI.h says.

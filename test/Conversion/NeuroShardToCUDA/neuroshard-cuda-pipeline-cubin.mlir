@@ -9,7 +9,7 @@
 // With ptxas in the toolkit, format=auto builds a cubin (an ELF object with
 // the four kernels) through ptxas and embeds it in the host module.
 // CHECK: llvm.func @lookup(
-// CHECK: gpu.binary @neuroshard_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, properties = {{{.*}}ISAToBinaryTimeInMs{{.*}}}, bin = "\7FELF
+// CHECK: gpu.binary @neuroshard_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx81">, properties = {{{.*}}ISAToBinaryTimeInMs{{.*}}}, bin = "\7FELF
 
 // MANIFEST: module kernels.cubin cubin sm_90
 

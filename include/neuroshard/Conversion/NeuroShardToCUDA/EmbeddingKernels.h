@@ -20,9 +20,35 @@
 
 namespace mlir::neuroshard {
 
+/// The one inline PTX statement of the kernels: on sm_90 and later, the
+/// backward kernel adds a 16-byte vector of updates with one
+/// `red.global.add.v4.f32` (operands: the generic address as i64, then the
+/// four floats), where older chips take four scalar atomics. Hosts that
+/// execute the kernels elsewhere (the SIMT emulator) recognise it by this
+/// text and its constraints.
+inline constexpr const char *kVectorAtomicAddAsm =
+    "{ .reg .b64 g; cvta.to.global.u64 g, $0; "
+    "red.global.add.v4.f32 [g], {$1, $2, $3, $4}; }";
+inline constexpr const char *kVectorAtomicAddConstraints =
+    "l,f,f,f,f,~{memory}";
+
+/// The PTX ISA version that `red.global.add.v4.f32` needs (8.1).
+inline constexpr unsigned kVectorAtomicAddPtxVersion = 81;
+
+/// True if kernels for `chip` ("sm_90", "sm_90a", ...) built with PTX
+/// `features` can use `red.global.add.v4.f32`: the chip is sm_90 or later
+/// and the features ask for PTX ISA 8.1 or later.
+bool targetHasVectorAtomicAdd(StringRef chip, StringRef features);
+
+/// The PTX features the kernels are built with: `features` as given, except
+/// that on sm_90 and later a list that names no PTX version gets +ptx81, so
+/// that the backward kernel can use vector atomics.
+std::string kernelTargetFeatures(StringRef chip, StringRef features);
+
 /// Builds `gpu.module @neuroshard_kernels [target]` with the forward and the
 /// backward+SGD kernel for i32 and i64 indices, at the builder's insertion
-/// point.
+/// point. The backward kernel uses vector atomics when `target` is an NVVM
+/// target for which targetHasVectorAtomicAdd holds.
 gpu::GPUModuleOp buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
                                             Attribute target);
 

@@ -47,8 +47,9 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
            "CUDA architecture of the kernels: sm_<N>, optionally with an "
            "'a' or 'f' suffix">,
     Option<"features", "features", "std::string", "\"\"",
-           "PTX features, e.g. +ptx80 (empty: the backend's default for the "
-           "chip)">,
+           "PTX features, e.g. +ptx80 (with no +ptx item: +ptx81 on sm_90 "
+           "and later, whose backward kernel then adds 16 bytes per vector "
+           "atomic, and the backend's default on older chips)">,
     Option<"optLevel", "opt-level", "unsigned", "3",
            "Optimisation level of the device code, 0 to 3">,
     Option<"host", "host", "bool", "true",
