@@ -22,6 +22,7 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(
     ("%models", os.path.join(config.neuroshard_src_root, "models")))
 config.substitutions.append(("%shlibdir", os.path.join(config.neuroshard_obj_root, "lib")))
+config.substitutions.append(("%neuroshard_obj_root", config.neuroshard_obj_root))
 config.substitutions.append(("%mlir_libdir", os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

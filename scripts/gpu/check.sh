@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# The GPU checks and measurements of NeuroShard's CUDA kernels, in two steps
+# so that a GPU machine needs neither LLVM nor MLIR:
+#
+#   scripts/gpu/check.sh prepare DIR   # here: kernels, manifests, programs
+#   scripts/gpu/check.sh run DIR       # on the GPU machine: run and measure
+#   scripts/gpu/check.sh all DIR       # both, on a GPU machine with a build
+#
+# `prepare` needs a NeuroShard build (BUILD, default build/) made with the
+# CUDA toolkit. It writes to DIR the generic kernels as a cubin, the launch
+# manifests of the example model sharded over 2 and 4 devices, of the
+# export test model and of a shape sweep (scripts/gpu/sweep.py), the runner,
+# and the host-launch test program compiled ahead of time against
+# NeuroShard's CUDA runtime (so that the compiler's own gpu.launch_func
+# path runs without mlir-runner).
+#
+# `run` checks every launch against the CPU reference, runs the host path,
+# times the example plans and the bandwidth target against a device-to-device
+# copy and torch.nn.functional.embedding_bag, runs compute-sanitizer and
+# Nsight Compute where they are installed, and writes DIR/results/ (log.txt,
+# JSON files). Kernel files put in DIR/variants/ (*.cubin) are timed beside
+# each other on the bandwidth shapes and the example's plans, interleaved,
+# to compare kernel designs in one run (VARIANT_DIMS: the bandwidth dims,
+# default 128 64 32 16 4; PLANS: the plans section's manifests). SECTIONS (default: all of host
+# export sweep plans bandwidth torch sanitizer ncu variants) picks the
+# sections to run. It exits non-zero if any check fails.
+set -uo pipefail
+
+mode=${1:-}
+dir=${2:-}
+if [[ -z "$mode" || -z "$dir" || ! "$mode" =~ ^(prepare|run|all)$ ]]; then
+  echo "usage: $0 prepare|run|all DIR" >&2
+  exit 1
+fi
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-$root/build}
+python=${PYTHON:-python3}
+
+prepare() {
+  local opt=$build/bin/neuroshard-opt
+  for f in "$opt" "$build/bin/neuroshard-cuda-runner" \
+    "$build/lib/libneuroshard_cuda_runtime.so"; do
+    [[ -e "$f" ]] || { echo "error: $f is missing; build with the CUDA toolkit first" >&2; exit 1; }
+  done
+  local llvm=${LLVM_BIN:-/usr/lib/llvm-22/bin}
+  rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/sweep" || exit 1
+  set -e
+  cp "$build/bin/neuroshard-cuda-runner" "$build/lib/libneuroshard_cuda_runtime.so" "$dir/bin/"
+  # The example sharded over 2 devices (8 GB each) and over 4 (its own
+  # topology); the export test model (a split table, a mean-pooled one).
+  "$opt" "$root/examples/dlrm.mlir" --neuroshard-shard="devices=2 memory-gb=8" \
+    --neuroshard-cuda-pipeline="chip=sm_90 host=false" \
+    --neuroshard-export-cuda="manifest=$dir/dlrm2.txt binary=$dir/kernels.cubin" -o /dev/null
+  "$opt" "$root/examples/dlrm.mlir" --neuroshard-shard \
+    --neuroshard-cuda-pipeline="chip=sm_90 host=false" \
+    --neuroshard-export-cuda="manifest=$dir/dlrm4.txt binary=$dir/kernels.cubin" -o /dev/null
+  "$opt" "$root/test/Conversion/NeuroShardToCUDA/neuroshard-export-cuda.mlir" --neuroshard-shard \
+    --neuroshard-cuda-pipeline="chip=sm_90 host=false" \
+    --neuroshard-export-cuda="manifest=$dir/export.txt binary=$dir/kernels.cubin" -o /dev/null
+  # The plans again at a training-size batch.
+  for m in dlrm2 dlrm4; do
+    sed 's/^run \([0-9]*\) [0-9]* /run \1 65536 /' "$dir/$m.txt" > "$dir/$m-b65536.txt"
+  done
+  "${PYTHON_HOST:-/usr/bin/python3}" "$root/scripts/gpu/sweep.py" --out "$dir/sweep" \
+    --module ../kernels.cubin --count "${SWEEP_COUNT:-64}" --seed 1
+  for f in "$dir"/*.txt "$dir"/sweep/*.txt; do
+    "$build/bin/neuroshard-cuda-runner" --validate "$f" > /dev/null
+  done
+  # The host path: host-launch.mlir compiled to a native program.
+  "$opt" "$root/test/Integration/CUDA/host-launch.mlir" --neuroshard-cuda-pipeline="chip=sm_90" -o "$dir/host.mlir"
+  "$llvm/mlir-translate" --mlir-to-llvmir "$dir/host.mlir" -o "$dir/host.ll"
+  "$llvm/llc" -O2 -filetype=obj -relocation-model=pic "$dir/host.ll" -o "$dir/host.o"
+  cc -O2 -c "$root/scripts/gpu/print_memref.c" -o "$dir/print_memref.o"
+  c++ "$dir/host.o" "$dir/print_memref.o" -o "$dir/bin/host-launch" \
+    "$dir/bin/libneuroshard_cuda_runtime.so" -Wl,-rpath,'$ORIGIN'
+  rm -f "$dir/host.ll" "$dir/host.o" "$dir/print_memref.o"
+  # What host-launch.mlir's CHECK lines expect, flattened.
+  grep -o 'CHECK[-A-Z]*: \[.*\]' "$root/test/Integration/CUDA/host-launch.mlir" |
+    sed 's/^[^[]*//' > "$dir/host-expected.txt"
+  set +e
+  echo "prepared $dir: $(ls "$dir"/sweep | wc -l) sweep manifests"
+}
+
+sections=${SECTIONS:-host export sweep plans bandwidth torch sanitizer ncu variants}
+want() { [[ " $sections " == *" $1 "* ]]; }
+
+failures=0
+note_failure() { failures=$((failures + 1)); echo "FAILED: $*"; }
+section() { echo "== $* ($(date -u +%T))"; }
+
+run() {
+  local out=$dir/results
+  mkdir -p "$out"
+  exec > >(tee "$out/log.txt") 2>&1
+  local runner=$dir/bin/neuroshard-cuda-runner
+  section "machine"
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1
+  grep -m1 'model name' /proc/cpuinfo
+  nproc
+
+  section "the runner built from source alone (CMake and the CUDA toolkit only)"
+  if command -v cmake > /dev/null && command -v nvcc > /dev/null; then
+    local standalone=/tmp/neuroshard-runner-build
+    if cmake -S "$root/tools/neuroshard-cuda-runner" -B "$standalone" > "$out/standalone-build.txt" 2>&1 &&
+      cmake --build "$standalone" -j >> "$out/standalone-build.txt" 2>&1; then
+      echo "built $standalone/neuroshard-cuda-runner"
+      runner=$standalone/neuroshard-cuda-runner
+    else
+      note_failure "standalone runner build (see standalone-build.txt)"
+      tail -20 "$out/standalone-build.txt"
+    fi
+  else
+    echo "skipped: cmake or nvcc not found; using $runner"
+  fi
+
+  if want host; then
+  section "host path: host-launch.mlir compiled ahead of time"
+  if "$dir/bin/host-launch" > "$out/host-launch.txt"; then :; fi
+  cat "$out/host-launch.txt"
+  local want got
+  want=$(tr -d ' []' < "$dir/host-expected.txt" | paste -sd,)
+  got=$(tr -d ' []' < "$out/host-launch.txt" | paste -sd,)
+  if [[ "$want" == "$got" ]]; then echo "host path: matches host-launch.mlir"; else note_failure "host path output differs from host-launch.mlir"; fi
+  fi
+
+  if want export; then
+  section "correctness: the export test model, both weight layouts"
+  "$runner" --manifest "$dir/export.txt" --warmup 1 --iters 3 || note_failure "export.txt"
+  "$runner" --manifest "$dir/export.txt" --layout tables --warmup 1 --iters 3 || note_failure "export.txt --layout tables"
+  fi
+
+  if want sweep; then
+  section "correctness: shape sweep"
+  local passed=0 failed=0
+  for f in "$dir"/sweep/*.txt; do
+    if "$runner" --manifest "$f" --warmup 0 --iters 1 --no-flush > "$out/sweep-last.txt" 2>&1; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      note_failure "sweep $(basename "$f")"
+      cat "$out/sweep-last.txt"
+    fi
+  done
+  rm -f "$out/sweep-last.txt"
+  echo "sweep: $passed passed, $failed failed"
+  fi
+
+  if want plans; then
+  section "the example's plans (2 and 4 devices; batch 1024 and 65536)"
+  for m in ${PLANS:-dlrm2 dlrm4 dlrm2-b65536 dlrm4-b65536}; do
+    echo "-- $m"
+    "$runner" --manifest "$dir/$m.txt" --warmup 10 --iters 50 --json "$out/$m.json" || note_failure "$m"
+  done
+  fi
+
+  local shapes=()
+  for t in i32 i64; do
+    for d in 128 64 32 16 4; do
+      shapes+=("65536x${d}x32x1000000:$t")
+    done
+  done
+  if want bandwidth; then
+  section "bandwidth target (B=65536, pooling 32, 1e6 rows)"
+  for t in i32 i64; do
+    for d in 128 64 32 16 4; do
+      echo "-- dim $d $t"
+      "$runner" --bandwidth --module "$dir/kernels.cubin" --module-format cubin --dim $d \
+        --index-type $t --warmup 10 --iters 50 --json "$out/bandwidth-$d-$t.json" || note_failure "bandwidth dim $d $t"
+    done
+  done
+  fi
+
+  if want torch; then
+  section "torch.nn.functional.embedding_bag on the same shapes"
+  if "$python" -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
+    "$python" "$root/scripts/gpu/torch_baseline.py" --shapes "${shapes[@]}" --json "$out/torch.json" ||
+      note_failure "torch baseline"
+  else
+    echo "skipped: no PyTorch with CUDA"
+  fi
+  fi
+
+  if want sanitizer; then
+  section "compute-sanitizer (memcheck, racecheck, synccheck) on small launches"
+  if command -v compute-sanitizer > /dev/null; then
+    for tool in memcheck racecheck synccheck; do
+      for f in "$dir/export.txt" "$dir"/sweep/sweep-1-00[0-5].txt; do
+        compute-sanitizer --tool $tool --error-exitcode 3 "$runner" --manifest "$f" \
+          --warmup 0 --iters 1 --no-flush > "$out/sanitizer-last.txt" 2>&1 ||
+          { note_failure "compute-sanitizer $tool $(basename "$f")"; tail -30 "$out/sanitizer-last.txt"; }
+      done
+      echo "compute-sanitizer $tool: done"
+    done
+    rm -f "$out/sanitizer-last.txt"
+  else
+    echo "skipped: compute-sanitizer not found"
+  fi
+  fi
+
+  if want ncu; then
+  section "Nsight Compute: the bandwidth kernels (dim 128, i32)"
+  if command -v ncu > /dev/null; then
+    ncu --kernel-name regex:neuroshard_bag --launch-count 2 --csv \
+      --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,launch__block_size,launch__grid_size,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct \
+      "$runner" --bandwidth --module "$dir/kernels.cubin" --module-format cubin \
+      --warmup 0 --iters 1 --no-flush > "$out/ncu.csv" 2>&1 || note_failure "ncu"
+    grep -v '^==PROF==' "$out/ncu.csv" | tail -30
+  else
+    echo "skipped: ncu not found"
+  fi
+  fi
+
+  if want variants && compgen -G "$dir/variants/*.cubin" > /dev/null; then
+    section "kernel variants, interleaved (median ms of forward and of forward+backward+SGD)"
+    printf '%-28s %-12s %10s %10s %8s\n' variant shape forward fwd+bwd check
+    local round v shape
+    for round in 1 2; do
+      for d in ${VARIANT_DIMS:-128 64 32 16 4}; do
+        for v in "$dir"/variants/*.cubin; do
+          shape="d$d/i32"
+          local text status=ok
+          text=$("$runner" --bandwidth --module "$v" --module-format cubin --dim $d \
+            --warmup 10 --iters 50 2>&1) || { status=FAIL; note_failure "variant $(basename "$v") dim $d"; }
+          printf '%-28s %-12s %10s %10s %8s\n' "$(basename "$v" .cubin)" "$shape" \
+            "$(awk '/^forward  /{print $2}' <<< "$text")" \
+            "$(awk '/^forward\+backward/{print $2}' <<< "$text")" "$status"
+        done
+      done
+    done
+    # The example's plans at the module's batch: the slowest device.
+    for round in 1 2; do
+      for m in dlrm2 dlrm4; do
+        for v in "$dir"/variants/*.cubin; do
+          local text status=ok
+          text=$("$runner" --manifest "$dir/$m.txt" --module "$v" --module-format cubin \
+            --warmup 10 --iters 50 2>&1) || { status=FAIL; note_failure "variant $(basename "$v") $m"; }
+          printf '%-28s %-12s %10s %10s %8s\n' "$(basename "$v" .cubin)" "$m" \
+            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {f = $8 > f ? $8 : f} END {print f}' <<< "$text")" \
+            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {s = $11 > s ? $11 : s} END {print s}' <<< "$text")" "$status"
+        done
+      done
+    done
+  fi
+
+  echo "== $failures check(s) failed"
+  [[ $failures -eq 0 ]]
+}
+
+case $mode in
+  prepare) prepare ;;
+  run) run ;;
+  all) prepare && run ;;
+esac
