@@ -122,6 +122,21 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
     return std::move(err);
   BeamState best = beam.front();
   DenseSet<SetKey> visited = {best.input.key};
+  auto report = [&](unsigned level) {
+    if (!options.progress)
+      return;
+    SearchProgress progress;
+    progress.level = level;
+    progress.maxLevels = options.maxSteps;
+    progress.statesExplored = ctx.stats.statesExplored;
+    if (best.outcome.feasible)
+      progress.bestMs = best.outcome.costMs;
+    progress.elapsedMs = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - ctx.start)
+                             .count();
+    options.progress(progress);
+  };
+  report(0);
 
   for (unsigned level = 0; level < options.maxSteps; ++level) {
     std::vector<BeamState> children;
@@ -156,6 +171,7 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
          ++i)
       next.push_back(std::move(children[ranking[i]]));
     beam = std::move(next);
+    report(level + 1);
   }
 
   if (!best.outcome.feasible)

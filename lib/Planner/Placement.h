@@ -26,6 +26,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <chrono>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -113,6 +114,9 @@ struct SearchContext {
   CostModel &model;
   ComputeCostCache &cache;
   SearchStats &stats;
+  /// When planSharding started, for progress reports.
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
 
   SearchContext(llvm::ArrayRef<TableSpec> tables, const Topology &topology,
                 CostModel &model, ComputeCostCache &cache, SearchStats &stats);

@@ -194,6 +194,7 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
   SearchStats stats;
   ComputeCostCache cache(model, stats);
   SearchContext ctx(tables, topology, model, cache, stats);
+  ctx.start = start;
   PlacementInput root = makePlacementInput(tables, std::move(*slices));
   Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
     switch (options.algorithm) {
@@ -229,6 +230,17 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                      .count();
   result->stats = stats;
   return result;
+}
+
+std::string formatProgress(const SearchProgress &progress) {
+  std::string best =
+      progress.bestMs
+          ? formatv("best {0} ms", format("%.4f", *progress.bestMs)).str()
+          : std::string("no feasible plan yet");
+  return formatv("search: level {0} of {1}, {2} states priced, {3}, {4} s",
+                 progress.level, progress.maxLevels, progress.statesExplored,
+                 best, format("%.1f", progress.elapsedMs / 1000.0))
+      .str();
 }
 
 } // namespace neuroshard

@@ -207,6 +207,10 @@ ShardTablesPass::buildSearchOptions(ModuleOp module) {
   options.maxSteps = maxSteps;
   options.gridSteps = gridSteps;
   options.seed = seed;
+  if (progress)
+    options.progress = [](const ::neuroshard::SearchProgress &step) {
+      llvm::errs() << ::neuroshard::formatProgress(step) << "\n";
+    };
   if (llvm::Error error = ::neuroshard::validateSearchOptions(options))
     return emitPlannerError(module.getLoc(), std::move(error));
   return options;

@@ -1,5 +1,9 @@
 // RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=table-greedy-grid" | FileCheck %s
 // RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical" | neuroshard-opt | FileCheck %s --check-prefix=VALID
+// The pass reports the search's steps on stderr when asked.
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical max-steps=2 progress=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROGRESS
+// PROGRESS: search: level 0 of 2, 1 states priced, best {{[0-9.]+}} ms, {{[0-9.]+}} s
+// PROGRESS: search: level {{[12]}} of 2,
 
 // VALID: module attributes {neuroshard.plan = {algorithm = "neuroshard"
 

@@ -109,6 +109,11 @@ static cl::opt<bool>
             cl::desc("--format table: add one row per table (size, pooling "
                      "factor, where its columns are)"),
             cl::cat(category));
+static cl::opt<bool>
+    progress("progress",
+             cl::desc("Print a line to stderr after each step of the search "
+                      "(level, states priced, best cost, time)"),
+             cl::cat(category));
 static cl::opt<std::string>
     outputPath("output", cl::desc("Output file (default: stdout)"),
                cl::value_desc("file"), cl::init("-"), cl::cat(category));
@@ -166,6 +171,10 @@ static Expected<SearchOptions> buildSearchOptions() {
   options.thresholdMin = thresholdMin;
   options.thresholdMax = thresholdMax;
   options.seed = seed;
+  if (progress)
+    options.progress = [](const SearchProgress &step) {
+      errs() << formatProgress(step) << "\n";
+    };
   if (Error err = validateSearchOptions(options))
     return optionError("--" + toString(std::move(err)));
   return options;

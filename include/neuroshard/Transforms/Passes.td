@@ -50,6 +50,9 @@ def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
     Option<"gridSteps", "grid-steps", "unsigned", "11",
            "Greedy grid search: dim-sum thresholds tried over 1.0 .. 1.5">,
     Option<"seed", "seed", "uint64_t", "0", "Seed of the random baseline">,
+    Option<"progress", "progress", "bool", "false",
+           "Print a line to stderr after each step of the search (level, "
+           "states priced, best cost, time)">,
     Option<"planOut", "plan-out", "std::string", "\"\"",
            "Write the plan as JSON (the neuroshard-plan schema) to this file">,
     Option<"planTable", "plan-table", "std::string", "\"\"",
