@@ -88,6 +88,21 @@ failures=0
 note_failure() { failures=$((failures + 1)); echo "FAILED: $*"; }
 section() { echo "== $* ($(date -u +%T))"; }
 
+# Runs the runner on kernels file $1 with the arguments after $2, and prints
+# one row labelled $2: the forward and forward+backward+SGD medians (of the
+# slowest launch for a manifest).
+variant_row() {
+  local v=$1 label=$2 text status=ok
+  shift 2
+  text=$("$runner" --module "$v" --module-format cubin "$@" 2>&1) ||
+    { status=FAIL; note_failure "variant $(basename "$v") $label"; }
+  printf '%-28s %-12s %10s %10s %8s\n' "$(basename "$v" .cubin)" "$label" \
+    "$(awk '/^forward  / {b = $2} $1 ~ /^[0-9]+$/ && NF >= 12 {m = $8 > m ? $8 : m}
+            END {print b != "" ? b : m}' <<< "$text")" \
+    "$(awk '/^forward\+backward/ {b = $2} $1 ~ /^[0-9]+$/ && NF >= 12 {m = $11 > m ? $11 : m}
+            END {print b != "" ? b : m}' <<< "$text")" "$status"
+}
+
 run() {
   local out=$dir/results
   mkdir -p "$out"
@@ -214,17 +229,11 @@ run() {
   if want variants && compgen -G "$dir/variants/*.cubin" > /dev/null; then
     section "kernel variants, interleaved (median ms of forward and of forward+backward+SGD)"
     printf '%-28s %-12s %10s %10s %8s\n' variant shape forward fwd+bwd check
-    local round v shape
+    local round v d m
     for round in 1 2; do
       for d in ${VARIANT_DIMS:-128 64 32 16 4}; do
         for v in "$dir"/variants/*.cubin; do
-          shape="d$d/i32"
-          local text status=ok
-          text=$("$runner" --bandwidth --module "$v" --module-format cubin --dim $d \
-            --warmup 10 --iters 50 2>&1) || { status=FAIL; note_failure "variant $(basename "$v") dim $d"; }
-          printf '%-28s %-12s %10s %10s %8s\n' "$(basename "$v" .cubin)" "$shape" \
-            "$(awk '/^forward  /{print $2}' <<< "$text")" \
-            "$(awk '/^forward\+backward/{print $2}' <<< "$text")" "$status"
+          variant_row "$v" "d$d/i32" --bandwidth --dim "$d" --warmup 10 --iters 50
         done
       done
     done
@@ -232,12 +241,7 @@ run() {
     for round in 1 2; do
       for m in dlrm2 dlrm4; do
         for v in "$dir"/variants/*.cubin; do
-          local text status=ok
-          text=$("$runner" --manifest "$dir/$m.txt" --module "$v" --module-format cubin \
-            --warmup 10 --iters 50 2>&1) || { status=FAIL; note_failure "variant $(basename "$v") $m"; }
-          printf '%-28s %-12s %10s %10s %8s\n' "$(basename "$v" .cubin)" "$m" \
-            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {f = $8 > f ? $8 : f} END {print f}' <<< "$text")" \
-            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {s = $11 > s ? $11 : s} END {print s}' <<< "$text")" "$status"
+          variant_row "$v" "$m" --manifest "$dir/$m.txt" --warmup 10 --iters 50
         done
       done
     done
