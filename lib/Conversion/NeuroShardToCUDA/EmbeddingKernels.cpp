@@ -127,6 +127,15 @@ private:
   Value loadValue(Value memref, ValueRange position, int64_t vectorWidth);
   void storeValue(Value value, Value memref, ValueRange position,
                   int64_t vectorWidth);
+  /// memref.load of one integer element, aligned to its size: the GPU
+  /// module's default data layout gives i64 an alignment of 4, which makes
+  /// the backend split each i64 load in two.
+  Value loadInteger(Value memref, ValueRange position) {
+    unsigned bytes =
+        cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+    return memref::LoadOp::create(b, memref, position, /*nontemporal=*/false,
+                                  llvm::MaybeAlign(bytes));
+  }
   /// Adds `value` (a float or a vector of floats) into `memref` at
   /// `position` atomically.
   void atomicAdd(Value value, Value memref, Value position,
@@ -243,8 +252,7 @@ void KernelBodyBuilder::atomicAdd(Value value, Value memref, Value position,
 ShardRow KernelBodyBuilder::loadShard(Value shard) {
   Value rowStart = mul(shard, cIndex(abi::kShardFields));
   auto field = [&](int64_t which) -> Value {
-    return memref::LoadOp::create(b, args.meta,
-                                  ValueRange{add(rowStart, cIndex(which))});
+    return loadInteger(args.meta, ValueRange{add(rowStart, cIndex(which))});
   };
   ShardRow row;
   Value table = toIndex(field(abi::kTable));
@@ -256,8 +264,7 @@ ShardRow KernelBodyBuilder::loadShard(Value shard) {
   row.offsetsBase = toIndex(field(abi::kOffsetsBase));
   row.isMean = eq(field(abi::kMode),
                   arith::ConstantIntOp::create(b, b.getI64Type(), abi::kMean));
-  row.tableBase =
-      toIndex(memref::LoadOp::create(b, args.layout, ValueRange{table}));
+  row.tableBase = toIndex(loadInteger(args.layout, ValueRange{table}));
   return row;
 }
 
@@ -337,10 +344,9 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
         bagValid, {b.getIndexType(), b.getIndexType()},
         [&]() -> SmallVector<Value> {
           Value at = add(shard.offsetsBase, bag);
-          Value begin =
-              toIndex(memref::LoadOp::create(b, args.offsets, ValueRange{at}));
-          Value end = toIndex(memref::LoadOp::create(b, args.offsets,
-                                                     ValueRange{add(at, one)}));
+          Value begin = toIndex(loadInteger(args.offsets, ValueRange{at}));
+          Value end =
+              toIndex(loadInteger(args.offsets, ValueRange{add(at, one)}));
           return {begin, sub(end, begin)};
         },
         [&]() -> SmallVector<Value> {
@@ -387,24 +393,29 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
       SmallVector<Value> inits;
       if (kind == KernelKind::Forward)
         inits.push_back(zeroValue(vectorWidth));
-      scf::ForOp chunks = loop(
-          zero, numChunks, one, inits,
-          [&](Value chunk, ValueRange chunkIters) -> SmallVector<Value> {
-            Value chunkBegin = mul(chunk, lanesPerBag);
-            Value mine = add(chunkBegin, laneInBag);
-            Value myIndex = ifValues(
-                ult(mine, bagLength), indexType,
-                [&]() -> SmallVector<Value> {
-                  Value at = add(shard.indicesBase, add(bagBegin, mine));
-                  return {
-                      memref::LoadOp::create(b, args.indices, ValueRange{at})};
-                },
-                [&]() -> SmallVector<Value> {
-                  return {arith::ConstantIntOp::create(b, indexType, 0)};
-                })[0];
+      scf::ForOp chunks =
+          loop(zero, numChunks, one, inits,
+               [&](Value chunk, ValueRange chunkIters) -> SmallVector<Value> {
+                 Value chunkBegin = mul(chunk, lanesPerBag);
+                 Value mine = add(chunkBegin, laneInBag);
+                 Value myIndex = ifValues(
+                     ult(mine, bagLength), indexType,
+                     [&]() -> SmallVector<Value> {
+                       Value at = add(shard.indicesBase, add(bagBegin, mine));
+                       return {loadInteger(args.indices, ValueRange{at})};
+                     },
+                     [&]() -> SmallVector<Value> {
+                       return {arith::ConstantIntOp::create(b, indexType, 0)};
+                     })[0];
 
-            scf::ForOp steps =
-                loop(zero, lanesPerBag, cIndex(kUnroll), chunkIters,
+                 // The slots of this chunk that some bag of the warp fills: the
+                 // loop ends with the warp's longest bag (warp-uniform, as its
+                 // shuffles need), not after every lane's slot, so that a short
+                 // bag does not cost a full chunk of shuffles.
+                 Value slots = arith::MinUIOp::create(b, lanesPerBag,
+                                                      sub(longest, chunkBegin));
+                 scf::ForOp steps = loop(
+                     zero, slots, cIndex(kUnroll), chunkIters,
                      [&](Value step, ValueRange iters) -> SmallVector<Value> {
                        SmallVector<Value> acc(iters);
                        for (int64_t u = 0; u < kUnroll; ++u) {
@@ -437,8 +448,8 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
                        }
                        return acc;
                      });
-            return SmallVector<Value>(steps.getResults());
-          });
+                 return SmallVector<Value>(steps.getResults());
+               });
 
       if (kind == KernelKind::Forward) {
         ifThen(both(columnValid, bagValid), [&]() {

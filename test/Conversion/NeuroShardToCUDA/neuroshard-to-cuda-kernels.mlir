@@ -6,21 +6,25 @@
 // CHECK: module attributes {gpu.container_module
 // CHECK: gpu.module @neuroshard_kernels [#nvvm.target<O = 3, chip = "sm_80">]
 
-// Forward, i32 indices: the shard row comes from the metadata buffer, the
-// grid's y dimension walks the shards, a warp-wide max of the bag lengths
-// (xor shuffles) bounds the chunk loop, each chunk's indices are loaded once
-// and broadcast with idx shuffles, rows are read as aligned vector<4xf32>
+// Forward, i32 indices: the shard row comes from the metadata buffer (i64
+// loads aligned to 8 bytes, so that they stay whole), the grid's y dimension
+// walks the shards, a warp-wide max of the bag lengths (xor shuffles) bounds
+// the chunk loop and, within a chunk, the slots loop, each chunk's indices
+// are loaded once and broadcast with idx shuffles, rows are read as aligned
+// vector<4xf32>
 // (or as scalars when the shard is not 16-byte aligned) and the pooled row
 // is stored once.
 // CHECK-LABEL: gpu.func @neuroshard_bag_forward_i32(
 // CHECK-SAME: %[[META:.*]]: memref<?xi64>, %{{.*}}: memref<?xi64>, %[[W:.*]]: memref<?xf32>, %[[IDX:.*]]: memref<?xi32>, %{{.*}}: memref<?xi32>, %[[OUT:.*]]: memref<?x?xf32>) kernel
 // CHECK: gpu.block_id y
 // CHECK: scf.for
-// CHECK: memref.load %[[META]]
+// CHECK: memref.load %[[META]][%{{.*}}] {alignment = 8 : i64} : memref<?xi64>
 // CHECK: memref.extract_aligned_pointer_as_index %[[W]]
 // CHECK: scf.if
 // CHECK: gpu.shuffle xor
-// CHECK: memref.load %[[IDX]]
+// CHECK: memref.load %[[IDX]][%{{.*}}] {alignment = 4 : i64} : memref<?xi32>
+// CHECK: %[[SLOTS:.*]] = arith.minui %{{.*}}, %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[SLOTS]] step %{{.*}} iter_args
 // CHECK: gpu.shuffle idx %{{.*}} : i32
 // CHECK: vector.load %[[W]][%{{.*}}] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
 // CHECK: arith.addf {{.*}} : vector<4xf32>

@@ -40,6 +40,9 @@
 // SM80-NOT: llvm.inline_asm
 
 // PTX: .version 8.1
+// The metadata's i64 fields load whole.
+// PTX-LABEL: .entry neuroshard_bag_forward_i32(
+// PTX: ld.global.b64
 // PTX-LABEL: .entry neuroshard_bag_backward_sgd_i32(
 // PTX: cvta.to.global.u64 g, %rd{{[0-9]+}}; red.global.add.v4.f32 [g], {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}};
 // PTX: {{atom|red}}.global.add.f32
