@@ -92,6 +92,7 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
   int64_t elements = 0;
   for (const TableInfo &table : info.tables) {
     int64_t rows = allocatedRows(table, options);
+    elements = abi::alignArenaOffset(elements);
     data.layout.push_back(elements);
     data.allocatedRows.push_back(rows);
     elements += rows * table.stats.dim;

@@ -24,7 +24,6 @@ namespace {
 
 /// Arena offsets are multiples of 4 floats, so that aligned shards of widths
 /// divisible by 4 take the kernels' 16-byte path.
-int64_t alignUp(int64_t value) { return (value + 3) / 4 * 4; }
 
 int64_t indexAt(const Workload &w, int64_t i) {
   return w.index64 ? w.indices64[size_t(i)] : w.indices32[size_t(i)];
@@ -160,14 +159,14 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
       descriptor.table = int64_t(out.layout.size());
       out.layout.push_back(arena);
       descriptor.rowStride = shard.width();
-      arena = alignUp(arena + table.rows * descriptor.rowStride);
+      arena = abi::alignArenaOffset(arena + table.rows * descriptor.rowStride);
     } else {
       auto found = tableSlot.find(lookup.table);
       if (found == tableSlot.end()) {
         found =
             tableSlot.emplace(lookup.table, int64_t(out.layout.size())).first;
         out.layout.push_back(arena);
-        arena = alignUp(arena + table.rows * table.dim);
+        arena = abi::alignArenaOffset(arena + table.rows * table.dim);
       }
       descriptor.table = found->second;
       descriptor.rowStride = table.dim;

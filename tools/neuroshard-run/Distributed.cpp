@@ -18,6 +18,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -313,10 +314,18 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   // The check against the original module, run in one process on rank 0.
   std::optional<Comparison> comparison;
   if (!options.comparePath.empty()) {
+    // Every shard's rows, without the arena's alignment gaps.
     std::vector<float> weights;
-    if (options.backward)
-      weights = gatherToRoot(
-          std::vector<float>(data.weights.begin(), data.weights.end()));
+    if (options.backward) {
+      std::vector<float> mine;
+      for (size_t t = 0; t < program.info.tables.size(); ++t) {
+        auto begin = data.weights.begin() + data.layout[t];
+        mine.insert(mine.end(), begin,
+                    begin + data.allocatedRows[t] *
+                                program.info.tables[t].stats.dim);
+      }
+      weights = gatherToRoot(mine);
+    }
     bool mismatchedModules = false;
     std::string why;
     if (worldRank == 0) {
@@ -414,9 +423,12 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
 
   // Weight bytes per rank: the shards' full size (what the plan counts) and
   // what was allocated (rows capped by --max-rows).
-  double mineBytes[2] = {0.0, double(data.weights.size()) * sizeof(float)};
-  for (const TableInfo &table : program.info.tables)
+  double mineBytes[2] = {0.0, 0.0};
+  for (auto [t, table] : llvm::enumerate(program.info.tables)) {
     mineBytes[0] += double(table.stats.rows) * table.stats.dim * sizeof(float);
+    mineBytes[1] +=
+        double(data.allocatedRows[t]) * table.stats.dim * sizeof(float);
+  }
   std::vector<double> bytes(worldRank == 0 ? 2 * size_t(worldSize) : 0);
   MPI_Gather(mineBytes, 2, MPI_DOUBLE, bytes.data(), 2, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);

@@ -33,6 +33,8 @@ namespace execution {
 struct ModelData {
   /// Rows allocated per table (the table's rows, or the cap).
   std::vector<int64_t> allocatedRows;
+  /// Where each table starts in `weights`: in order, each base aligned to
+  /// kernel_abi::kArenaAlignment floats (the gaps hold zeros).
   std::vector<int64_t> layout;
   runtime::WeightVector weights;
   /// Per input pair: generated indices and offsets (i64), and i32 copies

@@ -94,6 +94,16 @@ struct ShardDescriptor {
   size_t input = 0; ///< The input pair (indices, offsets) it pools over.
 };
 
+/// Table bases in a weight arena are multiples of this many floats (16
+/// bytes), so that a table whose element count is not a multiple of 4 does
+/// not send every table after it to the CUDA kernels' scalar path.
+constexpr int64_t kArenaAlignment = 4;
+
+/// `offset` (in floats) rounded up to the next table base.
+constexpr int64_t alignArenaOffset(int64_t offset) {
+  return (offset + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
 /// Where an input pair starts in the concatenated indices and offsets.
 struct InputBase {
   int64_t indices = 0, offsets = 0;
