@@ -27,15 +27,31 @@ module's sample inputs, in the forms `nn.EmbeddingBag.forward` accepts:
   [batch, batch, ...]  a list of several such batches.
 
 Every batch of every module must have the same number of bags B, which
-becomes the function's batch size.
+becomes the function's batch size. A module registered under several paths
+is one table, named after its first path; its samples may be given under
+any of its paths, but under one only: a table carries one pooling factor
+and one access histogram, so two features with their own statistics on one
+table cannot be expressed, and the front end says so instead of averaging
+them.
 
     from neuroshard import frontend
     text = frontend.model_to_mlir(model, samples, devices=4, memory_gb=16)
+
+From the command line, for a Python file that defines `neuroshard_model()`
+returning `(model, samples)`:
+
+    python -m neuroshard.frontend MODEL.py --devices 4 --memory-gb 16 \
+        -o model.mlir
+    python -m neuroshard.frontend MODEL.py --list
 """
 
+import argparse
+import os
 import re
-from dataclasses import dataclass
-from typing import List, Mapping, Optional, Sequence, Tuple, Union
+import runpy
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -65,6 +81,7 @@ class TableInfo:
     pooling_factor: float
     access_hist: List[float]
     num_indices: int
+    aliases: List[str] = field(default_factory=list)  # its other paths
 
 
 def find_embedding_bags(model: nn.Module) -> List[Tuple[str, nn.EmbeddingBag]]:
@@ -80,6 +97,17 @@ def find_embedding_bags(model: nn.Module) -> List[Tuple[str, nn.EmbeddingBag]]:
         raise FrontendError("model %s has no nn.EmbeddingBag modules" %
                             type(model).__name__)
     return bags
+
+
+def module_aliases(model: nn.Module) -> Dict[str, str]:
+    """Every path of every nn.EmbeddingBag of `model`, mapped to the path
+    find_embedding_bags lists it under (its first)."""
+    first: Dict[int, str] = {}
+    aliases: Dict[str, str] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        if isinstance(module, nn.EmbeddingBag):
+            aliases[path] = first.setdefault(id(module), path)
+    return aliases
 
 
 def symbol_name(path: str) -> str:
@@ -217,13 +245,26 @@ def measure_tables(model: nn.Module, samples: Mapping[str, object]
         raise FrontendError("samples must map module paths to sample "
                             "batches, got %s" % type(samples).__name__)
     paths = [path for path, _ in bags]
-    unknown = sorted(set(samples) - set(paths))
+    aliases = module_aliases(model)
+    unknown = sorted(set(samples) - set(aliases))
     if unknown:
         raise FrontendError(
             "samples name %s, which %s not an nn.EmbeddingBag of the model "
             "(its bags are: %s)" % (", ".join("'%s'" % u for u in unknown),
                                     "is" if len(unknown) == 1 else "are",
                                     ", ".join(paths)))
+    # Samples under another path of a module count as the module's.
+    given: Dict[str, str] = {}
+    for name in samples:
+        canonical = aliases[name]
+        if canonical in given:
+            raise FrontendError(
+                "samples name both '%s' and '%s', which are the same "
+                "nn.EmbeddingBag; a table carries one pooling factor and one "
+                "access histogram, so give its samples under one of its "
+                "paths" % (given[canonical], name))
+        given[canonical] = name
+    samples = {canonical: samples[name] for canonical, name in given.items()}
     missing = [p for p in paths if p not in samples]
     if missing:
         raise FrontendError("no sample batches for %s" %
@@ -258,7 +299,8 @@ def measure_tables(model: nn.Module, samples: Mapping[str, object]
             path=path, symbol=symbol, rows=rows, dim=dim, mode=module.mode,
             batch_size=batch_size, pooling_factor=stream.size / total_bags,
             access_hist=tp.access_histogram(stream),
-            num_indices=int(stream.size))
+            num_indices=int(stream.size),
+            aliases=[a for a, c in aliases.items() if c == path and a != path])
         _check_rules(path,
                      table_rules.check_pooling_factor(table.pooling_factor),
                      table_rules.check_access_histogram(table.access_hist))
@@ -327,8 +369,10 @@ def emit_module(tables: Sequence[TableInfo], devices: int = 4,
     out.append("module attributes {neuroshard.topology = %s} {" %
                _topology(devices, memory_gb))
     for t in tables:
-        out.append("  // %s: nn.EmbeddingBag(%d, %d, mode='%s'), %d sample "
-                   "indices" % (t.path, t.rows, t.dim, t.mode, t.num_indices))
+        also = "".join(", also '%s'" % a for a in t.aliases)
+        out.append("  // %s%s: nn.EmbeddingBag(%d, %d, mode='%s'), %d sample "
+                   "indices" % (t.path, also, t.rows, t.dim, t.mode,
+                                t.num_indices))
         bins = ", ".join(_float_literal(v) for v in t.access_hist)
         out.append("  neuroshard.table @%s : rows %d, dim %d, f32 "
                    "{pooling_factor = %s : f64," %
@@ -368,3 +412,94 @@ def model_to_mlir(model: nn.Module, samples: Mapping[str, object],
     return emit_module(tables, devices=devices, memory_gb=memory_gb,
                        index_type=index_type, batch_size=batch_size,
                        source="model: %s" % type(model).__name__)
+
+
+def _load_model_script(path: str):
+    """(model, samples) from the neuroshard_model() of the Python file
+    `path`."""
+    if not os.path.isfile(path):
+        raise FrontendError("'%s' is not a file" % path)
+    try:
+        namespace = runpy.run_path(path, run_name="neuroshard_model_script")
+    except Exception as e:  # the script's own failure, reported in one line
+        raise FrontendError("running '%s' failed: %s: %s" %
+                            (path, type(e).__name__, e)) from e
+    factory = namespace.get("neuroshard_model")
+    if not callable(factory):
+        raise FrontendError(
+            "'%s' defines no function neuroshard_model(); it must return "
+            "(model, samples)" % path)
+    try:
+        result = factory()
+    except Exception as e:
+        raise FrontendError("neuroshard_model() of '%s' failed: %s: %s" %
+                            (path, type(e).__name__, e)) from e
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise FrontendError("neuroshard_model() of '%s' must return (model, "
+                            "samples), got %s" % (path, type(result).__name__))
+    return result
+
+
+def _memory_list(text: str) -> Union[float, List[float]]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise FrontendError("--memory-gb: '%s' is not a number or a comma "
+                            "list of numbers" % text) from None
+    return values[0] if len(values) == 1 else values
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m neuroshard.frontend",
+        description="Turns the nn.EmbeddingBag modules of a PyTorch model "
+        "into a NeuroShard MLIR module. SCRIPT is a Python file that defines "
+        "neuroshard_model(), returning (model, samples) as "
+        "neuroshard.frontend.model_to_mlir takes them.")
+    parser.add_argument("script", metavar="SCRIPT")
+    parser.add_argument("--list", action="store_true",
+                        help="list the model's embedding bags (path, rows, "
+                        "dim, mode, other paths) instead")
+    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--memory-gb", default="16",
+                        help="one capacity, or one per device (comma list)")
+    parser.add_argument("--index-type", choices=INDEX_TYPES, default="i64")
+    parser.add_argument("--batch-size", type=int,
+                        help="the function's batch (default: the samples')")
+    parser.add_argument("-o", "--output", default="-",
+                        help="output file (default: stdout)")
+    args = parser.parse_args(argv)
+    try:
+        model, samples = _load_model_script(args.script)
+        if args.list:
+            aliases = module_aliases(model)
+            for path, module in find_embedding_bags(model):
+                also = [a for a, c in aliases.items() if c == path and
+                        a != path]
+                rows, dim = (int(x) for x in module.weight.shape)
+                print("%s\t%d x %d\t%s%s" % (
+                    path, rows, dim, module.mode,
+                    "\talso " + ", ".join(also) if also else ""))
+            return 0
+        text = model_to_mlir(model, samples, devices=args.devices,
+                             memory_gb=_memory_list(args.memory_gb),
+                             index_type=args.index_type,
+                             batch_size=args.batch_size)
+    except FrontendError as e:
+        print("neuroshard.frontend: error: %s" % e, file=sys.stderr)
+        return 1
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            print("neuroshard.frontend: error: cannot write '%s': %s" %
+                  (args.output, e.strerror), file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -234,3 +234,117 @@ def test_example_runs_end_to_end(tmp_path):
     assert "NeuroShard plan:" in result.stdout
     assert "(updated weights), tolerance 1.0E-05: match" in result.stdout
     assert (tmp_path / "model.sharded.mlir").exists()
+
+
+class Aliased(nn.Module):
+    """One bag registered under two paths, next to another bag."""
+
+    def __init__(self):
+        super().__init__()
+        self.user = nn.EmbeddingBag(100, 8, mode="sum")
+        self.shared = self.user
+        self.item = nn.EmbeddingBag(40, 4, mode="mean")
+
+
+def aliased_samples(user_path="shared"):
+    return {user_path: torch.tensor([[1, 2], [3, 4]]),
+            "item": batch([1, 2, 3], [0, 1])}
+
+
+def test_module_registered_under_two_paths_is_one_table():
+    assert frontend.module_aliases(Aliased()) == {
+        "user": "user", "shared": "user", "item": "item"}
+    for path in ("user", "shared"):
+        tables = frontend.measure_tables(Aliased(), aliased_samples(path))
+        assert [t.path for t in tables] == ["user", "item"]
+        assert tables[0].aliases == ["shared"]
+        assert tables[0].pooling_factor == 2.0
+    text = frontend.model_to_mlir(Aliased(), aliased_samples(), devices=2)
+    assert "// user, also 'shared': nn.EmbeddingBag(100, 8" in text
+    assert text.count("neuroshard.table @") == 2
+
+
+def test_samples_under_two_paths_of_one_bag_are_refused():
+    samples = aliased_samples()
+    samples["user"] = torch.tensor([[5, 6], [7, 8]])
+    with pytest.raises(frontend.FrontendError,
+                       match="both 'shared' and 'user', which are the same "
+                       "nn.EmbeddingBag; a table carries one pooling factor"):
+        frontend.measure_tables(Aliased(), samples)
+
+
+MODEL_SCRIPT = '''
+import torch
+from torch import nn
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.user = nn.EmbeddingBag(100, 8, mode="sum")
+        self.shared = self.user
+        self.item = nn.EmbeddingBag(40, 4, mode="mean")
+
+def neuroshard_model():
+    return M(), {"shared": torch.tensor([[1, 2], [3, 4]]),
+                 "item": (torch.tensor([1, 2, 3]), torch.tensor([0, 1]))}
+'''
+
+
+def run_frontend(*args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    return subprocess.run([sys.executable, "-m", "neuroshard.frontend"] +
+                          [str(a) for a in args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_command_line_lists_and_emits(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text(MODEL_SCRIPT)
+    listed = run_frontend(script, "--list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "user\t100 x 8\tsum\talso shared", "item\t40 x 4\tmean"]
+    out = tmp_path / "model.mlir"
+    emitted = run_frontend(script, "--devices", "2", "--memory-gb", "8,4",
+                           "--index-type", "i32", "-o", out)
+    assert emitted.returncode == 0, emitted.stderr
+    text = out.read_text()
+    assert "devices = 2, memory_gb = [8.0, 4.0]" in text
+    assert "tensor<?xi32>" in text
+    parsed = subprocess.run([tool("neuroshard-opt")], input=text,
+                            capture_output=True, text=True)
+    assert parsed.returncode == 0, parsed.stderr
+
+
+@pytest.mark.parametrize("body, args, message", [
+    (None, [], "'{script}' is not a file"),
+    ("x = 1\n", [], "'{script}' defines no function neuroshard_model()"),
+    ("def neuroshard_model():\n    raise KeyError('feature')\n", [],
+     "neuroshard_model() of '{script}' failed: KeyError: 'feature'"),
+    ("def neuroshard_model():\n    return 1\n", [],
+     "must return (model, samples), got int"),
+    ("raise SystemError('broken')\n", [],
+     "running '{script}' failed: SystemError: broken"),
+    (MODEL_SCRIPT, ["--memory-gb", "8,x"],
+     "--memory-gb: '8,x' is not a number or a comma list of numbers"),
+    (MODEL_SCRIPT, ["--devices", "3", "--memory-gb", "8,4"],
+     "memory_gb lists 2 capacities for 3 devices"),
+    (MODEL_SCRIPT, ["-o", "/nonexistent-dir/out.mlir"],
+     "cannot write '/nonexistent-dir/out.mlir'"),
+])
+def test_command_line_errors_are_one_line(tmp_path, body, args, message):
+    script = tmp_path / "model.py"
+    if body is not None:
+        script.write_text(body)
+    result = run_frontend(script, *args)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("neuroshard.frontend: error: ")
+    assert message.format(script=script) in lines[0]
+
+
+def test_command_line_without_a_script_shows_usage():
+    result = run_frontend()
+    assert result.returncode == 2
+    assert "usage: python -m neuroshard.frontend" in result.stderr
