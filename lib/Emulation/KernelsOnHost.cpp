@@ -331,8 +331,11 @@ EmulatedKernels::compile(ModuleOp source, KernelDefect defect) {
   auto machine = builder->createTargetMachine();
   if (!machine)
     return machine.takeError();
+  // The options hold a function_ref: the transformer must outlive create().
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      makeOptimizingTransformer(2, 0, machine->get());
   ExecutionEngineOptions options;
-  options.transformer = makeOptimizingTransformer(2, 0, machine->get());
+  options.transformer = transformer;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
   auto engine = ExecutionEngine::create(*host, options, std::move(*machine));
