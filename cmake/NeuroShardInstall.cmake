@@ -48,6 +48,12 @@ foreach(i RANGE 0 ${last} 2)
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
   target_include_directories(${target} INTERFACE
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  # Instrumented libraries need the sanitizers' runtimes in whatever links
+  # them, a consumer of the installed package included.
+  if(NEUROSHARD_ENABLE_SANITIZERS)
+    target_link_options(${target} INTERFACE
+      $<INSTALL_INTERFACE:-fsanitize=address,undefined>)
+  endif()
   list(APPEND targets ${target})
 endforeach()
 
