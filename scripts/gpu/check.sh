@@ -82,6 +82,7 @@ prepare() {
 }
 
 sections=${SECTIONS:-host export sweep plans bandwidth torch sanitizer ncu variants}
+bandwidth_dims="128 64 32 16 4"
 want() { [[ " $sections " == *" $1 "* ]]; }
 
 failures=0
@@ -175,22 +176,20 @@ run() {
   done
   fi
 
-  local shapes=()
-  for t in i32 i64; do
-    for d in 128 64 32 16 4; do
-      shapes+=("65536x${d}x32x1000000:$t")
-    done
-  done
+  # The bandwidth shapes: timed here, and by PyTorch below.
+  local shapes=() t d
   if want bandwidth; then
-  section "bandwidth target (B=65536, pooling 32, 1e6 rows)"
+    section "bandwidth target (B=65536, pooling 32, 1e6 rows)"
+  fi
   for t in i32 i64; do
-    for d in 128 64 32 16 4; do
+    for d in $bandwidth_dims; do
+      shapes+=("65536x${d}x32x1000000:$t")
+      want bandwidth || continue
       echo "-- dim $d $t"
       "$runner" --bandwidth --module "$dir/kernels.cubin" --module-format cubin --dim $d \
         --index-type $t --warmup 10 --iters 50 --json "$out/bandwidth-$d-$t.json" || note_failure "bandwidth dim $d $t"
     done
   done
-  fi
 
   if want torch; then
   section "torch.nn.functional.embedding_bag on the same shapes"
@@ -235,9 +234,9 @@ run() {
   if want variants && compgen -G "$dir/variants/*.cubin" > /dev/null; then
     section "kernel variants, interleaved (median ms of forward and of forward+backward+SGD)"
     printf '%-28s %-12s %10s %10s %8s\n' variant shape forward fwd+bwd check
-    local round v d m
+    local round v m
     for round in 1 2; do
-      for d in ${VARIANT_DIMS:-128 64 32 16 4}; do
+      for d in ${VARIANT_DIMS:-$bandwidth_dims}; do
         for v in "$dir"/variants/*.cubin; do
           variant_row "$v" "d$d/i32" --bandwidth --dim "$d" --warmup 10 --iters 50
         done

@@ -22,9 +22,6 @@ namespace abi = kernel_abi;
 
 namespace {
 
-/// Arena offsets are multiples of 4 floats, so that aligned shards of widths
-/// divisible by 4 take the kernels' 16-byte path.
-
 int64_t indexAt(const Workload &w, int64_t i) {
   return w.index64 ? w.indices64[size_t(i)] : w.indices32[size_t(i)];
 }
@@ -338,6 +335,7 @@ Comparison compare(const std::vector<float> &got,
                    const std::vector<float> &want, double tolerance,
                    const std::vector<double> *slack) {
   Comparison result;
+  result.withSlack = slack != nullptr;
   if (got.size() != want.size()) {
     result.maxError = INFINITY;
     result.mismatches = std::max(got.size(), want.size());

@@ -102,6 +102,8 @@ struct Comparison {
   double maxError = 0.0;
   size_t worst = 0;
   size_t mismatches = 0;
+  /// Whether per-element slack (a reordering bound) was allowed.
+  bool withSlack = false;
 };
 Comparison compare(const std::vector<float> &got,
                    const std::vector<float> &want, double tolerance,
