@@ -18,8 +18,9 @@ NUM_BINS = 17
 
 
 def access_histogram(rng, rows, pooling, skew, batch):
-    """Histogram of per-row hit counts over a sampled index stream."""
-    draws = max(1, int(batch * pooling))
+    """Histogram of per-row hit counts over one batch of `batch` bags
+    (batch * pooling indices)."""
+    draws = max(1, round(batch * pooling))
     counts = {}
     for _ in range(draws):
         u = rng.random()
@@ -77,7 +78,10 @@ def main():
         dim = rng.choices(dims, dim_weights)[0]
         pooling = pooling_factor(rng)
         skew = rng.uniform(0.6, 1.6)
-        hist = access_histogram(rng, rows, pooling, skew, batch=256)
+        # The histogram of one batch of the example's batch size, drawn
+        # from its own stream so that it leaves the other tables unchanged.
+        hist = access_histogram(random.Random(args.seed * 1_000_003 + t),
+                                rows, round(pooling, 2), skew, args.batch)
         index_type = "i64" if rows > 5_000_000 else "i32"
         tables.append((f"t{t}", rows, dim, pooling, hist, index_type))
 

@@ -82,6 +82,10 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
           formatv("the name is already used by tables[{0}]", it->second));
     if (RuleViolation v = checkTable(table, n))
       return tableError(i, table, *v);
+    if (RuleViolation v = checkAccessHistogramForBatch(
+            table.accessHist, table.rows, table.poolingFactor,
+            topology.batchSize))
+      return tableError(i, table, *v);
   }
   return Error::success();
 }

@@ -118,6 +118,70 @@ RuleViolation checkAccessHistogram(ArrayRef<double> bins) {
       .str();
 }
 
+/// Fewest and most hits of one row in bin `bin` (the most of bin 16 is
+/// unbounded).
+static double fewestHits(unsigned bin) {
+  return bin == 0 ? 1.0 : std::ldexp(1.0, bin - 1) + 1.0;
+}
+static double mostHits(unsigned bin) {
+  return bin + 1 == kNumAccessBins ? HUGE_VAL : std::ldexp(1.0, bin);
+}
+
+/// "rows hit once", "rows hit 3 to 4 times", "rows hit more than 32768
+/// times".
+static std::string binMeaning(unsigned bin) {
+  if (bin == 0)
+    return "rows hit once";
+  if (bin + 1 == kNumAccessBins)
+    return formatv("rows hit more than {0} times", number(fewestHits(bin) - 1));
+  if (bin == 1)
+    return "rows hit twice";
+  return formatv("rows hit {0} to {1} times", number(fewestHits(bin)),
+                 number(mostHits(bin)));
+}
+
+RuleViolation checkAccessHistogramForBatch(ArrayRef<double> bins, int64_t rows,
+                                           double poolingFactor,
+                                           int64_t batchSize) {
+  double lookups = double(batchSize) * poolingFactor;
+  std::string batch =
+      formatv("a batch of {0} bags with pooling factor {1} makes", batchSize,
+              number(poolingFactor));
+  std::string lookupText = formatv("{0}", format("%.0f", lookups));
+  double slack = 1.0 + kAccessHistogramTolerance;
+  std::optional<unsigned> highest;
+  double mostLookupsPerRow = 0.0;
+  for (auto [bin, fraction] : enumerate(bins)) {
+    if (fraction <= 0.0)
+      continue;
+    highest = bin;
+    mostLookupsPerRow += fraction * mostHits(bin);
+  }
+  if (!highest) {
+    if (lookups < 1.0)
+      return std::nullopt;
+    return formatv("'access_hist' is all zero (a table never hit), but {0} "
+                   "{1} lookups",
+                   batch, lookupText)
+        .str();
+  }
+  if (fewestHits(*highest) > lookups * slack)
+    return formatv("'access_hist' bin {0} ({1}) is {2}, but {3} only {4} "
+                   "lookups",
+                   *highest, binMeaning(*highest), number(bins[*highest]),
+                   batch, lookupText)
+        .str();
+  double mostLookups = double(rows) * mostLookupsPerRow;
+  if (lookups > mostLookups * slack)
+    return formatv("'access_hist' lets the table's {0} rows take at most {1} "
+                   "lookups (at most {2} hits per distinct row), but {3} {4}; "
+                   "a histogram describes one batch of the task's batch size",
+                   rows, format("%.0f", mostLookups),
+                   format("%.4g", mostLookupsPerRow), batch, lookupText)
+        .str();
+  return std::nullopt;
+}
+
 RuleViolation checkPinnedDevice(int64_t device, int64_t numDevices) {
   if (device >= 0 && device < numDevices)
     return std::nullopt;

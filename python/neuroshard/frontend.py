@@ -15,8 +15,11 @@ statistics are measured from the samples the caller passes:
 
   rows, dim        the module's weight shape;
   pooling_factor   the mean bag length over all sample bags;
-  access_hist      the 17-bin histogram (DESIGN §3) of all sample indices,
-                   table_pool.access_histogram.
+  access_hist      the 17-bin histogram (DESIGN §3) of one batch of B bags:
+                   table_pool.access_histogram of each sample batch's
+                   indices, averaged over the batches. Pooling several
+                   batches' indices into one histogram would count rows as
+                   hotter the more data was sampled, so it is never done.
 
 `samples` maps a module path (as `model.named_modules()` spells it) to the
 module's sample inputs, in the forms `nn.EmbeddingBag.forward` accepts:
@@ -275,7 +278,7 @@ def measure_tables(model: nn.Module, samples: Mapping[str, object]
     for (path, module), symbol in zip(bags, _unique_symbols(paths)):
         _check_module(path, module)
         rows, dim = (int(x) for x in module.weight.shape)
-        streams, total_bags = [], 0
+        hists, num_indices, total_bags = [], 0, 0
         for number, batch in enumerate(_split_batches(path, samples[path])):
             indices, lengths = _bag_lengths(path, module, batch, number)
             where = "'%s' batch %d" % (path, number)
@@ -292,18 +295,21 @@ def measure_tables(model: nn.Module, samples: Mapping[str, object]
                 bad = indices.min() if indices.min() < 0 else indices.max()
                 raise FrontendError("%s has index %d outside the table's %d "
                                     "rows" % (where, bad, rows))
-            streams.append(indices)
+            hists.append(tp.access_histogram(indices))
+            num_indices += int(indices.size)
             total_bags += int(lengths.size)
-        stream = np.concatenate(streams)
         table = TableInfo(
             path=path, symbol=symbol, rows=rows, dim=dim, mode=module.mode,
-            batch_size=batch_size, pooling_factor=stream.size / total_bags,
-            access_hist=tp.access_histogram(stream),
-            num_indices=int(stream.size),
+            batch_size=batch_size, pooling_factor=num_indices / total_bags,
+            access_hist=np.mean(np.asarray(hists), axis=0).tolist(),
+            num_indices=num_indices,
             aliases=[a for a, c in aliases.items() if c == path and a != path])
         _check_rules(path,
                      table_rules.check_pooling_factor(table.pooling_factor),
-                     table_rules.check_access_histogram(table.access_hist))
+                     table_rules.check_access_histogram(table.access_hist),
+                     table_rules.check_access_histogram_for_batch(
+                         table.access_hist, rows, table.pooling_factor,
+                         batch_size))
         tables.append(table)
     return tables
 

@@ -307,7 +307,10 @@ def load_pool(path: str) -> Dict:
                 table_rules.check_dim(table["dim"]),
                 table_rules.check_table_bytes(table["rows"], table["dim"], 4),
                 table_rules.check_pooling_factor(table["pooling_factor"]),
-                table_rules.check_access_histogram(hist)):
+                table_rules.check_access_histogram(hist),
+                table_rules.check_access_histogram_for_batch(
+                    hist, table["rows"], table["pooling_factor"],
+                    pool["sample_bags"])):
             if violation is not None:
                 raise PoolError("%s ('%s'): %s" % (where, table["name"],
                                                    violation))

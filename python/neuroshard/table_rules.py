@@ -108,6 +108,64 @@ def check_access_histogram(bins: Sequence[float]) -> Optional[str]:
             "hit), got %s" % _number(total))
 
 
+def _fewest_hits(bin_index: int) -> float:
+    return 1.0 if bin_index == 0 else math.ldexp(1.0, bin_index - 1) + 1.0
+
+
+def _most_hits(bin_index: int) -> float:
+    if bin_index + 1 == NUM_ACCESS_BINS:
+        return math.inf
+    return math.ldexp(1.0, bin_index)
+
+
+def _bin_meaning(bin_index: int) -> str:
+    if bin_index == 0:
+        return "rows hit once"
+    if bin_index + 1 == NUM_ACCESS_BINS:
+        return "rows hit more than %s times" % _number(
+            _fewest_hits(bin_index) - 1)
+    if bin_index == 1:
+        return "rows hit twice"
+    return "rows hit %s to %s times" % (_number(_fewest_hits(bin_index)),
+                                        _number(_most_hits(bin_index)))
+
+
+def check_access_histogram_for_batch(bins: Sequence[float], rows: int,
+                                     pooling_factor: float,
+                                     batch_size: int) -> Optional[str]:
+    """Twin of checkAccessHistogramForBatch: the histogram of one batch of
+    batch_size bags must be one that batch can produce."""
+    lookups = float(batch_size) * pooling_factor
+    batch = "a batch of %d bags with pooling factor %s makes" % (
+        batch_size, _number(pooling_factor))
+    lookup_text = "%.0f" % lookups
+    slack = 1.0 + ACCESS_HISTOGRAM_TOLERANCE
+    highest = None
+    most_per_row = 0.0
+    for bin_index, fraction in enumerate(bins):
+        if fraction <= 0.0:
+            continue
+        highest = bin_index
+        most_per_row += fraction * _most_hits(bin_index)
+    if highest is None:
+        if lookups < 1.0:
+            return None
+        return ("'access_hist' is all zero (a table never hit), but %s %s "
+                "lookups" % (batch, lookup_text))
+    if _fewest_hits(highest) > lookups * slack:
+        return ("'access_hist' bin %d (%s) is %s, but %s only %s lookups" %
+                (highest, _bin_meaning(highest), _number(bins[highest]),
+                 batch, lookup_text))
+    most_lookups = float(rows) * most_per_row
+    if lookups > most_lookups * slack:
+        return ("'access_hist' lets the table's %d rows take at most %.0f "
+                "lookups (at most %s hits per distinct row), but %s %s; a "
+                "histogram describes one batch of the task's batch size" %
+                (rows, most_lookups, "%.4g" % most_per_row, batch,
+                 lookup_text))
+    return None
+
+
 def check_pinned_device(device: int, num_devices: int) -> Optional[str]:
     if 0 <= device < num_devices:
         return None

@@ -70,13 +70,16 @@ def test_statistics_are_measured_from_the_samples():
     assert user.pooling_factor == pytest.approx(2.0)
     assert user.access_hist == pytest.approx(
         [1 / 3, 1 / 3, 1 / 3] + [0.0] * 14)
-    # Two batches are pooled: 6 indices in 6 bags (one empty); rows 1 and 2
-    # once each, row 3 four times (bin 2).
+    # Two batches: 6 indices in 6 bags. The histogram is one batch's,
+    # averaged: rows 1 and 2 once each in the first (bin 0), row 3 four
+    # times in the second (bin 2). Pooling the batches' indices would have
+    # given 2/3 and 1/3, a histogram that depends on how many batches were
+    # sampled.
     lists = tables["lists.0"]
     assert lists.mode == "mean"
     assert lists.pooling_factor == pytest.approx(1.0)
     assert lists.access_hist == pytest.approx(
-        [2 / 3, 0.0, 1 / 3] + [0.0] * 14)
+        [0.5, 0.0, 0.5] + [0.0] * 14)
     # A 2-D input is one bag per row; row 0 is hit three times.
     ad = tables["dicts.ad-id"]
     assert ad.symbol == "dicts_ad_id"

@@ -163,3 +163,77 @@ def test_the_rules_accept_what_they_should():
     assert rules.check_capacity_gb(16.0) is None
     assert rules.check_pinned_device(1, 1) == \
         "'pinned_device' is 1 but there is only 1 device"
+
+
+def hot_hist(bin_index):
+    return [0.0] * bin_index + [1.0] + [0.0] * (16 - bin_index)
+
+
+# (rows, pooling factor, batch size, histogram): statistics one batch of
+# that size cannot produce.
+IMPOSSIBLE_BATCHES = [
+    # Rows hit more than 2^15 times, but 1024 x 28.5 = 29184 lookups.
+    (6713, 28.5, 1024, [0.99] + [0.0] * 15 + [0.01]),
+    # 100 rows each hit at most twice cannot take 16384 lookups.
+    (100, 16.0, 1024, GOOD_HIST),
+    # A histogram of a table never hit, for 64 x 2 lookups.
+    (100, 2.0, 64, [0.0] * 17),
+    (10, 1.0, 64, hot_hist(9)),
+]
+
+
+def as_mlir_lookup(rows, pooling, batch, hist):
+    return ("module {\n"
+            "  neuroshard.table @t : rows %d, dim 8, f32 {pooling_factor = "
+            "%s : f64, access_hist = array<f64: %s>}\n"
+            "  func.func @f(%%i: tensor<?xi32>, %%o: tensor<%dxi32>) -> "
+            "tensor<%dx8xf32> {\n"
+            "    %%0 = neuroshard.embedding_bag @t(%%i, %%o) sum : "
+            "(tensor<?xi32>, tensor<%dxi32>) -> tensor<%dx8xf32>\n"
+            "    return %%0 : tensor<%dx8xf32>\n  }\n}\n" %
+            (rows, mlir_float(pooling), ", ".join(mlir_float(v) for v in hist),
+             batch + 1, batch, batch + 1, batch, batch))
+
+
+@pytest.mark.parametrize("rows,pooling,batch,hist", IMPOSSIBLE_BATCHES)
+def test_impossible_statistics_are_refused_alike(tmp_path, rows, pooling,
+                                                 batch, hist):
+    message = rules.check_access_histogram_for_batch(hist, rows, pooling,
+                                                     batch)
+    assert message is not None
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"batch_size": batch, "tables": [
+        table(rows=rows, pooling_factor=pooling, access_hist=hist)]}))
+    result = subprocess.run(
+        [tool("neuroshard-plan"), str(task), "--devices", "2",
+         "--cost-model", "analytical"], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "tables[0] ('t'): " + message in result.stderr, result.stderr
+    module = tmp_path / "module.mlir"
+    module.write_text(as_mlir_lookup(rows, pooling, batch, hist))
+    result = subprocess.run([tool("neuroshard-opt"), str(module)],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "table 't': " + message in result.stderr, result.stderr
+
+
+def test_possible_statistics_pass_the_batch_rule():
+    # The table at a batch that does make 2^15 hits possible.
+    assert rules.check_access_histogram_for_batch(
+        [0.99] + [0.0] * 15 + [0.01], 6713, 28.5, 65536) is None
+    # 1000 rows hit 64-128 times take 65536 lookups.
+    assert rules.check_access_histogram_for_batch(hot_hist(7), 1000, 1.0,
+                                                  65536) is None
+    # A zero histogram for a table with pooling factor 0.
+    assert rules.check_access_histogram_for_batch([0.0] * 17, 10, 0.0,
+                                                  1024) is None
+    assert rules.check_access_histogram_for_batch(hot_hist(0), 10, 1.0,
+                                                  1024) == (
+        "'access_hist' lets the table's 10 rows take at most 10 lookups (at "
+        "most 1 hits per distinct row), but a batch of 1024 bags with pooling "
+        "factor 1 makes 1024; a histogram describes one batch of the task's "
+        "batch size")
+    assert rules.check_access_histogram_for_batch(hot_hist(16), 10, 1.0,
+                                                  1024) == (
+        "'access_hist' bin 16 (rows hit more than 32768 times) is 1, but a "
+        "batch of 1024 bags with pooling factor 1 makes only 1024 lookups")

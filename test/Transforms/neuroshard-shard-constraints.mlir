@@ -13,7 +13,7 @@
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 16.0>} {
   neuroshard.table @hot : rows 100000, dim 256, f32 {pooling_factor = 100.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>, pinned_device = 1 : i64}
   neuroshard.table @whole : rows 100000, dim 256, f32 {pooling_factor = 100.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>, no_split}
-  neuroshard.table @pinned : rows 10, dim 4, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>, pinned_device = 0 : i64}
+  neuroshard.table @pinned : rows 10, dim 4, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 0.0, 0.0, 0.2, 0.6, 0.2, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>, pinned_device = 0 : i64}
   neuroshard.table @huge : rows 3000000, dim 128, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>, no_split}
   func.func @f(%i: tensor<?xi32>, %o: tensor<65xi32>)
       -> (tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x4xf32>, tensor<64x128xf32>) {

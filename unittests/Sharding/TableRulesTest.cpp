@@ -137,4 +137,65 @@ TEST(TableRulesTest, WholeTableChecksEveryRuleInOrder) {
             "the element size must be positive, got 0");
 }
 
+std::vector<double> hotHistogram(unsigned bin) {
+  std::vector<double> bins(kNumAccessBins, 0.0);
+  bins[bin] = 1.0;
+  return bins;
+}
+
+TEST(TableRulesTest, HistogramMustFitTheBatch) {
+  // Rows hit more than 2^15 times need more than 1024 x 28.5 lookups.
+  std::vector<double> hot = histogram(0.99, 0.0);
+  hot[16] = 0.01;
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(hot, 6713, 28.5, 1024)),
+            "'access_hist' bin 16 (rows hit more than 32768 times) is 0.01, "
+            "but a batch of 1024 bags with pooling factor 28.5 makes only "
+            "29184 lookups");
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(hot, 6713, 28.5, 65536)),
+            "");
+  // Bin 3 holds rows hit 5 to 8 times.
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(hotHistogram(3), 10, 1, 4)),
+            "'access_hist' bin 3 (rows hit 5 to 8 times) is 1, but a batch "
+            "of 4 bags with pooling factor 1 makes only 4 lookups");
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(hotHistogram(3), 10, 1, 5)),
+            "");
+  // 100 rows, each hit at most twice, take at most 200 lookups.
+  std::vector<double> cold = histogram(0.5, 0.5);
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(cold, 100, 16, 1024)),
+            "'access_hist' lets the table's 100 rows take at most 150 lookups "
+            "(at most 1.5 hits per distinct row), but a batch of 1024 bags "
+            "with pooling factor 16 makes 16384; a histogram describes one "
+            "batch of the task's batch size");
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(cold, 100, 1.5, 100)), "");
+  // Within the tolerance of a rounded histogram.
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(cold, 100, 1.51, 100)), "");
+  // A table never hit has no lookups.
+  std::vector<double> zero(kNumAccessBins, 0.0);
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(zero, 10, 0.0, 1024)), "");
+  EXPECT_EQ(violation(checkAccessHistogramForBatch(zero, 10, 2.0, 3)),
+            "'access_hist' is all zero (a table never hit), but a batch of 3 "
+            "bags with pooling factor 2 makes 6 lookups");
+}
+
+TEST(TableRulesTest, ProblemsCheckHistogramsAgainstTheirBatch) {
+  TableSpec table;
+  table.name = "cat";
+  table.rows = 1000;
+  table.dim = 16;
+  table.poolingFactor = 1.0;
+  table.accessHist[0] = 0.5;
+  table.accessHist[1] = 0.5;
+  Topology topology;
+  topology.memoryGB = {16.0, 16.0};
+  topology.batchSize = 1024;
+  EXPECT_FALSE(static_cast<bool>(validateProblem({table}, topology)));
+  topology.batchSize = 65536;
+  llvm::Error err = validateProblem({table}, topology);
+  EXPECT_EQ(llvm::toString(std::move(err)),
+            "tables[0] ('cat'): 'access_hist' lets the table's 1000 rows take "
+            "at most 1500 lookups (at most 1.5 hits per distinct row), but a "
+            "batch of 65536 bags with pooling factor 1 makes 65536; a "
+            "histogram describes one batch of the task's batch size");
+}
+
 } // namespace

@@ -75,6 +75,21 @@ RuleViolation checkPoolingFactor(double poolingFactor);
 /// kNumAccessBins finite bins >= 0 that sum to 1 within
 /// kAccessHistogramTolerance, or are all zero (a table never hit).
 RuleViolation checkAccessHistogram(llvm::ArrayRef<double> bins);
+/// The access histogram of one batch of `batchSize` bags (DESIGN §3) must
+/// be one that batch can produce, given the table's rows and pooling factor
+/// (batchSize * poolingFactor lookups in all):
+///  - a non-empty bin needs a row hit at least as often as the bin's lower
+///    bound: "'access_hist' bin 16 (rows hit more than 32768 times) is
+///    0.01, but a batch of 1024 bags with pooling factor 28.5 makes only
+///    29184 lookups";
+///  - the distinct rows, at most `rows`, each hit at most as often as its
+///    bin's upper bound, must be able to take every lookup;
+///  - an all-zero histogram (a table never hit) needs fewer than one lookup.
+/// Both bounds allow kAccessHistogramTolerance for rounded inputs. Assumes
+/// the checks of checkAccessHistogram and checkPoolingFactor hold.
+RuleViolation checkAccessHistogramForBatch(llvm::ArrayRef<double> bins,
+                                           int64_t rows, double poolingFactor,
+                                           int64_t batchSize);
 /// A pinned device must exist among `numDevices`.
 RuleViolation checkPinnedDevice(int64_t device, int64_t numDevices);
 /// 1..kMaxDevices devices.

@@ -274,6 +274,15 @@ EmbeddingBagOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << resultType.getElementType()
                          << " differs from table '" << table->getSymName()
                          << "' element type " << table->getElementType();
+  // A table's statistics describe one batch of its lookups' batch size.
+  std::optional<double> pooling = table->getPoolingFactorValue();
+  std::optional<ArrayRef<double>> hist = table->getAccessHist();
+  if (pooling && hist && !resultType.isDynamicDim(0))
+    if (::neuroshard::RuleViolation v =
+            ::neuroshard::checkAccessHistogramForBatch(
+                *hist, table->getNumRows(), *pooling,
+                resultType.getDimSize(0)))
+      return emitOpError() << "table '" << table->getSymName() << "': " << *v;
   return success();
 }
 

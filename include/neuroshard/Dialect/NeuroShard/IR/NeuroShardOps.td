@@ -32,10 +32,14 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
     them:
 
     * `pooling_factor`: the mean number of indices per bag;
-    * `access_hist`: 17 bins of the access histogram of the table's index
-      stream (bin 0: fraction of distinct rows hit once; bin j = 1..15: hit
-      in (2^(j-1), 2^j] times; bin 16: more than 2^15 times). The bins sum
-      to 1, or are all zero for a table that is never hit.
+    * `access_hist`: 17 bins of the access histogram of one batch of the
+      table's lookups (B bags, B the batch size of its `embedding_bag`
+      results): bin 0 is the fraction of the distinct rows that batch hits
+      once, bin j = 1..15 the fraction hit (2^(j-1), 2^j] times, bin 16 the
+      fraction hit more than 2^15 times. The bins sum to 1, or are all zero
+      for a table that is never hit. The lookups' verifier checks that one
+      batch of B bags with the pooling factor's B * pooling_factor indices
+      can produce the histogram over at most `rows` distinct rows.
 
     Planner constraints: `pinned_device` keeps the whole table on one device
     and `no_split` forbids column splits.
