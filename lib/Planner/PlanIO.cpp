@@ -321,6 +321,10 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
   json.object([&] {
     json.attribute("algorithm", algorithmName(result.algorithm));
     json.attribute("cost_model", result.costModelName);
+    json.attributeArray("warnings", [&] {
+      for (const std::string &warning : result.warnings)
+        json.value(warning);
+    });
     json.attribute("devices", n);
     writeNumber(json, "cost_ms", result.cost.maxMs);
     json.attributeArray("per_device", [&] {
@@ -377,7 +381,10 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
   os << formatv("NeuroShard plan: {0} on {1} devices, cost {2} ms\n",
                 algorithmName(result.algorithm), n,
                 format("%.4f", result.cost.maxMs));
-  os << "cost model: " << result.costModelDescription << "\n\n";
+  os << "cost model: " << result.costModelDescription << "\n";
+  for (const std::string &warning : result.warnings)
+    os << "warning: " << warning << "\n";
+  os << "\n";
   os << formatv("{0,6}  {1,-23}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n",
                 "device", "memory used (GB)", "compute (ms)", "bw comm (ms)",
                 "fw comm (ms)", "total (ms)", "shards");

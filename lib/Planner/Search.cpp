@@ -225,6 +225,7 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
   result->algorithm = options.algorithm;
   result->costModelName = model.name().str();
   result->costModelDescription = model.description();
+  result->warnings = model.warnings();
   stats.timeMs = std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - start)
                      .count();

@@ -6,6 +6,7 @@
 
 #include "neuroshard/Runtime/HostInfo.h"
 
+#include <algorithm>
 #include <fstream>
 
 std::string neuroshard::hostCPUModel() {
@@ -25,4 +26,57 @@ std::string neuroshard::hostCPUModel() {
     return line.substr(first, last - first + 1);
   }
   return "unknown CPU";
+}
+
+/// The first line of a small sysfs file, or "" if it cannot be read.
+static std::string firstLine(const std::string &path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+/// "32K" -> 32, "1024K" -> 1024, "32M" -> 32768; -1 for anything else.
+static int64_t sizeKB(const std::string &text) {
+  size_t digits = 0;
+  int64_t value = 0;
+  while (digits < text.size() && digits < 12 && text[digits] >= '0' &&
+         text[digits] <= '9')
+    value = value * 10 + (text[digits++] - '0');
+  if (digits == 0)
+    return -1;
+  std::string unit = text.substr(digits);
+  if (unit == "K")
+    return value;
+  if (unit == "M")
+    return value * 1024;
+  if (unit == "G")
+    return value * 1024 * 1024;
+  return -1;
+}
+
+std::vector<std::pair<std::string, int64_t>>
+neuroshard::hostCachesKB(const std::string &cacheDir) {
+  std::vector<std::pair<std::string, int64_t>> caches;
+  for (int index = 0; index < 16; ++index) {
+    std::string dir = cacheDir + "/index" + std::to_string(index) + "/";
+    std::string level = firstLine(dir + "level");
+    if (level.empty())
+      continue;
+    std::string type = firstLine(dir + "type");
+    std::string name;
+    if (level == "1" && type == "Data")
+      name = "L1d";
+    else if ((level == "2" || level == "3") && type == "Unified")
+      name = "L" + level;
+    int64_t kb = sizeKB(firstLine(dir + "size"));
+    if (name.empty() || kb < 0)
+      continue;
+    bool seen = std::any_of(caches.begin(), caches.end(),
+                            [&](const auto &c) { return c.first == name; });
+    if (!seen)
+      caches.emplace_back(name, kb);
+  }
+  std::sort(caches.begin(), caches.end());
+  return caches;
 }

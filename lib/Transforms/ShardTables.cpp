@@ -513,6 +513,8 @@ void ShardTablesPass::runOnOperation() {
     return signalPassFailure();
   }
 
+  for (const std::string &warning : result->warnings)
+    module.emitWarning() << warning;
   if (failed(writeReports(module, *specs, *topology, *result)))
     return signalPassFailure();
 

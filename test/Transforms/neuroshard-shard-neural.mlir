@@ -16,6 +16,11 @@
 // CHECK: neuroshard.table @b : rows 5000, dim 32, f32 shards [#neuroshard.shard<
 // CHECK: neuroshard.fused_embedding_bag device
 
+// The pass reports the model's warnings as diagnostics on the module: the
+// bundle was measured at batch 65536 only, the module's batch is 16.
+// RUN: neuroshard-opt %s --neuroshard-shard="devices=4 cost-model=%t/nb" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WARN
+// WARN: warning: cost model 'nb' was measured at batch size 65536 only and has no batch-scaling curve; its compute costs are scaled in proportion to batch size 16
+
 // The same bundle through the module's topology (2 devices) is refused too.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=%t/nb" 2>&1 | FileCheck %s --check-prefix=TOPOLOGY
 // TOPOLOGY: error: cost model 'nb' was trained for 4 devices but the task has 2

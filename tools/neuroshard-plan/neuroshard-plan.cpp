@@ -198,6 +198,8 @@ static Error run() {
       planSharding(task->tables, *topology, *options, **model);
   if (!result)
     return result.takeError();
+  for (const std::string &warning : result->warnings)
+    WithColor::warning(errs(), "neuroshard-plan") << warning << "\n";
 
   return writeOutputFile(outputPath, [&](raw_ostream &os) {
     if (outputFormat == OutputFormat::JSON)

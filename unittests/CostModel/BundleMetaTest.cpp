@@ -19,6 +19,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+
 using namespace llvm;
 using namespace neuroshard;
 using namespace neuroshard::neural;
@@ -131,6 +133,96 @@ TEST(BundleMetaTest, RefusesDocumentsThatAreNotBundles) {
                 .find("version 2 is not "
                       "supported"),
             std::string::npos);
+}
+
+json::Value curve(std::initializer_list<json::Value> sizes,
+                  std::initializer_list<json::Value> ratios) {
+  return json::Object{{"reference_batch", 1024},
+                      {"batch_sizes", json::Array(sizes)},
+                      {"ratios", json::Array(ratios)}};
+}
+
+TEST(BundleMetaTest, BatchScalingFollowsTheMeasuredCurve) {
+  Expected<BundleMeta> meta = parseBundleMeta(
+      "b", metaWith("batch_scaling",
+                    curve({256, 1024, 4096, 65536}, {0.5, 1.0, 5.0, 100.0})));
+  ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
+  // The measured points, exactly.
+  EXPECT_DOUBLE_EQ(batchScaleFactor(*meta, 1024), 1.0);
+  EXPECT_DOUBLE_EQ(batchScaleFactor(*meta, 256), 0.5);
+  EXPECT_DOUBLE_EQ(batchScaleFactor(*meta, 4096), 5.0);
+  EXPECT_DOUBLE_EQ(batchScaleFactor(*meta, 65536), 100.0);
+  // Between points, linear in (log batch, log ratio): 2048 is half-way
+  // from 1024 to 4096, so sqrt(5).
+  EXPECT_NEAR(batchScaleFactor(*meta, 2048), std::sqrt(5.0), 1e-12);
+  // Past the ends, along the end segments: from 256 to 1024 the ratio
+  // doubles per factor 4, so 64 bags give 0.25; 4096 to 65536 is 20x per
+  // 16x, so 2^20 bags give 2000.
+  EXPECT_NEAR(batchScaleFactor(*meta, 64), 0.25, 1e-12);
+  EXPECT_NEAR(batchScaleFactor(*meta, 1 << 20), 2000.0, 1e-9);
+
+  // Without a curve, costs scale in proportion to the batch.
+  Expected<BundleMeta> plain = parseBundleMeta("b", metaWith());
+  ASSERT_TRUE(static_cast<bool>(plain));
+  EXPECT_DOUBLE_EQ(batchScaleFactor(*plain, 65536), 64.0);
+}
+
+TEST(BundleMetaTest, RefusesCurvesThatCannotBeRight) {
+  EXPECT_EQ(parseError(metaWith("batch_scaling",
+                                curve({256, 1024, 4096}, {0.5, 1.0, 0.9}))),
+            std::string(kPrefix) +
+                "\"batch_scaling\": batch sizes must increase and ratios "
+                "must not decrease, got 0.9 at 4096 after 1 at 1024");
+  EXPECT_EQ(
+      parseError(metaWith("batch_scaling", curve({256, 4096}, {0.5, 2.0}))),
+      std::string(kPrefix) +
+          "\"batch_scaling\" must include the bundle's batch_size 1024");
+  EXPECT_EQ(
+      parseError(metaWith("batch_scaling", curve({1024, 4096}, {1.5, 2.0}))),
+      std::string(kPrefix) +
+          "\"batch_scaling\": the ratio at the bundle's batch size 1024 "
+          "must be 1, got 1.5");
+  EXPECT_NE(
+      parseError(metaWith("batch_scaling", curve({1024, 4096}, {1.0, -2.0})))
+          .find("ratios positive numbers"),
+      std::string::npos);
+  EXPECT_NE(parseError(metaWith("batch_scaling", curve({1024, 4096}, {1.0})))
+                .find("two lists of 1 to 64 numbers of the same length"),
+            std::string::npos);
+}
+
+TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
+  json::Object host{{"cpu_model", "AMD EPYC"},
+                    {"caches_kb", json::Object{{"L3", 32768}, {"L2", 1024}}}};
+  json::Object ranges{{"rows", json::Array{101, 9958481}},
+                      {"dim", json::Array{4, 128}},
+                      {"pooling_factor", json::Array{1.0, 95.16}}};
+  std::string text = metaWith("host", std::move(host));
+  Expected<json::Value> value = json::parse(text);
+  ASSERT_TRUE(static_cast<bool>(value));
+  (*value->getAsObject())["trained_ranges"] = std::move(ranges);
+  std::string both;
+  raw_string_ostream(both) << *value;
+  Expected<BundleMeta> meta = parseBundleMeta("b", both);
+  ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
+  EXPECT_EQ(meta->hostCPUModel, "AMD EPYC");
+  ASSERT_EQ(meta->hostCachesKB.size(), 2u);
+  EXPECT_EQ(meta->hostCachesKB[0].first, "L2");
+  EXPECT_EQ(meta->hostCachesKB[1].second, 32768);
+  ASSERT_TRUE(meta->rowsRange.has_value());
+  EXPECT_TRUE(meta->rowsRange->contains(6713));
+  EXPECT_FALSE(meta->rowsRange->contains(1e8));
+  EXPECT_FALSE(meta->dimRange->contains(256));
+  EXPECT_TRUE(meta->poolingRange->contains(95.16));
+
+  EXPECT_EQ(parseError(metaWith("host", json::Object{{"cpu", "x"}})),
+            std::string(kPrefix) +
+                "\"host\" must be an object with a \"cpu_model\" string");
+  EXPECT_EQ(parseError(metaWith("trained_ranges",
+                                json::Object{{"rows", json::Array{10, 1}}})),
+            std::string(kPrefix) +
+                "\"trained_ranges\": \"rows\" must be [low, high] with low "
+                "<= high, got [10,1]");
 }
 
 } // namespace

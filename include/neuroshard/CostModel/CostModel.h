@@ -29,6 +29,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace neuroshard {
 
@@ -46,6 +47,11 @@ public:
   virtual std::optional<unsigned> requiredDevices() const {
     return std::nullopt;
   }
+  /// What a plan report should say about how far the model's predictions
+  /// hold for the problem prepare() last bound, one sentence each: a batch
+  /// size outside the measured range, tables outside the trained ranges, a
+  /// model measured on another machine. Empty by default.
+  virtual std::vector<std::string> warnings() const { return {}; }
 
   /// Binds the model to a problem. Later queries name tables by their index
   /// in `tables`. Called before any query and again whenever the problem

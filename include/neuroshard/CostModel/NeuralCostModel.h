@@ -63,11 +63,16 @@ public:
   llvm::StringRef name() const override;
   std::string description() const override;
   std::optional<unsigned> requiredDevices() const override;
+  std::vector<std::string> warnings() const override;
 
   /// Keeps the tables (their features are read when a slice is first
   /// encoded) and drops the encoding memo; fails if the topology's device
   /// count differs from the comm models' or a table's element type differs
-  /// from the one the bundle was measured on.
+  /// from the one the bundle was measured on. Compute costs are predicted
+  /// at the bundle's batch size and scaled to the topology's by the
+  /// bundle's measured batch-scaling curve (batchScaleFactor); warnings()
+  /// then names a batch size outside the curve, tables outside the trained
+  /// ranges and a bundle measured on another machine.
   llvm::Error prepare(llvm::ArrayRef<TableSpec> tables,
                       const Topology &topology) override;
   /// Encodes each distinct (table, width) once per prepare() and runs the

@@ -125,6 +125,8 @@ struct PlanResult {
   /// The model's name() and description(), for reports.
   std::string costModelName;
   std::string costModelDescription;
+  /// The model's warnings() about this problem.
+  std::vector<std::string> warnings;
   ShardingPlan plan;
   PlanCost cost;
   SearchStats stats;

@@ -14,10 +14,13 @@
 #include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <cmath>
 
 using namespace llvm;
 
@@ -72,6 +75,124 @@ static std::optional<int64_t> integerField(const json::Object &root,
                                            StringRef key) {
   const json::Value *value = root.get(key);
   return value ? getInteger(*value) : std::nullopt;
+}
+
+static Error metaError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// "batch_scaling": {"batch_sizes": [...], "ratios": [...], ...}: positive
+/// increasing batch sizes that include the bundle's, with positive finite
+/// ratios that do not decrease and are 1 at the bundle's batch size.
+static Error readBatchScaling(const json::Object &root, BundleMeta &meta) {
+  const json::Value *value = root.get("batch_scaling");
+  if (!value || value->getAsNull())
+    return Error::success();
+  const json::Object *object = value->getAsObject();
+  const json::Array *sizes = object ? object->getArray("batch_sizes") : nullptr;
+  const json::Array *ratios = object ? object->getArray("ratios") : nullptr;
+  if (!sizes || !ratios || sizes->empty() || sizes->size() != ratios->size() ||
+      sizes->size() > 64)
+    return metaError("\"batch_scaling\" must hold \"batch_sizes\" and "
+                     "\"ratios\", two lists of 1 to 64 numbers of the same "
+                     "length");
+  BatchScaling curve;
+  bool hasReference = false;
+  for (auto [sizeValue, ratioValue] : llvm::zip(*sizes, *ratios)) {
+    std::optional<int64_t> size = getInteger(sizeValue);
+    std::optional<double> ratio = ratioValue.getAsNumber();
+    if (!size || *size <= 0 || !ratio || !std::isfinite(*ratio) ||
+        *ratio <= 0.0)
+      return metaError(formatv("\"batch_scaling\": batch size {0} with "
+                               "ratio {1}: batch sizes must be positive "
+                               "integers and ratios positive numbers",
+                               sizeValue, ratioValue));
+    if (!curve.batchSizes.empty() &&
+        (*size <= curve.batchSizes.back() || *ratio < curve.ratios.back()))
+      return metaError(formatv(
+          "\"batch_scaling\": batch sizes must increase and ratios must "
+          "not decrease, got {0} at {1} after {2} at {3}",
+          format("%g", *ratio), *size, format("%g", curve.ratios.back()),
+          curve.batchSizes.back()));
+    if (*size == meta.info.batchSize) {
+      if (std::fabs(*ratio - 1.0) > 1e-9)
+        return metaError(formatv("\"batch_scaling\": the ratio at the "
+                                 "bundle's batch size {0} must be 1, got {1}",
+                                 *size, format("%g", *ratio)));
+      hasReference = true;
+    }
+    curve.batchSizes.push_back(*size);
+    curve.ratios.push_back(*ratio);
+  }
+  if (!hasReference)
+    return metaError(formatv("\"batch_scaling\" must include the bundle's "
+                             "batch_size {0}",
+                             meta.info.batchSize));
+  meta.batchScaling = std::move(curve);
+  return Error::success();
+}
+
+/// "host": {"cpu_model": "...", "caches_kb": {"L1d": 48, ...}, ...}.
+static Error readHost(const json::Object &root, BundleMeta &meta) {
+  const json::Value *value = root.get("host");
+  if (!value || value->getAsNull())
+    return Error::success();
+  const json::Object *host = value->getAsObject();
+  std::optional<StringRef> cpu =
+      host ? host->getString("cpu_model") : std::nullopt;
+  if (!cpu)
+    return metaError("\"host\" must be an object with a \"cpu_model\" "
+                     "string");
+  meta.hostCPUModel = cpu->str();
+  const json::Value *caches = host->get("caches_kb");
+  if (!caches)
+    return Error::success();
+  const json::Object *byName = caches->getAsObject();
+  if (!byName)
+    return metaError("\"host\": \"caches_kb\" must map cache names to "
+                     "sizes in KiB");
+  for (const auto &[name, size] : *byName) {
+    std::optional<int64_t> kb = getInteger(size);
+    if (!kb || *kb <= 0)
+      return metaError(formatv("\"host\": cache '{0}' must have a positive "
+                               "integer size in KiB, got {1}",
+                               name.str(), size));
+    meta.hostCachesKB.emplace_back(name.str(), *kb);
+  }
+  llvm::sort(meta.hostCachesKB);
+  return Error::success();
+}
+
+/// "trained_ranges": {"rows": [lo, hi], "dim": [lo, hi],
+/// "pooling_factor": [lo, hi], ...}; each pair finite with lo <= hi.
+static Error readTrainedRanges(const json::Object &root, BundleMeta &meta) {
+  const json::Value *value = root.get("trained_ranges");
+  if (!value || value->getAsNull())
+    return Error::success();
+  const json::Object *ranges = value->getAsObject();
+  if (!ranges)
+    return metaError("\"trained_ranges\" must be an object");
+  for (auto [key, range] :
+       {std::make_pair("rows", &meta.rowsRange),
+        std::make_pair("dim", &meta.dimRange),
+        std::make_pair("pooling_factor", &meta.poolingRange)}) {
+    const json::Value *pair = ranges->get(key);
+    if (!pair)
+      continue;
+    const json::Array *bounds = pair->getAsArray();
+    std::optional<double> low, high;
+    if (bounds && bounds->size() == 2) {
+      low = (*bounds)[0].getAsNumber();
+      high = (*bounds)[1].getAsNumber();
+    }
+    if (!low || !high || !std::isfinite(*low) || !std::isfinite(*high) ||
+        *low > *high)
+      return metaError(formatv("\"trained_ranges\": \"{0}\" must be "
+                               "[low, high] with low <= high, got {1}",
+                               key, *pair));
+    *range = FeatureRange{*low, *high};
+  }
+  return Error::success();
 }
 
 Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
@@ -157,7 +278,30 @@ Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
 
   if (const json::Object *heldOut = root->getObject("held_out"))
     meta.computeMape = heldOut->getNumber("compute_mape");
+  if (Error err = readBatchScaling(*root, meta))
+    return fail(toString(std::move(err)));
+  if (Error err = readHost(*root, meta))
+    return fail(toString(std::move(err)));
+  if (Error err = readTrainedRanges(*root, meta))
+    return fail(toString(std::move(err)));
   return meta;
+}
+
+double batchScaleFactor(const BundleMeta &meta, int64_t batch) {
+  double reference = double(meta.info.batchSize);
+  if (!meta.batchScaling || meta.batchScaling->batchSizes.size() < 2)
+    return double(batch) / reference;
+  const BatchScaling &curve = *meta.batchScaling;
+  size_t n = curve.batchSizes.size();
+  double x = std::log(double(batch));
+  // The segment [i, i + 1] that holds x, or the end segment nearest to it.
+  size_t i = 0;
+  while (i + 2 < n && x > std::log(double(curve.batchSizes[i + 1])))
+    ++i;
+  double x0 = std::log(double(curve.batchSizes[i]));
+  double x1 = std::log(double(curve.batchSizes[i + 1]));
+  double y0 = std::log(curve.ratios[i]), y1 = std::log(curve.ratios[i + 1]);
+  return std::exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
 }
 
 } // namespace neural

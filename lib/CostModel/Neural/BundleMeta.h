@@ -20,6 +20,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace neuroshard {
 namespace neural {
@@ -33,6 +35,22 @@ constexpr unsigned kNumFeatures = 3 + kNumAccessBins;
 /// read from a file.
 constexpr int64_t kMaxEncodingDim = 4096;
 
+/// How compute costs grow with the global batch size on the measured
+/// machine: ratios[i] = cost at batchSizes[i] / cost at the bundle's
+/// batch_size, the median over sets timed at every size
+/// (python/neuroshard/batch_scaling.py measures it).
+struct BatchScaling {
+  std::vector<int64_t> batchSizes;
+  std::vector<double> ratios;
+};
+
+/// The closed range of a table feature the compute model was trained on.
+struct FeatureRange {
+  double low = 0.0;
+  double high = 0.0;
+  bool contains(double value) const { return value >= low && value <= high; }
+};
+
 /// meta.json's fields that the C++ side uses, on top of NeuralBundleInfo.
 struct BundleMeta {
   NeuralBundleInfo info;
@@ -41,7 +59,21 @@ struct BundleMeta {
   /// Held-out mean absolute percentage error of the compute model, when the
   /// trainer recorded one.
   std::optional<double> computeMape;
+  /// "batch_scaling"; without it the bundle was measured at one batch size.
+  std::optional<BatchScaling> batchScaling;
+  /// "host": the measured machine's CPU model and caches (KiB by name:
+  /// "L1d", "L2", "L3"), when the trainer recorded them.
+  std::optional<std::string> hostCPUModel;
+  std::vector<std::pair<std::string, int64_t>> hostCachesKB;
+  /// "trained_ranges" of rows, dim and pooling factor.
+  std::optional<FeatureRange> rowsRange, dimRange, poolingRange;
 };
+
+/// The factor that turns a compute cost at the bundle's batch size into one
+/// at `batch`: the batch-scaling curve interpolated linearly in
+/// (log batch, log ratio), extended past its ends along its end segments;
+/// batch / batch_size without a curve of at least two points.
+double batchScaleFactor(const BundleMeta &meta, int64_t batch);
 
 /// The path of `file` inside the bundle directory.
 std::string bundleFile(llvm::StringRef bundleDir, llvm::StringRef file);

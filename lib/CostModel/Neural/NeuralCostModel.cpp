@@ -21,8 +21,10 @@
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/Runtime/HostInfo.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -142,6 +144,11 @@ struct NeuralCostModel::Impl {
   bool prepared = false;
   std::vector<TableSpec> tables;
   unsigned numDevices = 0;
+  /// Compute costs at the bundle's batch size times this are costs at the
+  /// topology's (batchScaleFactor).
+  double batchFactor = 1.0;
+  /// What warnings() reports about the prepared problem.
+  std::vector<std::string> warnings;
   /// Comm terms of bundles without comm models.
   AnalyticalCostModel analyticalComm;
 
@@ -165,6 +172,7 @@ struct NeuralCostModel::Impl {
   Error findRows(ArrayRef<ArrayRef<ColumnSlice>> sets);
   Error runHead(MutableArrayRef<double> costsMs);
   Error probe();
+  void collectWarnings(const Topology &topology);
   Error checkCommBatch(ArrayRef<double> dimSums,
                        MutableArrayRef<double> costsMs) const;
   Error runComm(torch::jit::Module &model, StringRef file,
@@ -394,7 +402,11 @@ std::string NeuralCostModel::description() const {
   else
     os << "UNTRAINED neural cost model '" << impl->name
        << "' (random weights, for tests only";
-  os << "; batch " << info.batchSize << ", " << info.dtype;
+  os << "; batch " << info.batchSize;
+  if (meta.batchScaling)
+    os << " (scaled over " << meta.batchScaling->batchSizes.front() << "-"
+       << meta.batchScaling->batchSizes.back() << ")";
+  os << ", " << info.dtype;
   if (meta.computeMape)
     os << formatv(", held-out compute MAPE {0:F1}%", *meta.computeMape * 100);
   if (info.devices)
@@ -406,6 +418,118 @@ std::string NeuralCostModel::description() const {
 
 std::optional<unsigned> NeuralCostModel::requiredDevices() const {
   return impl->meta.info.devices;
+}
+
+std::vector<std::string> NeuralCostModel::warnings() const {
+  return impl->warnings;
+}
+
+/// "L2 1024 KiB, L3 32768 KiB".
+static std::string
+cachesText(ArrayRef<std::pair<std::string, int64_t>> caches) {
+  std::string text;
+  raw_string_ostream os(text);
+  interleaveComma(caches, os, [&](const auto &cache) {
+    os << cache.first << " " << cache.second << " KiB";
+  });
+  return text;
+}
+
+/// The tables outside the trained ranges, each with the values that are,
+/// as "'big' (rows 100000000)"; at most `limit` of them.
+static std::string outsideRanges(const BundleMeta &meta,
+                                 ArrayRef<TableSpec> tables, size_t limit,
+                                 size_t &count) {
+  SmallVector<std::string> named;
+  count = 0;
+  for (const TableSpec &table : tables) {
+    SmallVector<std::string> why;
+    if (meta.rowsRange && !meta.rowsRange->contains(double(table.rows)))
+      why.push_back(formatv("rows {0}", table.rows));
+    if (meta.dimRange && !meta.dimRange->contains(double(table.dim)))
+      why.push_back(formatv("dim {0}", table.dim));
+    if (meta.poolingRange && !meta.poolingRange->contains(table.poolingFactor))
+      why.push_back(
+          formatv("pooling factor {0}", format("%g", table.poolingFactor)));
+    if (why.empty())
+      continue;
+    if (count++ < limit)
+      named.push_back(formatv("'{0}' ({1})", table.name, join(why, ", ")));
+  }
+  std::string text = join(named, ", ");
+  if (count > named.size())
+    text += formatv(" and {0} more", count - named.size()).str();
+  return text;
+}
+
+static std::string rangeText(StringRef what,
+                             const std::optional<FeatureRange> &range) {
+  if (!range)
+    return "";
+  return formatv("{0} {1}-{2}", what, format("%g", range->low),
+                 format("%g", range->high));
+}
+
+void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
+  warnings.clear();
+  const NeuralBundleInfo &info = meta.info;
+  int64_t batch = topology.batchSize;
+  if (meta.batchScaling) {
+    int64_t low = meta.batchScaling->batchSizes.front();
+    int64_t high = meta.batchScaling->batchSizes.back();
+    if (batch < low || batch > high)
+      warnings.push_back(formatv(
+          "batch size {0} is outside the batch sizes {1}-{2} that cost model "
+          "'{3}' was measured at; its compute costs are extrapolated along "
+          "the end of its batch-scaling curve",
+          batch, low, high, name));
+  } else if (batch != info.batchSize) {
+    warnings.push_back(formatv(
+        "cost model '{0}' was measured at batch size {1} only and has no "
+        "batch-scaling curve; its compute costs are scaled in proportion to "
+        "batch size {2} (python3 -m neuroshard.batch_scaling measures one)",
+        name, info.batchSize, batch));
+  }
+
+  size_t outside = 0;
+  std::string named = outsideRanges(meta, tables, 5, outside);
+  if (outside) {
+    SmallVector<std::string> ranges;
+    for (std::string range :
+         {rangeText("rows", meta.rowsRange), rangeText("dim", meta.dimRange),
+          rangeText("pooling factor", meta.poolingRange)})
+      if (!range.empty())
+        ranges.push_back(range);
+    warnings.push_back(formatv(
+        "{0} table{1} outside the ranges cost model '{2}' was trained on "
+        "({3}), so {4} compute cost{1} {5} extrapolated: {6}",
+        outside, outside == 1 ? "" : "s", name, join(ranges, ", "),
+        outside == 1 ? "its" : "their", outside == 1 ? "is" : "are", named));
+  }
+
+  // Random weights describe no machine.
+  if (!info.trained)
+    return;
+  std::string measured = meta.hostCPUModel.value_or(info.hardware);
+  std::string here = hostCPUModel();
+  std::string calibrate = "calibrate a model for this machine with python3 "
+                          "-m neuroshard.calibrate";
+  if (measured != here) {
+    warnings.push_back(formatv("cost model '{0}' was measured on '{1}' but "
+                               "this machine is '{2}': its compute costs "
+                               "describe the other machine; {3}",
+                               name, measured, here, calibrate));
+    return;
+  }
+  if (meta.hostCachesKB.empty())
+    return;
+  std::vector<std::pair<std::string, int64_t>> caches = hostCachesKB();
+  if (!caches.empty() && caches != meta.hostCachesKB)
+    warnings.push_back(formatv(
+        "cost model '{0}' was measured on a '{1}' with caches {2}, but this "
+        "one has {3}: its compute costs may not hold here; {4}",
+        name, measured, cachesText(meta.hostCachesKB), cachesText(caches),
+        calibrate));
 }
 
 const NeuralBundleInfo &NeuralCostModel::info() const {
@@ -437,6 +561,8 @@ Error NeuralCostModel::prepare(ArrayRef<TableSpec> tables,
       return err;
   m.tables.assign(tables.begin(), tables.end());
   m.numDevices = topology.numDevices();
+  m.batchFactor = batchScaleFactor(m.meta, topology.batchSize);
+  m.collectWarnings(topology);
   m.encodingRows.clear();
   m.encodings.clear();
   m.prepared = true;
@@ -488,7 +614,11 @@ Error NeuralCostModel::Impl::runHead(MutableArrayRef<double> costsMs) {
         (*head)({floatMatrix(summed.data(), numSets, encodingDim())});
     if (Error err = checkOutput(dir(), "compute.pt: head", out, {numSets}))
       return err;
-    return copyCosts(dir(), "compute.pt: head", out, costsMs);
+    if (Error err = copyCosts(dir(), "compute.pt: head", out, costsMs))
+      return err;
+    for (double &cost : costsMs)
+      cost *= batchFactor;
+    return Error::success();
   });
 }
 

@@ -1,0 +1,63 @@
+//===- HostInfoTest.cpp - Reading the machine's caches --------------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Runtime/HostInfo.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace neuroshard;
+
+namespace {
+
+/// A fake sysfs cache directory in a fresh temporary directory.
+class FakeCaches {
+public:
+  FakeCaches() {
+    char pattern[] = "/tmp/neuroshard-caches-XXXXXX";
+    root = mkdtemp(pattern);
+  }
+  ~FakeCaches() { std::system(("rm -rf '" + root + "'").c_str()); }
+
+  void add(int index, const std::string &level, const std::string &type,
+           const std::string &size) {
+    std::string dir = root + "/index" + std::to_string(index);
+    mkdir(dir.c_str(), 0700);
+    std::ofstream(dir + "/level") << level << "\n";
+    std::ofstream(dir + "/type") << type << "\n";
+    std::ofstream(dir + "/size") << size << "\n";
+  }
+
+  std::string root;
+};
+
+TEST(HostInfoTest, ReadsDataAndUnifiedCaches) {
+  FakeCaches caches;
+  caches.add(0, "1", "Data", "48K");
+  caches.add(1, "1", "Instruction", "32K");
+  caches.add(2, "2", "Unified", "1024K");
+  caches.add(3, "3", "Unified", "32M");
+  auto found = hostCachesKB(caches.root);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0], std::make_pair(std::string("L1d"), int64_t(48)));
+  EXPECT_EQ(found[1], std::make_pair(std::string("L2"), int64_t(1024)));
+  EXPECT_EQ(found[2], std::make_pair(std::string("L3"), int64_t(32768)));
+}
+
+TEST(HostInfoTest, SkipsWhatItCannotRead) {
+  FakeCaches caches;
+  caches.add(0, "2", "Unified", "lots");
+  caches.add(1, "3", "Unified", "");
+  EXPECT_TRUE(hostCachesKB(caches.root).empty());
+  EXPECT_TRUE(hostCachesKB(caches.root + "/missing").empty());
+}
+
+} // namespace
