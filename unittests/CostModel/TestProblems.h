@@ -16,6 +16,7 @@
 #include "neuroshard/CostModel/CostModel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,26 @@ template <typename T> std::string errorMessage(llvm::Expected<T> &value) {
   return value ? std::string() : llvm::toString(value.takeError());
 }
 
-/// A table with the traces' aggregate access histogram.
+/// A table whose access histogram one batch of `batch` bags can produce:
+/// the traces' aggregate histogram when the batch's lookups do not outnumber
+/// the rows, else every row in the bin of the mean hits per row (all zero
+/// for a table never looked up).
 inline TableSpec makeTable(std::string name, int64_t rows, int64_t dim,
-                           double poolingFactor = 1.0) {
+                           double poolingFactor = 1.0,
+                           int64_t batch = Topology().batchSize) {
   TableSpec table;
   table.name = std::move(name);
   table.rows = rows;
   table.dim = dim;
   table.poolingFactor = poolingFactor;
-  table.accessHist = {0.5, 0.2, 0.1, 0.1, 0.05, 0.05};
+  double hitsPerRow = double(batch) * poolingFactor / double(rows);
+  if (poolingFactor == 0.0)
+    table.accessHist = {};
+  else if (hitsPerRow <= 1.0)
+    table.accessHist = {0.5, 0.2, 0.1, 0.1, 0.05, 0.05};
+  else
+    table.accessHist[std::min<unsigned>(
+        kNumAccessBins - 1, unsigned(std::ceil(std::log2(hitsPerRow))))] = 1.0;
   return table;
 }
 

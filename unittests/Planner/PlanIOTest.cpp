@@ -178,7 +178,7 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   llvm::sort(keys);
   EXPECT_EQ(keys, (std::vector<std::string>{"algorithm", "cost_model",
                                             "cost_ms", "devices", "per_device",
-                                            "search", "shards"}));
+                                            "search", "shards", "warnings"}));
   EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
   EXPECT_EQ(plan.getString("cost_model"), "analytical");
   EXPECT_EQ(plan.getInteger("devices"), 2);

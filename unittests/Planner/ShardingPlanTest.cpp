@@ -120,11 +120,13 @@ TEST(ValidateProblemTest, RejectsMalformedTables) {
             "tables[0] ('a'): 'pinned_device' is 2 but there are only 2 "
             "devices");
   tables = {makeTable("a", 10, 8)};
-  tables[0].accessHist[0] = 0.9;
+  tables[0].accessHist = {0.9, 0.5};
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)),
             "tables[0] ('a'): 'access_hist' must sum to 1 (or be all "
             "zero for a table never hit), got 1.4");
+  // All zero is a table never hit: no lookups.
   tables[0].accessHist = {};
+  tables[0].poolingFactor = 0.0;
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)), "");
   tables = {makeTable("a", int64_t(1) << 40, 128)};
   EXPECT_EQ(errorMessage(validateProblem(tables, topology)),
