@@ -8,8 +8,10 @@
 // by the greedy grid search. Each level splits every candidate of every beam
 // state in half, prices all new states together (one lockstep grid search,
 // so the model sees one batched query per placement step), and keeps the
-// beam-width cheapest. States are identified by their slice set, so split
-// orders [a, b] and [b, a] are explored once.
+// beam-width cheapest. States are identified by their multiset of (table,
+// width) pairs, so split orders [a, b] and [b, a] are explored once, and so
+// are states that split the other half of a table to the same widths:
+// equivalent states cannot fill the beam.
 //
 //===----------------------------------------------------------------------===//
 

@@ -27,10 +27,13 @@ static uint64_t splitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// A slice is hashed by its table and width, not by where its columns
+/// start: a cost model prices a slice as a table of the slice's width
+/// (DESIGN §3), so sets that differ only in which columns their slices hold
+/// cost the same and share one memo entry and one beam state.
 static uint64_t hashSlice(const ColumnSlice &slice, uint64_t seed) {
   uint64_t h = splitMix64(seed ^ slice.table);
-  h = splitMix64(h ^ static_cast<uint64_t>(slice.colBegin));
-  return splitMix64(h ^ static_cast<uint64_t>(slice.colEnd));
+  return splitMix64(h ^ static_cast<uint64_t>(slice.width()));
 }
 
 SetKey sliceKey(const ColumnSlice &slice) {

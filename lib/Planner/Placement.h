@@ -34,9 +34,11 @@
 namespace neuroshard {
 namespace detail {
 
-/// A 128-bit key of a set of slices: the sum of per-slice hashes, so it is
-/// independent of order and can be updated in O(1) as slices are added.
-/// Collisions between distinct sets have probability ~2^-128 per pair.
+/// A 128-bit key of a multiset of (table, width) pairs: the sum of
+/// per-slice hashes, so it is independent of order and can be updated in
+/// O(1) as slices are added. Slices of one table with equal widths hash
+/// alike wherever their columns lie, since they cost the same. Collisions
+/// between distinct multisets have probability ~2^-128 per pair.
 using SetKey = std::pair<uint64_t, uint64_t>;
 
 SetKey sliceKey(const ColumnSlice &slice);
