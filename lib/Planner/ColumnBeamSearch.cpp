@@ -17,6 +17,8 @@
 
 #include "Placement.h"
 
+#include "neuroshard/Planner/PlanEvaluation.h"
+
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
@@ -114,6 +116,67 @@ static Error priceStates(MutableArrayRef<BeamState> states,
   return Error::success();
 }
 
+/// `plan` with the shards of `table` that share a device merged into one,
+/// laid out one device after another in the order the devices first hold
+/// the table's columns; nullopt if no device holds two of its shards.
+static std::optional<ShardingPlan> mergeTable(const ShardingPlan &plan,
+                                              unsigned table) {
+  SmallVector<std::pair<unsigned, int64_t>> widths; // (device, width)
+  bool merges = false;
+  for (const Shard &shard : plan.shards) {
+    if (shard.table != table)
+      continue;
+    auto it = llvm::find_if(
+        widths, [&](const auto &entry) { return entry.first == shard.device; });
+    if (it == widths.end()) {
+      widths.emplace_back(shard.device, shard.width());
+      continue;
+    }
+    it->second += shard.width();
+    merges = true;
+  }
+  if (!merges)
+    return std::nullopt;
+  ShardingPlan merged;
+  bool placed = false;
+  for (const Shard &shard : plan.shards) {
+    if (shard.table != table) {
+      merged.shards.push_back(shard);
+      continue;
+    }
+    if (placed)
+      continue;
+    placed = true;
+    int64_t begin = 0;
+    for (auto [device, width] : widths) {
+      merged.shards.push_back({table, begin, begin + width, device});
+      begin += width;
+    }
+  }
+  return merged;
+}
+
+/// Merges, table by table, the column pieces that the search left on one
+/// device, keeping each merge that does not make the plan's cost worse: a
+/// merged piece reads its indices once instead of once per piece, and the
+/// search, which only halves slices, cannot join pieces it split apart.
+static Error mergePiecesOnOneDevice(PlanResult &result, SearchContext &ctx) {
+  for (unsigned table = 0; table < ctx.tables.size(); ++table) {
+    std::optional<ShardingPlan> merged = mergeTable(result.plan, table);
+    if (!merged)
+      continue;
+    Expected<PlanCost> cost =
+        evaluatePlan(ctx.tables, ctx.topology, *merged, ctx.model);
+    if (!cost)
+      return cost.takeError();
+    if (cost->maxMs > result.cost.maxMs)
+      continue;
+    result.plan = std::move(*merged);
+    result.cost = std::move(*cost);
+  }
+  return Error::success();
+}
+
 Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
                                          const SearchOptions &options,
                                          SearchContext &ctx) {
@@ -181,6 +244,8 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   PlanResult result;
   result.plan = makePlan(best.input, best.outcome);
   result.cost = std::move(best.outcome.cost);
+  if (Error err = mergePiecesOnOneDevice(result, ctx))
+    return std::move(err);
   return std::move(result);
 }
 

@@ -185,6 +185,32 @@ TEST(ColumnBeamSearchTest, SplitsADominantTable) {
   EXPECT_EQ(result.plan.shards.size(), 2u);
 }
 
+// Balancing A (64 columns) against B (32) on two devices takes A's pieces
+// 32 + 16 + 16, two of which end on one device. With this model a merged
+// piece never costs more, so the plan keeps one piece of a table per
+// device, laid out contiguously, and its cost is what evaluatePlan gives.
+TEST(ColumnBeamSearchTest, MergesPiecesThatShareADevice) {
+  std::vector<TableSpec> tables = {makeTable("A", 10, 64, 1),
+                                   makeTable("B", 10, 32, 1)};
+  Topology topology = Topology::uniform(2, 1);
+  for (double overhead : {0.0, 1.0}) {
+    SliceCostModel model(overhead);
+    PlanResult result =
+        plan(tables, topology, withAlgorithm(Algorithm::NeuroShard), model);
+    std::set<std::pair<unsigned, unsigned>> seen;
+    for (const Shard &shard : result.plan.shards)
+      EXPECT_TRUE(seen.insert({shard.table, shard.device}).second)
+          << "table " << shard.table << " has two pieces on device "
+          << shard.device;
+    EXPECT_EQ(errorMessage(validatePlan(tables, topology, result.plan)), "");
+    Expected<PlanCost> cost =
+        evaluatePlan(tables, topology, result.plan, model);
+    ASSERT_EQ(errorMessage(cost), "");
+    EXPECT_EQ(cost->maxMs, result.cost.maxMs);
+    EXPECT_EQ(result.cost.maxMs, 48 + (overhead > 0 ? 2 : 0));
+  }
+}
+
 // With 10 ms per slice, one split of h (64 + 10 -> 2 x (32 + 10)) pays off
 // and every further split costs more (three slices: 42 vs 26 + 26 = 52).
 // The search explores deeper levels but returns the level-1 plan.
