@@ -165,14 +165,17 @@ RuleViolation checkAccessHistogramForBatch(ArrayRef<double> bins, int64_t rows,
                    batch, lookupText)
         .str();
   }
-  if (fewestHits(*highest) > lookups * slack)
+  // B x pooling_factor is a mean and a batch makes a whole number of
+  // lookups, so each bound allows the rounding that is looser for it: the
+  // ceiling against a bin's fewest hits, the floor against the rows' most.
+  if (fewestHits(*highest) > std::ceil(lookups) * slack)
     return formatv("'access_hist' bin {0} ({1}) is {2}, but {3} only {4} "
                    "lookups",
                    *highest, binMeaning(*highest), number(bins[*highest]),
                    batch, lookupText)
         .str();
   double mostLookups = double(rows) * mostLookupsPerRow;
-  if (lookups > mostLookups * slack)
+  if (std::floor(lookups) > mostLookups * slack)
     return formatv("'access_hist' lets the table's {0} rows take at most {1} "
                    "lookups (at most {2} hits per distinct row), but {3} {4}; "
                    "a histogram describes one batch of the task's batch size",

@@ -152,12 +152,15 @@ def check_access_histogram_for_batch(bins: Sequence[float], rows: int,
             return None
         return ("'access_hist' is all zero (a table never hit), but %s %s "
                 "lookups" % (batch, lookup_text))
-    if _fewest_hits(highest) > lookups * slack:
+    # batch * pooling_factor is a mean and a batch makes a whole number of
+    # lookups: the ceiling against a bin's fewest hits, the floor against
+    # the rows' most.
+    if _fewest_hits(highest) > math.ceil(lookups) * slack:
         return ("'access_hist' bin %d (%s) is %s, but %s only %s lookups" %
                 (highest, _bin_meaning(highest), _number(bins[highest]),
                  batch, lookup_text))
     most_lookups = float(rows) * most_per_row
-    if lookups > most_lookups * slack:
+    if math.floor(lookups) > most_lookups * slack:
         return ("'access_hist' lets the table's %d rows take at most %.0f "
                 "lookups (at most %s hits per distinct row), but %s %s; a "
                 "histogram describes one batch of the task's batch size" %

@@ -30,6 +30,7 @@ import subprocess
 import pytest
 
 from built_tools import tool
+from neuroshard import table_pool as tp
 
 NUM_MODULES = int(os.environ.get("NEUROSHARD_DIFFERENTIAL_MODULES", "20"))
 FIRST_SEED = int(os.environ.get("NEUROSHARD_DIFFERENTIAL_SEED", "0"))
@@ -38,16 +39,14 @@ TIMEOUT_S = 120
 NUM_BINS = 17
 
 
-def histogram(rng, may_be_empty):
-    """A valid 17-bin access histogram: a few non-zero bins summing to 1, or
-    (if `may_be_empty`) sometimes all zero, a table never hit."""
-    if may_be_empty and rng.random() < 0.1:
-        return [0.0] * NUM_BINS
-    bins = [0.0] * NUM_BINS
-    used = rng.sample(range(NUM_BINS), rng.randint(1, 4))
-    weights = [rng.randint(1, 9) for _ in used]
-    for b, w in zip(used, weights):
-        bins[b] = w / sum(weights)
+def histogram(rng, rows, pooling, batch):
+    """The 17-bin access histogram of one batch: batch x pooling indices
+    drawn over the rows with a random skew, so that the batch can produce
+    it."""
+    count = max(1, round(batch * pooling))
+    skew = rng.choice([0.0, 1.0, 2.0])
+    weights = [1.0 / (row + 1) ** skew for row in range(rows)]
+    bins = tp.access_histogram(rng.choices(range(rows), weights, k=count))
     # Six decimals and a correction on the largest bin keep the sum exact
     # enough for the verifier's tolerance.
     bins = [round(v, 6) for v in bins]
@@ -98,7 +97,13 @@ def random_module(seed):
                      [1, rng.randint(2, 50), rng.randint(51, 3000)]),
                  "dim": 4 * rng.choice([1, 2, 3, 4, 6, 8, 16]),
                  "pooling": rng.choice([0.5, 1.0, 2.0, 3.5, 8.0]),
-                 "hist": histogram(rng, may_be_empty=t > 0), "extra": ""}
+                 "extra": ""}
+        # Sometimes a table never hit: pooling factor 0, histogram all zero.
+        if t > 0 and rng.random() < 0.1:
+            table["pooling"], table["hist"] = 0.0, [0.0] * NUM_BINS
+        else:
+            table["hist"] = histogram(rng, table["rows"], table["pooling"],
+                                      batch)
         roll = rng.random()
         if roll < 0.15:
             table["extra"] = ", pinned_device = %d : i64" % rng.randrange(
