@@ -80,3 +80,47 @@ neuroshard::hostCachesKB(const std::string &cacheDir) {
   std::sort(caches.begin(), caches.end());
   return caches;
 }
+
+/// The value of the first line of `path` whose key (before the colon,
+/// blanks trimmed) is `key`; nullopt if there is none.
+static std::optional<std::string> cpuinfoValue(const std::string &path,
+                                               const std::string &key) {
+  std::ifstream in(path);
+  std::string line;
+  const char *blanks = " \t";
+  while (std::getline(in, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos)
+      continue;
+    std::string name = line.substr(0, colon);
+    size_t last = name.find_last_not_of(blanks);
+    if (last == std::string::npos || name.substr(0, last + 1) != key)
+      continue;
+    size_t first = line.find_first_not_of(blanks, colon + 1);
+    if (first == std::string::npos)
+      return std::string();
+    return line.substr(first, line.find_last_not_of(blanks) - first + 1);
+  }
+  return std::nullopt;
+}
+
+static std::optional<int64_t>
+smallNumber(const std::optional<std::string> &text) {
+  if (!text || text->empty() || text->size() > 9 ||
+      !std::all_of(text->begin(), text->end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoll(*text);
+}
+
+neuroshard::CPUIdentity
+neuroshard::hostCPUIdentity(const std::string &cpuinfo) {
+  CPUIdentity identity;
+  identity.family = smallNumber(cpuinfoValue(cpuinfo, "cpu family"));
+  identity.modelNumber = smallNumber(cpuinfoValue(cpuinfo, "model"));
+  std::string flags = " " + cpuinfoValue(cpuinfo, "flags").value_or("") + " ";
+  for (const char *flag : kISAFlags)
+    if (flags.find(" " + std::string(flag) + " ") != std::string::npos)
+      identity.isa.push_back(flag);
+  return identity;
+}

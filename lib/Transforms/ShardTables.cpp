@@ -514,7 +514,7 @@ void ShardTablesPass::runOnOperation() {
   }
 
   for (const std::string &warning : result->warnings)
-    module.emitWarning() << warning;
+    mlir::emitWarning(module.getLoc()) << warning;
   if (failed(writeReports(module, *specs, *topology, *result)))
     return signalPassFailure();
 

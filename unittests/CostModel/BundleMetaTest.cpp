@@ -193,6 +193,8 @@ TEST(BundleMetaTest, RefusesCurvesThatCannotBeRight) {
 
 TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
   json::Object host{{"cpu_model", "AMD EPYC"},
+                    {"cpu_family", 26},
+                    {"isa", json::Array{"avx512f", "avx2"}},
                     {"caches_kb", json::Object{{"L3", 32768}, {"L2", 1024}}}};
   json::Object ranges{{"rows", json::Array{101, 9958481}},
                       {"dim", json::Array{4, 128}},
@@ -206,6 +208,9 @@ TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
   Expected<BundleMeta> meta = parseBundleMeta("b", both);
   ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
   EXPECT_EQ(meta->hostCPUModel, "AMD EPYC");
+  EXPECT_EQ(meta->hostCPUFamily, 26);
+  EXPECT_FALSE(meta->hostCPUModelNumber.has_value());
+  EXPECT_EQ(meta->hostISA, (std::vector<std::string>{"avx2", "avx512f"}));
   ASSERT_EQ(meta->hostCachesKB.size(), 2u);
   EXPECT_EQ(meta->hostCachesKB[0].first, "L2");
   EXPECT_EQ(meta->hostCachesKB[1].second, 32768);
@@ -215,6 +220,15 @@ TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
   EXPECT_FALSE(meta->dimRange->contains(256));
   EXPECT_TRUE(meta->poolingRange->contains(95.16));
 
+  EXPECT_EQ(parseError(metaWith(
+                "host", json::Object{{"cpu_model", "x"}, {"cpu_family", -1}})),
+            std::string(kPrefix) + "\"host\": \"cpu_family\" must be a "
+                                   "non-negative integer, got -1");
+  EXPECT_EQ(parseError(
+                metaWith("host", json::Object{{"cpu_model", "x"},
+                                              {"isa", json::Array{"avx", 2}}})),
+            std::string(kPrefix) + "\"host\": \"isa\" must be a list of "
+                                   "instruction-set names, got [\"avx\",2]");
   EXPECT_EQ(parseError(metaWith("host", json::Object{{"cpu", "x"}})),
             std::string(kPrefix) +
                 "\"host\" must be an object with a \"cpu_model\" string");

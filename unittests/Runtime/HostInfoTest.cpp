@@ -60,4 +60,22 @@ TEST(HostInfoTest, SkipsWhatItCannotRead) {
   EXPECT_TRUE(hostCachesKB(caches.root + "/missing").empty());
 }
 
+TEST(HostInfoTest, TellsChipsWithOneNameApart) {
+  FakeCaches dir;
+  std::string cpuinfo = dir.root + "/cpuinfo";
+  std::ofstream(cpuinfo)
+      << "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\n"
+         "model name\t: AMD EPYC\n"
+         "flags\t\t: fpu sse4_2 avx avx2 fma avx512f avx512_bf16\n\n"
+         "processor\t: 1\ncpu family\t: 6\n";
+  CPUIdentity identity = hostCPUIdentity(cpuinfo);
+  EXPECT_EQ(identity.family, 25);
+  EXPECT_EQ(identity.modelNumber, 17);
+  EXPECT_EQ(identity.isa, (std::vector<std::string>{"avx", "avx2", "avx512f",
+                                                    "fma", "sse4_2"}));
+  CPUIdentity none = hostCPUIdentity(dir.root + "/missing");
+  EXPECT_FALSE(none.family.has_value());
+  EXPECT_TRUE(none.isa.empty());
+}
+
 } // namespace

@@ -12,6 +12,7 @@
 #define NEUROSHARD_RUNTIME_HOSTINFO_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,24 @@ namespace neuroshard {
 
 /// The host CPU's model name (Linux: /proc/cpuinfo), or "unknown CPU".
 std::string hostCPUModel();
+
+/// What tells CPUs with one vague model name apart (a virtual machine may
+/// call chips two generations apart "AMD EPYC"): /proc/cpuinfo's first
+/// "cpu family" and "model" numbers and which of kISAFlags its "flags"
+/// line names, sorted.
+struct CPUIdentity {
+  std::optional<int64_t> family;
+  std::optional<int64_t> modelNumber;
+  std::vector<std::string> isa;
+};
+
+/// The instruction-set flags that change how fast the kernels run.
+inline constexpr const char *kISAFlags[] = {"amx_tile", "avx",     "avx2",
+                                            "avx512bw", "avx512f", "avx512vl",
+                                            "fma",      "sse4_2"};
+
+/// This machine's CPUIdentity, from `cpuinfo`.
+CPUIdentity hostCPUIdentity(const std::string &cpuinfo = "/proc/cpuinfo");
 
 /// The first core's data and unified caches as (name, KiB) pairs, "L1d",
 /// "L2", "L3" in that order, read from Linux's sysfs under `cacheDir`; a

@@ -144,6 +144,35 @@ static Error readHost(const json::Object &root, BundleMeta &meta) {
     return metaError("\"host\" must be an object with a \"cpu_model\" "
                      "string");
   meta.hostCPUModel = cpu->str();
+  for (auto [key, field] :
+       {std::make_pair("cpu_family", &meta.hostCPUFamily),
+        std::make_pair("cpu_model_number", &meta.hostCPUModelNumber)}) {
+    const json::Value *value = host->get(key);
+    if (!value)
+      continue;
+    std::optional<int64_t> number = getInteger(*value);
+    if (!number || *number < 0)
+      return metaError(formatv("\"host\": \"{0}\" must be a non-negative "
+                               "integer, got {1}",
+                               key, *value));
+    *field = *number;
+  }
+  if (const json::Value *isa = host->get("isa")) {
+    const json::Array *flags = isa->getAsArray();
+    std::vector<std::string> names;
+    for (size_t i = 0; flags && i < flags->size(); ++i) {
+      std::optional<StringRef> name = (*flags)[i].getAsString();
+      if (!name)
+        break;
+      names.push_back(name->str());
+    }
+    if (!flags || names.size() != flags->size())
+      return metaError(formatv("\"host\": \"isa\" must be a list of "
+                               "instruction-set names, got {0}",
+                               *isa));
+    llvm::sort(names);
+    meta.hostISA = std::move(names);
+  }
   const json::Value *caches = host->get("caches_kb");
   if (!caches)
     return Error::success();

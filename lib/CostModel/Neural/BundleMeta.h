@@ -65,6 +65,10 @@ struct BundleMeta {
   /// "L1d", "L2", "L3"), when the trainer recorded them.
   std::optional<std::string> hostCPUModel;
   std::vector<std::pair<std::string, int64_t>> hostCachesKB;
+  /// "host"'s CPU family and model numbers and instruction sets (sorted),
+  /// when recorded.
+  std::optional<int64_t> hostCPUFamily, hostCPUModelNumber;
+  std::optional<std::vector<std::string>> hostISA;
   /// "trained_ranges" of rows, dim and pooling factor.
   std::optional<FeatureRange> rowsRange, dimRange, poolingRange;
 };

@@ -424,6 +424,20 @@ std::vector<std::string> NeuralCostModel::warnings() const {
   return impl->warnings;
 }
 
+/// "family 26, model 2, avx avx2 avx512f" (what is known of it).
+static std::string identityText(const CPUIdentity &identity, bool withISA) {
+  SmallVector<std::string> parts;
+  if (identity.family)
+    parts.push_back(formatv("family {0}", *identity.family));
+  if (identity.modelNumber)
+    parts.push_back(formatv("model {0}", *identity.modelNumber));
+  if (withISA)
+    parts.push_back(identity.isa.empty()
+                        ? std::string("no vector extensions listed")
+                        : join(identity.isa, " "));
+  return join(parts, ", ");
+}
+
 /// "L2 1024 KiB, L3 32768 KiB".
 static std::string
 cachesText(ArrayRef<std::pair<std::string, int64_t>> caches) {
@@ -466,8 +480,8 @@ static std::string rangeText(StringRef what,
                              const std::optional<FeatureRange> &range) {
   if (!range)
     return "";
-  return formatv("{0} {1}-{2}", what, format("%g", range->low),
-                 format("%g", range->high));
+  return formatv("{0} {1}-{2}", what, format("%.10g", range->low),
+                 format("%.10g", range->high));
 }
 
 void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
@@ -519,6 +533,23 @@ void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
                                "this machine is '{2}': its compute costs "
                                "describe the other machine; {3}",
                                name, measured, here, calibrate));
+    return;
+  }
+  // One model name can cover several generations of chips.
+  CPUIdentity identity = hostCPUIdentity();
+  bool otherChip = (meta.hostCPUFamily && identity.family &&
+                    *meta.hostCPUFamily != *identity.family) ||
+                   (meta.hostCPUModelNumber && identity.modelNumber &&
+                    *meta.hostCPUModelNumber != *identity.modelNumber) ||
+                   (meta.hostISA && *meta.hostISA != identity.isa);
+  if (otherChip) {
+    CPUIdentity recorded{meta.hostCPUFamily, meta.hostCPUModelNumber,
+                         meta.hostISA.value_or(std::vector<std::string>())};
+    warnings.push_back(formatv(
+        "cost model '{0}' was measured on '{1}' ({2}), but this machine's "
+        "'{1}' is {3}: its compute costs describe the other chip; {4}",
+        name, measured, identityText(recorded, meta.hostISA.has_value()),
+        identityText(identity, true), calibrate));
     return;
   }
   if (meta.hostCachesKB.empty())
