@@ -64,17 +64,19 @@ class CollectError(Exception):
 
 def sample_set(pool: Dict, seed: int, sample_id: int,
                memory_cap_bytes: int,
-               max_tables: int = MAX_TABLES_PER_SET) -> List[int]:
+               max_tables: int = MAX_TABLES_PER_SET,
+               split: str = "train") -> List[int]:
     """The pool table ids of sample `sample_id`: a table count uniform in
-    1..max_tables, then train tables in a random order, each taken if its
-    base table is not in the set yet and the set stays under the cap (so a
-    set can hold fewer tables than drawn when the cap binds)."""
-    train = [t for t in pool["tables"] if t["split"] == "train"
+    1..max_tables, then tables of the split (train unless said otherwise)
+    in a random order, each taken if its base table is not in the set yet
+    and the set stays under the cap (so a set can hold fewer tables than
+    drawn when the cap binds)."""
+    train = [t for t in pool["tables"] if t["split"] == split
              and tp.table_bytes(t) <= memory_cap_bytes]
     if not train:
-        raise CollectError("no train table of the pool fits under the "
+        raise CollectError("no %s table of the pool fits under the "
                            "memory cap of %.3g GB" %
-                           (memory_cap_bytes / 2**30))
+                           (split, memory_cap_bytes / 2**30))
     random = tp.SplitMix64(tp.mix_seed(seed, sample_id))
     count = 1 + random.below(max_tables)
     order = np.argsort(random.uniform_block(len(train)), kind="stable")

@@ -21,6 +21,11 @@ trained the same way (fit_model() is the loop both share); the bundle then
 carries comm_fw.pt and comm_bw.pt and meta.json says "comm": "neural" and
 "devices": N. Without it the bundle carries no comm models and meta.json says
 "comm": "analytical".
+
+Every bundle also records the machine the samples were measured on ("host",
+hostinfo.host_description(), taken at training time: training runs on the
+machine that measured, and refuses a dataset measured on another CPU unless
+allowed) and the ranges of the tables it was trained on ("trained_ranges").
 """
 
 import argparse
@@ -35,6 +40,7 @@ import numpy as np
 import torch
 
 from neuroshard import collect
+from neuroshard import hostinfo
 from neuroshard import jsonio
 from neuroshard import cost_model as cm
 from neuroshard import metrics
@@ -405,14 +411,53 @@ def train_comm_model(direction: str, train: CommSampleSet,
     return model, run
 
 
+def trained_ranges(pool: Dict, samples: Sequence[Dict]) -> Dict:
+    """[min, max] of the rows, dim and pooling factor of the tables the
+    samples use, and of their table count per set (meta.json's
+    "trained_ranges")."""
+    by_id = {t["id"]: t for t in pool["tables"]}
+    tables = [by_id[t] for s in samples for t in s["tables"]]
+    counts = [len(s["tables"]) for s in samples]
+
+    def span(values, kind):
+        return [kind(min(values)), kind(max(values))]
+
+    return {"rows": span([t["rows"] for t in tables], int),
+            "dim": span([t["dim"] for t in tables], int),
+            "pooling_factor": span([t["pooling_factor"] for t in tables],
+                                   float),
+            "tables_per_set": span(counts, int)}
+
+
+def measuring_host(hardware: str, data_path: str,
+                   allow_other_host: bool) -> Dict:
+    """meta.json's "host": this machine's description when it is the one
+    the dataset was measured on (its CPU model is the samples' "hardware").
+    A dataset from another CPU is an error unless allow_other_host, and the
+    host is then only {"cpu_model": hardware}."""
+    here = hostinfo.cpu_model()
+    if hardware == here:
+        return hostinfo.host_description()
+    if not allow_other_host:
+        raise TrainError(
+            "dataset '%s' was measured on '%s', but this machine is '%s': "
+            "train on the machine that measured it (the bundle records that "
+            "machine's caches), or pass --allow-other-host to record only "
+            "the dataset's CPU model" % (data_path, hardware, here))
+    return {"cpu_model": hardware}
+
+
 def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
                  seed: int, lr: float = 3e-3, batch: int = 64,
                  validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
-                 comm_data_path: Optional[str] = None, log=None) -> Dict:
+                 comm_data_path: Optional[str] = None, log=None,
+                 allow_other_host: bool = False) -> Dict:
     """Trains on a pool and a dataset and writes the bundle; returns its
     meta.json. With comm_data_path (a load_comm_samples() file measured at
     the compute dataset's batch size), the bundle also gets the two comm
-    models of that dataset's device count."""
+    models of that dataset's device count. A dataset measured on another
+    CPU than this machine's is refused unless allow_other_host
+    (measuring_host())."""
     pool = tp.load_pool(pool_path)
     samples = collect.load_samples(data_path)
     if not samples:
@@ -427,6 +472,8 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
                                          settings["batch_size"])
         comm_train, comm_valid = build_comm_sets(
             comm_samples, comm_data_path, seed, validation_fraction)
+    # After every check of the input, so that bad data is named first.
+    host = measuring_host(settings["hardware"], data_path, allow_other_host)
     if log is not None:
         print("train: %d samples (%d training, %d held out) measured on %s, "
               "batch %d" % (len(samples), len(train), len(valid),
@@ -484,6 +531,10 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
                             "python/neuroshard/train.py",
     }
     meta["training"].update(comm_training)
+    meta["host"] = host
+    meta["trained_ranges"] = trained_ranges(
+        pool, [s for s in samples
+               if not held_out(s["id"], seed, validation_fraction)])
     cm.export_bundle(out_dir, model, meta, comm_models.get("fw"),
                      comm_models.get("bw"))
     return meta
@@ -512,6 +563,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="samples per optimiser step")
     parser.add_argument("--validation-fraction", type=float,
                         default=DEFAULT_VALIDATION_FRACTION)
+    parser.add_argument("--allow-other-host", action="store_true",
+                        help="train on a dataset measured on another CPU "
+                        "than this machine's; the bundle then records only "
+                        "that CPU's model as its host")
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch < 1 or not 0 < args.lr < math.inf:
         parser.error("--epochs, --batch and --lr must be positive (and --lr "
@@ -524,7 +579,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                             epochs=args.epochs, seed=args.seed, lr=args.lr,
                             batch=args.batch,
                             validation_fraction=args.validation_fraction,
-                            comm_data_path=args.comm_data, log=sys.stderr)
+                            comm_data_path=args.comm_data, log=sys.stderr,
+                            allow_other_host=args.allow_other_host)
     except (TrainError, collect.CollectError, tp.PoolError) as e:
         print("train: error: %s" % e, file=sys.stderr)
         return 1

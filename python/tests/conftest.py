@@ -122,8 +122,10 @@ def plan_with_bundle(tmp_path):
         pytest.skip("neuroshard-plan is not built (%s)" % plan)
     task = tmp_path / "plan-task.json"
     hist = [0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01, 0.02] + [0.0] * 9
-    task.write_text(json.dumps({"tables": [
-        {"name": "t%d" % i, "rows": 10**(3 + i % 4), "dim": 64,
+    # Batch 1024, the trained bundles' reference: a histogram describes one
+    # batch, and this one is a possible one for these tables at that batch.
+    task.write_text(json.dumps({"batch_size": 1024, "tables": [
+        {"name": "t%d" % i, "rows": 10**(4 + i % 4), "dim": 64,
          "pooling_factor": 4 + 3 * i, "access_hist": hist}
         for i in range(6)]}))
 

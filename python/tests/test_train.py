@@ -14,6 +14,7 @@ import torch
 
 from neuroshard import collect
 from neuroshard import cost_model as cm
+from neuroshard import hostinfo
 from neuroshard import metrics
 from neuroshard import report
 from neuroshard import table_pool as tp
@@ -95,8 +96,10 @@ def dataset(tmp_path_factory, small_pool_path, shared_fake_tool):
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory, small_pool_path, dataset):
     out = str(tmp_path_factory.mktemp("bundle") / "cpu-test")
+    # The fake tool's samples say "Test CPU 9000", not this machine.
     assert train.main(["--pool", small_pool_path, "--data", dataset,
-                       "--out", out, "--epochs", "80", "--seed", "1"]) == 0
+                       "--out", out, "--epochs", "80", "--seed", "1",
+                       "--allow-other-host"]) == 0
     return out
 
 
@@ -125,7 +128,8 @@ def test_training_reduces_held_out_error(small_pool_path, dataset):
 def test_training_is_seeded(tmp_path, small_pool_path, dataset):
     outs = [str(tmp_path / name) for name in ("a", "b")]
     for out in outs:
-        train.train_bundle(small_pool_path, dataset, out, epochs=2, seed=4)
+        train.train_bundle(small_pool_path, dataset, out, epochs=2, seed=4,
+                           allow_other_host=True)
     a, b = (torch.jit.load(os.path.join(o, "compute.pt")) for o in outs)
     features = cm._plausible_features(torch.Generator().manual_seed(0), 5)
     assert torch.equal(a.encode(features), b.encode(features))
@@ -159,6 +163,57 @@ def test_exported_bundle_loads_back(bundle, small_pool_path, dataset):
         summed = torch.zeros(3, cm.ENCODING_DIM).index_add(0, ids, encodings)
         assert torch.allclose(model(features, ids, 3), model.head(summed),
                               rtol=1e-5)
+
+
+def test_bundle_records_host_and_trained_ranges(bundle, small_pool_path,
+                                               dataset):
+    meta = json.load(open(os.path.join(bundle, "meta.json")))
+    # Measured elsewhere (allowed): only the dataset's CPU model is known.
+    assert meta["host"] == {"cpu_model": "Test CPU 9000"}
+    pool = tp.load_pool(small_pool_path)
+    by_id = {t["id"]: t for t in pool["tables"]}
+    fitted = [s for s in collect.load_samples(dataset)
+              if not train.held_out(s["id"], 1, 0.2)]
+    tables = [by_id[t] for s in fitted for t in s["tables"]]
+    ranges = meta["trained_ranges"]
+    assert list(ranges) == ["rows", "dim", "pooling_factor",
+                            "tables_per_set"]
+    assert ranges["rows"] == [min(t["rows"] for t in tables),
+                              max(t["rows"] for t in tables)]
+    assert ranges["dim"] == [4, 128]
+    assert ranges["pooling_factor"] == [
+        min(t["pooling_factor"] for t in tables),
+        max(t["pooling_factor"] for t in tables)]
+    assert all(isinstance(v, float) for v in ranges["pooling_factor"])
+    assert ranges["tables_per_set"] == [
+        min(len(s["tables"]) for s in fitted),
+        max(len(s["tables"]) for s in fitted)]
+
+
+def test_training_refuses_samples_of_another_machine(tmp_path,
+                                                    small_pool_path, dataset,
+                                                    monkeypatch, capsys):
+    out = str(tmp_path / "out")
+    assert train.main(["--pool", small_pool_path, "--data", dataset,
+                       "--out", out, "--epochs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("train: error: dataset '%s' was measured on 'Test CPU "
+                   "9000', but this machine is '%s': train on the machine "
+                   "that measured it (the bundle records that machine's "
+                   "caches), or pass --allow-other-host to record only the "
+                   "dataset's CPU model\n" % (dataset, hostinfo.cpu_model()))
+    assert not os.path.exists(out)
+    # On the machine that measured, the bundle records its description.
+    monkeypatch.setattr(hostinfo, "cpu_model",
+                        lambda root="/": "Test CPU 9000")
+    meta = train.train_bundle(small_pool_path, dataset, out, epochs=1,
+                              seed=0)
+    assert meta["host"]["cpu_model"] == "Test CPU 9000"
+    assert set(meta["host"]) >= {"cpu_model", "isa", "caches_kb",
+                                 "logical_cpus"}
+    assert meta["host"]["logical_cpus"] == os.cpu_count()
+    assert json.load(open(os.path.join(out, "meta.json")))["host"] == \
+        meta["host"]
 
 
 def test_neuroshard_plan_uses_the_bundle(bundle, plan_with_bundle):

@@ -86,7 +86,7 @@ def comm_bundle(request, tmp_path_factory, small_pool_path, dataset):
     out = str(directory / "cpu-comm")
     assert train.main(["--pool", small_pool_path, "--data", dataset,
                        "--comm-data", comm_data, "--out", out, "--epochs",
-                       str(EPOCHS), "--seed", "1"]) == 0
+                       str(EPOCHS), "--seed", "1", "--allow-other-host"]) == 0
     return devices, comm_data, out
 
 
@@ -159,7 +159,8 @@ def test_comm_training_is_seeded(tmp_path, small_pool_path, dataset):
     outs = [str(tmp_path / name) for name in ("a", "b", "c")]
     for out, seed in zip(outs, (4, 4, 5)):
         train.train_bundle(small_pool_path, dataset, out, epochs=3,
-                           seed=seed, comm_data_path=comm_data)
+                           seed=seed, comm_data_path=comm_data,
+                           allow_other_host=True)
     dimsums = torch.tensor([[100.0, 700.0], [3.0, 40.0]])
     stragglers = torch.tensor([[0.0, 0.5], [1.0, 0.0]])
 
@@ -201,7 +202,8 @@ def test_report_prints_comm_mape(comm_bundle, small_pool_path, dataset,
 def test_report_refuses_comm_data_without_comm_models(
         tmp_path, small_pool_path, dataset, capsys):
     out = str(tmp_path / "no-comm")
-    train.train_bundle(small_pool_path, dataset, out, epochs=1, seed=0)
+    train.train_bundle(small_pool_path, dataset, out, epochs=1, seed=0,
+                       allow_other_host=True)
     comm_data = write_lines(tmp_path / "comm.jsonl", comm_samples(2, 20))
     assert report.main(["--bundle", out, "--pool", small_pool_path,
                         "--data", dataset, "--comm-data", comm_data]) == 1

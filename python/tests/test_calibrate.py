@@ -1,0 +1,171 @@
+#===- test_calibrate.py - Tests of the one-command calibration -----------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from neuroshard import calibrate
+from neuroshard import collect
+from neuroshard import hostinfo
+
+import built_tools
+
+# A calibration in seconds: a small pool, few samples and epochs, a short
+# curve, and rows capped so that the tool allocates little.
+TINY = ["--base-tables", "20", "--samples", "30", "--epochs", "2",
+        "--scaling-sets", "3", "--batch-sizes", "256,1024,4096",
+        "--validate-batch-sizes", "2048", "--validate-sets", "3",
+        "--scaling-warmup", "1", "--max-rows", "20000"]
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """(bundle, work directory, stdout, stderr) of a tiny calibration with
+    the real timing tool."""
+    tool = built_tools.tool("neuroshard-collect")
+    root = tmp_path_factory.mktemp("calibrate")
+    out = str(root / "cpu-here")
+    process = subprocess.run(
+        [sys.executable, "-m",
+         "neuroshard.calibrate", "--out", out, "--tool", tool] + TINY,
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=os.path.join(built_tools.REPO,
+                                                     "python")))
+    assert process.returncode == 0, process.stderr
+    return out, str(root / "cpu-here-work"), process.stdout, process.stderr
+
+
+def test_calibration_writes_a_complete_bundle(calibrated):
+    out, work, stdout, stderr = calibrated
+    assert sorted(os.listdir(out)) == ["compute.pt", "meta.json"]
+    assert sorted(os.listdir(work)) == ["cpu-here", "pool.json",
+                                        "samples.jsonl"]
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    assert meta["trained"] is True and meta["batch_size"] == 1024
+    assert meta["hardware"] == hostinfo.cpu_model()
+    assert meta["host"] == hostinfo.host_description()
+    assert meta["dataset_size"]["compute"] == 30
+    assert meta["training"]["epochs"] == 2
+    ranges = meta["trained_ranges"]
+    assert set(ranges) == {"rows", "dim", "pooling_factor", "tables_per_set"}
+    assert ranges["dim"][0] >= 4 and ranges["dim"][1] <= 128
+    scaling = meta["batch_scaling"]
+    assert scaling["batch_sizes"] == [256, 1024, 4096]
+    assert scaling["ratios"][1] == 1.0
+    assert scaling["ratios"][0] < 1.0 < scaling["ratios"][2]
+    assert scaling["sets"] == 3
+    validation = scaling["validation"]
+    assert validation["batch_sizes"] == [2048]
+    assert len(validation["scaling_mape"]) == 1
+    assert len(validation["prediction_mape"]) == 1
+    # Every phase says how far it is; the end says how to use the bundle.
+    for phase in ("[pool]", "[collect]", "[train]", "[batch scaling]",
+                  "[report]"):
+        assert "calibrate: %s" % phase in stderr
+    assert "intermediate files in %s" % work in stderr
+    assert "calibrated '%s' for %s" % (out, hostinfo.cpu_model()) in stdout
+    assert "30 samples at batch 1024, held-out MAPE" in stdout
+    assert "batch scaling 256..4096" in stdout
+    assert "neuroshard-plan TASK.json --cost-model %s" % out in stdout
+    assert "--neuroshard-shard=\"cost-model=%s\"" % out in stdout
+
+
+def test_the_planner_loads_the_calibrated_bundle(calibrated, tmp_path):
+    out = calibrated[0]
+    plan = built_tools.tool("neuroshard-plan")
+    # Six f32 tables whose every looked-up row is hit once per batch.
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"tables": [
+        {"name": "t%d" % i, "rows": 2000000 * (i + 1), "dim": 16 << (i % 4),
+         "pooling_factor": 2 + 2 * i, "access_hist": [1.0] + [0.0] * 16}
+        for i in range(6)]}))
+    result = subprocess.run([plan, str(task), "--devices", "2",
+                             "--cost-model", out, "--format", "table"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "neural cost model 'cpu-here' (measured on %s; batch 1024" % \
+        hostinfo.cpu_model() in result.stdout
+
+
+def test_calibration_refuses_to_overwrite(calibrated, tmp_path, capsys):
+    out = calibrated[0]
+    before = open(os.path.join(out, "meta.json")).read()
+    assert calibrate.main(["--out", out] + TINY) == 1
+    err = capsys.readouterr().err
+    assert err == ("calibrate: error: '%s' exists and is not an empty "
+                   "directory: choose another --out, or pass --force to "
+                   "replace its bundle\n" % out)
+    assert open(os.path.join(out, "meta.json")).read() == before
+    shipped = os.path.join(built_tools.REPO, "models", "cpu-here")
+    assert calibrate.main(["--out", shipped] + TINY) == 1
+    assert "is under the source tree's models/" in capsys.readouterr().err
+    assert not os.path.exists(shipped)
+    # A file is not a bundle directory either; an empty directory is fine.
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(calibrate.CalibrateError, match="not an empty"):
+        calibrate.check_out_dir(str(tmp_path / "file"), force=False)
+    (tmp_path / "empty").mkdir()
+    calibrate.check_out_dir(str(tmp_path / "empty"), force=False)
+    calibrate.check_out_dir(out, force=True)
+    calibrate.check_out_dir(shipped, force=True)
+
+
+def test_install_replaces_a_whole_bundle(tmp_path):
+    staged, out = tmp_path / "staged", tmp_path / "out"
+    staged.mkdir()
+    out.mkdir()
+    (staged / "compute.pt").write_text("new")
+    (staged / "meta.json").write_text("{}")
+    for name in ("compute.pt", "comm_fw.pt", "comm_bw.pt", "notes.txt"):
+        (out / name).write_text("old")
+    calibrate.install_bundle(str(staged), str(out))
+    # Stale comm models would be loaded with the new compute model.
+    assert sorted(os.listdir(out)) == ["compute.pt", "meta.json",
+                                       "notes.txt"]
+    assert (out / "compute.pt").read_text() == "new"
+
+
+def test_work_directory(tmp_path):
+    out = str(tmp_path / "bundles" / "mine")
+    assert calibrate.work_dir(out, None) == str(tmp_path / "bundles" /
+                                                "mine-work")
+    assert calibrate.work_dir(out, "/elsewhere") == "/elsewhere"
+    beside_shipped = calibrate.work_dir(
+        os.path.join(built_tools.REPO, "models", "mine"), None)
+    try:
+        assert not beside_shipped.startswith(
+            os.path.join(built_tools.REPO, "models"))
+    finally:
+        os.rmdir(beside_shipped)
+
+
+def test_collection_stops_when_its_budget_is_spent(tmp_path,
+                                                   small_pool_path,
+                                                   fake_tool):
+    data = str(tmp_path / "samples.jsonl")
+    args = argparse.Namespace(samples=5000, tool=fake_tool, seed=0,
+                              max_rows=None, memory_cap_gb=4.0)
+    log = io.StringIO()
+    clock = calibrate.Clock(60.0, log)
+    have = calibrate.collect_samples(args, small_pool_path, data, clock,
+                                     budget_s=0.01)
+    # One round runs (it measures the rate), then the budget is spent.
+    assert have == calibrate.COLLECT_ROUND
+    assert len(collect.load_samples(data)) == have
+    assert "collection budget spent: stopping at 50 of 5000 samples" in \
+        log.getvalue()
+    # The next call resumes the same dataset.
+    args.samples = 60
+    assert calibrate.collect_samples(args, small_pool_path, data, clock,
+                                     budget_s=60.0) == 60
+    assert [s["id"] for s in collect.load_samples(data)] == list(range(60))
