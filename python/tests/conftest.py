@@ -21,7 +21,33 @@ from neuroshard import table_pool as tp
 # cost and a deterministic +-1% jitter per set. Environment knobs let the
 # tests make it fail: FAKE_TOOL_FAIL_ID (exit 3 on reaching that set),
 # FAKE_TOOL_GARBAGE (print a non-JSON line), FAKE_TOOL_LOG (append the
-# arguments and the asked ids of each run).
+# arguments and the asked ids of each run). The tool's text is FAKE_COST,
+# the cost function, followed by FAKE_TOOL, the command line.
+FAKE_COST = r'''
+import math
+
+
+def table_ms(t, batch):
+    lookups = batch * t["pooling_factor"]
+    hot = sum(t["access_hist"][4:])
+    row_bytes = t["dim"] * 4 * (1.0 - 0.6 * hot)
+    if t["rows"] * t["dim"] * 4 < 2**21:
+        row_bytes *= 0.5
+    penalty = 1.6 if t["dim"] < 16 else (1.2 if t["dim"] < 64 else 1.0)
+    nbytes = lookups * (4 + row_bytes) + batch * t["dim"] * 4
+    return 3.0 * nbytes / 20e9 * 1e3 * penalty + 0.002
+
+
+def set_ms(tables, set_id, ids, batch):
+    cost = 0.01 + sum(table_ms(tables[t], batch) for t in ids)
+    return cost * (1.0 + 0.01 * math.sin(12.9898 * set_id))
+'''
+
+# The fake tool's cost of a set, for tests that check what it measured.
+_fake_cost_namespace = {}
+exec(FAKE_COST, _fake_cost_namespace)
+fake_set_ms = _fake_cost_namespace["set_ms"]
+
 FAKE_TOOL = r'''
 import argparse, json, math, os, sys
 parser = argparse.ArgumentParser()
@@ -41,24 +67,13 @@ if os.environ.get("FAKE_TOOL_GARBAGE"):
     print("Segmentation fault (core dumped)")
     sys.exit(0)
 
-def table_ms(t, batch):
-    lookups = batch * t["pooling_factor"]
-    hot = sum(t["access_hist"][4:])
-    row_bytes = t["dim"] * 4 * (1.0 - 0.6 * hot)
-    if t["rows"] * t["dim"] * 4 < 2**21:
-        row_bytes *= 0.5
-    penalty = 1.6 if t["dim"] < 16 else (1.2 if t["dim"] < 64 else 1.0)
-    nbytes = lookups * (4 + row_bytes) + batch * t["dim"] * 4
-    return 3.0 * nbytes / 20e9 * 1e3 * penalty + 0.002
 
 for s in sets:
     if str(s["id"]) == os.environ.get("FAKE_TOOL_FAIL_ID"):
         print("neuroshard-collect: error: cannot allocate set %d" % s["id"],
               file=sys.stderr)
         sys.exit(3)
-    cost = 0.01 + sum(table_ms(tables[t], args.batch_size)
-                      for t in s["tables"])
-    cost *= 1.0 + 0.01 * math.sin(12.9898 * s["id"])
+    cost = set_ms(tables, s["id"], s["tables"], args.batch_size)
     print(json.dumps({"id": s["id"], "cost_ms": cost, "min_ms": 0.98 * cost,
                       "max_ms": 1.05 * cost, "runs": args.iters,
                       "device": args.device,
@@ -70,7 +85,7 @@ for s in sets:
 
 def write_fake_tool(directory):
     path = directory / "fake-neuroshard-collect"
-    path.write_text("#!%s\n%s" % (sys.executable, FAKE_TOOL))
+    path.write_text("#!%s\n%s\n%s" % (sys.executable, FAKE_COST, FAKE_TOOL))
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 

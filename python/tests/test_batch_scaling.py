@@ -21,6 +21,7 @@ from neuroshard import metrics
 from neuroshard import table_pool as tp
 
 import built_tools
+import conftest
 
 CURVE = {"reference_batch": 1024, "batch_sizes": [256, 1024, 4096],
          "ratios": [0.25, 1.0, 4.4]}
@@ -201,21 +202,9 @@ def test_prediction_mape_of_a_trained_bundle(tmp_path, small_pool_path,
 
 
 def fake_cost(pool, set_id, tables, batch):
-    """The fake tool's cost of a set (conftest.FAKE_TOOL)."""
+    """The fake tool's cost of a set (conftest.FAKE_COST)."""
     by_id = {t["id"]: t for t in pool["tables"]}
-
-    def table_ms(t):
-        lookups = batch * t["pooling_factor"]
-        hot = sum(t["access_hist"][4:])
-        row_bytes = t["dim"] * 4 * (1.0 - 0.6 * hot)
-        if t["rows"] * t["dim"] * 4 < 2**21:
-            row_bytes *= 0.5
-        penalty = 1.6 if t["dim"] < 16 else (1.2 if t["dim"] < 64 else 1.0)
-        nbytes = lookups * (4 + row_bytes) + batch * t["dim"] * 4
-        return 3.0 * nbytes / 20e9 * 1e3 * penalty + 0.002
-
-    cost = 0.01 + sum(table_ms(by_id[t]) for t in tables)
-    return cost * (1.0 + 0.01 * math.sin(12.9898 * set_id))
+    return conftest.fake_set_ms(by_id, set_id, tables, batch)
 
 
 def test_the_real_tool_measures_an_increasing_curve(tmp_path):
