@@ -21,18 +21,40 @@ For every algorithm: tasks with a valid plan, the mean predicted plan cost
 (over the tasks every algorithm solved, so means compare like with like),
 the mean search time, and NeuroShard's improvement over the best of DESIGN
 §4's baselines and over table-greedy-grid (its search without splits).
-With --measure, each plan of the first tasks is also *measured*: every
-device's shards become pool tables (a column shard of width w of a test
-table is the pool table of the same base at dim w), `neuroshard-collect`
-times each device's fused forward + backward + SGD on the CPU, and the
-plan's measured cost is the slowest device's time (compute only: one
-process, no all-to-all).
+With --measure-tasks K, the plans of the first K 4-device (and 2-device)
+tasks are also *measured* on the CPU with `neuroshard-collect` (fused
+forward + backward + SGD; compute only: one process, no all-to-all):
+  * every device's shards become pool tables (a column shard of width w of
+    a test table is the pool table of the same base at dim w); a plan's
+    measured cost is its slowest device's time;
+  * every table of the task is also timed alone (the whole table at its
+    dim), and the task's measured lower bound is the sum of those costs /
+    devices: perfect balance of the measured per-table costs. It bounds the
+    plans only as far as a set costs the sum of its tables (the fused
+    kernels share a launch and their caches, so a plan can beat it
+    slightly); per algorithm the mean gap to it is reported;
+  * the prediction error of the chosen plans: per algorithm, the mean
+    absolute and the mean signed percentage error (predicted - measured) /
+    measured, where predicted is the plan's slowest device's `compute_ms`
+    (the measurement has no all-to-all); negative = the model
+    underestimates the plans it chose;
+  * all the sets of one task (every algorithm's device sets and the single
+    tables) are timed in one `neuroshard-collect` run, so they are
+    interleaved in time, and that run is repeated --measure-repeats times
+    (default 3) in alternating order (reversed on odd repeats); a set's
+    cost is the median over repeats of the tool's median over --iters
+    runs. Before measuring, a 1-minute load average above half the cores
+    is warned about on stderr (the figures would be noisy), and each
+    measured task prints a progress line (elapsed, ETA) on stderr.
+Means over measurements are over the measured tasks every algorithm solved.
 
 Tasks and pools are regenerated from the seeds on every run, never stored
 in the repository.
 
     /usr/bin/python3 -m neuroshard.evaluate --tools-dir build/bin \\
         --work build/eval --results docs/results.md --plot docs/results.png
+    /usr/bin/python3 -m neuroshard.evaluate --settings 4dev --tasks 10 \\
+        --measure-tasks 6 --measure-repeats 3 --json build/eval/m.json
 """
 
 import argparse
@@ -44,7 +66,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -68,6 +90,9 @@ SETTING_TITLES = {"4dev": "10-60 tables on 4 devices",
 MIN_SLACK, MAX_SLACK = 1.1, 2.5
 BATCH_SIZE = 1024
 GB = float(2**30)
+# Settings whose first --measure-tasks tasks are measured (2dev: small
+# enough for tests).
+MEASURED_SETTINGS = ("4dev", "2dev")
 RESULTS_BEGIN = "<!-- evaluate.py results: begin -->"
 RESULTS_END = "<!-- evaluate.py results: end -->"
 
@@ -87,6 +112,12 @@ def make_tasks(pool: Dict, setting: str, count: int, seed: int
     if count < 1:
         raise EvaluationError("a setting needs at least 1 task, got %d" %
                               count)
+    bags = pool.get("sample_bags", BATCH_SIZE)
+    if bags != BATCH_SIZE:
+        raise EvaluationError(
+            "the pool's histograms describe batches of %s bags, the tasks' "
+            "batch is %d bags (generate the pool with --sample-bags %d)" %
+            (bags, BATCH_SIZE, BATCH_SIZE))
     devices, low, high = SETTINGS[setting]
     test = [t for t in pool["tables"] if t["split"] == "test"]
     if not test:
@@ -149,10 +180,17 @@ def run_plan(tool: str, task: Dict, algorithm: str, cost_model: str,
     try:
         plan = json.loads(result.stdout)
         return {"valid": True, "cost_ms": float(plan["cost_ms"]),
+                "predicted_compute_ms": predicted_compute(plan),
                 "search_ms": float(plan["search"]["time_ms"]), "plan": plan}
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise EvaluationError("'%s' printed no plan JSON (%s): %.200s" %
                               (shlex.join(command), e, result.stdout))
+
+
+def predicted_compute(plan: Dict) -> float:
+    """The plan's predicted compute: its slowest device's `compute_ms` (what
+    a measurement without all-to-all can be compared with)."""
+    return max(float(d["compute_ms"]) for d in plan["per_device"])
 
 
 def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
@@ -186,7 +224,8 @@ def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
 def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
                  args) -> Dict[int, float]:
     """Median forward + backward + SGD time (ms) of each non-empty set,
-    timed by neuroshard-collect."""
+    timed by one neuroshard-collect run in the order of `sets` (an empty
+    set costs 0)."""
     costs = {k: 0.0 for k, ids in sets.items() if not ids}
     pending = {k: ids for k, ids in sets.items() if ids}
     if not pending:
@@ -196,10 +235,8 @@ def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
         for k, ids in pending.items():
             f.write(json.dumps({"id": k, "tables": ids}) + "\n")
         sets_path = f.name
-    command = [tool, "--pool", pool_path, "--sets", sets_path, "--device",
-               "cpu", "--batch-size", str(BATCH_SIZE), "--warmup",
-               str(args.warmup), "--iters", str(args.iters), "--seed",
-               str(args.seed)]
+    command = [tool, "--pool", pool_path, "--sets", sets_path] + \
+        collect_options(args)
     try:
         result = subprocess.run(command, capture_output=True, text=True)
     finally:
@@ -221,19 +258,94 @@ def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
     return costs
 
 
+def measure_repeated(sets: Dict[int, List[int]], repeats: int,
+                     measure: Callable[[Dict[int, List[int]]],
+                                       Dict[int, float]]
+                     ) -> Dict[int, float]:
+    """Times `sets` `repeats` times with `measure` (one tool run over a dict
+    of sets, timed in the dict's order): in the given order on even repeats,
+    reversed on odd ones, so that no set is always timed first or last.
+    Returns per set the median over repeats."""
+    if repeats < 1:
+        raise EvaluationError("--measure-repeats must be at least 1, got %d"
+                              % repeats)
+    keys = list(sets)
+    samples = {k: [] for k in keys}
+    for r in range(repeats):
+        order = keys if r % 2 == 0 else keys[::-1]
+        costs = measure({k: sets[k] for k in order})
+        for k in keys:
+            samples[k].append(float(costs[k]))
+    return {k: float(np.median(v)) for k, v in samples.items()}
+
+
+def lower_bound(table_costs_ms: Sequence[float], devices: int) -> float:
+    """A task's measured lower bound: the sum of its tables' costs, each
+    timed alone, spread perfectly over the devices."""
+    if devices < 1:
+        raise EvaluationError("a lower bound needs at least 1 device")
+    return float(sum(table_costs_ms)) / devices
+
+
+def prediction_errors(predicted_ms: Sequence[float],
+                      measured_ms: Sequence[float]) -> Tuple[float, float]:
+    """(mean absolute, mean signed) percentage error of the predictions,
+    each (predicted - measured) / measured: a negative signed mean means
+    the model underestimates."""
+    if len(predicted_ms) != len(measured_ms) or not measured_ms:
+        raise EvaluationError("prediction errors need as many predictions "
+                              "as measurements, and at least one")
+    errors = [100.0 * (p - m) / m for p, m in zip(predicted_ms, measured_ms)]
+    return (float(np.mean(np.abs(errors))), float(np.mean(errors)))
+
+
+def check_quiet(err=None, loadavg_path: str = "/proc/loadavg",
+                cores: Optional[int] = None) -> Optional[float]:
+    """Returns the 1-minute load average and warns on `err` (stderr) when it
+    exceeds half the cores (timings on a busy machine are noisy); None when
+    it cannot be read."""
+    err = err or sys.stderr
+    cores = cores or os.cpu_count() or 1
+    try:
+        with open(loadavg_path) as f:
+            load = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if load > 0.5 * cores:
+        print("warning: the 1-minute load average is %.2f on %d cores (more "
+              "than %.1f): the measurements will be noisy" %
+              (load, cores, 0.5 * cores), file=err, flush=True)
+    return load
+
+
 def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
               algorithms: Sequence[str]) -> Dict:
-    """Per algorithm: valid plans, mean predicted (and measured) cost over
-    the tasks every algorithm solved, mean search time; and NeuroShard's
-    improvement over the best baseline."""
+    """Per algorithm: valid plans, mean predicted cost over the tasks every
+    algorithm solved, mean search time; over the measured ones among them
+    the mean measured cost, the mean gap to the tasks' measured lower
+    bounds (%) and the mean absolute and signed prediction error of the
+    plans' compute (%); and NeuroShard's improvement over the best
+    baseline and over the ablation."""
     common = [i for i in range(len(tasks))
               if all(results[a][i]["valid"] for a in algorithms)]
     measured_common = [i for i in common
                        if all("measured_ms" in results[a][i]
                               for a in algorithms)]
+    bounds = [next((results[a][i]["lower_bound_ms"] for a in algorithms
+                    if "lower_bound_ms" in results[a][i]), None)
+              for i in measured_common]
+    bounded = [(i, b) for i, b in zip(measured_common, bounds)
+               if b is not None and b > 0]
     rows = {}
     for a in algorithms:
         valid = [r for r in results[a] if r["valid"]]
+        predicted = [i for i in measured_common
+                     if "predicted_compute_ms" in results[a][i] and
+                     results[a][i]["measured_ms"] > 0]
+        errors = prediction_errors(
+            [results[a][i]["predicted_compute_ms"] for i in predicted],
+            [results[a][i]["measured_ms"] for i in predicted]) \
+            if predicted else (None, None)
         rows[a] = {
             "valid": len(valid),
             "cost_ms": (float(np.mean([results[a][i]["cost_ms"]
@@ -244,9 +356,16 @@ def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
                             if measured_common else None),
             "search_ms": (float(np.mean([r["search_ms"] for r in valid]))
                           if valid else None),
+            "gap_percent": (float(np.mean(
+                [100.0 * (results[a][i]["measured_ms"] - b) / b
+                 for i, b in bounded])) if bounded else None),
+            "mape_percent": errors[0],
+            "signed_error_percent": errors[1],
         }
     summary = {"tasks": len(tasks), "common": len(common),
-               "measured_common": len(measured_common), "rows": rows}
+               "measured_common": len(measured_common), "rows": rows,
+               "lower_bound_ms": (float(np.mean([b for _, b in bounded]))
+                                  if bounded else None)}
     for key in ("cost_ms", "measured_ms"):
         if "neuroshard" not in algorithms or \
                 rows["neuroshard"][key] is None:
@@ -276,8 +395,9 @@ def markdown_table(setting: str, summary: Dict,
     header = "| algorithm | valid plans | mean predicted cost (ms) |"
     rule = "|---|---|---|"
     if measured:
-        header += " mean measured cost (ms) |"
-        rule += "---|"
+        header += (" mean measured cost (ms) | gap to lower bound |"
+                   " prediction MAPE | signed prediction error |")
+        rule += "---|---|---|---|"
     header += " mean search time (ms) |"
     rule += "---|"
     lines += [header, rule]
@@ -286,7 +406,11 @@ def markdown_table(setting: str, summary: Dict,
         line = "| %s | %d / %d | %s |" % (a, row["valid"], summary["tasks"],
                                           _fmt(row["cost_ms"]))
         if measured:
-            line += " %s |" % _fmt(row["measured_ms"])
+            line += " %s | %s | %s | %s |" % (
+                _fmt(row["measured_ms"]),
+                _percent(row.get("gap_percent"), signed=True),
+                _percent(row.get("mape_percent")),
+                _percent(row.get("signed_error_percent"), signed=True))
         line += " %s |" % _fmt(row["search_ms"], 1)
         lines.append(line)
     lines.append("")
@@ -294,6 +418,8 @@ def markdown_table(setting: str, summary: Dict,
                  "plan for%s." % (summary["common"], (
                      "; measured costs over the first %d of them" %
                      summary["measured_common"]) if measured else ""))
+    if measured:
+        lines.append(_measurement_sentence(summary))
     for key, what in (("cost_ms", "predicted"), ("measured_ms", "measured")):
         if "improvement_" + key in summary:
             lines.append(
@@ -307,6 +433,34 @@ def markdown_table(setting: str, summary: Dict,
                 (ABLATION,
                  _relative(summary["ablation_improvement_" + key])))
     return "\n".join(lines) + "\n"
+
+
+def _percent(value: Optional[float], signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return ("%+.1f%%" if signed else "%.1f%%") % value
+
+
+def _measurement_sentence(summary: Dict) -> str:
+    """How the measured columns were obtained and what they mean."""
+    m = summary.get("measurement", {})
+    how = ""
+    if m:
+        how = ("Measured on the CPU with `%s`, all of a task's sets (every "
+               "algorithm's devices and every table alone) in one run, %d "
+               "run%s per task in alternating order; a set's cost is the "
+               "median over runs of its median over %d iterations%s. " %
+               (m["command"], m["repeats"], "" if m["repeats"] == 1 else "s",
+                m["iters"], "" if m.get("loadavg") is None else
+                " (1-minute load average %.2f before measuring)" %
+                m["loadavg"]))
+    return (how + "A plan's measured cost is its slowest device's (compute "
+            "only). Lower bound = the sum of the task's tables timed alone / "
+            "devices (mean %s ms); gap = (measured - bound) / bound; "
+            "prediction error = (predicted - measured) / measured, where "
+            "predicted is the slowest device's `compute_ms` (negative: the "
+            "model underestimates the plans it chose)." %
+            _fmt(summary.get("lower_bound_ms")))
 
 
 def _relative(improvement_percent: float) -> str:
@@ -423,7 +577,8 @@ def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
               file=log)
 
 
-def evaluate(args, log=sys.stdout) -> Dict:
+def evaluate(args, log=sys.stdout, err=None) -> Dict:
+    err = err or sys.stderr
     repo = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
     plan_tool = _tool(args.tools_dir, "neuroshard-plan")
@@ -444,45 +599,87 @@ def evaluate(args, log=sys.stdout) -> Dict:
             for a in args.algorithms:
                 results[a].append(run_plan(plan_tool, task, a,
                                            args.cost_model, args.work))
-        if setting == "4dev" and args.measure_tasks:
-            _measure(tasks[:args.measure_tasks], results, args.algorithms,
-                     collect_tool, pool_path, pool_dims, args, log)
+        measurements, measurement = [], None
+        if setting in MEASURED_SETTINGS and args.measure_tasks:
+            measurement = {
+                "command": shlex.join(["neuroshard-collect"] +
+                                      collect_options(args)),
+                "repeats": args.measure_repeats, "warmup": args.warmup,
+                "iters": args.iters, "loadavg": check_quiet(err)}
+            measurements = _measure(tasks[:args.measure_tasks], results,
+                                    args.algorithms, collect_tool, pool_path,
+                                    pool_dims, args, err)
         summary = summarise(tasks, results, args.algorithms)
+        if measurement:
+            summary["measurement"] = measurement
         table = markdown_table(setting, summary, args.algorithms)
         print(table, file=log)
         print("(%s: %.0f s)\n" % (setting, time.time() - started), file=log,
               flush=True)
         settings[setting] = {"tasks": tasks, "results": results,
-                             "summary": summary, "table": table}
+                             "summary": summary, "table": table,
+                             "measurements": measurements}
     return settings
 
 
+def collect_options(args) -> List[str]:
+    """neuroshard-collect's timing options, after --pool and --sets."""
+    return ["--device", "cpu", "--batch-size", str(BATCH_SIZE), "--warmup",
+            str(args.warmup), "--iters", str(args.iters), "--seed",
+            str(args.seed)]
+
+
 def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
-             log) -> None:
-    """Adds "measured_ms" (slowest device's measured time) to the valid
-    plans of `tasks`, timing each distinct device set once."""
-    keys, sets = {}, {}
+             err) -> List[Dict]:
+    """Measures task by task: adds "measured_ms" (slowest device's measured
+    time) and the task's "lower_bound_ms" to the valid plans of `tasks`;
+    returns per task its lower bound, its tables' costs and the time it
+    took. Each task's distinct sets are timed together, repeated."""
+    measurements = []
+    started = time.time()
     for i, task in enumerate(tasks):
+        task_started = time.time()
+        keys, sets = {}, {}
+
+        def add(ids):
+            key = tuple(sorted(ids))
+            if key not in keys:
+                keys[key] = len(keys)
+                sets[keys[key]] = list(key)
+            return keys[key]
+
         for a in algorithms:
             r = results[a][i]
-            if not r["valid"]:
-                continue
-            per_device = device_sets(task, r["plan"], pool_dims)
-            r["device_sets"] = per_device
-            for ids in per_device:
-                key = tuple(sorted(ids))
-                if key not in keys:
-                    keys[key] = len(keys)
-                    sets[keys[key]] = list(key)
-    print("measuring %d device sets of %d tasks with %s" %
-          (len(sets), len(tasks), tool), file=log, flush=True)
-    costs = measure_sets(tool, pool_path, sets, args)
-    for i in range(len(tasks)):
+            if r["valid"]:
+                r["device_sets"] = device_sets(task, r["plan"], pool_dims)
+                for ids in r["device_sets"]:
+                    add(ids)
+        singles = [add([t["pool_id"]]) for t in task["tables"]]
+        costs = measure_repeated(
+            sets, args.measure_repeats,
+            lambda ordered: measure_sets(tool, pool_path, ordered, args))
+        table_costs = [costs[k] for k in singles]
+        bound = lower_bound(table_costs, task["devices"])
         for a in algorithms:
             r = results[a][i]
             if r["valid"]:
                 r["measured_ms"] = max(costs[keys[tuple(sorted(ids))]]
                                        for ids in r["device_sets"])
+                r["lower_bound_ms"] = bound
+        now = time.time()
+        measurements.append({"task": task["name"],
+                             "tables": len(task["tables"]),
+                             "sets": len(sets),
+                             "lower_bound_ms": bound,
+                             "table_costs_ms": table_costs,
+                             "seconds": now - task_started})
+        eta = (now - started) / (i + 1) * (len(tasks) - i - 1)
+        print("measured task %d of %d (%s: %d sets x %d runs) in %.0f s; "
+              "elapsed %.0f s, ETA %.0f s" %
+              (i + 1, len(tasks), task["name"], len(sets),
+               args.measure_repeats, now - task_started, now - started, eta),
+              file=err, flush=True)
+    return measurements
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -509,10 +706,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--scale-tasks", type=int, default=2)
     parser.add_argument("--cost-model", default="default")
     parser.add_argument("--measure-tasks", type=int, default=0,
-                        help="measure the plans of this many 4-device tasks "
-                        "with neuroshard-collect (default 0: none)")
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--iters", type=int, default=10)
+                        help="measure the plans of this many 4-device (and "
+                        "2-device) tasks with neuroshard-collect (default 0: "
+                        "none)")
+    parser.add_argument("--measure-repeats", type=int, default=3,
+                        help="neuroshard-collect runs per measured task, in "
+                        "alternating order; a set's cost is the median over "
+                        "runs (default %(default)s)")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed runs per set and run")
+    parser.add_argument("--iters", type=int, default=10,
+                        help="timed runs per set and run")
     parser.add_argument("--results", help="markdown file whose generated "
                         "section receives the tables")
     parser.add_argument("--plot", help="PNG of per-task costs")
@@ -531,6 +735,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.tasks < 1 or args.scale_tasks < 1 or args.measure_tasks < 0:
         parser.error("--tasks and --scale-tasks must be positive and "
                      "--measure-tasks >= 0")
+    if args.measure_repeats < 1 or args.iters < 1 or args.warmup < 0:
+        parser.error("--measure-repeats and --iters must be positive and "
+                     "--warmup >= 0")
     try:
         settings = evaluate(args)
         command = "/usr/bin/python3 -m neuroshard.evaluate " + \
@@ -544,6 +751,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({s: {"summary": d["summary"],
+                               "measurements": d["measurements"],
                                "results": {a: [{k: v for k, v in r.items()
                                                 if k != "plan"}
                                                for r in rs]

@@ -18,7 +18,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 
 @pytest.fixture(scope="module")
 def pool():
-    return tp.generate_pool(seed=3, base_tables=30, sample_bags=64)
+    # Histograms of one batch of the tasks' batch size (1024 bags).
+    return tp.generate_pool(seed=3, base_tables=30)
 
 
 def test_tasks_are_seeded_sized_and_held_out(pool):
@@ -59,6 +60,8 @@ def test_task_generation_rejects_bad_requests(pool):
                                     if t["split"] == "train"])
     with pytest.raises(ev.EvaluationError, match="no test tables"):
         ev.make_tasks(train_only, "4dev", 1, 0)
+    with pytest.raises(ev.EvaluationError, match="batches of 64 bags"):
+        ev.make_tasks(dict(pool, sample_bags=64), "4dev", 1, 0)
 
 
 def test_task_json_is_what_neuroshard_plan_reads(pool):
@@ -125,11 +128,96 @@ def test_summary_compares_on_common_tasks():
     assert summary["improvement_measured_ms"] == pytest.approx(
         100 * (1 - 8.0 / 9.0))
     table = ev.markdown_table("4dev", summary, algorithms)
-    assert "| size-greedy | 2 / 3 | 10.0000 | 10.0000 | 1.0 |" in table
+    assert "| size-greedy | 2 / 3 | 10.0000 | 10.0000 | – | – | – | 1.0 |" \
+        in table
     assert "**30.0% below** the best baseline's (size-greedy)" in table
     assert ev._relative(-4.5) == "4.5% above"
     assert summary["ablation_improvement_cost_ms"] == pytest.approx(12.5)
     assert "Against table-greedy-grid (the same cost model" in table
+
+
+def test_lower_bound_is_perfect_balance_of_the_tables_alone():
+    assert ev.lower_bound([1.0, 2.0, 3.0, 6.0], 4) == pytest.approx(3.0)
+    assert ev.lower_bound([0.5], 2) == pytest.approx(0.25)
+    with pytest.raises(ev.EvaluationError, match="at least 1 device"):
+        ev.lower_bound([1.0], 0)
+
+
+def test_prediction_errors_are_relative_to_the_measurement():
+    # (9 - 10) / 10 = -10%, (6 - 5) / 5 = +20%, (3 - 4) / 4 = -25%.
+    mape, signed = ev.prediction_errors([9.0, 6.0, 3.0], [10.0, 5.0, 4.0])
+    assert mape == pytest.approx(55.0 / 3)
+    assert signed == pytest.approx(-15.0 / 3)
+    assert ev.prediction_errors([2.0], [2.0]) == (0.0, 0.0)
+    with pytest.raises(ev.EvaluationError, match="as many predictions"):
+        ev.prediction_errors([1.0], [])
+
+
+def test_repeats_alternate_the_order_and_take_the_median():
+    sets = {0: [4], 1: [5, 6], 2: []}
+    orders = []
+    times = {0: [1.0, 5.0, 2.0, 3.0], 1: [7.0, 4.0, 6.0, 5.0],
+             2: [0.0, 0.0, 0.0, 0.0]}
+
+    def measure(ordered):
+        orders.append(list(ordered))
+        assert all(ordered[k] == sets[k] for k in ordered)
+        r = len(orders) - 1
+        return {k: times[k][r] for k in ordered}
+
+    costs = ev.measure_repeated(sets, 3, measure)
+    assert orders == [[0, 1, 2], [2, 1, 0], [0, 1, 2]]
+    assert costs == {0: 2.0, 1: 6.0, 2: 0.0}
+    orders.clear()
+    assert ev.measure_repeated(sets, 4, measure) == {0: 2.5, 1: 5.5, 2: 0.0}
+    assert orders[3] == [2, 1, 0]
+    with pytest.raises(ev.EvaluationError, match="at least 1, got 0"):
+        ev.measure_repeated(sets, 0, measure)
+
+
+def test_summary_reports_gap_to_bound_and_prediction_error():
+    def measured(cost, predicted, measured_ms, bound):
+        r = result(cost, 1.0, measured_ms)
+        r["predicted_compute_ms"] = predicted
+        r["lower_bound_ms"] = bound
+        return r
+
+    results = {
+        "neuroshard": [measured(1.0, 0.9, 1.2, 1.0),
+                       measured(2.0, 1.8, 2.0, 1.6), result(3.0)],
+        "size-greedy": [measured(1.5, 1.6, 1.5, 1.0),
+                        measured(2.5, 2.2, 2.2, 1.6), result(3.5)],
+    }
+    summary = ev.summarise([{}, {}, {}], results, list(results))
+    assert summary["measured_common"] == 2
+    assert summary["lower_bound_ms"] == pytest.approx(1.3)
+    ns, sg = summary["rows"]["neuroshard"], summary["rows"]["size-greedy"]
+    assert ns["measured_ms"] == pytest.approx(1.6)
+    assert ns["gap_percent"] == pytest.approx((20.0 + 25.0) / 2)
+    assert sg["gap_percent"] == pytest.approx((50.0 + 37.5) / 2)
+    # neuroshard: (0.9 - 1.2) / 1.2 = -25%, (1.8 - 2) / 2 = -10%.
+    assert ns["mape_percent"] == pytest.approx(17.5)
+    assert ns["signed_error_percent"] == pytest.approx(-17.5)
+    # size-greedy: (1.6 - 1.5) / 1.5 = +6.67%, 0%.
+    assert sg["mape_percent"] == pytest.approx(100 / 30)
+    assert sg["signed_error_percent"] == pytest.approx(100 / 30)
+    table = ev.markdown_table("4dev", summary, list(results))
+    assert "| neuroshard | 3 / 3 | 2.0000 | 1.6000 | +22.5% | 17.5% | " \
+        "-17.5% | 1.0 |" in table
+    assert "Lower bound = the sum of the task's tables timed alone" in table
+    assert "(mean 1.3000 ms)" in table
+
+
+def test_quiet_check_warns_with_the_load(tmp_path, capsys):
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("3.50 2.00 1.00 3/200 1234\n")
+    err = __import__("io").StringIO()
+    assert ev.check_quiet(err, str(loadavg), cores=4) == pytest.approx(3.5)
+    assert "load average is 3.50 on 4 cores" in err.getvalue()
+    err = __import__("io").StringIO()
+    assert ev.check_quiet(err, str(loadavg), cores=8) == pytest.approx(3.5)
+    assert err.getvalue() == ""
+    assert ev.check_quiet(err, str(tmp_path / "missing")) is None
 
 
 def test_results_file_keeps_hand_written_text(tmp_path):
@@ -173,6 +261,53 @@ def test_cli_plans_tiny_tasks_with_the_real_planner(tmp_path, pool):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads(out.read_text())
     assert len(data["4dev"]["results"]["neuroshard"]) == 2
+
+
+def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
+                                                     capsys):
+    tools = os.environ.get("NEUROSHARD_TOOLS_DIR",
+                           os.path.join(REPO, "build", "bin"))
+    for tool in ("neuroshard-plan", "neuroshard-collect"):
+        if not os.access(os.path.join(tools, tool), os.X_OK):
+            pytest.skip("%s is not built in %s" % (tool, tools))
+    # Only the pool's small tables (at most 100k rows), so that the timed
+    # sets are quick to allocate; ids are kept, as device_sets reads them.
+    small = dict(pool, tables=[t for t in pool["tables"]
+                               if t["rows"] <= 100000])
+    assert sum(t["split"] == "test" for t in small["tables"]) >= 5
+    pool_path = tmp_path / "pool.json"
+    pool_path.write_text(json.dumps(small))
+    results = tmp_path / "results.md"
+    out = tmp_path / "all.json"
+    assert ev.main(["--tools-dir", tools, "--work", str(tmp_path / "work"),
+                    "--pool", str(pool_path), "--settings", "2dev",
+                    "--tasks", "1", "--cost-model", "analytical",
+                    "--algorithms", "neuroshard,size-greedy",
+                    "--measure-tasks", "1", "--measure-repeats", "2",
+                    "--warmup", "1", "--iters", "3",
+                    "--results", str(results), "--json", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "measured task 1 of 1 (2dev-0: " in err and "ETA 0 s" in err
+    data = json.loads(out.read_text())["2dev"]
+    summary = data["summary"]
+    assert summary["measured_common"] == 1
+    assert summary["lower_bound_ms"] > 0
+    assert summary["measurement"]["repeats"] == 2
+    for a in ("neuroshard", "size-greedy"):
+        row = summary["rows"][a]
+        assert row["measured_ms"] > 0 and row["mape_percent"] > 0
+        assert row["gap_percent"] is not None
+        assert row["signed_error_percent"] is not None
+        (r,) = data["results"][a]
+        assert r["measured_ms"] > 0 and r["predicted_compute_ms"] > 0
+        assert r["lower_bound_ms"] == pytest.approx(summary["lower_bound_ms"])
+    (m,) = data["measurements"]
+    assert m["task"] == "2dev-0" and m["lower_bound_ms"] > 0
+    assert len(m["table_costs_ms"]) == m["tables"]
+    assert all(c > 0 for c in m["table_costs_ms"])
+    text = results.read_text()
+    assert "gap to lower bound | prediction MAPE |" in text
+    assert "--measure-repeats 2" in text and "2 runs per task" in text
 
 
 def test_cli_names_a_missing_tool(tmp_path, capsys):
