@@ -280,8 +280,7 @@ EmbeddingBagOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (pooling && hist && !resultType.isDynamicDim(0))
     if (::neuroshard::RuleViolation v =
             ::neuroshard::checkAccessHistogramForBatch(
-                *hist, table->getNumRows(), *pooling,
-                resultType.getDimSize(0)))
+                *hist, table->getNumRows(), *pooling, resultType.getDimSize(0)))
       return emitOpError() << "table '" << table->getSymName() << "': " << *v;
   return success();
 }
