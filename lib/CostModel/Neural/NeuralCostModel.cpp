@@ -149,6 +149,8 @@ struct NeuralCostModel::Impl {
   double batchFactor = 1.0;
   /// What warnings() reports about the prepared problem.
   std::vector<std::string> warnings;
+  /// compareMachine(), from load().
+  std::optional<std::string> machineWarning;
   /// Comm terms of bundles without comm models.
   AnalyticalCostModel analyticalComm;
 
@@ -173,6 +175,9 @@ struct NeuralCostModel::Impl {
   Error runHead(MutableArrayRef<double> costsMs);
   Error probe();
   void collectWarnings(const Topology &topology);
+  /// The warning about the machine at hand if it is not the one the bundle
+  /// was measured on; the machine does not change, so load() asks once.
+  std::optional<std::string> compareMachine() const;
   Error checkCommBatch(ArrayRef<double> dimSums,
                        MutableArrayRef<double> costsMs) const;
   Error runComm(torch::jit::Module &model, StringRef file,
@@ -381,6 +386,7 @@ NeuralCostModel::load(StringRef bundleDir) {
   }
   if (Error err = impl->probe())
     return std::move(err);
+  impl->machineWarning = impl->compareMachine();
   return std::unique_ptr<NeuralCostModel>(new NeuralCostModel(std::move(impl)));
 }
 
@@ -521,20 +527,25 @@ void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
         outside == 1 ? "its" : "their", outside == 1 ? "is" : "are", named));
   }
 
+  if (machineWarning)
+    warnings.push_back(*machineWarning);
+}
+
+std::optional<std::string> NeuralCostModel::Impl::compareMachine() const {
+  const NeuralBundleInfo &info = meta.info;
   // Random weights describe no machine.
   if (!info.trained)
-    return;
+    return std::nullopt;
   std::string measured = meta.hostCPUModel.value_or(info.hardware);
   std::string here = hostCPUModel();
   std::string calibrate = "calibrate a model for this machine with python3 "
                           "-m neuroshard.calibrate";
-  if (measured != here) {
-    warnings.push_back(formatv("cost model '{0}' was measured on '{1}' but "
-                               "this machine is '{2}': its compute costs "
-                               "describe the other machine; {3}",
-                               name, measured, here, calibrate));
-    return;
-  }
+  if (measured != here)
+    return formatv("cost model '{0}' was measured on '{1}' but this machine "
+                   "is '{2}': its compute costs describe the other machine; "
+                   "{3}",
+                   name, measured, here, calibrate)
+        .str();
   // One model name can cover several generations of chips.
   CPUIdentity identity = hostCPUIdentity();
   bool otherChip = (meta.hostCPUFamily && identity.family &&
@@ -545,22 +556,25 @@ void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
   if (otherChip) {
     CPUIdentity recorded{meta.hostCPUFamily, meta.hostCPUModelNumber,
                          meta.hostISA.value_or(std::vector<std::string>())};
-    warnings.push_back(formatv(
-        "cost model '{0}' was measured on '{1}' ({2}), but this machine's "
-        "'{1}' is {3}: its compute costs describe the other chip; {4}",
-        name, measured, identityText(recorded, meta.hostISA.has_value()),
-        identityText(identity, true), calibrate));
-    return;
+    return formatv(
+               "cost model '{0}' was measured on '{1}' ({2}), but this "
+               "machine's '{1}' is {3}: its compute costs describe the other "
+               "chip; {4}",
+               name, measured, identityText(recorded, meta.hostISA.has_value()),
+               identityText(identity, true), calibrate)
+        .str();
   }
   if (meta.hostCachesKB.empty())
-    return;
+    return std::nullopt;
   std::vector<std::pair<std::string, int64_t>> caches = hostCachesKB();
-  if (!caches.empty() && caches != meta.hostCachesKB)
-    warnings.push_back(formatv(
-        "cost model '{0}' was measured on a '{1}' with caches {2}, but this "
-        "one has {3}: its compute costs may not hold here; {4}",
-        name, measured, cachesText(meta.hostCachesKB), cachesText(caches),
-        calibrate));
+  if (caches.empty() || caches == meta.hostCachesKB)
+    return std::nullopt;
+  return formatv("cost model '{0}' was measured on a '{1}' with caches {2}, "
+                 "but this one has {3}: its compute costs may not hold here; "
+                 "{4}",
+                 name, measured, cachesText(meta.hostCachesKB),
+                 cachesText(caches), calibrate)
+      .str();
 }
 
 const NeuralBundleInfo &NeuralCostModel::info() const {
