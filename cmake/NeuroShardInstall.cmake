@@ -63,19 +63,24 @@ install(TARGETS ${targets} EXPORT NeuroShardTargets
 install(EXPORT NeuroShardTargets NAMESPACE NeuroShard::
   DESTINATION ${NEUROSHARD_CMAKE_DIR})
 
-# Tools, and the library the JIT-compiled CUDA host code calls.
+# Tools, and the libraries that lowered CUDA host code calls.
 set(tools)
 foreach(tool neuroshard-opt neuroshard-plan neuroshard-run neuroshard-collect
     neuroshard-bench neuroshard-kernel-bench neuroshard-comm-collect
-    neuroshard-cuda-runner neuroshard-cuda-emulate)
+    neuroshard-cuda-runner neuroshard-cuda-emulate neuroshard-nccl-check)
   if(TARGET ${tool})
     list(APPEND tools ${tool})
   endif()
 endforeach()
 install(TARGETS ${tools} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-if(TARGET neuroshard_cuda_runtime)
-  install(TARGETS neuroshard_cuda_runtime
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+foreach(library neuroshard_cuda_runtime neuroshard_nccl_exchange)
+  if(TARGET ${library})
+    install(TARGETS ${library} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  endif()
+endforeach()
+if(TARGET neuroshard-nccl-check)
+  set_property(TARGET neuroshard-nccl-check APPEND PROPERTY INSTALL_RPATH
+    "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 endif()
 
 # Headers and TableGen sources, and what TableGen generated from them.

@@ -56,6 +56,10 @@ if config.neuroshard_has_mpi:
     config.substitutions.append(("%mpiexec", mpiexec))
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+# `nccl`: the exchange on NCCL (libneuroshard_nccl_exchange.so and
+# neuroshard-nccl-check) is built; running it needs `cuda` too.
+if config.neuroshard_has_nccl:
+    config.available_features.add("nccl")
 nvidia_smi = shutil.which("nvidia-smi")
 if nvidia_smi and subprocess.run([nvidia_smi, "-L"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL).returncode == 0:
@@ -66,7 +70,7 @@ tool_dirs = [config.neuroshard_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["neuroshard-opt", "neuroshard-plan", "neuroshard-bench", "neuroshard-run",
      "neuroshard-cuda-runner", "neuroshard-cuda-emulate",
-     "neuroshard-comm-collect"], tool_dirs)
+     "neuroshard-comm-collect", "neuroshard-nccl-check"], tool_dirs)
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

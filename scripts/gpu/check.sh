@@ -12,7 +12,8 @@
 # export test model and of a shape sweep (scripts/gpu/sweep.py), the runner,
 # and the host-launch test program compiled ahead of time against
 # NeuroShard's CUDA runtime (so that the compiler's own gpu.launch_func
-# path runs without mlir-runner).
+# path runs without mlir-runner), and neuroshard-nccl-check with its library
+# where the build has NCCL.
 #
 # `run` checks every launch against the CPU reference, runs the host path,
 # times the example plans and the bandwidth target against a device-to-device
@@ -21,9 +22,12 @@
 # JSON files). Kernel files put in DIR/variants/ (*.cubin) are timed beside
 # each other on the bandwidth shapes and the example's plans, interleaved,
 # to compare kernel designs in one run (VARIANT_DIMS: the bandwidth dims,
-# default 128 64 32 16 4; PLANS: the plans section's manifests). SECTIONS
-# (default: all of host export sweep plans bandwidth torch sanitizer ncu
-# variants) picks the sections to run. It exits non-zero if any check fails.
+# default 128 64 32 16 4; PLANS: the plans section's manifests). The nccl
+# section runs `mpirun -np 1 neuroshard-nccl-check` (the exchange on NCCL,
+# one GPU sending to itself) where the machine has the MPI and NCCL
+# libraries the tool needs. SECTIONS (default: all of host export sweep
+# plans bandwidth torch sanitizer ncu variants nccl) picks the sections to
+# run. It exits non-zero if any check fails.
 set -uo pipefail
 
 mode=${1:-}
@@ -74,6 +78,10 @@ prepare() {
   c++ "$dir/host.o" "$dir/print_memref.o" -o "$dir/bin/host-launch" \
     "$dir/bin/libneuroshard_cuda_runtime.so" -Wl,-rpath,'$ORIGIN'
   rm -f "$dir/host.ll" "$dir/host.o" "$dir/print_memref.o"
+  # The exchange on NCCL, where this build has it.
+  if [[ -x "$build/bin/neuroshard-nccl-check" ]]; then
+    cp "$build/bin/neuroshard-nccl-check" "$build/lib/libneuroshard_nccl_exchange.so" "$dir/bin/"
+  fi
   # What host-launch.mlir's CHECK lines expect, flattened.
   grep -o 'CHECK[-A-Z]*: \[.*\]' "$root/test/Integration/CUDA/host-launch.mlir" |
     sed 's/^[^[]*//' > "$dir/host-expected.txt"
@@ -81,7 +89,7 @@ prepare() {
   echo "prepared $dir: $(ls "$dir"/sweep | wc -l) sweep manifests"
 }
 
-sections=${SECTIONS:-host export sweep plans bandwidth torch sanitizer ncu variants}
+sections=${SECTIONS:-host export sweep plans bandwidth torch sanitizer ncu variants nccl}
 bandwidth_dims="128 64 32 16 4"
 want() { [[ " $sections " == *" $1 "* ]]; }
 
@@ -250,6 +258,27 @@ run() {
         done
       done
     done
+  fi
+
+  if want nccl; then
+  section "the exchange on NCCL: one rank, sending to and receiving from itself"
+  local nccl_check=$dir/bin/neuroshard-nccl-check missing
+  local libraries="$dir/bin:${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [[ ! -x "$nccl_check" ]]; then
+    echo "skipped: neuroshard-nccl-check was not built (no NCCL where prepare ran)"
+  elif missing=$(LD_LIBRARY_PATH=$libraries ldd "$nccl_check" | awk '/not found/ {print $1}' | paste -sd' ') &&
+    [[ -n "$missing" ]]; then
+    echo "skipped: this machine lacks $missing (Open MPI and NCCL)"
+  else
+    # Without mpirun, Open MPI starts the tool as a job of one rank.
+    local launcher=()
+    if command -v mpirun > /dev/null; then
+      launcher=(mpirun -np 1)
+      [[ $(id -u) -ne 0 ]] || launcher+=(--allow-run-as-root)
+    fi
+    LD_LIBRARY_PATH=$libraries ${launcher[@]+"${launcher[@]}"} "$nccl_check" 2>&1 | tee "$out/nccl.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || note_failure "neuroshard-nccl-check"
+  fi
   fi
 
   echo "== $failures check(s) failed"
