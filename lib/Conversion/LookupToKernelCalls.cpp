@@ -87,12 +87,12 @@ Value findMarkedArgument(func::FuncOp func, StringRef attrName) {
 constexpr StringLiteral kWeightsArgAttr = "neuroshard.weights";
 constexpr StringLiteral kLayoutArgAttr = "neuroshard.layout";
 
-/// Builds the kernel invocation of one lookup and replaces it with the
-/// invocation's output. Shared by both lookup ops: `entries` describes the
-/// op's shards, with its (converted) indices and offsets.
-LogicalResult rewriteLookup(Operation *op, ArrayRef<Entry> entries,
-                            const KernelEmitter &emit,
-                            ConversionPatternRewriter &rewriter) {
+/// Builds the inputs of the kernel invocation of one lookup or update (all
+/// but `out` and `lr`): `entries` describes the op's shards, with its
+/// (converted) indices and offsets, and `batch` is its bag count.
+FailureOr<KernelInvocation>
+buildInvocation(Operation *op, ArrayRef<Entry> entries, int64_t batch,
+                ConversionPatternRewriter &rewriter) {
   auto func = op->getParentOfType<func::FuncOp>();
   Value weights = func ? findMarkedArgument(func, kWeightsArgAttr) : Value();
   Value layout = func ? findMarkedArgument(func, kLayoutArgAttr) : Value();
@@ -103,8 +103,6 @@ LogicalResult rewriteLookup(Operation *op, ArrayRef<Entry> entries,
 
   OpBuilder &b = rewriter;
   Location loc = op->getLoc();
-  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-  int64_t batch = resultType.getDimSize(0);
 
   // Distinct (indices, offsets) pairs, numbered in order of first use as the
   // ABI concatenates them: the shards of a split table share theirs. The
@@ -177,24 +175,43 @@ LogicalResult rewriteLookup(Operation *op, ArrayRef<Entry> entries,
   }
   meta = memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), meta);
 
-  auto outType =
-      MemRefType::get(resultType.getShape(), resultType.getElementType());
-  Value out = memref::AllocOp::create(b, loc, outType);
-  Value outDynamic = memref::CastOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                      resultType.getElementType()),
-      out);
   KernelInvocation invocation;
-  invocation.kernel =
-      indexType.getWidth() == 32 ? abi::kForwardI32 : abi::kForwardI64;
+  bool i32 = indexType.getWidth() == 32;
+  invocation.kernel = i32 ? abi::kForwardI32 : abi::kForwardI64;
   invocation.meta = meta;
   invocation.layout = layout;
   invocation.weights = weights;
   invocation.indices = indices;
   invocation.offsets = offsets;
-  invocation.out = outDynamic;
-  emit(b, loc, invocation);
+  return invocation;
+}
+
+/// The memref of a `rows x cols` pooled tensor with dynamic sizes.
+Value toDynamic2D(OpBuilder &b, Location loc, Value buffer) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  return memref::CastOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, element),
+      buffer);
+}
+
+/// Replaces a lookup by the forward kernel's invocation and its output.
+/// Shared by both lookup ops.
+LogicalResult rewriteLookup(Operation *op, ArrayRef<Entry> entries,
+                            const KernelEmitter &emit,
+                            ConversionPatternRewriter &rewriter) {
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  FailureOr<KernelInvocation> invocation =
+      buildInvocation(op, entries, resultType.getDimSize(0), rewriter);
+  if (failed(invocation))
+    return failure();
+  OpBuilder &b = rewriter;
+  Location loc = op->getLoc();
+  Value out = memref::AllocOp::create(
+      b, loc,
+      MemRefType::get(resultType.getShape(), resultType.getElementType()));
+  invocation->out = toDynamic2D(b, loc, out);
+  emit(b, loc, *invocation);
   Value result = bufferization::ToTensorOp::create(
       b, loc, resultType, out, /*restrict=*/true, /*writable=*/true);
   rewriter.replaceOp(op, result);
@@ -213,6 +230,28 @@ abi::ShardDescriptor shardOf(const KernelTableLayout::Piece &piece,
   shard.width = width;
   shard.mode = abi::poolingMode(mode == PoolingMode::Mean);
   return shard;
+}
+
+/// The shards of a fused lookup or update, addressed in the arena.
+template <typename FusedOp>
+FailureOr<SmallVector<Entry>>
+fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
+             const KernelTableLayout &layout,
+             ConversionPatternRewriter &rewriter) {
+  SmallVector<Entry> entries;
+  for (unsigned i = 0, e = op.getNumEntries(); i < e; ++i) {
+    const KernelTableLayout::Piece *piece =
+        layout.find(StringAttr::get(op.getContext(), op.getEntryTable(i)),
+                    op.getColBegins()[i], op.getEntryWidth(i));
+    if (!piece)
+      return rewriter.notifyMatchFailure(op, "the arena does not hold the "
+                                             "shard");
+    entries.push_back(
+        {shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i),
+                 cast<PoolingModeAttr>(op.getModes()[i]).getValue()),
+         indices[i], offsets[i]});
+  }
+  return entries;
 }
 
 struct EmbeddingBagToKernelCall : public OpConversionPattern<EmbeddingBagOp> {
@@ -250,20 +289,51 @@ struct FusedEmbeddingBagToKernelCall
   LogicalResult
   matchAndRewrite(FusedEmbeddingBagOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Entry> entries;
-    for (unsigned i = 0, e = op.getNumEntries(); i < e; ++i) {
-      const KernelTableLayout::Piece *piece =
-          layout.find(StringAttr::get(op.getContext(), op.getEntryTable(i)),
-                      op.getColBegins()[i], op.getEntryWidth(i));
-      if (!piece)
-        return rewriter.notifyMatchFailure(op, "the arena does not hold the "
-                                               "shard");
-      entries.push_back(
-          {shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i),
-                   cast<PoolingModeAttr>(op.getModes()[i]).getValue()),
-           adaptor.getIndices()[i], adaptor.getOffsets()[i]});
-    }
-    return rewriteLookup(op, entries, emit, rewriter);
+    FailureOr<SmallVector<Entry>> entries = fusedEntries(
+        op, adaptor.getIndices(), adaptor.getOffsets(), layout, rewriter);
+    if (failed(entries))
+      return failure();
+    return rewriteLookup(op, *entries, emit, rewriter);
+  }
+
+  const KernelTableLayout &layout;
+  KernelEmitter emit;
+};
+
+/// The SGD update becomes the backward kernel's invocation with the
+/// gradient as its output-gradient operand.
+struct FusedEmbeddingBagSGDToKernelCall
+    : public OpConversionPattern<FusedEmbeddingBagSGDOp> {
+  FusedEmbeddingBagSGDToKernelCall(MLIRContext *context,
+                                   const KernelTableLayout &layout,
+                                   KernelEmitter emit)
+      : OpConversionPattern(context), layout(layout), emit(std::move(emit)) {}
+
+  LogicalResult
+  matchAndRewrite(FusedEmbeddingBagSGDOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Entry>> entries = fusedEntries(
+        op, adaptor.getIndices(), adaptor.getOffsets(), layout, rewriter);
+    if (failed(entries))
+      return failure();
+    auto gradientType = cast<RankedTensorType>(op.getGradient().getType());
+    FailureOr<KernelInvocation> invocation =
+        buildInvocation(op, *entries, gradientType.getDimSize(0), rewriter);
+    if (failed(invocation))
+      return failure();
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    bool i32 = invocation->kernel == abi::kForwardI32;
+    invocation->kernel = i32 ? abi::kBackwardI32 : abi::kBackwardI64;
+    Value gradient = bufferization::ToBufferOp::create(
+        b, loc,
+        MemRefType::get(gradientType.getShape(), gradientType.getElementType()),
+        adaptor.getGradient(), /*read_only=*/true);
+    invocation->out = toDynamic2D(b, loc, gradient);
+    invocation->lr = adaptor.getLr();
+    emit(b, loc, *invocation);
+    rewriter.eraseOp(op);
+    return success();
   }
 
   const KernelTableLayout &layout;
@@ -387,57 +457,65 @@ Value i64Buffer(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   return memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), buffer);
 }
 
-/// One rank's side of the exchange becomes a call of the exchange runtime
-/// function: the collective needs every rank, so it cannot be expressed as
-/// computation of this program alone.
-struct ExchangeToRuntimeCall : public OpConversionPattern<ExchangeOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Declares the exchange runtime function `name` (ExchangeABI.h's C
+/// interface: two f32 buffers, the widths, the batches and the rank) once.
+func::FuncOp declareExchangeFunction(ModuleOp module, StringRef name,
+                                     ConversionPatternRewriter &rewriter) {
+  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+    return callee;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  auto dynamic2D = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                   rewriter.getF32Type());
+  auto i64Dynamic = dynamic1D(rewriter.getI64Type());
+  auto callee = func::FuncOp::create(
+      rewriter, module.getLoc(), name,
+      rewriter.getFunctionType(
+          {dynamic2D, dynamic2D, i64Dynamic, i64Dynamic, rewriter.getI64Type()},
+          {}));
+  callee.setPrivate();
+  callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+  return callee;
+}
+
+/// One rank's side of the exchange, in either direction, becomes a call of
+/// the exchange runtime function: the collective needs every rank, so it
+/// cannot be expressed as computation of this program alone.
+template <typename ExchangeSideOp>
+struct ExchangeToRuntimeCall : public OpConversionPattern<ExchangeSideOp> {
+  ExchangeToRuntimeCall(MLIRContext *context, StringRef function)
+      : OpConversionPattern<ExchangeSideOp>(context), function(function) {}
 
   LogicalResult
-  matchAndRewrite(ExchangeOp op, OpAdaptor adaptor,
+  matchAndRewrite(ExchangeSideOp op, typename ExchangeSideOp::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto inputType = cast<RankedTensorType>(op.getInput().getType());
-    auto resultType = cast<RankedTensorType>(op.getResult().getType());
-    if (!inputType.getElementType().isF32())
+    Value sent = adaptor.getOperands()[0];
+    auto sentType = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto receivedType = cast<RankedTensorType>(op.getResult().getType());
+    if (!sentType.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "only f32 is exchanged");
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
     Type f32 = b.getF32Type();
-    auto dynamic2D =
-        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f32);
-    auto i64Dynamic = dynamic1D(b.getI64Type());
-
-    auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>(ex_abi::kExchangeF32);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      callee = func::FuncOp::create(
-          b, loc, ex_abi::kExchangeF32,
-          b.getFunctionType(
-              {dynamic2D, dynamic2D, i64Dynamic, i64Dynamic, b.getI64Type()},
-              {}));
-      callee.setPrivate();
-      callee->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
-    }
-
+    func::FuncOp callee = declareExchangeFunction(
+        op->template getParentOfType<ModuleOp>(), function, rewriter);
     Value send = bufferization::ToBufferOp::create(
-        b, loc, MemRefType::get(inputType.getShape(), f32), adaptor.getInput(),
+        b, loc, MemRefType::get(sentType.getShape(), f32), sent,
         /*read_only=*/true);
     Value recv = memref::AllocOp::create(
-        b, loc, MemRefType::get(resultType.getShape(), f32));
+        b, loc, MemRefType::get(receivedType.getShape(), f32));
     SmallVector<Value> operands = {
-        memref::CastOp::create(b, loc, dynamic2D, send),
-        memref::CastOp::create(b, loc, dynamic2D, recv),
+        toDynamic2D(b, loc, send), toDynamic2D(b, loc, recv),
         i64Buffer(b, loc, op.getWidths()), i64Buffer(b, loc, op.getBatches()),
         i64Constant(b, loc, static_cast<int64_t>(op.getRank()))};
     func::CallOp::create(b, loc, callee, operands);
     rewriter.replaceOp(op, bufferization::ToTensorOp::create(
-                               b, loc, resultType, recv, /*restrict=*/true,
+                               b, loc, receivedType, recv, /*restrict=*/true,
                                /*writable=*/true));
     return success();
   }
+
+  std::string function;
 };
 
 } // namespace
@@ -495,7 +573,8 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
   bool failed = false;
   llvm::SetVector<func::FuncOp> funcs;
   module.walk([&](Operation *op) {
-    if (!isa<EmbeddingBagOp, FusedEmbeddingBagOp, AllToAllOp, ExchangeOp>(op))
+    if (!isa<EmbeddingBagOp, FusedEmbeddingBagOp, FusedEmbeddingBagSGDOp,
+             AllToAllOp, ExchangeOp, ExchangeGradientOp>(op))
       return;
     for (Type type :
          llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
@@ -507,7 +586,7 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
         return;
       }
     }
-    if (isa<AllToAllOp, ExchangeOp>(op))
+    if (isa<AllToAllOp, ExchangeOp, ExchangeGradientOp>(op))
       return;
     auto func = op->getParentOfType<func::FuncOp>();
     if (!func) {
@@ -521,7 +600,14 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
     return failure();
 
   for (func::FuncOp func : funcs) {
-    if (!SymbolTable::symbolKnownUseEmpty(func, module))
+    // A backward function names its forward function; that is no call.
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(func, module);
+    bool called = !uses || llvm::any_of(*uses, [](SymbolTable::SymbolUse use) {
+      return !use.getUser()->hasAttr(
+          NeuroShardDialect::getBackwardOfAttrName());
+    });
+    if (called)
       return func.emitOpError()
              << "holds embedding lookups and is called by other functions; "
                 "the lowering adds weight arguments to it, so it must be an "
@@ -553,8 +639,8 @@ void mlir::neuroshard::populateLookupToKernelCallPatterns(
     RewritePatternSet &patterns, const KernelTableLayout &layout,
     KernelEmitter emit) {
   MLIRContext *context = patterns.getContext();
-  patterns.add<EmbeddingBagToKernelCall, FusedEmbeddingBagToKernelCall>(
-      context, layout, emit);
+  patterns.add<EmbeddingBagToKernelCall, FusedEmbeddingBagToKernelCall,
+               FusedEmbeddingBagSGDToKernelCall>(context, layout, emit);
   patterns.add<EraseTable>(context);
 }
 
@@ -565,7 +651,11 @@ void mlir::neuroshard::populateAllToAllToSlicesPatterns(
 
 void mlir::neuroshard::populateExchangeToRuntimeCallPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<ExchangeToRuntimeCall>(patterns.getContext());
+  MLIRContext *context = patterns.getContext();
+  patterns.add<ExchangeToRuntimeCall<ExchangeOp>>(context,
+                                                  ex_abi::kExchangeF32);
+  patterns.add<ExchangeToRuntimeCall<ExchangeGradientOp>>(
+      context, ex_abi::kExchangeGradientF32);
 }
 
 void mlir::neuroshard::configureLookupConversionTarget(
@@ -575,13 +665,15 @@ void mlir::neuroshard::configureLookupConversionTarget(
 }
 
 SmallVector<Value> KernelInvocation::operands() const {
-  SmallVector<Value> operands(abi::numOperands(/*isBackward=*/false));
+  SmallVector<Value> operands(abi::numOperands(/*isBackward=*/bool(lr)));
   operands[abi::kMetaOperand] = meta;
   operands[abi::kLayoutOperand] = layout;
   operands[abi::kWeightsOperand] = weights;
   operands[abi::kIndicesOperand] = indices;
   operands[abi::kOffsetsOperand] = offsets;
   operands[abi::kOutOperand] = out;
+  if (lr)
+    operands[abi::kLearningRateOperand] = lr;
   return operands;
 }
 

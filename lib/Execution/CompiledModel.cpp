@@ -76,6 +76,10 @@ CompiledModel::compile(ModuleOp module, const ModelInfo &info,
   OwningOpRef<ModuleOp> clone(module.clone());
   auto func = clone->lookupSymbol<func::FuncOp>(info.entry);
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
+  if (!info.backwardEntry.empty())
+    if (auto backward = clone->lookupSymbol<func::FuncOp>(info.backwardEntry))
+      backward->setAttr("llvm.emit_c_interface",
+                        UnitAttr::get(module.getContext()));
   // The backward kernel is called from the host. On the CPU the kernel
   // itself is a host function; on CUDA a host function calls it, and the
   // pipeline turns that call into a launch.
@@ -103,42 +107,58 @@ CompiledModel::compile(ModuleOp module, const ModelInfo &info,
   return model;
 }
 
+namespace {
+
+/// The descriptors of an entry's arguments: its lookup inputs (empty ones
+/// for arguments no lookup of this program reads), in argument order,
+/// kept at fixed addresses for the call.
+struct InputDescriptors {
+  std::vector<MemRef1D<int64_t>> desc64;
+  std::vector<MemRef1D<int32_t>> desc32;
+  std::vector<int64_t> nothing;
+  MemRef1D<int64_t> unused;
+  std::vector<void *> descriptors;
+
+  InputDescriptors(const ModelInfo &info, ModelData &data)
+      : descriptors(info.numArguments, nullptr) {
+    desc64.reserve(info.numArguments);
+    desc32.reserve(info.numArguments);
+    // Offsets follow the element type of their indices (embedding_bag
+    // requires it; fused entries are built from such pairs).
+    for (size_t p = 0; p < info.pairs.size(); ++p) {
+      const InputPair &pair = info.pairs[p];
+      if (pair.indicesAreI32) {
+        desc32.push_back(memref1D(data.indices32[p]));
+        descriptors[pair.indicesArg] = &desc32.back();
+        desc32.push_back(memref1D(data.offsets32[p]));
+        descriptors[pair.offsetsArg] = &desc32.back();
+      } else {
+        desc64.push_back(memref1D(data.inputs[p].indices));
+        descriptors[pair.indicesArg] = &desc64.back();
+        desc64.push_back(memref1D(data.inputs[p].offsets));
+        descriptors[pair.offsetsArg] = &desc64.back();
+      }
+    }
+    unused = memref1D(nothing);
+    for (void *&d : descriptors)
+      if (!d)
+        d = &unused;
+  }
+  InputDescriptors(const InputDescriptors &) = delete;
+  InputDescriptors &operator=(const InputDescriptors &) = delete;
+};
+
+} // namespace
+
 llvm::Error CompiledModel::forward(ModelData &data,
                                    std::vector<std::vector<float>> &outputs) {
   const ModelInfo &info = impl->info;
-  // Descriptors must stay at fixed addresses during the call.
-  std::vector<MemRef1D<int64_t>> desc64;
-  std::vector<MemRef1D<int32_t>> desc32;
-  desc64.reserve(info.numArguments + 2);
-  desc32.reserve(info.numArguments);
-  std::vector<void *> descriptors(info.numArguments, nullptr);
-  // Offsets follow the element type of their indices (embedding_bag
-  // requires it; fused entries are built from such pairs).
-  for (size_t p = 0; p < info.pairs.size(); ++p) {
-    const InputPair &pair = info.pairs[p];
-    if (pair.indicesAreI32) {
-      desc32.push_back(memref1D(data.indices32[p]));
-      descriptors[pair.indicesArg] = &desc32.back();
-      desc32.push_back(memref1D(data.offsets32[p]));
-      descriptors[pair.offsetsArg] = &desc32.back();
-    } else {
-      desc64.push_back(memref1D(data.inputs[p].indices));
-      descriptors[pair.indicesArg] = &desc64.back();
-      desc64.push_back(memref1D(data.inputs[p].offsets));
-      descriptors[pair.offsetsArg] = &desc64.back();
-    }
-  }
-  // Arguments no lookup reads (other ranks' inputs in a rank's program)
-  // still need a descriptor; they are empty.
-  std::vector<int64_t> nothing;
-  MemRef1D<int64_t> unused = memref1D(nothing);
-  for (void *&d : descriptors)
-    if (!d)
-      d = &unused;
+  InputDescriptors in(info, data);
+  std::vector<void *> descriptors = in.descriptors;
   MemRef1D<float> weights = memref1D(data.weights);
-  desc64.push_back(memref1D(data.layout));
+  MemRef1D<int64_t> layout = memref1D(data.layout);
   descriptors.push_back(&weights);
-  descriptors.push_back(&desc64.back());
+  descriptors.push_back(&layout);
   outputs.resize(info.resultShapes.size());
   std::vector<MemRef2D> outs;
   outs.reserve(info.resultShapes.size());
@@ -156,6 +176,53 @@ llvm::Error CompiledModel::forward(ModelData &data,
           impl->engine->invokePacked("_mlir_ciface_" + info.entry, args))
     return err;
   return impl->checkDevice("forward");
+}
+
+llvm::Error
+CompiledModel::backwardEntry(ModelData &data,
+                             std::vector<std::vector<float>> &resultGradients,
+                             float learningRate) {
+  const ModelInfo &info = impl->info;
+  if (info.backwardEntry.empty())
+    return llvm::createStringError(
+        "@" + info.entry +
+        " has no backward function; build the "
+        "rank's program with "
+        "--neuroshard-spmd=\"rank=R backward=true\"");
+  if (resultGradients.size() != info.resultShapes.size())
+    return llvm::createStringError(
+        "got " + llvm::Twine(resultGradients.size()) + " gradients for the " +
+        llvm::Twine(info.resultShapes.size()) + " results of @" + info.entry);
+  // Arguments: the entry's, the results' gradients, the learning rate, then
+  // the weight arena and its layout.
+  InputDescriptors in(info, data);
+  std::vector<void *> descriptors = in.descriptors;
+  std::vector<MemRef2D> gradients;
+  gradients.reserve(resultGradients.size());
+  for (size_t r = 0; r < resultGradients.size(); ++r) {
+    int64_t rows = info.resultShapes[r][0], cols = info.resultShapes[r][1];
+    if (resultGradients[r].size() != static_cast<size_t>(rows * cols))
+      return llvm::createStringError(
+          "the gradient of result #" + llvm::Twine(r) + " of @" + info.entry +
+          " has " + llvm::Twine(resultGradients[r].size()) +
+          " values; expected " + llvm::Twine(rows) + " x " + llvm::Twine(cols));
+    gradients.push_back(memref2D(resultGradients[r].data(), rows, cols));
+    descriptors.push_back(&gradients.back());
+  }
+  MemRef1D<float> weights = memref1D(data.weights);
+  MemRef1D<int64_t> layout = memref1D(data.layout);
+  std::vector<void *> args;
+  for (void *&d : descriptors)
+    args.push_back(&d);
+  args.push_back(&learningRate);
+  void *weightsDescriptor = &weights, *layoutDescriptor = &layout;
+  args.push_back(&weightsDescriptor);
+  args.push_back(&layoutDescriptor);
+  impl->initializeDevice();
+  if (llvm::Error err = impl->engine->invokePacked(
+          "_mlir_ciface_" + info.backwardEntry, args))
+    return err;
+  return impl->checkDevice("backward");
 }
 
 llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {

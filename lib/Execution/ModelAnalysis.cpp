@@ -7,6 +7,7 @@
 #include "neuroshard/Execution/ModelAnalysis.h"
 #include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Transforms/RankProgram.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -59,7 +60,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
   if (entry.empty()) {
     llvm::SmallVector<func::FuncOp> candidates;
     for (func::FuncOp f : module.getOps<func::FuncOp>())
-      if (f.isPublic() && !f.isExternal())
+      if (f.isPublic() && !f.isExternal() &&
+          !f->hasAttr(NeuroShardDialect::getBackwardOfAttrName()))
         candidates.push_back(f);
     if (candidates.size() != 1) {
       std::string names;
@@ -171,12 +173,14 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     return true;
   };
 
+  ExchangeOp exchangeOp;
   func.walk([&](Operation *op) {
     if (failure)
       return WalkResult::interrupt();
     std::vector<abi::ShardDescriptor> shards;
     int64_t device = -1;
     if (auto exchange = dyn_cast<ExchangeOp>(op)) {
+      exchangeOp = exchange;
       if (!info.exchange.widths.empty()) {
         failure = llvm::createStringError(
             where + " has more than one neuroshard.exchange");
@@ -268,6 +272,28 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
                                    " has no "
                                    "neuroshard.exchange in " +
                                    where);
+
+  // The backward function, and where each result's gradient goes.
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    auto of = f->getAttrOfType<FlatSymbolRefAttr>(
+        NeuroShardDialect::getBackwardOfAttrName());
+    if (!of || of.getValue() != info.entry || !exchangeOp)
+      continue;
+    info.backwardEntry = f.getSymName().str();
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      std::string why;
+      FailureOr<SmallVector<ExchangedColumns>> traced =
+          traceExchangedColumns(value, exchangeOp.getResult(), why);
+      if (failed(traced))
+        return llvm::createStringError("result #" + llvm::Twine(i) + " of " +
+                                       where + ": " + why);
+      std::vector<ResultColumns> pieces;
+      for (const ExchangedColumns &piece : *traced)
+        pieces.push_back({piece.column, piece.source, piece.width});
+      info.resultColumns.push_back(std::move(pieces));
+    }
+  }
   return info;
 }
 

@@ -142,6 +142,39 @@ std::vector<float> resultGradient(const ModelInfo &sharded,
   return gradient;
 }
 
+/// The gradients of the rank program's results, taken from `exchanged`, the
+/// gradient of its exchanged columns (B_rank x sum(W)), by the columns each
+/// result holds. Every exchanged column must reach a result: the original
+/// module's backward updates it, while the program's backward would send it
+/// a zero gradient. `why` says otherwise.
+std::vector<std::vector<float>>
+splitResultGradient(const ModelInfo &program,
+                    const std::vector<float> &exchanged, std::string &why) {
+  const ExchangeLayout &layout = program.exchange;
+  int64_t rows = layout.batches[layout.rank], width = layout.totalWidth();
+  std::vector<bool> reached(static_cast<size_t>(width), false);
+  std::vector<std::vector<float>> gradients;
+  for (auto [r, pieces] : llvm::enumerate(program.resultColumns)) {
+    int64_t cols = program.resultShapes[r][1];
+    std::vector<float> gradient(static_cast<size_t>(rows * cols), 0.0f);
+    for (const ResultColumns &piece : pieces)
+      for (int64_t c = 0; c < piece.width; ++c) {
+        reached[piece.source + c] = true;
+        for (int64_t row = 0; row < rows; ++row)
+          gradient[row * cols + piece.column + c] =
+              exchanged[row * width + piece.source + c];
+      }
+    gradients.push_back(std::move(gradient));
+  }
+  auto missing = std::find(reached.begin(), reached.end(), false);
+  if (missing != reached.end())
+    why = "exchanged column " + std::to_string(missing - reached.begin()) +
+          " of @" + program.entry +
+          " reaches no result, so the backward check cannot give it the "
+          "gradient a single-process run gives it";
+  return gradients;
+}
+
 /// Gathers every rank's `local` values to rank 0, in rank order.
 std::vector<float> gatherToRoot(const std::vector<float> &local) {
   if (local.size() > size_t(INT_MAX))
@@ -219,6 +252,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
     PassManager pm(&context);
     mlir::neuroshard::RankProgramOptions rankOptions;
     rankOptions.rank = worldRank;
+    rankOptions.backward = options.backward;
     pm.addPass(mlir::neuroshard::createRankProgram(rankOptions));
     if (failed(pm.run(*program.module)))
       failRank(path + ": cannot build the program of rank " + Twine(worldRank));
@@ -235,6 +269,10 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   compileOptions.hostSymbols.push_back(
       {std::string("_mlir_ciface_") + ::neuroshard::exchange_abi::kExchangeF32,
        mpi::exchangeEntryPoint()});
+  compileOptions.hostSymbols.push_back(
+      {std::string("_mlir_ciface_") +
+           ::neuroshard::exchange_abi::kExchangeGradientF32,
+       mpi::exchangeGradientEntryPoint()});
   auto compiled =
       CompiledModel::compile(*program.module, program.info, compileOptions);
   if (!compiled)
@@ -280,28 +318,27 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
             " is empty on every rank, so --compare would compare nothing; "
             "raise the tables' pooling_factor or give --inputs with indices");
 
-  // One step: forward, then the reverse exchange of the result's gradient
-  // and the fused SGD update of the rank's shards.
-  // The exchange delivers the gradient of the rank's lookup into the buffer
-  // generateData made for it (none for a device without shards).
-  std::vector<float> gradient;
-  if (options.backward)
-    gradient = resultGradient(whole, layout, options.seed);
-  float *lookupGradient =
-      data.gradients.empty() ? nullptr : data.gradients.front().data();
+  // One step: forward, then the program's backward function: the reverse
+  // exchange of its results' gradients and the fused SGD update of the
+  // rank's shards.
+  std::vector<std::vector<float>> resultGradients;
+  if (options.backward) {
+    std::string why;
+    resultGradients = splitResultGradient(
+        program.info, resultGradient(whole, layout, options.seed), why);
+    if (anyRank(!why.empty()))
+      failAll(why.empty() ? "another rank's results do not hold its exchanged "
+                            "columns"
+                          : why);
+  }
   std::vector<std::vector<float>> outputs;
   auto step = [&] {
     if (Error e = program.model->forward(data, outputs))
       failRank("forward: " + toString(std::move(e)));
     if (!options.backward)
       return;
-    std::string why =
-        mpi::exchangeBackward(layout, gradient.data(), lookupGradient);
-    if (!why.empty())
-      failRank("backward exchange: " + why);
-    if (program.info.lookups.empty())
-      return;
-    if (Error e = program.model->backward(data, options.learningRate))
+    if (Error e = program.model->backwardEntry(data, resultGradients,
+                                               options.learningRate))
       failRank("backward: " + toString(std::move(e)));
   };
   step();

@@ -35,10 +35,14 @@ namespace mlir::neuroshard {
 /// One kernel invocation, operands in KernelABI.h's order. All are memrefs
 /// with dynamic sizes and identity layouts: meta, layout, weights
 /// (`memref<?xi64>`, `memref<?xi64>`, `memref<?xf32>`), indices and offsets
-/// (`memref<?xiN>`, N the kernel's index width) and out (`memref<?x?xf32>`).
+/// (`memref<?xiN>`, N the kernel's index width) and out (`memref<?x?xf32>`:
+/// the forward output, or the backward kernel's output gradient), then for
+/// the backward kernel the learning rate (`f32`).
 struct KernelInvocation {
   StringRef kernel;
   Value meta, layout, weights, indices, offsets, out;
+  /// Set for the backward kernel only.
+  Value lr;
 
   /// The operands at their positions in KernelABI.h's operand list.
   SmallVector<Value> operands() const;
@@ -86,7 +90,9 @@ KernelTableLayout layoutWeightArena(ModuleOp module);
 FailureOr<KernelTableLayout> prepareLookupConversion(ModuleOp module);
 
 /// `neuroshard.embedding_bag` and `neuroshard.fused_embedding_bag` to one
-/// kernel invocation each, emitted with `emit`; `neuroshard.table` erased.
+/// forward kernel invocation each, `neuroshard.fused_embedding_bag_sgd` to
+/// one backward kernel invocation, emitted with `emit`; `neuroshard.table`
+/// erased.
 /// `layout` must outlive the patterns.
 void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
                                         const KernelTableLayout &layout,
@@ -99,9 +105,9 @@ void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
 /// one column concatenation of the inputs instead, linear in the devices.
 void populateAllToAllToSlicesPatterns(RewritePatternSet &patterns);
 
-/// `neuroshard.exchange` to a call of the exchange runtime function
-/// (ExchangeABI.h): the rank's buffer, a fresh result buffer, and the
-/// widths and batches as constants.
+/// `neuroshard.exchange` and `neuroshard.exchange_gradient` to calls of the
+/// exchange runtime functions (ExchangeABI.h): the buffer sent, a fresh
+/// buffer received, and the widths and batches as constants.
 void populateExchangeToRuntimeCallPatterns(RewritePatternSet &patterns);
 
 /// Marks every `neuroshard` operation illegal and leaves all others legal.

@@ -42,6 +42,12 @@ public:
                       std::vector<std::vector<float>> &outputs);
   /// Runs the backward-SGD kernel of every lookup with its gradient.
   llvm::Error backward(ModelData &data, float learningRate);
+  /// Runs the module's own backward function (ModelInfo::backwardEntry):
+  /// `resultGradients[i]` is the gradient of result i (row-major), and the
+  /// function updates the weights with SGD.
+  llvm::Error backwardEntry(ModelData &data,
+                            std::vector<std::vector<float>> &resultGradients,
+                            float learningRate);
 
 private:
   CompiledModel() = default;

@@ -50,6 +50,14 @@ struct LookupInfo {
 };
 
 /// The entry arguments of one lookup input: indices and offsets.
+/// `width` columns of a result, from its column `column`, that are columns
+/// `source ..` of a rank's exchanged result.
+struct ResultColumns {
+  int64_t column = 0;
+  int64_t source = 0;
+  int64_t width = 0;
+};
+
 struct InputPair {
   unsigned indicesArg = 0;
   unsigned offsetsArg = 0;
@@ -71,6 +79,12 @@ struct ModelInfo {
   /// them) and are not in `pairs`.
   std::optional<int64_t> rank;
   exchange_abi::ExchangeLayout exchange;
+  /// A rank's program built with its backward function
+  /// (`--neuroshard-spmd=rank=R backward=true`): that function's name, and
+  /// per result of the entry the exchanged columns it holds. Empty
+  /// otherwise.
+  std::string backwardEntry;
+  std::vector<std::vector<ResultColumns>> resultColumns;
 };
 
 /// Reads `module` before lowering. `entry` empty means the module's only

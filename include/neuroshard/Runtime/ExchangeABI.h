@@ -43,6 +43,12 @@ namespace exchange_abi {
 /// rank) and the rank (i64).
 constexpr const char *kExchangeF32 = "neuroshard_exchange_f32";
 
+/// Symbol of the backward direction, with the same C interface and
+/// operands in the reverse roles: the gradient of the rank's result
+/// (`memref<?x?xf32>`, B_r x sum(W)), the gradient of its buffer
+/// (`memref<?x?xf32>`, B x W_r), the widths, the batches and the rank.
+constexpr const char *kExchangeGradientF32 = "neuroshard_exchange_gradient_f32";
+
 /// One rank's view of an exchange between `widths.size()` ranks.
 struct ExchangeLayout {
   std::vector<int64_t> widths;  ///< Columns each rank's fused lookup makes.

@@ -101,12 +101,26 @@ def RankProgram : Pass<"neuroshard-spmd", "::mlir::ModuleOp"> {
     After the exchange, the pass supports `tensor.extract_slice` of whole
     rows, `tensor.concat` along columns and `func.return`; anything else is
     reported rather than guessed.
+
+    With `backward=true`, every function with an exchange `@f` also gets
+    `@f_backward`, one training step's backward for the rank: it takes
+    `@f`'s arguments, the gradient of each of `@f`'s results (the rank's
+    rows) and the learning rate (`f32`); puts each gradient in the columns
+    of the exchanged result that result is made of (zero where no result
+    reads a column); sends them back with `neuroshard.exchange_gradient`;
+    and updates the rank's shards with `neuroshard.fused_embedding_bag_sgd`.
+    A column returned in two results is refused (its gradients would have
+    to be summed).
   }];
   let options = [
     Option<"rank", "rank", "int64_t", "-1",
-           "The rank (device) whose program to build">
+           "The rank (device) whose program to build">,
+    Option<"backward", "backward", "bool", "false",
+           "Also build each entry's backward function (reverse exchange "
+           "and SGD update)">
   ];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 #endif // NEUROSHARD_TRANSFORMS_PASSES_TD

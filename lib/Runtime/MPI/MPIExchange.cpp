@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Runtime/MPI/MPIExchange.h"
+#include "neuroshard/Runtime/ExchangeCall.h"
 
 #include <mpi.h>
 
@@ -35,19 +36,10 @@ struct Blocks {
 };
 
 std::string checkJob(const ExchangeLayout &layout) {
-  std::string why = exchange_abi::checkExchangeLayout(layout);
-  if (!why.empty())
-    return why;
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (layout.ranks() != size)
-    return "the exchange is between " + std::to_string(layout.ranks()) +
-           " ranks but the job has " + std::to_string(size);
-  if (layout.rank != rank)
-    return "the program of rank " + std::to_string(layout.rank) +
-           " runs on rank " + std::to_string(rank);
-  return "";
+  return exchange_abi::checkExchangeJob(layout, rank, size);
 }
 
 /// Fills `blocks` for the forward direction (swapped for backward); fails
@@ -114,14 +106,7 @@ void mpi::resetExchangeSeconds() { accumulatedSeconds = 0.0; }
 
 namespace {
 
-/// MLIR's descriptor of a memref of rank N (CRunnerUtils.h's layout).
-template <typename T, int N> struct Descriptor {
-  T *allocated;
-  T *aligned;
-  int64_t offset;
-  int64_t sizes[N];
-  int64_t strides[N];
-};
+using exchange_abi::MemRefDescriptor;
 
 [[noreturn]] void abortJob(const std::string &why) {
   int rank = 0;
@@ -133,33 +118,34 @@ template <typename T, int N> struct Descriptor {
   std::abort();
 }
 
-bool rowMajor(const Descriptor<float, 2> &d) {
-  return d.strides[1] == 1 && (d.sizes[0] <= 1 || d.strides[0] == d.sizes[1]);
-}
-
-extern "C" void exchangeF32(Descriptor<float, 2> *buffer,
-                            Descriptor<float, 2> *result,
-                            Descriptor<int64_t, 1> *widths,
-                            Descriptor<int64_t, 1> *batches, int64_t rank) {
+extern "C" void exchangeF32(MemRefDescriptor<float, 2> *buffer,
+                            MemRefDescriptor<float, 2> *result,
+                            MemRefDescriptor<int64_t, 1> *widths,
+                            MemRefDescriptor<int64_t, 1> *batches,
+                            int64_t rank) {
   ExchangeLayout layout;
-  for (int64_t i = 0; i < widths->sizes[0]; ++i)
-    layout.widths.push_back(
-        widths->aligned[widths->offset + i * widths->strides[0]]);
-  for (int64_t i = 0; i < batches->sizes[0]; ++i)
-    layout.batches.push_back(
-        batches->aligned[batches->offset + i * batches->strides[0]]);
-  layout.rank = rank;
-  std::string why = exchange_abi::checkExchangeLayout(layout);
-  if (why.empty() && (!rowMajor(*buffer) || !rowMajor(*result)))
-    why = "the exchange's buffers are not row-major";
-  if (why.empty() && (buffer->sizes[0] != layout.batch() ||
-                      buffer->sizes[1] != layout.widths[rank] ||
-                      result->sizes[0] != layout.batches[rank] ||
-                      result->sizes[1] != layout.totalWidth()))
-    why = "the exchange's buffers do not match its widths and batches";
+  std::string why = exchange_abi::readExchangeCall(*buffer, *result, *widths,
+                                                   *batches, rank, layout);
   if (why.empty())
     why = mpi::exchangeForward(layout, buffer->aligned + buffer->offset,
                                result->aligned + result->offset);
+  if (!why.empty())
+    abortJob(why);
+}
+
+extern "C" void exchangeGradientF32(MemRefDescriptor<float, 2> *gradient,
+                                    MemRefDescriptor<float, 2> *bufferGradient,
+                                    MemRefDescriptor<int64_t, 1> *widths,
+                                    MemRefDescriptor<int64_t, 1> *batches,
+                                    int64_t rank) {
+  // The same layout with the roles of the buffers swapped.
+  ExchangeLayout layout;
+  std::string why = exchange_abi::readExchangeCall(
+      *bufferGradient, *gradient, *widths, *batches, rank, layout);
+  if (why.empty())
+    why =
+        mpi::exchangeBackward(layout, gradient->aligned + gradient->offset,
+                              bufferGradient->aligned + bufferGradient->offset);
   if (!why.empty())
     abortJob(why);
 }
@@ -168,4 +154,8 @@ extern "C" void exchangeF32(Descriptor<float, 2> *buffer,
 
 void *mpi::exchangeEntryPoint() {
   return reinterpret_cast<void *>(&exchangeF32);
+}
+
+void *mpi::exchangeGradientEntryPoint() {
+  return reinterpret_cast<void *>(&exchangeGradientF32);
 }

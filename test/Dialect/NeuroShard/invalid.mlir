@@ -509,3 +509,85 @@ module attributes {neuroshard.rank = 2 : i64, neuroshard.topology = #neuroshard.
 // expected-error @+1 {{'neuroshard.rank' needs a #neuroshard.topology on the module}}
 module attributes {neuroshard.rank = 0 : i64} {
 }
+
+// -----
+
+func.func @f(%g: tensor<4x8xf32>) -> tensor<6x4xf32> {
+  // expected-error @+1 {{result is 6 x 4 but rank 1 computes 8 x 4 (the whole batch, its own columns)}}
+  %r = neuroshard.exchange_gradient %g rank 1 widths [4, 4] batches [4, 4] : tensor<4x8xf32> -> tensor<6x4xf32>
+  return %r : tensor<6x4xf32>
+}
+
+// -----
+
+func.func @f(%g: tensor<5x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{gradient is 5 x 8 but rank 1 receives 4 x 8 (its rows, every rank's columns)}}
+  %r = neuroshard.exchange_gradient %g rank 1 widths [4, 4] batches [4, 4] : tensor<5x8xf32> -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>, %g: tensor<4x6xf32>, %lr: f32) {
+    // expected-error @+1 {{gradient has 6 columns but the entries' column ranges add up to 8}}
+    neuroshard.fused_embedding_bag_sgd device 0 [
+        @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] gradient %g lr %lr : tensor<4x6xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>, %g: tensor<3x8xf32>, %lr: f32) {
+    // expected-error @+1 {{entry 0 has 5 offsets but the result has 3 bags; expected 4 offsets (one per bag plus the end)}}
+    neuroshard.fused_embedding_bag_sgd device 0 [
+        @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] gradient %g lr %lr : tensor<3x8xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f16
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>, %g: tensor<4x8xf32>, %lr: f32) {
+    // expected-error @+1 {{entry 0 reads table 't' of element type 'f16' with a gradient of element type 'f32'}}
+    neuroshard.fused_embedding_bag_sgd device 0 [
+        @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] gradient %g lr %lr : tensor<4x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
+  neuroshard.table @t : rows 10, dim 8, f32
+      shards [#neuroshard.shard<cols = 0 to 8, device = 0>]
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>, %g: tensor<4x8xf32>, %lr: f32) {
+    // expected-error @+1 {{entry 0 reads columns [0, 8) of table 't' on device 1, but the table places no such shard there}}
+    neuroshard.fused_embedding_bag_sgd device 1 [
+        @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] gradient %g lr %lr : tensor<4x8xf32>
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'neuroshard.backward_of' names @missing, which is not a function of the module}}
+func.func @f() attributes {neuroshard.backward_of = @missing} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'neuroshard.backward_of' must be a symbol reference on a function}}
+module attributes {neuroshard.backward_of = "f"} {
+}

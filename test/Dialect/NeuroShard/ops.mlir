@@ -81,3 +81,27 @@ func.func @exchange(%a: tensor<10x96xf32>) -> tensor<3x128xf32> {
   %r = neuroshard.exchange %c rank 2 widths [96, 0, 32] batches [4, 3, 3] : tensor<10x32xf32> -> tensor<3x128xf32>
   return %r : tensor<3x128xf32>
 }
+
+// The backward direction of one rank's side, and the SGD update of a
+// device's shards; the update has no result but must survive as a write.
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
+  neuroshard.table @u : rows 100, dim 8, f32
+      shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
+              #neuroshard.shard<cols = 4 to 8, device = 1>]
+  // CHECK-LABEL: func.func @step_backward
+  // CHECK-SAME: attributes {neuroshard.backward_of = @step}
+  func.func @step_backward(%i: tensor<?xi64>, %o: tensor<9xi64>,
+                           %g: tensor<4x8xf32>, %lr: f32) attributes {neuroshard.backward_of = @step} {
+    // CHECK: %[[D:.+]] = neuroshard.exchange_gradient %{{.*}} rank 1 widths [4, 4] batches [4, 4] : tensor<4x8xf32> -> tensor<8x4xf32>
+    %d = neuroshard.exchange_gradient %g rank 1 widths [4, 4] batches [4, 4]
+        : tensor<4x8xf32> -> tensor<8x4xf32>
+    // CHECK: neuroshard.fused_embedding_bag_sgd device 1 [
+    // CHECK-NEXT: @u cols 4 to 8 mean(%{{.*}}, %{{.*}} : tensor<?xi64>, tensor<9xi64>)
+    // CHECK-NEXT: ] gradient %[[D]] lr %{{.*}} : tensor<8x4xf32>
+    neuroshard.fused_embedding_bag_sgd device 1 [
+        @u cols 4 to 8 mean(%i, %o : tensor<?xi64>, tensor<9xi64>)
+      ] gradient %d lr %lr : tensor<8x4xf32>
+    return
+  }
+  func.func @step() { return }
+}

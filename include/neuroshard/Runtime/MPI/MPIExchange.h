@@ -6,8 +6,9 @@
 //
 // The exchange of ExchangeABI.h on MPI_COMM_WORLD, one rank per device: an
 // MPI_Alltoallv of contiguous blocks, with the column blocks packed and
-// unpacked on the receiving side. The forward exchange is also what the
-// lowered code of a rank's program calls (kExchangeF32's C interface).
+// unpacked on the receiving side. Both directions are also what the lowered
+// code of a rank's program calls (the C interfaces of kExchangeF32 and
+// kExchangeGradientF32).
 //
 // MPI must be initialised by the caller. Errors of the collective itself
 // follow MPI's error handler (by default the job aborts).
@@ -46,6 +47,10 @@ void resetExchangeSeconds();
 /// and aborts the job (MPI_Abort), since the other ranks would wait for
 /// this one forever.
 void *exchangeEntryPoint();
+
+/// The same for kExchangeGradientF32, the backward direction
+/// (exchangeBackward).
+void *exchangeGradientEntryPoint();
 
 } // namespace mpi
 } // namespace neuroshard

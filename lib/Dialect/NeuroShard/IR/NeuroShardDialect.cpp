@@ -8,6 +8,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -73,6 +75,18 @@ NeuroShardDialect::verifyOperationAttribute(Operation *op,
       return op->emitError()
              << "'" << name << "' is " << rank.getValue().getSExtValue()
              << " but the topology has " << topology.getDevices() << " devices";
+    return success();
+  }
+  if (name == getBackwardOfAttrName()) {
+    // Kept through the lowering, so any function-like op may carry it.
+    auto forward = dyn_cast<FlatSymbolRefAttr>(attribute.getValue());
+    if (!isa<FunctionOpInterface>(op) || !forward)
+      return op->emitError()
+             << "'" << name << "' must be a symbol reference on a function";
+    Operation *target = SymbolTable::lookupNearestSymbolFrom(op, forward);
+    if (!target || !isa<FunctionOpInterface>(target))
+      return op->emitError() << "'" << name << "' names " << forward
+                             << ", which is not a function of the module";
     return success();
   }
   return op->emitError() << "unknown NeuroShard attribute '" << name << "'";

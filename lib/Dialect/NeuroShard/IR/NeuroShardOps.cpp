@@ -293,80 +293,120 @@ StringRef FusedEmbeddingBagOp::getEntryTable(unsigned i) {
   return cast<FlatSymbolRefAttr>(getTables()[i]).getValue();
 }
 
-LogicalResult FusedEmbeddingBagOp::verify() {
-  size_t entries = getTables().size();
+/// Checks the entries of a fused lookup or its SGD update against each other
+/// and against `pooled`, the `B x sum(width)` tensor they fill or read (the
+/// op's `what`).
+template <typename FusedOp>
+static LogicalResult verifyFusedEntries(FusedOp op, RankedTensorType pooled,
+                                        StringRef what) {
+  size_t entries = op.getTables().size();
   if (entries == 0)
-    return emitOpError() << "has no entries";
-  if (getColBegins().size() != entries || getColEnds().size() != entries ||
-      getModes().size() != entries || getIndices().size() != entries)
-    return emitOpError() << "has " << entries << " tables but "
-                         << getColBegins().size() << " column begins, "
-                         << getColEnds().size() << " column ends, "
-                         << getModes().size() << " modes and "
-                         << getIndices().size() << " index operands";
-  if (failed(verifyDeviceInTopology(*this, getDevice(), "runs on")))
+    return op.emitOpError() << "has no entries";
+  if (op.getColBegins().size() != entries ||
+      op.getColEnds().size() != entries || op.getModes().size() != entries ||
+      op.getIndices().size() != entries)
+    return op.emitOpError()
+           << "has " << entries << " tables but " << op.getColBegins().size()
+           << " column begins, " << op.getColEnds().size() << " column ends, "
+           << op.getModes().size() << " modes and " << op.getIndices().size()
+           << " index operands";
+  if (failed(verifyDeviceInTopology(op, op.getDevice(), "runs on")))
     return failure();
 
-  RankedTensorType resultType = getResult().getType();
   int64_t width = 0;
   for (size_t i = 0; i < entries; ++i) {
-    int64_t begin = getColBegins()[i], end = getColEnds()[i];
+    int64_t begin = op.getColBegins()[i], end = op.getColEnds()[i];
     if (begin < 0 || end <= begin)
-      return emitOpError() << "entry " << i << " has an empty or negative "
-                           << "column range [" << begin << ", " << end << ")";
+      return op.emitOpError()
+             << "entry " << i << " has an empty or negative "
+             << "column range [" << begin << ", " << end << ")";
     width += end - begin;
-    if (getElementTypeOrSelf(getIndices()[i].getType()) !=
-        getElementTypeOrSelf(getOffsets()[i].getType()))
-      return emitOpError() << "entry " << i << " has indices of type "
-                           << getIndices()[i].getType()
-                           << " but offsets of type "
-                           << getOffsets()[i].getType()
-                           << "; their element types must match";
-    if (failed(verifyBatch(*this, getOffsets()[i], resultType.getDimSize(0),
+    if (getElementTypeOrSelf(op.getIndices()[i].getType()) !=
+        getElementTypeOrSelf(op.getOffsets()[i].getType()))
+      return op.emitOpError()
+             << "entry " << i << " has indices of type "
+             << op.getIndices()[i].getType() << " but offsets of type "
+             << op.getOffsets()[i].getType()
+             << "; their element types must match";
+    if (failed(verifyBatch(op, op.getOffsets()[i], pooled.getDimSize(0),
                            "entry " + std::to_string(i))))
       return failure();
   }
-  if (!resultType.isDynamicDim(1) && resultType.getDimSize(1) != width)
-    return emitOpError() << "result has " << resultType.getDimSize(1)
-                         << " columns but the entries' column ranges add up "
-                         << "to " << width;
+  if (!pooled.isDynamicDim(1) && pooled.getDimSize(1) != width)
+    return op.emitOpError() << what << " has " << pooled.getDimSize(1)
+                            << " columns but the entries' column ranges add "
+                            << "up to " << width;
   return success();
 }
 
-LogicalResult
-FusedEmbeddingBagOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  Type elementType = getResult().getType().getElementType();
-  for (unsigned i = 0, e = getNumEntries(); i < e; ++i) {
+/// Checks that every entry of a fused lookup or its SGD update names a table
+/// shard placed on the op's device, of the element type of `pooled`, which
+/// `relation` names ("into a result").
+template <typename FusedOp>
+static LogicalResult
+verifyFusedTables(FusedOp op, SymbolTableCollection &symbolTable,
+                  RankedTensorType pooled, StringRef relation) {
+  Type elementType = pooled.getElementType();
+  for (unsigned i = 0, e = op.getNumEntries(); i < e; ++i) {
     FailureOr<TableOp> table = lookupTable(
-        *this, symbolTable, cast<FlatSymbolRefAttr>(getTables()[i]));
+        op, symbolTable, cast<FlatSymbolRefAttr>(op.getTables()[i]));
     if (failed(table))
       return failure();
     StringRef name = table->getSymName();
-    int64_t begin = getColBegins()[i], end = getColEnds()[i];
+    int64_t begin = op.getColBegins()[i], end = op.getColEnds()[i];
     if (end > table->getNumCols())
-      return emitOpError() << "entry " << i << " reads columns [" << begin
-                           << ", " << end << ") of table '" << name
-                           << "', which has " << table->getNumCols()
-                           << " columns";
+      return op.emitOpError()
+             << "entry " << i << " reads columns [" << begin << ", " << end
+             << ") of table '" << name << "', which has " << table->getNumCols()
+             << " columns";
     if (table->getElementType() != elementType)
-      return emitOpError() << "entry " << i << " reads table '" << name
-                           << "' of element type " << table->getElementType()
-                           << " into a result of element type " << elementType;
+      return op.emitOpError()
+             << "entry " << i << " reads table '" << name
+             << "' of element type " << table->getElementType() << " "
+             << relation << " of element type " << elementType;
     std::optional<ArrayAttr> shards = table->getShards();
     if (!shards)
       continue;
     bool placedHere =
         llvm::any_of(shards->getAsRange<ShardAttr>(), [&](ShardAttr shard) {
           return shard.getColBegin() == begin && shard.getColEnd() == end &&
-                 shard.getDevice() == static_cast<int64_t>(getDevice());
+                 shard.getDevice() == static_cast<int64_t>(op.getDevice());
         });
     if (!placedHere)
-      return emitOpError() << "entry " << i << " reads columns [" << begin
-                           << ", " << end << ") of table '" << name
-                           << "' on device " << getDevice()
-                           << ", but the table places no such shard there";
+      return op.emitOpError()
+             << "entry " << i << " reads columns [" << begin << ", " << end
+             << ") of table '" << name << "' on device " << op.getDevice()
+             << ", but the table places no such shard there";
   }
   return success();
+}
+
+LogicalResult FusedEmbeddingBagOp::verify() {
+  return verifyFusedEntries(*this, getResult().getType(), "result");
+}
+
+LogicalResult
+FusedEmbeddingBagOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyFusedTables(*this, symbolTable, getResult().getType(),
+                           "into a result");
+}
+
+//===----------------------------------------------------------------------===//
+// FusedEmbeddingBagSGDOp
+//===----------------------------------------------------------------------===//
+
+StringRef FusedEmbeddingBagSGDOp::getEntryTable(unsigned i) {
+  return cast<FlatSymbolRefAttr>(getTables()[i]).getValue();
+}
+
+LogicalResult FusedEmbeddingBagSGDOp::verify() {
+  return verifyFusedEntries(*this, getGradient().getType(), "gradient");
+}
+
+LogicalResult
+FusedEmbeddingBagSGDOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyFusedTables(*this, symbolTable, getGradient().getType(),
+                           "with a gradient");
 }
 
 //===----------------------------------------------------------------------===//
@@ -433,49 +473,70 @@ LogicalResult AllToAllOp::verify() {
 // ExchangeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ExchangeOp::verify() {
-  ArrayRef<int64_t> widths = getWidths(), batches = getBatches();
+/// Checks one rank's side of the exchange: `whole` is the rank's `B x
+/// widths[rank]` tensor (its lookup, or that lookup's gradient) and `own` its
+/// `batches[rank] x sum(widths)` slice (or that slice's gradient); `wholeName`
+/// and `ownName` say which operand or result each one is.
+static LogicalResult
+verifyExchangeSide(Operation *op, int64_t rank, ArrayRef<int64_t> widths,
+                   ArrayRef<int64_t> batches, RankedTensorType whole,
+                   StringRef wholeName, RankedTensorType own,
+                   StringRef ownName) {
   size_t ranks = widths.size();
   if (ranks == 0)
-    return emitOpError() << "needs at least one rank";
+    return op->emitOpError() << "needs at least one rank";
   if (batches.size() != ranks)
-    return emitOpError() << "lists " << ranks << " widths but "
-                         << batches.size() << " batches; expected one of each "
-                         << "per rank";
-  TopologyAttr topology = getEnclosingTopology(*this);
+    return op->emitOpError()
+           << "lists " << ranks << " widths but " << batches.size()
+           << " batches; expected one of each per rank";
+  TopologyAttr topology = getEnclosingTopology(op);
   if (topology && static_cast<int64_t>(ranks) != topology.getDevices())
-    return emitOpError() << "exchanges between " << ranks
-                         << " ranks but the topology has "
-                         << topology.getDevices() << " devices";
-  int64_t rank = static_cast<int64_t>(getRank());
+    return op->emitOpError()
+           << "exchanges between " << ranks << " ranks but the topology has "
+           << topology.getDevices() << " devices";
   if (rank >= static_cast<int64_t>(ranks))
-    return emitOpError() << "runs on rank " << rank << " but exchanges between "
-                         << ranks << " ranks";
+    return op->emitOpError() << "runs on rank " << rank
+                             << " but exchanges between " << ranks << " ranks";
   int64_t width = 0, batch = 0;
   for (size_t d = 0; d < ranks; ++d) {
     if (widths[d] < 0 || batches[d] < 0)
-      return emitOpError() << "rank " << d << " has a negative "
-                           << (widths[d] < 0 ? "width " : "batch ")
-                           << (widths[d] < 0 ? widths[d] : batches[d]);
+      return op->emitOpError() << "rank " << d << " has a negative "
+                               << (widths[d] < 0 ? "width " : "batch ")
+                               << (widths[d] < 0 ? widths[d] : batches[d]);
     width += widths[d];
     batch += batches[d];
   }
-  auto input = cast<RankedTensorType>(getInput().getType());
-  auto result = cast<RankedTensorType>(getResult().getType());
-  if (input.getElementType() != result.getElementType())
-    return emitOpError() << "mixes element types " << input.getElementType()
-                         << " and " << result.getElementType();
-  if (!input.hasStaticShape() || !result.hasStaticShape())
-    return emitOpError() << "needs static shapes";
-  if (input.getDimSize(0) != batch || input.getDimSize(1) != widths[rank])
-    return emitOpError() << "input is " << input.getDimSize(0) << " x "
-                         << input.getDimSize(1) << " but rank " << rank
-                         << " computes " << batch << " x " << widths[rank]
-                         << " (the whole batch, its own columns)";
-  if (result.getDimSize(0) != batches[rank] || result.getDimSize(1) != width)
-    return emitOpError() << "result is " << result.getDimSize(0) << " x "
-                         << result.getDimSize(1) << " but rank " << rank
-                         << " receives " << batches[rank] << " x " << width
-                         << " (its rows, every rank's columns)";
+  if (whole.getElementType() != own.getElementType())
+    return op->emitOpError() << "mixes element types " << whole.getElementType()
+                             << " and " << own.getElementType();
+  if (!whole.hasStaticShape() || !own.hasStaticShape())
+    return op->emitOpError() << "needs static shapes";
+  if (whole.getDimSize(0) != batch || whole.getDimSize(1) != widths[rank])
+    return op->emitOpError()
+           << wholeName << " is " << whole.getDimSize(0) << " x "
+           << whole.getDimSize(1) << " but rank " << rank << " computes "
+           << batch << " x " << widths[rank]
+           << " (the whole batch, its own columns)";
+  if (own.getDimSize(0) != batches[rank] || own.getDimSize(1) != width)
+    return op->emitOpError() << ownName << " is " << own.getDimSize(0) << " x "
+                             << own.getDimSize(1) << " but rank " << rank
+                             << " receives " << batches[rank] << " x " << width
+                             << " (its rows, every rank's columns)";
   return success();
+}
+
+LogicalResult ExchangeOp::verify() {
+  return verifyExchangeSide(*this, static_cast<int64_t>(getRank()), getWidths(),
+                            getBatches(), getInput().getType(), "input",
+                            getResult().getType(), "result");
+}
+
+//===----------------------------------------------------------------------===//
+// ExchangeGradientOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExchangeGradientOp::verify() {
+  return verifyExchangeSide(*this, static_cast<int64_t>(getRank()), getWidths(),
+                            getBatches(), getResult().getType(), "result",
+                            getGradient().getType(), "gradient");
 }

@@ -53,6 +53,11 @@ def NeuroShard_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getRankAttrName() {
       return ::llvm::StringLiteral("neuroshard.rank");
     }
+    /// Function attribute of a backward function built by
+    /// `--neuroshard-spmd=backward=true`: the function it is the backward of.
+    static constexpr ::llvm::StringLiteral getBackwardOfAttrName() {
+      return ::llvm::StringLiteral("neuroshard.backward_of");
+    }
   }];
 }
 

@@ -240,4 +240,91 @@ def NeuroShard_ExchangeOp : NeuroShard_Op<"exchange"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// ExchangeGradientOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_ExchangeGradientOp : NeuroShard_Op<"exchange_gradient"> {
+  let summary = "one rank's side of the exchange's backward direction";
+  let description = [{
+    The reverse of `neuroshard.exchange` with the same `rank`, `widths` and
+    `batches`: the rank gives the gradient of its slice of the batch with
+    every rank's columns (`batches[rank] x (widths[0] + ... +
+    widths[N-1])`) and receives the gradient of its own fused lookup for the
+    whole batch (`B x widths[rank]`). Rank `d`'s columns of every rank's
+    slice go back to rank `d`. It is what `--neuroshard-spmd` emits in the
+    backward function of a rank's program.
+
+    ```mlir
+    %g = neuroshard.exchange_gradient %dx rank 1 widths [96, 64]
+        batches [512, 512] : tensor<512x160xf32> -> tensor<1024x64xf32>
+    ```
+  }];
+  let arguments = (ins NeuroShard_PooledTensor:$gradient,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$rank,
+                       DenseI64ArrayAttr:$widths,
+                       DenseI64ArrayAttr:$batches);
+  let results = (outs NeuroShard_PooledTensor:$result);
+  let assemblyFormat = [{
+    $gradient `rank` $rank `widths` $widths `batches` $batches attr-dict
+    `:` type($gradient) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// FusedEmbeddingBagSGDOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_FusedEmbeddingBagSGDOp
+    : NeuroShard_Op<"fused_embedding_bag_sgd", [
+        SameVariadicOperandSize, MemoryEffects<[MemWrite]>,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the SGD update of the table shards one device looks up";
+  let description = [{
+    The backward of `neuroshard.fused_embedding_bag` fused with plain SGD:
+    with the same entries as the device's lookup and `gradient`, the
+    gradient of that lookup's `B x sum(end - begin)` result, every row an
+    entry's bag reads is updated in place,
+    `w[row, begin:end] -= lr * scale * gradient[bag, entry's columns]`, with
+    `scale` 1 for `sum` and 1 / (bag size) for `mean`. A row read several
+    times is updated once per read. The tables are the op's memory: it has
+    no result and is ordered with respect to other memory effects.
+
+    ```mlir
+    neuroshard.fused_embedding_bag_sgd device 1 [
+        @user cols 0 to 64 sum(%idx0, %off0 : tensor<?xi32>, tensor<1025xi32>)
+      ] gradient %g lr %lr : tensor<1024x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    ConfinedAttr<I64Attr, [IntNonNegative]>:$device,
+    FlatSymbolRefArrayAttr:$tables,
+    DenseI64ArrayAttr:$col_begins,
+    DenseI64ArrayAttr:$col_ends,
+    NeuroShard_PoolingModeArrayAttr:$modes,
+    Variadic<NeuroShard_IndexTensor>:$indices,
+    Variadic<NeuroShard_IndexTensor>:$offsets,
+    NeuroShard_PooledTensor:$gradient,
+    F32:$lr
+  );
+  let assemblyFormat = [{
+    `device` $device
+    custom<FusedEntries>($tables, $col_begins, $col_ends, $modes,
+                         $indices, $offsets, type($indices), type($offsets))
+    `gradient` $gradient `lr` $lr attr-dict `:` type($gradient)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of (table shard, indices, offsets) entries.
+    unsigned getNumEntries() { return getTables().size(); }
+    /// Name of the table updated by entry `i`.
+    ::llvm::StringRef getEntryTable(unsigned i);
+    /// Width (columns) of entry `i`.
+    int64_t getEntryWidth(unsigned i) {
+      return getColEnds()[i] - getColBegins()[i];
+    }
+  }];
+}
+
 #endif // NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDOPS_TD
