@@ -168,7 +168,7 @@ ShardTablesPass::buildTableSpecs(ArrayRef<TableInfo> tables,
              << "; the cost model needs pooling_factor and the 17-bin "
                 "access_hist of every table";
     ::neuroshard::TableSpec spec;
-    spec.name = table.getSymName().str();
+    spec.name = table.getReportName().str();
     spec.rows = table.getNumRows();
     spec.dim = table.getNumCols();
     spec.elementBytes = table.getElementType().getIntOrFloatBitWidth() / 8;

@@ -9,7 +9,9 @@ that `neuroshard-opt --neuroshard-shard` can shard (DESIGN §1).
 
 Every `nn.EmbeddingBag` of the model, wherever it is nested (plain
 attributes, `nn.ModuleList`, `nn.ModuleDict`, ...), becomes one
-`neuroshard.table` named after its module path, and one
+`neuroshard.table` named after its module path (a symbol-safe form of it,
+`sparse_user_id`, with the path itself in `module_path`, which plans and
+reports show), and one
 `neuroshard.embedding_bag` in `func.func @embeddings`. The cost model's
 statistics are measured from the samples the caller passes:
 
@@ -344,6 +346,19 @@ def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
                                                                    text)
 
 
+def _mlir_string(text: str) -> str:
+    """`text` as an MLIR string literal: quotes, backslashes and bytes
+    outside printable ASCII escaped as \\XX (UTF-8)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        c = chr(byte)
+        if c in "\"\\" or byte < 0x20 or byte >= 0x7f:
+            out.append("\\%02X" % byte)
+        else:
+            out.append(c)
+    return '"%s"' % "".join(out)
+
+
 def emit_module(tables: Sequence[TableInfo], devices: int = 4,
                 memory_gb: Union[float, Sequence[float]] = 16.0,
                 index_type: str = "i64", batch_size: Optional[int] = None,
@@ -383,7 +398,13 @@ def emit_module(tables: Sequence[TableInfo], devices: int = 4,
         out.append("  neuroshard.table @%s : rows %d, dim %d, f32 "
                    "{pooling_factor = %s : f64," %
                    (t.symbol, t.rows, t.dim, _float_literal(t.pooling_factor)))
-        out.append("    access_hist = array<f64: %s>}" % bins)
+        if t.symbol == t.path:
+            out.append("    access_hist = array<f64: %s>}" % bins)
+        else:
+            # The symbol spells the path in a symbol-safe form; the path
+            # itself names the table in plans and reports.
+            out.append("    access_hist = array<f64: %s>," % bins)
+            out.append("    module_path = %s}" % _mlir_string(t.path))
     idx = "tensor<?x%s>" % index_type
     off = "tensor<%dx%s>" % (b + 1, index_type)
     args, results, body = [], [], []

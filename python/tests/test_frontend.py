@@ -112,7 +112,8 @@ def test_emitted_text_has_the_documented_shape():
         "devices = 2, memory_gb = [1.0, 0.5]>}" in text
     assert re.search(r"neuroshard.table @dicts_ad_id : rows 30, dim 16, f32 "
                      r"\{pooling_factor = 2.0 : f64,\n    access_hist = "
-                     r"array<f64: 0.75, 0.0, 0.25(, 0.0){14}>\}", text)
+                     r"array<f64: 0.75, 0.0, 0.25(, 0.0){14}>,\n"
+                     r"    module_path = \"dicts.ad-id\"\}", text)
     assert "%idx3: tensor<?xi64>, %off3: tensor<4xi64>" in text
     assert "%e1 = neuroshard.embedding_bag @lists_0(%idx1, %off1) mean\n" \
         "        : (tensor<?xi64>, tensor<4xi64>) -> tensor<3x4xf32>" in text
@@ -137,6 +138,9 @@ def test_emitted_module_parses_and_shards():
     assert sharded.returncode == 0, sharded.stderr
     assert "NeuroShard plan:" in sharded.stdout
     assert sharded.stdout.count("neuroshard.fused_embedding_bag") >= 1
+    # The plan names the tables by their module paths.
+    assert "dicts.ad-id" in sharded.stdout
+    assert "module_path = \"dicts.ad-id\"" in sharded.stdout
 
 
 def test_float_literals_parse_in_mlir():

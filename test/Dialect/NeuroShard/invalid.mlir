@@ -591,3 +591,13 @@ func.func @f() attributes {neuroshard.backward_of = @missing} {
 // expected-error @+1 {{'neuroshard.backward_of' must be a symbol reference on a function}}
 module attributes {neuroshard.backward_of = "f"} {
 }
+
+// -----
+
+// expected-error @+1 {{table 't': 'module_path' is empty; leave it out to name the table by its symbol}}
+neuroshard.table @t : rows 10, dim 8, f32 {module_path = ""}
+
+// -----
+
+// expected-error @+1 {{table 't': 'module_path': 'name' must be valid UTF-8 without control characters, got byte 0x0a at offset 1}}
+neuroshard.table @t : rows 10, dim 8, f32 {module_path = "a\0Ab"}

@@ -185,6 +185,14 @@ LogicalResult TableOp::verify() {
   if (std::optional<ArrayRef<double>> hist = getAccessHist())
     if (RuleViolation v = ::neuroshard::checkAccessHistogram(*hist))
       return broken(*v);
+  if (std::optional<StringRef> path = getModulePath()) {
+    if (path->empty())
+      return broken("'module_path' is empty; leave it out to name the table "
+                    "by its symbol");
+    // Reports and plans carry it as a table name.
+    if (RuleViolation v = ::neuroshard::checkTableName(*path))
+      return broken("'module_path': " + *v);
+  }
 
   std::optional<int64_t> pinned = getPinnedDevice();
   TopologyAttr topology = getEnclosingTopology(*this);

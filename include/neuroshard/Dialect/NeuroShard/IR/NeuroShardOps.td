@@ -44,6 +44,12 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
     Planner constraints: `pinned_device` keeps the whole table on one device
     and `no_split` forbids column splits.
 
+    `module_path` is the table's name in the model it comes from, such as
+    the PyTorch module path `sparse.user_id`, which the symbol can only
+    spell in a symbol-safe form (`sparse_user_id`). Plans and reports (the
+    plan table, the JSON plan, the TorchRec export, diagnostics of the
+    planner) name the table by it.
+
     After sharding, `shards` records where each column range lives.
 
     ```mlir
@@ -67,7 +73,8 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
     OptionalAttr<DenseF64ArrayAttr>:$access_hist,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$pinned_device,
     UnitAttr:$no_split,
-    OptionalAttr<NeuroShard_ShardArrayAttr>:$shards
+    OptionalAttr<NeuroShard_ShardArrayAttr>:$shards,
+    OptionalAttr<StrAttr>:$module_path
   );
   let assemblyFormat = [{
     $sym_name `:` `rows` $rows `,` `dim` $dim `,` $element_type
@@ -85,6 +92,13 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
       if (FloatAttr attr = getPoolingFactorAttr())
         return attr.getValueAsDouble();
       return std::nullopt;
+    }
+    /// The name reports give the table: its module path if it has one,
+    /// else its symbol.
+    ::llvm::StringRef getReportName() {
+      if (std::optional<::llvm::StringRef> path = getModulePath())
+        return *path;
+      return getSymName();
     }
     /// True when the table carries the statistics the cost model needs.
     bool hasCostStatistics() {
