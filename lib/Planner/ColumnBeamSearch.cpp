@@ -211,8 +211,8 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
         if (!visited.insert(splitKey(parent.input, candidate)).second)
           continue;
         BeamState &child = children.emplace_back();
-        child.input =
-            makePlacementInput(ctx.tables, splitSlice(parent.input, candidate));
+        child.input = makePlacementInput(ctx.tables, ctx.topology,
+                                         splitSlice(parent.input, candidate));
       }
     if (children.empty())
       break;

@@ -181,12 +181,13 @@ SearchContext::SearchContext(ArrayRef<TableSpec> tables,
     : tables(tables), topology(topology), totalDim(0.0), model(model),
       cache(cache), stats(stats) {
   for (unsigned d = 0; d < topology.numDevices(); ++d)
-    capacities.push_back(topology.memoryBytes(d));
+    capacities.push_back(topology.usableBytes(d));
   for (const TableSpec &table : tables)
     totalDim += static_cast<double>(table.dim);
 }
 
 PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
+                                  const Topology &topology,
                                   std::vector<ColumnSlice> slices) {
   PlacementInput input;
   input.slices = std::move(slices);
@@ -195,7 +196,7 @@ PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
     SetKey key = sliceKey(slice);
     input.keys.push_back(key);
     input.key = addKeys(input.key, key);
-    input.bytes.push_back(table.sliceBytes(slice.width()));
+    input.bytes.push_back(topology.shardBytes(table, slice.width()));
     input.pinned.push_back(table.pinnedDevice ? int(*table.pinnedDevice) : -1);
   }
   return input;

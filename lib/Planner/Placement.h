@@ -145,8 +145,10 @@ struct PlacementInput {
   SetKey key{0, 0};
 };
 
-/// Fills keys, bytes and pinned for `slices` (which must be sorted).
+/// Fills keys, bytes (weights and optimizer state) and pinned for `slices`
+/// (which must be sorted).
 PlacementInput makePlacementInput(llvm::ArrayRef<TableSpec> tables,
+                                  const Topology &topology,
                                   std::vector<ColumnSlice> slices);
 
 /// Sets sortCost of every input to the model's cost of each slice alone

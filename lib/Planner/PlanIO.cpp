@@ -317,6 +317,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
   unsigned n = topology.numDevices();
   std::vector<uint64_t> memory =
       deviceMemoryBytes(tables, topology, result.plan);
+  std::vector<uint64_t> weights =
+      deviceWeightBytes(tables, topology, result.plan);
   json::OStream json(os, /*IndentSize=*/2);
   json.object([&] {
     json.attribute("algorithm", algorithmName(result.algorithm));
@@ -326,6 +328,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.value(warning);
     });
     json.attribute("devices", n);
+    json.attribute("optimizer", optimizerName(topology.optimizer));
+    writeNumber(json, "reserved_fraction", topology.reservedFraction);
     writeNumber(json, "cost_ms", result.cost.maxMs);
     json.attributeArray("per_device", [&] {
       for (unsigned d = 0; d < n; ++d) {
@@ -333,7 +337,9 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.object([&] {
           json.attribute("device", d);
           writeNumber(json, "memory_used_gb", memory[d] / kBytesPerGB);
+          writeNumber(json, "weights_gb", weights[d] / kBytesPerGB);
           writeNumber(json, "capacity_gb", topology.memoryGB[d]);
+          writeNumber(json, "usable_gb", topology.usableBytes(d) / kBytesPerGB);
           writeNumber(json, "compute_ms", cost.computeMs);
           writeNumber(json, "bw_comm_ms", cost.bwCommMs);
           writeNumber(json, "fw_comm_ms", cost.fwCommMs);
@@ -382,6 +388,12 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 algorithmName(result.algorithm), n,
                 format("%.4f", result.cost.maxMs));
   os << "cost model: " << result.costModelDescription << "\n";
+  if (topology.optimizer != Optimizer::SGD || topology.reservedFraction > 0)
+    os << formatv("memory: weights and {0} state; {1}% of each device "
+                  "reserved, so {2}% usable\n",
+                  optimizerName(topology.optimizer),
+                  format("%g", 100.0 * topology.reservedFraction),
+                  format("%g", 100.0 * (1.0 - topology.reservedFraction)));
   for (const std::string &warning : result.warnings)
     os << "warning: " << warning << "\n";
   os << "\n";
@@ -395,7 +407,8 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
     for (const Shard &shard : result.plan.shards)
       if (shard.device == d)
         labels.push_back(shardLabel(tables[shard.table], shard));
-    double used = memory[d] / kBytesPerGB, capacity = topology.memoryGB[d];
+    double used = memory[d] / kBytesPerGB,
+           capacity = topology.usableBytes(d) / kBytesPerGB;
     std::string memoryText = formatv(
         "{0} / {1} ({2}%)", format("%.2f", used), format("%.2f", capacity),
         format("%.0f", capacity > 0 ? 100.0 * used / capacity : 0.0));

@@ -113,33 +113,36 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
   unsigned n = topology.numDevices();
   uint64_t largest = 0, capacity = 0;
   for (unsigned d = 0; d < n; ++d) {
-    largest = std::max(largest, topology.memoryBytes(d));
-    capacity += topology.memoryBytes(d);
+    largest = std::max(largest, topology.usableBytes(d));
+    capacity += topology.usableBytes(d);
   }
+  // What the messages say a size and a capacity count.
+  std::string storage = describeStorage(topology);
+  std::string usable = describeUsable(topology);
   std::vector<uint64_t> pinnedBytes(n, 0);
   uint64_t needed = 0;
   std::vector<ColumnSlice> slices;
   for (auto [index, table] : enumerate(tables)) {
     unsigned t = index;
-    uint64_t bytes = table.bytes();
+    uint64_t bytes = topology.shardBytes(table, table.dim);
     needed += bytes;
     if (table.pinnedDevice) {
       unsigned d = *table.pinnedDevice;
-      if (bytes > topology.memoryBytes(d)) {
-        auto [need, have] = formatGBPair(bytes, topology.memoryBytes(d));
-        return infeasible(formatv("table '{0}' needs {1} but device {2}, "
-                                  "which it is pinned to, has {3}",
-                                  table.name, need, d, have));
+      if (bytes > topology.usableBytes(d)) {
+        auto [need, have] = formatGBPair(bytes, topology.usableBytes(d));
+        return infeasible(formatv("table '{0}' needs {1}{2} but device {3}, "
+                                  "which it is pinned to, has {4}{5}",
+                                  table.name, need, storage, d, have, usable));
       }
       pinnedBytes[d] += bytes;
       slices.push_back({t, 0, table.dim});
       continue;
     }
     int64_t width = table.dim;
-    while (table.sliceBytes(width) > largest && canSplit && !table.noSplit &&
-           width % (2 * kColumnAlignment) == 0)
+    while (topology.shardBytes(table, width) > largest && canSplit &&
+           !table.noSplit && width % (2 * kColumnAlignment) == 0)
       width /= 2;
-    if (table.sliceBytes(width) > largest) {
+    if (topology.shardBytes(table, width) > largest) {
       auto [need, have] = formatGBPair(bytes, largest);
       std::string why;
       if (canSplit)
@@ -147,27 +150,28 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
                   ? " and it may not be split"
                   : formatv(" and its narrowest shards ({0} of {1} "
                             "columns) still need {2}",
-                            width, table.dim, formatGB(table.sliceBytes(width)))
+                            width, table.dim,
+                            formatGB(topology.shardBytes(table, width)))
                         .str();
-      return infeasible(formatv("table '{0}' needs {1} but the largest "
-                                "device has {2}{3}",
-                                table.name, need, have, why));
+      return infeasible(formatv("table '{0}' needs {1}{2} but the largest "
+                                "device has {3}{4}{5}",
+                                table.name, need, storage, have, usable, why));
     }
     for (int64_t begin = 0; begin < table.dim; begin += width)
       slices.push_back({t, begin, begin + width});
   }
   for (unsigned d = 0; d < n; ++d)
-    if (pinnedBytes[d] > topology.memoryBytes(d)) {
-      auto [need, have] = formatGBPair(pinnedBytes[d], topology.memoryBytes(d));
-      return infeasible(formatv("the tables pinned to device {0} need {1} "
-                                "but it has {2}",
-                                d, need, have));
+    if (pinnedBytes[d] > topology.usableBytes(d)) {
+      auto [need, have] = formatGBPair(pinnedBytes[d], topology.usableBytes(d));
+      return infeasible(formatv("the tables pinned to device {0} need {1}{2} "
+                                "but it has {3}{4}",
+                                d, need, storage, have, usable));
     }
   if (needed > capacity) {
     auto [need, have] = formatGBPair(needed, capacity);
-    return infeasible(formatv("the tables need {0} in total but the {1} "
-                              "devices have {2}",
-                              need, n, have));
+    return infeasible(formatv("the tables need {0}{1} in total but the {2} "
+                              "devices have {3}{4}",
+                              need, storage, n, have, usable));
   }
   return std::move(slices);
 }
@@ -195,7 +199,8 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
   ComputeCostCache cache(model, stats);
   SearchContext ctx(tables, topology, model, cache, stats);
   ctx.start = start;
-  PlacementInput root = makePlacementInput(tables, std::move(*slices));
+  PlacementInput root =
+      makePlacementInput(tables, topology, std::move(*slices));
   Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
     switch (options.algorithm) {
     case Algorithm::NeuroShard:

@@ -82,10 +82,11 @@ Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
 
   std::vector<uint64_t> used = deviceMemoryBytes(tables, topology, plan);
   for (unsigned d = 0; d < n; ++d)
-    if (used[d] > topology.memoryBytes(d)) {
-      auto [holds, has] = formatGBPair(used[d], topology.memoryBytes(d));
-      return planError(
-          formatv("device {0} holds {1} but has {2}", d, holds, has));
+    if (used[d] > topology.usableBytes(d)) {
+      auto [holds, has] = formatGBPair(used[d], topology.usableBytes(d));
+      return planError(formatv("device {0} holds {1}{2} but has {3}{4}", d,
+                               holds, describeStorage(topology), has,
+                               describeUsable(topology)));
     }
   return Error::success();
 }
@@ -95,8 +96,33 @@ std::vector<uint64_t> deviceMemoryBytes(ArrayRef<TableSpec> tables,
                                         const ShardingPlan &plan) {
   std::vector<uint64_t> used(topology.numDevices(), 0);
   for (const Shard &shard : plan.shards)
+    used[shard.device] +=
+        topology.shardBytes(tables[shard.table], shard.width());
+  return used;
+}
+
+std::vector<uint64_t> deviceWeightBytes(ArrayRef<TableSpec> tables,
+                                        const Topology &topology,
+                                        const ShardingPlan &plan) {
+  std::vector<uint64_t> used(topology.numDevices(), 0);
+  for (const Shard &shard : plan.shards)
     used[shard.device] += tables[shard.table].sliceBytes(shard.width());
   return used;
+}
+
+std::string describeStorage(const Topology &topology) {
+  if (topology.optimizer == Optimizer::SGD)
+    return "";
+  return formatv(" (weights and {0} state)", optimizerName(topology.optimizer))
+      .str();
+}
+
+std::string describeUsable(const Topology &topology) {
+  if (topology.reservedFraction == 0.0)
+    return "";
+  return formatv(" ({0}% of each device kept free)",
+                 format("%g", 100.0 * topology.reservedFraction))
+      .str();
 }
 
 std::vector<double> deviceDimSums(const Topology &topology,

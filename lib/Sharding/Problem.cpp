@@ -36,6 +36,56 @@ std::pair<std::string, std::string> formatGBPair(double a, double b) {
   return {formatGB(a, extra), formatGB(b, extra)};
 }
 
+StringRef optimizerName(Optimizer optimizer) {
+  switch (optimizer) {
+  case Optimizer::SGD:
+    return "sgd";
+  case Optimizer::Adagrad:
+    return "adagrad";
+  case Optimizer::RowwiseAdagrad:
+    return "rowwise-adagrad";
+  case Optimizer::Adam:
+    return "adam";
+  }
+  return "sgd";
+}
+
+static constexpr Optimizer kOptimizers[] = {Optimizer::SGD, Optimizer::Adagrad,
+                                            Optimizer::RowwiseAdagrad,
+                                            Optimizer::Adam};
+
+std::optional<Optimizer> parseOptimizer(StringRef name) {
+  for (Optimizer optimizer : kOptimizers)
+    if (name == optimizerName(optimizer))
+      return optimizer;
+  return std::nullopt;
+}
+
+std::string optimizerNameList() {
+  std::string names;
+  for (Optimizer optimizer : kOptimizers)
+    names += (names.empty() ? "" : ", ") + optimizerName(optimizer).str();
+  return names;
+}
+
+uint64_t Topology::optimizerStateBytes(const TableSpec &table,
+                                       int64_t width) const {
+  constexpr uint64_t kStateBytes = 4; // fp32
+  uint64_t rows = static_cast<uint64_t>(table.rows);
+  uint64_t cols = static_cast<uint64_t>(width);
+  switch (optimizer) {
+  case Optimizer::SGD:
+    return 0;
+  case Optimizer::Adagrad:
+    return rows * cols * kStateBytes;
+  case Optimizer::RowwiseAdagrad:
+    return width > 0 ? rows * kStateBytes : 0;
+  case Optimizer::Adam:
+    return 2 * rows * cols * kStateBytes;
+  }
+  return 0;
+}
+
 static Error tableError(size_t index, const TableSpec &table,
                         const Twine &message) {
   return createStringError(inconvertibleErrorCode(), "tables[" + Twine(index) +
@@ -51,6 +101,8 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
     if (RuleViolation v = checkCapacityGB(topology.memoryGB[d]))
       return createStringError(inconvertibleErrorCode(),
                                formatv("device {0}: {1}", d, *v));
+  if (RuleViolation v = checkReservedFraction(topology.reservedFraction))
+    return createStringError(inconvertibleErrorCode(), *v);
   for (auto [name, gbps] :
        {std::make_pair("HBM", topology.hbmBandwidthGBps),
         std::make_pair("interconnect", topology.interconnectBandwidthGBps)})

@@ -214,6 +214,15 @@ RuleViolation checkCapacityGB(double gb) {
       .str();
 }
 
+RuleViolation checkReservedFraction(double fraction) {
+  if (fraction >= 0.0 && fraction < 1.0)
+    return std::nullopt;
+  return formatv("the reserved memory must be a fraction in [0, 1) of each "
+                 "device, got {0}",
+                 number(fraction))
+      .str();
+}
+
 RuleViolation checkTable(const TableSpec &table, int64_t numDevices) {
   if (table.elementBytes == 0)
     return std::string("the element size must be positive, got 0");

@@ -120,6 +120,17 @@ ShardTablesPass::buildTopology(ModuleOp module) {
 
   ::neuroshard::Topology topology;
   topology.memoryGB = std::move(memory);
+  std::optional<::neuroshard::Optimizer> parsedOptimizer =
+      ::neuroshard::parseOptimizer(optimizer);
+  if (!parsedOptimizer)
+    return module.emitError()
+           << "unknown optimizer '" << optimizer << "'; expected one of "
+           << ::neuroshard::optimizerNameList();
+  topology.optimizer = *parsedOptimizer;
+  if (::neuroshard::RuleViolation v =
+          ::neuroshard::checkReservedFraction(reservedMemory))
+    return module.emitError() << "reserved-memory: " << *v;
+  topology.reservedFraction = reservedMemory;
   return topology;
 }
 
@@ -366,6 +377,8 @@ void ShardTablesPass::attachPlan(ModuleOp module,
   Builder b(&getContext());
   std::vector<uint64_t> memoryUsed =
       ::neuroshard::deviceMemoryBytes(specs, topology, result.plan);
+  std::vector<uint64_t> weightBytes =
+      ::neuroshard::deviceWeightBytes(specs, topology, result.plan);
   SmallVector<Attribute> perDevice;
   for (auto [device, cost] : llvm::enumerate(result.cost.devices)) {
     perDevice.push_back(b.getDictionaryAttr({
@@ -373,6 +386,9 @@ void ShardTablesPass::attachPlan(ModuleOp module,
         b.getNamedAttr(
             "memory_used_gb",
             b.getF64FloatAttr(memoryUsed[device] / ::neuroshard::kBytesPerGB)),
+        b.getNamedAttr(
+            "weights_gb",
+            b.getF64FloatAttr(weightBytes[device] / ::neuroshard::kBytesPerGB)),
         b.getNamedAttr("capacity_gb",
                        b.getF64FloatAttr(topology.memoryGB[device])),
         b.getNamedAttr("compute_ms", b.getF64FloatAttr(cost.computeMs)),
@@ -389,6 +405,11 @@ void ShardTablesPass::attachPlan(ModuleOp module,
               b.getStringAttr(::neuroshard::algorithmName(result.algorithm))),
           b.getNamedAttr("cost_model", b.getStringAttr(result.costModelName)),
           b.getNamedAttr("cost_ms", b.getF64FloatAttr(result.cost.maxMs)),
+          b.getNamedAttr(
+              "optimizer",
+              b.getStringAttr(::neuroshard::optimizerName(topology.optimizer))),
+          b.getNamedAttr("reserved_fraction",
+                         b.getF64FloatAttr(topology.reservedFraction)),
           b.getNamedAttr("per_device", b.getArrayAttr(perDevice)),
           b.getNamedAttr(
               "search",

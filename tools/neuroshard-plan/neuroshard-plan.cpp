@@ -94,6 +94,18 @@ static cl::opt<double> hbmGBps("hbm-gbps",
 static cl::opt<double> interconnectGBps(
     "interconnect-gbps", cl::desc("All-to-all bandwidth in GB/s"),
     cl::init(Topology().interconnectBandwidthGBps), cl::cat(category));
+static cl::opt<std::string> optimizer(
+    "optimizer",
+    cl::desc("Optimizer whose state shares the devices with the weights: "
+             "sgd (none), adagrad (one fp32 value per weight), "
+             "rowwise-adagrad (one per row of each shard), adam (two per "
+             "weight)"),
+    cl::init("sgd"), cl::cat(category));
+static cl::opt<double> reservedMemory(
+    "reserved-memory",
+    cl::desc("Fraction of every device's memory kept free of shards, in "
+             "[0, 1) (TorchRec's planner reserves 0.15)"),
+    cl::init(0.0), cl::cat(category));
 enum class OutputFormat { JSON, Table, TorchRec };
 static cl::opt<OutputFormat>
     outputFormat("format", cl::desc("Output format"),
@@ -147,6 +159,14 @@ static Expected<Topology> buildTopology(const PlanningTask &task) {
                                capacities.size(), n));
   Topology topology;
   topology.memoryGB = std::move(capacities);
+  std::optional<Optimizer> parsedOptimizer = parseOptimizer(optimizer);
+  if (!parsedOptimizer)
+    return optionError("--optimizer: unknown optimizer '" + optimizer +
+                       "'; expected one of " + optimizerNameList());
+  topology.optimizer = *parsedOptimizer;
+  if (RuleViolation v = checkReservedFraction(reservedMemory))
+    return optionError("--reserved-memory: " + *v);
+  topology.reservedFraction = reservedMemory;
   topology.hbmBandwidthGBps = hbmGBps;
   topology.interconnectBandwidthGBps = interconnectGBps;
   if (batchSize.getNumOccurrences())

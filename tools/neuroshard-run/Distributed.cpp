@@ -111,7 +111,7 @@ ModelInfo analyze(ModuleOp module, StringRef path, StringRef entry,
 }
 
 /// The plan's weight bytes per device, from the module's neuroshard.plan.
-std::vector<double> planMemoryGB(ModuleOp module, int64_t devices) {
+std::vector<double> planWeightsGB(ModuleOp module, int64_t devices) {
   std::vector<double> memory(devices, -1.0);
   auto plan = module->getAttrOfType<DictionaryAttr>(
       mlir::neuroshard::NeuroShardDialect::getPlanAttrName());
@@ -121,7 +121,11 @@ std::vector<double> planMemoryGB(ModuleOp module, int64_t devices) {
   for (Attribute entry : perDevice) {
     auto dict = dyn_cast<DictionaryAttr>(entry);
     auto device = dict ? dict.getAs<IntegerAttr>("device") : IntegerAttr();
-    auto used = dict ? dict.getAs<FloatAttr>("memory_used_gb") : FloatAttr();
+    // The weights alone; plans without optimizer state have only
+    // memory_used_gb, which is then the same.
+    auto used = dict ? dict.getAs<FloatAttr>("weights_gb") : FloatAttr();
+    if (dict && !used)
+      used = dict.getAs<FloatAttr>("memory_used_gb");
     if (device && used && device.getInt() >= 0 && device.getInt() < devices)
       memory[device.getInt()] = used.getValueAsDouble();
   }
@@ -480,7 +484,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
     return 0;
   }
 
-  std::vector<double> planGB = planMemoryGB(*sharded, devices);
+  std::vector<double> planGB = planWeightsGB(*sharded, devices);
   bool bytesMatchPlan = true;
   json::Array ranks;
   for (int d = 0; d < worldSize; ++d) {
@@ -493,7 +497,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
                       {"weight_bytes", int64_t(bytes[2 * d])},
                       {"allocated_weight_bytes", int64_t(bytes[2 * d + 1])}};
     if (planGB[d] >= 0) {
-      rank["plan_memory_used_gb"] = planGB[d];
+      rank["plan_weights_gb"] = planGB[d];
       rank["matches_plan"] = matches;
     }
     if (timing)
@@ -552,8 +556,8 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
                 "rank against\n";
     else
       outs() << "weights per rank "
-             << (bytesMatchPlan ? "equal the plan's per-device memory"
-                                : "DIFFER from the plan's per-device memory")
+             << (bytesMatchPlan ? "equal the plan's per-device weights"
+                                : "DIFFER from the plan's per-device weights")
              << "\n";
     if (comparison)
       comparison->print(outs());

@@ -177,7 +177,8 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
     keys.push_back(entry.first.str());
   llvm::sort(keys);
   EXPECT_EQ(keys, (std::vector<std::string>{"algorithm", "cost_model",
-                                            "cost_ms", "devices", "per_device",
+                                            "cost_ms", "devices", "optimizer",
+                                            "per_device", "reserved_fraction",
                                             "search", "shards", "warnings"}));
   EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
   EXPECT_EQ(plan.getString("cost_model"), "analytical");
@@ -195,8 +196,9 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   for (const json::Value &device : *plan.getArray("per_device")) {
     const json::Object &entry = *device.getAsObject();
     int64_t index = *entry.getInteger("device");
-    for (const char *key : {"memory_used_gb", "capacity_gb", "compute_ms",
-                            "bw_comm_ms", "fw_comm_ms", "total_ms"})
+    for (const char *key :
+         {"memory_used_gb", "weights_gb", "capacity_gb", "usable_gb",
+          "compute_ms", "bw_comm_ms", "fw_comm_ms", "total_ms"})
       EXPECT_TRUE(entry.getNumber(key)) << key;
     maxTotal = std::max(maxTotal, *entry.getNumber("total_ms"));
     for (const json::Value &shard : *entry.getArray("shards")) {

@@ -199,3 +199,59 @@ TEST(TableRulesTest, ProblemsCheckHistogramsAgainstTheirBatch) {
 }
 
 } // namespace
+
+TEST(TableRulesTest, ReservedFraction) {
+  EXPECT_EQ(violation(checkReservedFraction(0.0)), "");
+  EXPECT_EQ(violation(checkReservedFraction(0.15)), "");
+  for (double bad :
+       {1.0, -0.01, std::nan(""), std::numeric_limits<double>::infinity()})
+    EXPECT_NE(violation(checkReservedFraction(bad)), "") << bad;
+  EXPECT_EQ(violation(checkReservedFraction(1.0)),
+            "the reserved memory must be a fraction in [0, 1) of each "
+            "device, got 1");
+}
+
+TEST(TableRulesTest, MemoryCountsOptimizerStateAndReserve) {
+  TableSpec table;
+  table.name = "t";
+  table.rows = 1000;
+  table.dim = 64;
+  table.elementBytes = 2; // f16 weights, fp32 state
+  Topology topology = Topology::uniform(2, 1.0);
+  EXPECT_EQ(topology.shardBytes(table, 32), 1000u * 32 * 2);
+  topology.optimizer = Optimizer::Adagrad;
+  EXPECT_EQ(topology.optimizerStateBytes(table, 32), 1000u * 32 * 4);
+  topology.optimizer = Optimizer::Adam;
+  EXPECT_EQ(topology.shardBytes(table, 32), 1000u * 32 * (2 + 8));
+  // One accumulator per row of every shard, whatever its width.
+  topology.optimizer = Optimizer::RowwiseAdagrad;
+  EXPECT_EQ(topology.optimizerStateBytes(table, 4), 1000u * 4);
+  EXPECT_EQ(topology.optimizerStateBytes(table, 64), 1000u * 4);
+
+  EXPECT_EQ(topology.usableBytes(0), topology.memoryBytes(0));
+  topology.reservedFraction = 0.25;
+  EXPECT_EQ(topology.usableBytes(1), topology.memoryBytes(1) / 4 * 3);
+
+  for (Optimizer optimizer : {Optimizer::SGD, Optimizer::Adagrad,
+                              Optimizer::RowwiseAdagrad, Optimizer::Adam})
+    EXPECT_EQ(parseOptimizer(optimizerName(optimizer)), optimizer);
+  EXPECT_FALSE(parseOptimizer("Adam").has_value());
+  EXPECT_EQ(optimizerNameList(), "sgd, adagrad, rowwise-adagrad, adam");
+}
+
+TEST(TableRulesTest, ProblemsCheckTheReserve) {
+  TableSpec table;
+  table.name = "t";
+  table.rows = 10;
+  table.dim = 4;
+  table.accessHist[0] = 1.0;
+  Topology topology = Topology::uniform(1, 1.0);
+  topology.batchSize = 8;
+  EXPECT_FALSE(static_cast<bool>(validateProblem({table}, topology)));
+  topology.reservedFraction = 1.5;
+  llvm::Error error = validateProblem({table}, topology);
+  ASSERT_TRUE(static_cast<bool>(error));
+  EXPECT_EQ(llvm::toString(std::move(error)),
+            "the reserved memory must be a fraction in [0, 1) of each device, "
+            "got 1.5");
+}

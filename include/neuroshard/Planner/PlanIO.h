@@ -53,16 +53,19 @@ llvm::Expected<PlanningTask> readTaskFile(llvm::StringRef path);
 llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
 
 /// Writes the plan as
-///   {"algorithm", "cost_model", "devices", "cost_ms",
-///    "per_device": [{"device", "memory_used_gb", "capacity_gb",
-///                    "compute_ms", "bw_comm_ms", "fw_comm_ms", "total_ms",
+///   {"algorithm", "cost_model", "warnings", "devices", "optimizer",
+///    "reserved_fraction", "cost_ms",
+///    "per_device": [{"device", "memory_used_gb", "weights_gb",
+///                    "capacity_gb", "usable_gb", "compute_ms",
+///                    "bw_comm_ms", "fw_comm_ms", "total_ms",
 ///                    "shards": [indices]}],
 ///    "shards": [{"table", "col_begin", "col_end", "device"}],
 ///    "search": {"time_ms", "cost_queries", "cache_hits",
 ///               "states_explored"}}
-/// where "memory_used_gb" is the memory the device's shards use and
-/// "capacity_gb" the device's memory (the names the IR's plan attribute uses
-/// too), "table" is the
+/// where "memory_used_gb" is the memory the device's shards take (weights
+/// and optimizer state), "weights_gb" their weights alone, "capacity_gb"
+/// the device's memory and "usable_gb" what plans may fill of it (the names
+/// the IR's plan attribute uses too, but for usable_gb), "table" is the
 /// table name and "cost_ms" the maximum "total_ms". Real numbers are written
 /// with 6 significant digits.
 void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,

@@ -47,15 +47,27 @@ struct PlanCost {
 /// Checks that the plan is a valid placement: every shard names an existing
 /// table and device and a non-empty, 4-aligned column range inside the
 /// table; every column of every table is on exactly one device; pinned and
-/// no-split constraints hold; no device holds more than its capacity. The
-/// error names the table or device and the numbers.
+/// no-split constraints hold; no device holds more than its usable memory
+/// (Topology::usableBytes), weights and optimizer state counted. The error
+/// names the table or device and the numbers.
 llvm::Error validatePlan(llvm::ArrayRef<TableSpec> tables,
                          const Topology &topology, const ShardingPlan &plan);
 
-/// Bytes of table columns placed on each device.
+/// Bytes the shards placed on each device take: weights and optimizer
+/// state (Topology::shardBytes).
 std::vector<uint64_t> deviceMemoryBytes(llvm::ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const ShardingPlan &plan);
+
+/// Bytes of the weights alone placed on each device.
+std::vector<uint64_t> deviceWeightBytes(llvm::ArrayRef<TableSpec> tables,
+                                        const Topology &topology,
+                                        const ShardingPlan &plan);
+
+/// For messages about memory: " (weights and adam state)", or "" for SGD.
+std::string describeStorage(const Topology &topology);
+/// For messages about capacity: " (15% of each device kept free)", or "".
+std::string describeUsable(const Topology &topology);
 
 /// Computes the total width of the slices on each device of `plan`.
 std::vector<double> deviceDimSums(const Topology &topology,

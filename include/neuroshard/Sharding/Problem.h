@@ -65,6 +65,18 @@ struct TableSpec {
   uint64_t bytes() const { return sliceBytes(dim); }
 };
 
+/// The optimizer that trains the tables, for the memory its state takes
+/// beside the weights. The state is fp32, as FBGEMM's fused optimizers keep
+/// it: Adagrad one value per weight, Adam two, row-wise Adagrad one per row
+/// of every shard, plain SGD none.
+enum class Optimizer { SGD, Adagrad, RowwiseAdagrad, Adam };
+
+/// "sgd", "adagrad", "rowwise-adagrad", "adam".
+llvm::StringRef optimizerName(Optimizer optimizer);
+std::optional<Optimizer> parseOptimizer(llvm::StringRef name);
+/// The names above, comma-separated, for messages.
+std::string optimizerNameList();
+
 /// The devices a plan places tables on, and what the analytical cost model
 /// needs to know about them and about the training step.
 struct Topology {
@@ -84,9 +96,29 @@ struct Topology {
     topology.memoryGB.assign(numDevices, memoryGBPerDevice);
     return topology;
   }
+  /// The optimizer whose state shards carry beside their weights.
+  Optimizer optimizer = Optimizer::SGD;
+  /// The fraction of every device's memory kept free of shards (for
+  /// activations, buffers and the framework), in [0, 1).
+  double reservedFraction = 0.0;
+
   unsigned numDevices() const { return memoryGB.size(); }
+  /// A device's whole memory.
   uint64_t memoryBytes(unsigned device) const {
     return static_cast<uint64_t>(memoryGB[device] * kBytesPerGB);
+  }
+  /// The memory shards may use: the whole memory less the reserved
+  /// fraction. Plans must fit it.
+  uint64_t usableBytes(unsigned device) const {
+    return static_cast<uint64_t>(memoryGB[device] * (1.0 - reservedFraction) *
+                                 kBytesPerGB);
+  }
+  /// Bytes of optimizer state for `width` columns of `table`.
+  uint64_t optimizerStateBytes(const TableSpec &table, int64_t width) const;
+  /// Bytes `width` columns of `table` take on a device: weights and
+  /// optimizer state.
+  uint64_t shardBytes(const TableSpec &table, int64_t width) const {
+    return table.sliceBytes(width) + optimizerStateBytes(table, width);
   }
 };
 

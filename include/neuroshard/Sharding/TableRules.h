@@ -96,6 +96,8 @@ RuleViolation checkPinnedDevice(int64_t device, int64_t numDevices);
 RuleViolation checkDeviceCount(int64_t numDevices);
 /// A device's memory capacity: a positive number of GB up to kMaxDeviceGB.
 RuleViolation checkCapacityGB(double gb);
+/// The fraction of every device's memory kept free of shards: in [0, 1).
+RuleViolation checkReservedFraction(double fraction);
 
 /// Every rule above that applies to `table` on `numDevices` devices, in the
 /// order listed; the first broken one.

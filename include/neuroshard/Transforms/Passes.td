@@ -34,6 +34,12 @@ def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
            "Number of devices (0: take it from the module's topology)">,
     Option<"memoryGb", "memory-gb", "std::string", "\"\"",
            "Memory per device in GB: one value for all, or a comma list">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "Optimizer whose state shares the devices with the weights: sgd, "
+           "adagrad, rowwise-adagrad, adam">,
+    Option<"reservedMemory", "reserved-memory", "double", "0.0",
+           "Fraction of every device's memory kept free of shards, in "
+           "[0, 1)">,
     Option<"algorithm", "algorithm", "std::string", "\"neuroshard\"",
            "Search algorithm: neuroshard, table-greedy-grid, random, "
            "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy">,
