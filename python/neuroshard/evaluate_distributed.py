@@ -222,7 +222,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                        row["predicted_ms"], row["step_ms"],
                        time.time() - started), file=sys.stderr, flush=True)
         summary = summarise(rows, algorithms)
-        command = "/usr/bin/python3 -m neuroshard.evaluate_distributed " + \
+        command = ("PYTHONPATH=python /usr/bin/python3 -m "
+                   "neuroshard.evaluate_distributed ") + \
             " ".join(shlex.quote(a) for a in (argv if argv is not None
                                               else sys.argv[1:]))
         with open("/proc/cpuinfo") as f:
