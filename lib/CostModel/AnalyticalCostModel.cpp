@@ -62,13 +62,13 @@ Error AnalyticalCostModel::prepare(ArrayRef<TableSpec> newTables,
 double AnalyticalCostModel::sliceComputeMs(const ColumnSlice &slice) const {
   const TableSpec &table = tables[slice.table];
   double bags = static_cast<double>(topology.batchSize);
-  double lookups = bags * table.poolingFactor;
+  double lookups = bags * table.totalPoolingFactor();
   double width = static_cast<double>(slice.width());
   // Every slice of a table reads all of the table's indices, then one row
-  // segment per index, and writes one pooled output per bag.
+  // segment per index, and writes one pooled output per bag and feature.
   double bytes = lookups * params.indexBytes +
                  lookups * width * table.elementBytes +
-                 bags * width * table.elementBytes;
+                 bags * table.numFeatures() * width * table.elementBytes;
   double penalty = 1.0;
   if (slice.width() < params.veryNarrowDim)
     penalty = params.veryNarrowPenalty;

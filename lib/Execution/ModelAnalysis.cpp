@@ -113,7 +113,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
   };
   auto addShard = [&](Operation *op, llvm::StringRef table, int64_t colBegin,
                       int64_t width, PoolingMode mode, Value indices,
-                      Value offsets,
+                      Value offsets, std::optional<double> ownPooling,
+                      llvm::ArrayRef<double> ownHist,
                       std::vector<abi::ShardDescriptor> &shards) -> bool {
     auto idx = argNumber(indices, "indices", op);
     if (!idx)
@@ -151,6 +152,13 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
       pair.indicesAreI32 = cast<RankedTensorType>(indices.getType())
                                .getElementType()
                                .isInteger(32);
+      if (ownPooling) {
+        inputs::TableStats stats = info.tables[tableOrdinal].stats;
+        stats.poolingFactor = *ownPooling;
+        for (unsigned j = 0; j < kNumAccessBins && j < ownHist.size(); ++j)
+          stats.accessHist[j] = ownHist[j];
+        pair.stats = stats;
+      }
       it =
           pairIds.insert({key, static_cast<unsigned>(info.pairs.size())}).first;
       info.pairs.push_back(pair);
@@ -196,16 +204,28 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     if (auto bag = dyn_cast<EmbeddingBagOp>(op)) {
       auto table = module.lookupSymbol<TableOp>(bag.getTableAttr());
       int64_t dim = table ? table.getNumCols() : 0;
+      std::optional<double> pooling;
+      if (bag.getPoolingFactor())
+        pooling = bag.getPoolingFactor()->convertToDouble();
       if (!addShard(op, bag.getTable(), 0, dim, bag.getMode(), bag.getIndices(),
-                    bag.getOffsets(), shards))
+                    bag.getOffsets(), pooling,
+                    bag.getAccessHist().value_or(ArrayRef<double>()), shards))
         return WalkResult::interrupt();
     } else if (auto fused = dyn_cast<FusedEmbeddingBagOp>(op)) {
       device = static_cast<int64_t>(fused.getDevice());
       for (unsigned i = 0; i < fused.getNumEntries(); ++i) {
         auto mode = cast<PoolingModeAttr>(fused.getModes()[i]).getValue();
+        std::optional<double> pooling;
+        ArrayRef<double> hist;
+        if (std::optional<ArrayRef<double>> factors =
+                fused.getPoolingFactors()) {
+          pooling = (*factors)[i];
+          hist =
+              fused.getAccessHists()->slice(i * kNumAccessBins, kNumAccessBins);
+        }
         if (!addShard(op, fused.getEntryTable(i), fused.getColBegins()[i],
                       fused.getEntryWidth(i), mode, fused.getIndices()[i],
-                      fused.getOffsets()[i], shards))
+                      fused.getOffsets()[i], pooling, hist, shards))
           return WalkResult::interrupt();
       }
     } else {

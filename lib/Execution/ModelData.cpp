@@ -22,13 +22,14 @@ static int64_t allocatedRows(const TableInfo &table,
                              : table.stats.rows;
 }
 
-/// Bags' lengths are Poisson with the pooling factor; a table never hit gets
-/// none.
-static double expectedIndices(const TableInfo &table, int64_t batch) {
+/// Bags' lengths are Poisson with the pooling factor; a lookup never hit
+/// (or without statistics) gets none.
+static double expectedIndices(const inputs::TableStats *stats, int64_t batch) {
   double hits = 0.0;
-  for (double bin : table.stats.accessHist)
-    hits += bin;
-  return hits > 0.0 ? double(batch) * table.stats.poolingFactor : 0.0;
+  if (stats)
+    for (double bin : stats->accessHist)
+      hits += bin;
+  return hits > 0.0 ? double(batch) * stats->poolingFactor : 0.0;
 }
 
 void ex::fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
@@ -56,7 +57,7 @@ void ex::fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
         double(allocatedRows(table, options)) * table.stats.dim * sizeof(float);
   for (const InputPair &pair : info.pairs) {
     indices +=
-        expectedIndices(info.tables[pair.table], pair.batch) * kIndexBytes;
+        expectedIndices(inputStatistics(info, pair), pair.batch) * kIndexBytes;
     offsets += (double(pair.batch) + 1.0) * kIndexBytes;
   }
   // Each result and its gradient.
@@ -109,13 +110,14 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
 
   for (const InputPair &pair : info.pairs) {
     const TableInfo &table = info.tables[pair.table];
-    if (!table.hasStatistics)
+    const inputs::TableStats *stats = inputStatistics(info, pair);
+    if (!stats)
       return llvm::createStringError(
           "table '" + table.stats.name +
           "' has no pooling_factor and access_hist; inputs are "
           "generated from them");
     data.inputs.push_back(inputs::generateLookup(
-        table.stats, pair.batch, options.seed, pair.indicesArg,
+        *stats, pair.batch, options.seed, pair.indicesArg,
         data.allocatedRows[pair.table]));
     const inputs::LookupInputs &in = data.inputs.back();
     data.indices32.emplace_back(in.indices.begin(), in.indices.end());

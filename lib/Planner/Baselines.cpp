@@ -31,9 +31,9 @@ static double proxyCost(Algorithm algorithm, const TableSpec &table,
   case Algorithm::DimGreedy:
     return width;
   case Algorithm::LookupGreedy:
-    return width * table.poolingFactor;
+    return width * table.totalPoolingFactor();
   case Algorithm::SizeLookupGreedy:
-    return width * table.poolingFactor *
+    return width * table.totalPoolingFactor() *
            std::log10(static_cast<double>(table.rows));
   default:
     return 0.0;

@@ -183,7 +183,7 @@ SearchContext::SearchContext(ArrayRef<TableSpec> tables,
   for (unsigned d = 0; d < topology.numDevices(); ++d)
     capacities.push_back(topology.usableBytes(d));
   for (const TableSpec &table : tables)
-    totalDim += static_cast<double>(table.dim);
+    totalDim += static_cast<double>(table.dim * table.numFeatures());
 }
 
 PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
@@ -197,6 +197,7 @@ PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
     input.keys.push_back(key);
     input.key = addKeys(input.key, key);
     input.bytes.push_back(topology.shardBytes(table, slice.width()));
+    input.dims.push_back(slice.width() * table.numFeatures());
     input.pinned.push_back(table.pinnedDevice ? int(*table.pinnedDevice) : -1);
   }
   return input;
@@ -268,7 +269,7 @@ static bool chooseDevice(const GreedyRun &run, uint32_t slice,
     device = input.pinned[slice];
     return run.loads[device].bytes + bytes <= capacities[device];
   }
-  double width = static_cast<double>(input.slices[slice].width());
+  double width = static_cast<double>(input.dims[slice]);
   // Slack so that thresholds like 1.05 are not lost to rounding.
   double dimLimit = run.dimLimit * (1.0 + 1e-12);
   int best = -1;
@@ -293,7 +294,7 @@ static bool chooseDevice(const GreedyRun &run, uint32_t slice,
 void GreedyRun::place(uint32_t slice, unsigned device) {
   DeviceLoad &load = loads[device];
   load.bytes += input->bytes[slice];
-  load.dims += input->slices[slice].width();
+  load.dims += input->dims[slice];
   load.key = addKeys(load.key, input->keys[slice]);
   ++load.numSlices;
   if (!members.empty())

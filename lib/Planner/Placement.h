@@ -130,6 +130,9 @@ struct PlacementInput {
   std::vector<ColumnSlice> slices;
   std::vector<SetKey> keys;
   std::vector<uint64_t> bytes;
+  /// Pooled columns each slice sends to the exchange: its width times its
+  /// table's feature count.
+  std::vector<int64_t> dims;
   /// Device a slice is pinned to, or -1.
   std::vector<int> pinned;
   /// The cost that orders the slices (largest first): the model's cost of

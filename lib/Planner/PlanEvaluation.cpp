@@ -44,8 +44,8 @@ Expected<PlanCost> evaluatePlan(ArrayRef<TableSpec> tables,
   std::vector<double> computeMs(n, 0.0);
   for (auto [d, cost] : zip_equal(deviceOfSet, setCosts))
     computeMs[d] = cost;
-  Expected<std::vector<PlanCost>> costs =
-      completePlanCosts(n, computeMs, deviceDimSums(topology, plan), model);
+  Expected<std::vector<PlanCost>> costs = completePlanCosts(
+      n, computeMs, deviceDimSums(tables, topology, plan), model);
   if (!costs)
     return costs.takeError();
   return std::move(costs->front());

@@ -98,6 +98,39 @@ private:
 };
 } // namespace
 
+/// Reads the statistics of one feature, `pooling_factor` and
+/// `access_hist`, from `fields` (a table or an entry of its `features`).
+static Error readFeatureStats(const FieldReader &fields, FeatureStats &stats) {
+  const json::Value *field;
+  if (Error err = fields.require("pooling_factor", field))
+    return err;
+  if (Error err =
+          fields.readNumber("pooling_factor", *field, stats.poolingFactor))
+    return err;
+  if (Error err = fields.check(checkPoolingFactor(stats.poolingFactor)))
+    return err;
+
+  if (Error err = fields.require("access_hist", field))
+    return err;
+  const json::Array *hist = field->getAsArray();
+  if (!hist)
+    return fields.fail(formatv("'access_hist' must be an array of {0} "
+                               "numbers, got {1}",
+                               kNumAccessBins, *field));
+  std::vector<double> bins;
+  for (auto [bin, entry] : enumerate(*hist)) {
+    std::optional<double> number = entry.getAsNumber();
+    if (!number)
+      return fields.fail(formatv(
+          "'access_hist' bin {0} must be a number, got {1}", bin, entry));
+    bins.push_back(*number);
+  }
+  if (Error err = fields.check(checkAccessHistogram(bins)))
+    return err;
+  llvm::copy(bins, stats.accessHist.begin());
+  return Error::success();
+}
+
 static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
   std::string where = formatv("tables[{0}]", index).str();
   const json::Object *object = value.getAsObject();
@@ -107,9 +140,9 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
   if (std::optional<StringRef> name = object->getString("name"))
     where += formatv(" ('{0}')", *name).str();
   FieldReader fields(*object, where);
-  if (Error err =
-          fields.checkKnown({"name", "rows", "dim", "dtype", "pooling_factor",
-                             "access_hist", "pinned_device", "no_split"}))
+  if (Error err = fields.checkKnown({"name", "rows", "dim", "dtype",
+                                     "pooling_factor", "access_hist",
+                                     "features", "pinned_device", "no_split"}))
     return std::move(err);
 
   TableSpec table;
@@ -150,32 +183,45 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
           checkTableBytes(table.rows, table.dim, table.elementBytes)))
     return std::move(err);
 
-  if (Error err = fields.require("pooling_factor", field))
-    return std::move(err);
-  if (Error err =
-          fields.readNumber("pooling_factor", *field, table.poolingFactor))
-    return std::move(err);
-  if (Error err = fields.check(checkPoolingFactor(table.poolingFactor)))
-    return std::move(err);
-
-  if (Error err = fields.require("access_hist", field))
-    return std::move(err);
-  const json::Array *hist = field->getAsArray();
-  if (!hist)
-    return fields.fail(formatv("'access_hist' must be an array of {0} "
-                               "numbers, got {1}",
-                               kNumAccessBins, *field));
-  std::vector<double> bins;
-  for (auto [bin, entry] : enumerate(*hist)) {
-    std::optional<double> number = entry.getAsNumber();
-    if (!number)
-      return fields.fail(formatv(
-          "'access_hist' bin {0} must be a number, got {1}", bin, entry));
-    bins.push_back(*number);
+  if (const json::Value *features = fields.find("features")) {
+    if (fields.find("pooling_factor") || fields.find("access_hist"))
+      return fields.fail("give 'pooling_factor' and 'access_hist' either for "
+                         "the table or per entry of 'features', not both");
+    const json::Array *list = features->getAsArray();
+    if (!list || list->empty())
+      return fields.fail(formatv("'features' must be a non-empty array of "
+                                 "objects, got {0}",
+                                 *features));
+    for (auto [f, entry] : enumerate(*list)) {
+      std::string at = formatv("{0}: features[{1}]", fields.name(), f).str();
+      const json::Object *object = entry.getAsObject();
+      if (!object)
+        return createStringError(inconvertibleErrorCode(),
+                                 at + ": expected an object");
+      FieldReader feature(*object, at);
+      if (Error err =
+              feature.checkKnown({"name", "pooling_factor", "access_hist"}))
+        return std::move(err);
+      if (const json::Value *name = feature.find("name");
+          name && !name->getAsString())
+        return feature.fail(formatv("'name' must be a string, got {0}", *name));
+      FeatureStats stats;
+      if (Error err = readFeatureStats(feature, stats))
+        return std::move(err);
+      if (f == 0) {
+        table.poolingFactor = stats.poolingFactor;
+        table.accessHist = stats.accessHist;
+      } else {
+        table.moreFeatures.push_back(stats);
+      }
+    }
+  } else {
+    FeatureStats stats;
+    if (Error err = readFeatureStats(fields, stats))
+      return std::move(err);
+    table.poolingFactor = stats.poolingFactor;
+    table.accessHist = stats.accessHist;
   }
-  if (Error err = fields.check(checkAccessHistogram(bins)))
-    return std::move(err);
-  llvm::copy(bins, table.accessHist.begin());
 
   if (const json::Value *pinned = fields.find("pinned_device")) {
     int64_t device;

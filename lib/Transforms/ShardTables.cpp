@@ -171,20 +171,49 @@ ShardTablesPass::buildTableSpecs(ArrayRef<TableInfo> tables,
   std::vector<::neuroshard::TableSpec> specs;
   for (TableInfo info : tables) {
     TableOp table = info.op;
-    if (!table.hasCostStatistics())
+    // Lookups with statistics of their own are the table's features; the
+    // verifier has checked each pair.
+    SmallVector<EmbeddingBagOp> featured;
+    for (EmbeddingBagOp lookup : info.lookups)
+      if (lookup.getPoolingFactor())
+        featured.push_back(lookup);
+    if (!featured.empty() && featured.size() != info.lookups.size()) {
+      EmbeddingBagOp bare = *llvm::find_if(
+          info.lookups, [](EmbeddingBagOp l) { return !l.getPoolingFactor(); });
+      return bare.emitOpError()
+             << "looks up table '" << table.getSymName()
+             << "' without statistics of its own, but " << featured.size()
+             << " of its " << info.lookups.size()
+             << " lookups have them; give every lookup of a shared table "
+                "its pooling_factor and access_hist, or none";
+    }
+    if (featured.empty() && !table.hasCostStatistics())
       return table.emitOpError()
              << "table '" << table.getSymName() << "' has no "
              << (table.getPoolingFactorAttr() ? "access_hist"
                                               : "pooling_factor")
              << "; the cost model needs pooling_factor and the 17-bin "
-                "access_hist of every table";
+                "access_hist of every table (or of every lookup of it)";
     ::neuroshard::TableSpec spec;
     spec.name = table.getReportName().str();
     spec.rows = table.getNumRows();
     spec.dim = table.getNumCols();
     spec.elementBytes = table.getElementType().getIntOrFloatBitWidth() / 8;
-    spec.poolingFactor = *table.getPoolingFactorValue();
-    llvm::copy(*table.getAccessHist(), spec.accessHist.begin());
+    if (featured.empty()) {
+      spec.poolingFactor = *table.getPoolingFactorValue();
+      llvm::copy(*table.getAccessHist(), spec.accessHist.begin());
+    }
+    for (auto [i, lookup] : llvm::enumerate(featured)) {
+      ::neuroshard::FeatureStats stats;
+      stats.poolingFactor = lookup.getPoolingFactor()->convertToDouble();
+      llvm::copy(*lookup.getAccessHist(), stats.accessHist.begin());
+      if (i == 0) {
+        spec.poolingFactor = stats.poolingFactor;
+        spec.accessHist = stats.accessHist;
+      } else {
+        spec.moreFeatures.push_back(stats);
+      }
+    }
     // Checked before the narrowing, which would wrap a device past 2^32.
     if (std::optional<int64_t> pinned = table.getPinnedDevice()) {
       if (::neuroshard::RuleViolation v =
@@ -292,6 +321,7 @@ void ShardTablesPass::rewriteBlock(
     SmallVector<Attribute> tableRefs, modes;
     SmallVector<int64_t> begins, ends;
     SmallVector<Value> indices, offsets;
+    SmallVector<EmbeddingBagOp> fused;
     int64_t width = 0;
     for (auto [shardIndex, shard] : llvm::enumerate(plan.shards)) {
       if (shard.device != device)
@@ -305,6 +335,7 @@ void ShardTablesPass::rewriteBlock(
         ends.push_back(shard.colEnd);
         indices.push_back(lookup.getIndices());
         offsets.push_back(lookup.getOffsets());
+        fused.push_back(lookup);
         width += shard.width();
       }
     }
@@ -313,11 +344,34 @@ void ShardTablesPass::rewriteBlock(
       deviceBuffers.push_back(
           tensor::EmptyOp::create(builder, loc, type.getShape(), elementType));
     } else {
+      // Lookups with statistics of their own keep them per entry; the
+      // other entries of the same op get their tables' statistics.
+      DenseF64ArrayAttr poolingFactors, accessHists;
+      if (llvm::any_of(fused, [](EmbeddingBagOp lookup) {
+            return lookup.getPoolingFactor().has_value();
+          })) {
+        SmallVector<double> factors, bins;
+        for (EmbeddingBagOp lookup : fused) {
+          auto table = SymbolTable::lookupNearestSymbolFrom<TableOp>(
+              lookup, lookup.getTableAttr());
+          bool own = lookup.getPoolingFactor().has_value();
+          factors.push_back(own ? lookup.getPoolingFactor()->convertToDouble()
+                                : table.getPoolingFactorValue().value_or(0.0));
+          std::optional<ArrayRef<double>> hist =
+              own ? lookup.getAccessHist() : table.getAccessHist();
+          if (hist)
+            llvm::append_range(bins, *hist);
+          else
+            bins.append(::neuroshard::kNumAccessBins, 0.0);
+        }
+        poolingFactors = builder.getDenseF64ArrayAttr(factors);
+        accessHists = builder.getDenseF64ArrayAttr(bins);
+      }
       deviceBuffers.push_back(FusedEmbeddingBagOp::create(
           builder, loc, type, builder.getI64IntegerAttr(device),
           builder.getArrayAttr(tableRefs), builder.getDenseI64ArrayAttr(begins),
           builder.getDenseI64ArrayAttr(ends), builder.getArrayAttr(modes),
-          indices, offsets));
+          indices, offsets, poolingFactors, accessHists));
     }
     totalWidth += width;
   }

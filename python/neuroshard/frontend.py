@@ -29,15 +29,19 @@ module's sample inputs, in the forms `nn.EmbeddingBag.forward` accepts:
   (indices, offsets)   a 1-D index tensor and its bag offsets (B entries,
                        or B + 1 with include_last_offset=True);
   indices              a 2-D tensor, one bag of fixed length per row;
-  [batch, batch, ...]  a list of several such batches.
+  [batch, batch, ...]  a list of several such batches;
+  {feature: batches}   a module several features look up (one table shared
+                       by them): each feature's batches in the forms above.
 
 Every batch of every module must have the same number of bags B, which
 becomes the function's batch size. A module registered under several paths
-is one table, named after its first path; its samples may be given under
-any of its paths, but under one only: a table carries one pooling factor
-and one access histogram, so two features with their own statistics on one
-table cannot be expressed, and the front end says so instead of averaging
-them.
+is one table, named after its first path; samples given under two of its
+paths are two features of that table.
+
+A table with one feature carries its statistics itself. A table with
+several gets one `neuroshard.embedding_bag` per feature, each with that
+feature's own `pooling_factor` and `access_hist`, so that the sharding pass
+prices every feature's lookups instead of an average of them.
 
     from neuroshard import frontend
     text = frontend.model_to_mlir(model, samples, devices=4, memory_gb=16)
@@ -75,8 +79,18 @@ class FrontendError(Exception):
 
 
 @dataclass
+class FeatureInfo:
+    """What the front end measured for one feature looking a table up."""
+    name: str          # the module path, or the feature's key in the samples
+    pooling_factor: float
+    access_hist: List[float]
+    num_indices: int
+
+
+@dataclass
 class TableInfo:
-    """What the front end measured for one nn.EmbeddingBag."""
+    """What the front end measured for one nn.EmbeddingBag. The statistics
+    are its first feature's; `features` lists every feature's."""
     path: str          # module path in the model, e.g. "sparse.bags.3"
     symbol: str        # the neuroshard.table symbol
     rows: int
@@ -87,6 +101,7 @@ class TableInfo:
     access_hist: List[float]
     num_indices: int
     aliases: List[str] = field(default_factory=list)  # its other paths
+    features: List[FeatureInfo] = field(default_factory=list)
 
 
 def find_embedding_bags(model: nn.Module) -> List[Tuple[str, nn.EmbeddingBag]]:
@@ -258,62 +273,87 @@ def measure_tables(model: nn.Module, samples: Mapping[str, object]
             "(its bags are: %s)" % (", ".join("'%s'" % u for u in unknown),
                                     "is" if len(unknown) == 1 else "are",
                                     ", ".join(paths)))
-    # Samples under another path of a module count as the module's.
-    given: Dict[str, str] = {}
-    for name in samples:
-        canonical = aliases[name]
-        if canonical in given:
-            raise FrontendError(
-                "samples name both '%s' and '%s', which are the same "
-                "nn.EmbeddingBag; a table carries one pooling factor and one "
-                "access histogram, so give its samples under one of its "
-                "paths" % (given[canonical], name))
-        given[canonical] = name
-    samples = {canonical: samples[name] for canonical, name in given.items()}
-    missing = [p for p in paths if p not in samples]
+    # Samples under another path of a module count as the module's; under
+    # several paths, or keyed by feature, they are several features.
+    per_table: Dict[str, List[Tuple[str, object]]] = {}
+    for name, value in samples.items():
+        features = per_table.setdefault(aliases[name], [])
+        if isinstance(value, Mapping):
+            if not value:
+                raise FrontendError("'%s': the feature map is empty" % name)
+            for key, batches in value.items():
+                if not isinstance(key, str) or not key:
+                    raise FrontendError("'%s': feature names must be "
+                                        "non-empty strings, got %r" %
+                                        (name, key))
+                features.append((key, batches))
+        else:
+            features.append((name, value))
+    for path, features in per_table.items():
+        names = [f for f, _ in features]
+        repeated = sorted({f for f in names if names.count(f) > 1})
+        if repeated:
+            raise FrontendError("'%s' has two features named %s" %
+                                (path, ", ".join("'%s'" % r
+                                                 for r in repeated)))
+    missing = [p for p in paths if p not in per_table]
     if missing:
         raise FrontendError("no sample batches for %s" %
                             ", ".join("'%s'" % m for m in missing))
 
-    batch_size, batch_where = None, None
+    batch = {"size": None, "where": None}
     tables = []
     for (path, module), symbol in zip(bags, _unique_symbols(paths)):
         _check_module(path, module)
         rows, dim = (int(x) for x in module.weight.shape)
-        hists, num_indices, total_bags = [], 0, 0
-        for number, batch in enumerate(_split_batches(path, samples[path])):
-            indices, lengths = _bag_lengths(path, module, batch, number)
-            where = "'%s' batch %d" % (path, number)
-            if lengths.size == 0:
-                raise FrontendError("%s has no bags" % where)
-            if batch_size is None:
-                batch_size, batch_where = int(lengths.size), where
-            elif lengths.size != batch_size:
-                raise FrontendError(
-                    "mismatched batches: %s has %d bags but %s has %d; every "
-                    "lookup of the function takes the same batch" %
-                    (where, lengths.size, batch_where, batch_size))
-            if indices.size and (indices.min() < 0 or indices.max() >= rows):
-                bad = indices.min() if indices.min() < 0 else indices.max()
-                raise FrontendError("%s has index %d outside the table's %d "
-                                    "rows" % (where, bad, rows))
-            hists.append(tp.access_histogram(indices))
-            num_indices += int(indices.size)
-            total_bags += int(lengths.size)
-        table = TableInfo(
+        features = [_measure_feature(path, module, rows, name, batches, batch)
+                    for name, batches in per_table[path]]
+        first = features[0]
+        tables.append(TableInfo(
             path=path, symbol=symbol, rows=rows, dim=dim, mode=module.mode,
-            batch_size=batch_size, pooling_factor=num_indices / total_bags,
-            access_hist=np.mean(np.asarray(hists), axis=0).tolist(),
-            num_indices=num_indices,
-            aliases=[a for a, c in aliases.items() if c == path and a != path])
-        _check_rules(path,
-                     table_rules.check_pooling_factor(table.pooling_factor),
-                     table_rules.check_access_histogram(table.access_hist),
-                     table_rules.check_access_histogram_for_batch(
-                         table.access_hist, rows, table.pooling_factor,
-                         batch_size))
-        tables.append(table)
+            batch_size=batch["size"], pooling_factor=first.pooling_factor,
+            access_hist=first.access_hist, num_indices=first.num_indices,
+            aliases=[a for a, c in aliases.items() if c == path and a != path],
+            features=features))
     return tables
+
+
+def _measure_feature(path: str, module: nn.EmbeddingBag, rows: int,
+                     name: str, batches, batch: Dict) -> FeatureInfo:
+    """One feature's statistics from its sample batches. `batch` holds the
+    batch size seen so far and where, which every batch must share."""
+    label = path if name == path else "%s' feature '%s" % (path, name)
+    hists, num_indices, total_bags = [], 0, 0
+    for number, sample in enumerate(_split_batches(label, batches)):
+        indices, lengths = _bag_lengths(label, module, sample, number)
+        where = "'%s' batch %d" % (label, number)
+        if lengths.size == 0:
+            raise FrontendError("%s has no bags" % where)
+        if batch["size"] is None:
+            batch["size"], batch["where"] = int(lengths.size), where
+        elif lengths.size != batch["size"]:
+            raise FrontendError(
+                "mismatched batches: %s has %d bags but %s has %d; every "
+                "lookup of the function takes the same batch" %
+                (where, lengths.size, batch["where"], batch["size"]))
+        if indices.size and (indices.min() < 0 or indices.max() >= rows):
+            bad = indices.min() if indices.min() < 0 else indices.max()
+            raise FrontendError("%s has index %d outside the table's %d "
+                                "rows" % (where, bad, rows))
+        hists.append(tp.access_histogram(indices))
+        num_indices += int(indices.size)
+        total_bags += int(lengths.size)
+    feature = FeatureInfo(name=name, pooling_factor=num_indices / total_bags,
+                          access_hist=np.mean(np.asarray(hists),
+                                              axis=0).tolist(),
+                          num_indices=num_indices)
+    _check_rules(label,
+                 table_rules.check_pooling_factor(feature.pooling_factor),
+                 table_rules.check_access_histogram(feature.access_hist),
+                 table_rules.check_access_histogram_for_batch(
+                     feature.access_hist, rows, feature.pooling_factor,
+                     batch["size"]))
+    return feature
 
 
 def _float_literal(value: float) -> str:
@@ -344,6 +384,13 @@ def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
         _check_rules("memory_gb", table_rules.check_capacity_gb(m))
     return "#neuroshard.topology<devices = %d, memory_gb = %s>" % (devices,
                                                                    text)
+
+
+def _stats_attributes(feature: FeatureInfo) -> List[str]:
+    """The pooling_factor and access_hist attributes of `feature`."""
+    bins = ", ".join(_float_literal(v) for v in feature.access_hist)
+    return ["pooling_factor = %s : f64" % _float_literal(feature.pooling_factor),
+            "access_hist = array<f64: %s>" % bins]
 
 
 def _mlir_string(text: str) -> str:
@@ -391,37 +438,52 @@ def emit_module(tables: Sequence[TableInfo], devices: int = 4,
                _topology(devices, memory_gb))
     for t in tables:
         also = "".join(", also '%s'" % a for a in t.aliases)
-        out.append("  // %s%s: nn.EmbeddingBag(%d, %d, mode='%s'), %d sample "
-                   "indices" % (t.path, also, t.rows, t.dim, t.mode,
-                                t.num_indices))
-        bins = ", ".join(_float_literal(v) for v in t.access_hist)
-        out.append("  neuroshard.table @%s : rows %d, dim %d, f32 "
-                   "{pooling_factor = %s : f64," %
-                   (t.symbol, t.rows, t.dim, _float_literal(t.pooling_factor)))
-        if t.symbol == t.path:
-            out.append("    access_hist = array<f64: %s>}" % bins)
+        features = t.features or [FeatureInfo(t.path, t.pooling_factor,
+                                              t.access_hist, t.num_indices)]
+        shared = len(features) > 1
+        if shared:
+            out.append("  // %s%s: nn.EmbeddingBag(%d, %d, mode='%s'), looked "
+                       "up by %d features (%s)" %
+                       (t.path, also, t.rows, t.dim, t.mode, len(features),
+                        ", ".join(f.name for f in features)))
         else:
+            out.append("  // %s%s: nn.EmbeddingBag(%d, %d, mode='%s'), %d "
+                       "sample indices" % (t.path, also, t.rows, t.dim,
+                                           t.mode, t.num_indices))
+        attrs = [] if shared else _stats_attributes(features[0])
+        if t.symbol != t.path:
             # The symbol spells the path in a symbol-safe form; the path
             # itself names the table in plans and reports.
-            out.append("    access_hist = array<f64: %s>," % bins)
-            out.append("    module_path = %s}" % _mlir_string(t.path))
+            attrs.append("module_path = %s" % _mlir_string(t.path))
+        line = "  neuroshard.table @%s : rows %d, dim %d, f32" % (
+            t.symbol, t.rows, t.dim)
+        out.append(line + (" {" + ",\n    ".join(attrs) + "}" if attrs
+                           else ""))
     idx = "tensor<?x%s>" % index_type
     off = "tensor<%dx%s>" % (b + 1, index_type)
     args, results, body = [], [], []
-    for i, t in enumerate(tables):
-        result = "tensor<%dx%dxf32>" % (b, t.dim)
-        args.append("%%idx%d: %s, %%off%d: %s" % (i, idx, i, off))
-        results.append(result)
-        body.append("    %%e%d = neuroshard.embedding_bag @%s(%%idx%d, "
-                    "%%off%d) %s" % (i, t.symbol, i, i, t.mode))
-        body.append("        : (%s, %s) -> %s" % (idx, off, result))
+    for t in tables:
+        features = t.features or [None]
+        for f in features:
+            i = len(results)
+            result = "tensor<%dx%dxf32>" % (b, t.dim)
+            args.append("%%idx%d: %s, %%off%d: %s" % (i, idx, i, off))
+            results.append(result)
+            own = ""
+            if len(features) > 1:
+                body.append("    // feature '%s', %d sample indices" %
+                            (f.name, f.num_indices))
+                own = " {" + ",\n        ".join(_stats_attributes(f)) + "}"
+            body.append("    %%e%d = neuroshard.embedding_bag @%s(%%idx%d, "
+                        "%%off%d) %s%s" % (i, t.symbol, i, i, t.mode, own))
+            body.append("        : (%s, %s) -> %s" % (idx, off, result))
     out.append("")
     out.append("  func.func @%s(" % FUNCTION_NAME)
     out.append(",\n".join("      " + a for a in args) + ")")
     out.append("      -> (" + ",\n          ".join(results) + ") {")
     out.extend(body)
     out.append("    return " + ", ".join("%%e%d" % i
-                                         for i in range(len(tables))))
+                                         for i in range(len(results))))
     out.append("        : " + ",\n          ".join(results))
     out.append("  }")
     out.append("}")

@@ -271,12 +271,71 @@ def test_module_registered_under_two_paths_is_one_table():
     assert text.count("neuroshard.table @") == 2
 
 
-def test_samples_under_two_paths_of_one_bag_are_refused():
+def test_samples_under_two_paths_of_one_bag_are_two_features():
     samples = aliased_samples()
-    samples["user"] = torch.tensor([[5, 6], [7, 8]])
+    samples["user"] = torch.tensor([[5, 6, 7], [8, 9, 9]])
+    tables = frontend.measure_tables(Aliased(), samples)
+    assert [t.path for t in tables] == ["user", "item"]
+    user = tables[0]
+    assert [(f.name, f.pooling_factor) for f in user.features] == [
+        ("shared", 2.0), ("user", 3.0)]
+    text = frontend.emit_module(tables, devices=2)
+    # No averaged statistics on the table: each lookup carries its own.
+    assert "neuroshard.table @user : rows 100, dim 8, f32\n" in text
+    assert "looked up by 2 features (shared, user)" in text
+    assert text.count("neuroshard.embedding_bag @user(") == 2
+    assert "{pooling_factor = 3.0 : f64," in text
+    assert text.count("neuroshard.embedding_bag") == 3
+
+
+def test_features_of_a_shared_bag_parse_shard_and_run(tmp_path):
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bag = nn.EmbeddingBag(64, 8, mode="sum")
+            self.other = nn.EmbeddingBag(32, 4, mode="mean")
+
+    samples = {"bag": {"clicks": torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]]),
+                       "views": torch.tensor([[9], [9]])},
+               "other": torch.tensor([[1, 2], [3, 4]])}
+    text = frontend.model_to_mlir(Shared(), samples, devices=2,
+                                  memory_gb=1.0)
+    assert "// feature 'clicks', 8 sample indices" in text
+    assert "// feature 'views', 2 sample indices" in text
+    module = tmp_path / "shared.mlir"
+    module.write_text(text)
+    opt = tool("neuroshard-opt")
+    sharded = subprocess.run(
+        [opt, str(module), "--neuroshard-shard=cost-model=analytical "
+         "plan-table=-"], capture_output=True, text=True)
+    assert sharded.returncode == 0, sharded.stderr
+    # Every shard of the bag is read once per feature.
+    reads = sharded.stdout.count("@bag cols")
+    assert reads >= 2 and reads % 2 == 0, sharded.stdout
+    (tmp_path / "sharded.mlir").write_text(
+        sharded.stdout[sharded.stdout.index("module"):])
+    run = subprocess.run(
+        [tool("neuroshard-run"), str(tmp_path / "sharded.mlir"), "--compare",
+         str(module), "--backward"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ": match" in run.stdout
+
+
+def test_feature_maps_are_checked():
     with pytest.raises(frontend.FrontendError,
-                       match="both 'shared' and 'user', which are the same "
-                       "nn.EmbeddingBag; a table carries one pooling factor"):
+                       match="'user': the feature map is empty"):
+        frontend.measure_tables(Aliased(), {"user": {},
+                                            "item": batch([1], [0])})
+    samples = aliased_samples()
+    samples["user"] = {"shared": torch.tensor([[1, 2], [3, 4]])}
+    with pytest.raises(frontend.FrontendError,
+                       match="'user' has two features named 'shared'"):
+        frontend.measure_tables(Aliased(), samples)
+    samples = {"user": {"a": torch.tensor([[1, 2]])},
+               "item": batch([1, 2, 3], [0, 1])}
+    with pytest.raises(frontend.FrontendError,
+                       match="mismatched batches: 'item' batch 0 has 2 bags "
+                       "but 'user' feature 'a' batch 0 has 1"):
         frontend.measure_tables(Aliased(), samples)
 
 

@@ -104,7 +104,8 @@ TEST_F(NeuroShardDialectTest, ValidTableAndLookupVerify) {
   auto lookup = EmbeddingBagOp::create(
       builder, loc, resultType, FlatSymbolRefAttr::get(table),
       body->getArgument(0), body->getArgument(1),
-      PoolingModeAttr::get(&context, PoolingMode::Mean));
+      PoolingModeAttr::get(&context, PoolingMode::Mean),
+      /*pooling_factor=*/FloatAttr(), /*access_hist=*/DenseF64ArrayAttr());
   func::ReturnOp::create(builder, loc, lookup.getResult());
 
   EXPECT_EQ(verifyAndCollect(), "");
@@ -210,7 +211,9 @@ TEST_F(NeuroShardDialectTest, FusedLookupAndExchangeVerify) {
         builder.getDenseI64ArrayAttr({device * 8 + 8}),
         builder.getArrayAttr(
             {PoolingModeAttr::get(&context, PoolingMode::Sum)}),
-        ValueRange{body->getArgument(0)}, ValueRange{body->getArgument(1)});
+        ValueRange{body->getArgument(0)}, ValueRange{body->getArgument(1)},
+        /*pooling_factors=*/DenseF64ArrayAttr(),
+        /*access_hists=*/DenseF64ArrayAttr());
     EXPECT_EQ(op.getNumEntries(), 1u);
     EXPECT_EQ(op.getEntryTable(0), "user");
     EXPECT_EQ(op.getEntryWidth(0), 8);

@@ -123,7 +123,7 @@ TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
             "tables[0] ('t0'): missing field 'pooling_factor'");
   EXPECT_EQ(parseError(taskWithTable(R"(, "pooling": 3)")),
             "tables[0] ('t0'): unknown field 'pooling' (expected one of: "
-            "name, rows, dim, dtype, pooling_factor, access_hist, "
+            "name, rows, dim, dtype, pooling_factor, access_hist, features, "
             "pinned_device, no_split)");
   EXPECT_EQ(parseError(taskWithTable(R"(, "dtype": "f8")")),
             "tables[0] ('t0'): 'dtype' must be one of f32, f16, bf16, got "
@@ -233,3 +233,41 @@ TEST_F(PlanOutputTest, PrintsOneRowPerDevice) {
 }
 
 } // namespace
+
+// A table several features look up carries each feature's statistics.
+TEST(ParseTaskTest, ReadsTheFeaturesOfASharedTable) {
+  std::string task = formatv(R"({{"tables": [{{"name": "shared", "rows": 100,
+      "dim": 8, "features": [
+        {{"name": "clicks", "pooling_factor": 2.5, "access_hist": {0}},
+        {{"pooling_factor": 1, "access_hist": {0}}]}]})",
+                             kHist)
+                         .str();
+  Expected<PlanningTask> parsed = parseTaskJSON(task);
+  ASSERT_EQ(errorMessage(parsed), "");
+  const TableSpec &table = parsed->tables.front();
+  EXPECT_EQ(table.numFeatures(), 2u);
+  EXPECT_EQ(table.poolingFactor, 2.5);
+  EXPECT_EQ(table.feature(1).poolingFactor, 1.0);
+  EXPECT_EQ(table.feature(1).accessHist[0], 0.5);
+  EXPECT_EQ(table.totalPoolingFactor(), 3.5);
+
+  EXPECT_EQ(
+      parseError(taskWithTable(
+          formatv(
+              R"(, "features": [{{"pooling_factor": 1, "access_hist": {0}}])",
+              kHist)
+              .str())),
+      "tables[0] ('t0'): give 'pooling_factor' and 'access_hist' either "
+      "for the table or per entry of 'features', not both");
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 100, "dim": 8,
+      "features": []}]})"),
+            "tables[0] ('t'): 'features' must be a non-empty array of "
+            "objects, got []");
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 100, "dim": 8,
+      "features": [{"pooling_factor": -1}]}]})"),
+            "tables[0] ('t'): features[0]: " + *checkPoolingFactor(-1));
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 100, "dim": 8,
+      "features": [{"pooling_factor": 1, "weight": 2}]}]})"),
+            "tables[0] ('t'): features[0]: unknown field 'weight' (expected "
+            "one of: name, pooling_factor, access_hist)");
+}

@@ -203,6 +203,38 @@ TEST(EvaluatePlanTest, MatchesAnalyticalFormulas) {
   EXPECT_DOUBLE_EQ(cost->maxMs, std::max(d0.totalMs(), d1.totalMs()));
 }
 
+// A table two features look up costs its lookups for both and sends both
+// features' pooled columns: like two tables of its width, but stored once.
+TEST(EvaluatePlanTest, SharedTablesCountEveryFeature) {
+  TableSpec shared = makeTable("shared", 1000, 64, 10);
+  FeatureStats second = shared.feature(0);
+  second.poolingFactor = 2;
+  shared.moreFeatures.push_back(second);
+  std::vector<TableSpec> one = {shared};
+  std::vector<TableSpec> two = {makeTable("a", 1000, 64, 10),
+                                makeTable("b", 1000, 64, 2)};
+  Topology topology = Topology::uniform(2, 1);
+  topology.batchSize = 1000;
+  AnalyticalCostModel model;
+  Expected<PlanCost> sharedCost =
+      evaluatePlan(one, topology, {{{0, 0, 32, 0}, {0, 32, 64, 1}}}, model);
+  Expected<PlanCost> separateCost = evaluatePlan(
+      two, topology,
+      {{{0, 0, 32, 0}, {1, 0, 32, 0}, {0, 32, 64, 1}, {1, 32, 64, 1}}}, model);
+  ASSERT_EQ(errorMessage(sharedCost), "");
+  ASSERT_EQ(errorMessage(separateCost), "");
+  // The analytical model prices the shared table's slices like the two
+  // separate tables' slices; only the weights are stored once.
+  EXPECT_DOUBLE_EQ(sharedCost->devices[0].bwCommMs,
+                   separateCost->devices[0].bwCommMs);
+  EXPECT_NEAR(sharedCost->devices[0].computeMs,
+              separateCost->devices[0].computeMs,
+              1e-9 * separateCost->devices[0].computeMs);
+  EXPECT_EQ(deviceMemoryBytes(one, topology, {{{0, 0, 32, 0}}})[0],
+            1000u * 32 * 4);
+  EXPECT_EQ(deviceDimSums(one, topology, {{{0, 0, 32, 0}}})[0], 64.0);
+}
+
 TEST(EvaluatePlanTest, RejectsInvalidPlans) {
   std::vector<TableSpec> tables = {makeTable("a", 10, 8)};
   AnalyticalCostModel model;

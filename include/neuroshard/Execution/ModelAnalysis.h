@@ -64,6 +64,10 @@ struct InputPair {
   int64_t table = 0;
   int64_t batch = 0;
   bool indicesAreI32 = false;
+  /// The lookup's own statistics (one of several features of a shared
+  /// table: `pooling_factor` and `access_hist` on the lookup, or its entry's
+  /// of a fused lookup), which its inputs follow instead of the table's.
+  std::optional<inputs::TableStats> stats;
 };
 
 struct ModelInfo {
@@ -89,6 +93,16 @@ struct ModelInfo {
 
 /// Reads `module` before lowering. `entry` empty means the module's only
 /// public function. Errors name the function, argument or op at fault.
+/// The statistics `pair`'s inputs follow: its own, else its table's; null if
+/// neither has any.
+inline const inputs::TableStats *inputStatistics(const ModelInfo &info,
+                                                 const InputPair &pair) {
+  if (pair.stats)
+    return &*pair.stats;
+  const TableInfo &table = info.tables[pair.table];
+  return table.hasStatistics ? &table.stats : nullptr;
+}
+
 llvm::Expected<ModelInfo> analyzeModel(mlir::ModuleOp module,
                                        llvm::StringRef entry);
 

@@ -38,6 +38,13 @@ namespace neuroshard {
 /// Bytes in one GB. Capacities and table sizes are reported in these units.
 constexpr double kBytesPerGB = 1024.0 * 1024.0 * 1024.0;
 
+/// How one feature looks a table up: its bags' mean length and the access
+/// histogram of one batch of its lookups.
+struct FeatureStats {
+  double poolingFactor = 1.0;
+  std::array<double, kNumAccessBins> accessHist{};
+};
+
 /// One embedding table and how it is used by the model.
 struct TableSpec {
   std::string name;
@@ -51,6 +58,11 @@ struct TableSpec {
   /// Fractions of distinct rows per hit-count bin; sums to 1 (or all zero
   /// for a table that was never hit).
   std::array<double, kNumAccessBins> accessHist{};
+  /// Further features that look the table up with statistics of their own
+  /// (a table shared by several features): each adds its lookups to every
+  /// shard's work and its pooled columns to the exchange. The statistics
+  /// above are the first feature's.
+  std::vector<FeatureStats> moreFeatures;
   /// Constraint: every column of the table must live on this device.
   std::optional<unsigned> pinnedDevice;
   /// Constraint: the table must stay whole (no column-wise split).
@@ -63,6 +75,21 @@ struct TableSpec {
   }
   /// Bytes of the whole table: rows * dim * elementBytes.
   uint64_t bytes() const { return sliceBytes(dim); }
+  /// Features that look the table up (1 + moreFeatures).
+  unsigned numFeatures() const { return 1 + moreFeatures.size(); }
+  /// Feature `i`'s statistics (0: the table's own).
+  FeatureStats feature(unsigned i) const {
+    return i == 0 ? FeatureStats{poolingFactor, accessHist}
+                  : moreFeatures[i - 1];
+  }
+  /// The pooling factors of all features added up: indices per bag over
+  /// every feature.
+  double totalPoolingFactor() const {
+    double total = poolingFactor;
+    for (const FeatureStats &f : moreFeatures)
+      total += f.poolingFactor;
+    return total;
+  }
 };
 
 /// The optimizer that trains the tables, for the memory its state takes

@@ -161,6 +161,9 @@ struct NeuralCostModel::Impl {
   // Scratch buffers reused across calls to avoid allocations on the hot
   // path.
   std::vector<float> newFeatures;
+  /// Feature rows of each new slice in newFeatures (a shared table's slice
+  /// is encoded once per feature and the encodings summed).
+  std::vector<unsigned> newGroups;
   std::vector<uint32_t> sliceRows;
   std::vector<float> summed;
   /// One buffer per comm-model input (dim sums, straggler times).
@@ -187,12 +190,18 @@ struct NeuralCostModel::Impl {
 
 void NeuralCostModel::Impl::appendFeatures(const TableSpec &table,
                                            int64_t width) {
-  // A column slice is priced as a table of the slice's width (DESIGN §3).
-  newFeatures.push_back(static_cast<float>(table.rows));
-  newFeatures.push_back(static_cast<float>(width));
-  newFeatures.push_back(static_cast<float>(table.poolingFactor));
-  for (double bin : table.accessHist)
-    newFeatures.push_back(static_cast<float>(bin));
+  // A column slice is priced as a table of the slice's width (DESIGN §3);
+  // a table several features look up, as one such table per feature, whose
+  // encodings add up like those of the tables of a set.
+  for (unsigned f = 0; f < table.numFeatures(); ++f) {
+    FeatureStats stats = table.feature(f);
+    newFeatures.push_back(static_cast<float>(table.rows));
+    newFeatures.push_back(static_cast<float>(width));
+    newFeatures.push_back(static_cast<float>(stats.poolingFactor));
+    for (double bin : stats.accessHist)
+      newFeatures.push_back(static_cast<float>(bin));
+  }
+  newGroups.push_back(table.numFeatures());
 }
 
 Error NeuralCostModel::Impl::encodeNewSlices(size_t firstNew) {
@@ -205,7 +214,15 @@ Error NeuralCostModel::Impl::encodeNewSlices(size_t firstNew) {
       return err;
     at::Tensor tensor = out.toTensor().contiguous();
     const float *data = tensor.data_ptr<float>();
-    encodings.insert(encodings.end(), data, data + count * encodingDim());
+    size_t dim = encodingDim();
+    for (unsigned group : newGroups) {
+      size_t at = encodings.size();
+      encodings.insert(encodings.end(), data, data + dim);
+      for (unsigned extra = 1; extra < group; ++extra)
+        for (size_t k = 0; k < dim; ++k)
+          encodings[at + k] += data[extra * dim + k];
+      data += group * dim;
+    }
     return Error::success();
   });
   if (err)
@@ -468,9 +485,14 @@ static std::string outsideRanges(const BundleMeta &meta,
       why.push_back(formatv("rows {0}", table.rows));
     if (meta.dimRange && !meta.dimRange->contains(double(table.dim)))
       why.push_back(formatv("dim {0}", table.dim));
-    if (meta.poolingRange && !meta.poolingRange->contains(table.poolingFactor))
-      why.push_back(
-          formatv("pooling factor {0}", format("%g", table.poolingFactor)));
+    for (unsigned f = 0; f < table.numFeatures(); ++f) {
+      double pooling = table.feature(f).poolingFactor;
+      if (meta.poolingRange && !meta.poolingRange->contains(pooling))
+        why.push_back(formatv("pooling factor {0}{1}", format("%g", pooling),
+                              table.numFeatures() == 1
+                                  ? std::string()
+                                  : formatv(" (feature {0})", f).str()));
+    }
     if (why.empty())
       continue;
     if (count++ < limit)
@@ -623,6 +645,7 @@ static Error notPrepared(StringRef bundleDir) {
 Error NeuralCostModel::Impl::findRows(ArrayRef<ArrayRef<ColumnSlice>> sets) {
   size_t firstNew = encodingRows.size();
   newFeatures.clear();
+  newGroups.clear();
   sliceRows.clear();
   for (ArrayRef<ColumnSlice> set : sets) {
     for (const ColumnSlice &slice : set) {

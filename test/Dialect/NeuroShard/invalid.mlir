@@ -601,3 +601,67 @@ neuroshard.table @t : rows 10, dim 8, f32 {module_path = ""}
 
 // expected-error @+1 {{table 't': 'module_path': 'name' must be valid UTF-8 without control characters, got byte 0x0a at offset 1}}
 neuroshard.table @t : rows 10, dim 8, f32 {module_path = "a\0Ab"}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{has 'pooling_factor' but not 'access_hist'; a lookup's statistics come in pairs}}
+    %r = neuroshard.embedding_bag @t(%i, %o) sum {pooling_factor = 2.0 : f64} : (tensor<?xi32>, tensor<5xi32>) -> tensor<4x8xf32>
+    return %r : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{lookup statistics: 'pooling_factor' must be}}
+    %r = neuroshard.embedding_bag @t(%i, %o) sum {pooling_factor = -2.0 : f64,
+      access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+      : (tensor<?xi32>, tensor<5xi32>) -> tensor<4x8xf32>
+    return %r : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{lookup statistics of table 't': 'access_hist' bin 16 (rows hit more than 32768 times) is 1, but a batch of 4 bags with pooling factor 2 makes only 8 lookups}}
+    %r = neuroshard.embedding_bag @t(%i, %o) sum {pooling_factor = 2.0 : f64,
+      access_hist = array<f64: 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0>}
+      : (tensor<?xi32>, tensor<5xi32>) -> tensor<4x8xf32>
+    return %r : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{has 1 entries but 2 pooling factors and 17 histogram bins; expected 1 and 17}}
+    %r = neuroshard.fused_embedding_bag device 0 [
+        @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] {pooling_factors = array<f64: 1.0, 2.0>,
+         access_hists = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>} : tensor<4x8xf32>
+    return %r : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{has 'pooling_factors' but not 'access_hists'; the entries' statistics come in pairs}}
+    %r = neuroshard.fused_embedding_bag device 0 [
+        @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] {pooling_factors = array<f64: 1.0>} : tensor<4x8xf32>
+    return %r : tensor<4x8xf32>
+  }
+}

@@ -637,3 +637,43 @@ TEST_F(NeuralCostModelTest, CommModelsMustMatchMetadataDeviceCount) {
 }
 
 } // namespace
+
+// A table two features look up is encoded once per feature, and the
+// encodings add up like those of two tables of one set: its slice prices as
+// the same slice of two tables with the features' statistics.
+TEST_F(NeuralCostModelTest, SharedTablesEncodeEveryFeature) {
+  std::vector<TableSpec> tables = fixtureTables();
+  TableSpec shared = tables[1];
+  shared.name = "shared";
+  shared.moreFeatures.push_back(tables[0].feature(0));
+  TableSpec second = tables[1];
+  second.name = "second";
+  second.poolingFactor = tables[0].poolingFactor;
+  second.accessHist = tables[0].accessHist;
+  tables.push_back(shared); // 5
+  tables.push_back(second); // 6
+
+  Expected<std::unique_ptr<NeuralCostModel>> model =
+      NeuralCostModel::load(commBundle());
+  ASSERT_TRUE(static_cast<bool>(model)) << toString(model.takeError());
+  ASSERT_EQ(errorMessage(
+                (*model)->prepare(tables, Topology::uniform(kDevices, 16.0))),
+            "");
+  std::vector<std::vector<ColumnSlice>> sets = {
+      {{5, 0, 32}}, {{1, 0, 32}, {6, 0, 32}}, {{1, 0, 32}}};
+  std::vector<double> costs(sets.size());
+  ASSERT_EQ(errorMessage((*model)->predictCompute(asRefs(sets), costs)), "");
+  expectClose(costs[0], costs[1], "shared table against two tables");
+  EXPECT_NE(costs[0], costs[2]);
+
+  // Terms of a shared slice are its summed encoding too.
+  unsigned h = (*model)->computeTermWidth();
+  std::vector<double> sharedTerm(h), pairTerms(2 * h), pairSum(h, 0.0);
+  ASSERT_EQ(errorMessage((*model)->computeTerms(sets[0], sharedTerm)), "");
+  ASSERT_EQ(errorMessage((*model)->computeTerms(sets[1], pairTerms)), "");
+  for (unsigned j = 0; j < 2; ++j)
+    (*model)->addComputeTerm(ArrayRef(pairTerms).slice(j * h, h), pairSum);
+  for (unsigned k = 0; k < h; ++k)
+    EXPECT_NEAR(sharedTerm[k], pairSum[k], 1e-4 * (1.0 + std::abs(pairSum[k])))
+        << k;
+}

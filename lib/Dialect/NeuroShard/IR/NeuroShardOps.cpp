@@ -262,6 +262,22 @@ LogicalResult TableOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult EmbeddingBagOp::verify() {
+  if (getPoolingFactor().has_value() != getAccessHist().has_value())
+    return emitOpError() << "has '"
+                         << (getPoolingFactor() ? "pooling_factor"
+                                                : "access_hist")
+                         << "' but not '"
+                         << (getPoolingFactor() ? "access_hist"
+                                                : "pooling_factor")
+                         << "'; a lookup's statistics come in pairs";
+  using ::neuroshard::RuleViolation;
+  if (std::optional<APFloat> pooling = getPoolingFactor())
+    if (RuleViolation v =
+            ::neuroshard::checkPoolingFactor(pooling->convertToDouble()))
+      return emitOpError() << "lookup statistics: " << *v;
+  if (std::optional<ArrayRef<double>> hist = getAccessHist())
+    if (RuleViolation v = ::neuroshard::checkAccessHistogram(*hist))
+      return emitOpError() << "lookup statistics: " << *v;
   return verifyBatch(*this, getOffsets(), getResult().getType().getDimSize(0),
                      "lookup");
 }
@@ -282,14 +298,20 @@ EmbeddingBagOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << resultType.getElementType()
                          << " differs from table '" << table->getSymName()
                          << "' element type " << table->getElementType();
-  // A table's statistics describe one batch of its lookups' batch size.
-  std::optional<double> pooling = table->getPoolingFactorValue();
-  std::optional<ArrayRef<double>> hist = table->getAccessHist();
+  // A table's statistics describe one batch of its lookups' batch size, and
+  // a lookup's own statistics one batch of its bags.
+  bool own = getPoolingFactor().has_value();
+  std::optional<double> pooling =
+      own ? std::optional<double>(getPoolingFactor()->convertToDouble())
+          : table->getPoolingFactorValue();
+  std::optional<ArrayRef<double>> hist =
+      own ? getAccessHist() : table->getAccessHist();
   if (pooling && hist && !resultType.isDynamicDim(0))
     if (::neuroshard::RuleViolation v =
             ::neuroshard::checkAccessHistogramForBatch(
                 *hist, table->getNumRows(), *pooling, resultType.getDimSize(0)))
-      return emitOpError() << "table '" << table->getSymName() << "': " << *v;
+      return emitOpError() << (own ? "lookup statistics of table '" : "table '")
+                           << table->getSymName() << "': " << *v;
   return success();
 }
 
@@ -390,7 +412,36 @@ verifyFusedTables(FusedOp op, SymbolTableCollection &symbolTable,
 }
 
 LogicalResult FusedEmbeddingBagOp::verify() {
-  return verifyFusedEntries(*this, getResult().getType(), "result");
+  if (failed(verifyFusedEntries(*this, getResult().getType(), "result")))
+    return failure();
+  std::optional<ArrayRef<double>> pooling = getPoolingFactors();
+  std::optional<ArrayRef<double>> hists = getAccessHists();
+  if (pooling.has_value() != hists.has_value())
+    return emitOpError() << "has '"
+                         << (pooling ? "pooling_factors" : "access_hists")
+                         << "' but not '"
+                         << (pooling ? "access_hists" : "pooling_factors")
+                         << "'; the entries' statistics come in pairs";
+  if (!pooling)
+    return success();
+  size_t entries = getNumEntries();
+  if (pooling->size() != entries ||
+      hists->size() != entries * ::neuroshard::kNumAccessBins)
+    return emitOpError() << "has " << entries << " entries but "
+                         << pooling->size() << " pooling factors and "
+                         << hists->size() << " histogram bins; expected "
+                         << entries << " and "
+                         << entries * ::neuroshard::kNumAccessBins;
+  for (size_t i = 0; i < entries; ++i) {
+    ::neuroshard::RuleViolation v =
+        ::neuroshard::checkPoolingFactor((*pooling)[i]);
+    if (!v)
+      v = ::neuroshard::checkAccessHistogram(hists->slice(
+          i * ::neuroshard::kNumAccessBins, ::neuroshard::kNumAccessBins));
+    if (v)
+      return emitOpError() << "entry " << i << " statistics: " << *v;
+  }
+  return success();
 }
 
 LogicalResult

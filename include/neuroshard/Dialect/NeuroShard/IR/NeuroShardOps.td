@@ -122,15 +122,27 @@ def NeuroShard_EmbeddingBagOp : NeuroShard_Op<"embedding_bag", [
     indices; an empty bag yields zeros. The result is `B x dim` of the
     table's element type.
 
+    A table several features look up (one lookup each) may give every
+    lookup its own statistics, `pooling_factor` and `access_hist` with the
+    table's meaning, for this lookup's bags alone; the sharding pass then
+    prices the table as the sum of its lookups' work. Either every lookup
+    of the table carries them or none does.
+
     ```mlir
     %0 = neuroshard.embedding_bag @user(%idx, %off) sum
         : (tensor<?xi32>, tensor<1025xi32>) -> tensor<1024x128xf32>
+    %1 = neuroshard.embedding_bag @shared(%idx2, %off2) sum
+        {pooling_factor = 4.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0,
+         0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+        : (tensor<?xi32>, tensor<1025xi32>) -> tensor<1024x64xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$table,
                        NeuroShard_IndexTensor:$indices,
                        NeuroShard_IndexTensor:$offsets,
-                       NeuroShard_PoolingModeAttr:$mode);
+                       NeuroShard_PoolingModeAttr:$mode,
+                       OptionalAttr<F64Attr>:$pooling_factor,
+                       OptionalAttr<DenseF64ArrayAttr>:$access_hist);
   let results = (outs NeuroShard_PooledTensor:$result);
   let assemblyFormat = [{
     $table `(` $indices `,` $offsets `)` custom<PoolingMode>($mode) attr-dict
@@ -155,6 +167,12 @@ def NeuroShard_FusedEmbeddingBagOp : NeuroShard_Op<"fused_embedding_bag", [
     `B x sum(end - begin)` in one buffer. All entries share the batch size
     and the element type of the result.
 
+    When the lookups it fuses had statistics of their own (a table shared
+    by several features), `pooling_factors` (one per entry) and
+    `access_hists` (17 bins per entry, entry after entry) keep them, so that
+    tools that generate or measure the inputs of a sharded module see the
+    same lookups as in the module before sharding.
+
     ```mlir
     %f = neuroshard.fused_embedding_bag device 1 [
         @user cols 0 to 64 sum(%idx0, %off0 : tensor<?xi32>, tensor<1025xi32>),
@@ -169,7 +187,9 @@ def NeuroShard_FusedEmbeddingBagOp : NeuroShard_Op<"fused_embedding_bag", [
     DenseI64ArrayAttr:$col_ends,
     NeuroShard_PoolingModeArrayAttr:$modes,
     Variadic<NeuroShard_IndexTensor>:$indices,
-    Variadic<NeuroShard_IndexTensor>:$offsets
+    Variadic<NeuroShard_IndexTensor>:$offsets,
+    OptionalAttr<DenseF64ArrayAttr>:$pooling_factors,
+    OptionalAttr<DenseF64ArrayAttr>:$access_hists
   );
   let results = (outs NeuroShard_PooledTensor:$result);
   let assemblyFormat = [{
