@@ -254,10 +254,21 @@ fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
   return entries;
 }
 
-struct EmbeddingBagToKernelCall : public OpConversionPattern<EmbeddingBagOp> {
-  EmbeddingBagToKernelCall(MLIRContext *context,
-                           const KernelTableLayout &layout, KernelEmitter emit)
-      : OpConversionPattern(context), layout(layout), emit(std::move(emit)) {}
+/// A pattern that turns `OpT` into a kernel invocation on the weight arena
+/// `layout` describes, emitted with `emit`.
+template <typename OpT>
+struct ArenaKernelPattern : public OpConversionPattern<OpT> {
+  ArenaKernelPattern(MLIRContext *context, const KernelTableLayout &layout,
+                     KernelEmitter emit)
+      : OpConversionPattern<OpT>(context), layout(layout),
+        emit(std::move(emit)) {}
+
+  const KernelTableLayout &layout;
+  KernelEmitter emit;
+};
+
+struct EmbeddingBagToKernelCall : public ArenaKernelPattern<EmbeddingBagOp> {
+  using ArenaKernelPattern::ArenaKernelPattern;
 
   LogicalResult
   matchAndRewrite(EmbeddingBagOp op, OpAdaptor adaptor,
@@ -274,17 +285,11 @@ struct EmbeddingBagToKernelCall : public OpConversionPattern<EmbeddingBagOp> {
                 adaptor.getIndices(), adaptor.getOffsets()};
     return rewriteLookup(op, entry, emit, rewriter);
   }
-
-  const KernelTableLayout &layout;
-  KernelEmitter emit;
 };
 
 struct FusedEmbeddingBagToKernelCall
-    : public OpConversionPattern<FusedEmbeddingBagOp> {
-  FusedEmbeddingBagToKernelCall(MLIRContext *context,
-                                const KernelTableLayout &layout,
-                                KernelEmitter emit)
-      : OpConversionPattern(context), layout(layout), emit(std::move(emit)) {}
+    : public ArenaKernelPattern<FusedEmbeddingBagOp> {
+  using ArenaKernelPattern::ArenaKernelPattern;
 
   LogicalResult
   matchAndRewrite(FusedEmbeddingBagOp op, OpAdaptor adaptor,
@@ -295,19 +300,13 @@ struct FusedEmbeddingBagToKernelCall
       return failure();
     return rewriteLookup(op, *entries, emit, rewriter);
   }
-
-  const KernelTableLayout &layout;
-  KernelEmitter emit;
 };
 
 /// The SGD update becomes the backward kernel's invocation with the
 /// gradient as its output-gradient operand.
 struct FusedEmbeddingBagSGDToKernelCall
-    : public OpConversionPattern<FusedEmbeddingBagSGDOp> {
-  FusedEmbeddingBagSGDToKernelCall(MLIRContext *context,
-                                   const KernelTableLayout &layout,
-                                   KernelEmitter emit)
-      : OpConversionPattern(context), layout(layout), emit(std::move(emit)) {}
+    : public ArenaKernelPattern<FusedEmbeddingBagSGDOp> {
+  using ArenaKernelPattern::ArenaKernelPattern;
 
   LogicalResult
   matchAndRewrite(FusedEmbeddingBagSGDOp op, OpAdaptor adaptor,
@@ -335,9 +334,6 @@ struct FusedEmbeddingBagSGDToKernelCall
     rewriter.eraseOp(op);
     return success();
   }
-
-  const KernelTableLayout &layout;
-  KernelEmitter emit;
 };
 
 /// Tables live in the weight arena after the conversion.

@@ -270,18 +270,23 @@ std::string runCopies(const ExchangeSchedule &schedule, const float *source,
 
 } // namespace
 
-std::string Communicator::exchangeForward(const ExchangeLayout &layout,
-                                          const float *deviceBuffer,
-                                          float *deviceResult, Stream stream) {
+std::string Communicator::prepare(const ExchangeLayout &layout) {
   std::string why = checkJob(layout);
   if (why.empty())
     why = makeCurrent();
   if (why.empty())
     why = packed.reserve(size_t(layout.packedSize()));
-  if (!why.empty())
+  return why;
+}
+
+std::string Communicator::exchangeForward(const ExchangeLayout &layout,
+                                          const float *deviceBuffer,
+                                          float *deviceResult, Stream stream) {
+  if (std::string why = prepare(layout); !why.empty())
     return why;
   ExchangeSchedule schedule = exchange_abi::forwardSchedule(layout);
-  why = runMessages(schedule, deviceBuffer, packed.data(), comm, stream);
+  std::string why =
+      runMessages(schedule, deviceBuffer, packed.data(), comm, stream);
   return why.empty() ? runCopies(schedule, packed.data(), deviceResult, stream)
                      : why;
 }
@@ -290,15 +295,10 @@ std::string Communicator::exchangeBackward(const ExchangeLayout &layout,
                                            const float *deviceGradient,
                                            float *deviceBufferGradient,
                                            Stream stream) {
-  std::string why = checkJob(layout);
-  if (why.empty())
-    why = makeCurrent();
-  if (why.empty())
-    why = packed.reserve(size_t(layout.packedSize()));
-  if (!why.empty())
+  if (std::string why = prepare(layout); !why.empty())
     return why;
   ExchangeSchedule schedule = exchange_abi::backwardSchedule(layout);
-  why = runCopies(schedule, deviceGradient, packed.data(), stream);
+  std::string why = runCopies(schedule, deviceGradient, packed.data(), stream);
   return why.empty() ? runMessages(schedule, packed.data(),
                                    deviceBufferGradient, comm, stream)
                      : why;

@@ -125,6 +125,9 @@ private:
   std::string selectDevice();
   std::string makeCurrent();
   std::string checkJob(const exchange_abi::ExchangeLayout &layout) const;
+  /// Checks `layout` against the job, makes the device current and sizes
+  /// the packing buffer: what both directions do first.
+  std::string prepare(const exchange_abi::ExchangeLayout &layout);
   std::string exchangeFromHost(const exchange_abi::ExchangeLayout &layout,
                                bool forward, const float *input, float *output);
 
