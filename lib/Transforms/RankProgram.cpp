@@ -174,8 +174,8 @@ LogicalResult rewriteExchange(AllToAllOp exchange, int64_t rank,
   return success();
 }
 
-/// A `rows x cols` f32-like tensor slice [0, column] .. [rows, column +
-/// width) of `source`, or `source` itself when that is all of it.
+/// Columns `column .. column + width` of `source`, every row, or `source`
+/// itself when that is all of it.
 Value columnSlice(OpBuilder &b, Location loc, Value source, int64_t column,
                   int64_t width) {
   auto type = cast<RankedTensorType>(source.getType());

@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Emulation/KernelSweep.h"
 #include "neuroshard/Emulation/SIMTEmulator.h"
 #include "neuroshard/Execution/CPUKernels.h"
@@ -36,7 +37,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -94,7 +97,7 @@ namespace runner = ::neuroshard::runner;
 /// Tables are stored whole (their first `rows` rows), so that the shards of
 /// a split table read column ranges of one table, as on a device.
 static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
-                                   neuroshard::execution::CPUKernels &cpu,
+                                   ::neuroshard::execution::CPUKernels &cpu,
                                    const std::string &path, int64_t rows,
                                    int64_t batch, emu::SweepTotals &totals) {
   runner::Manifest manifest;
@@ -139,7 +142,7 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
     abi::PackedShardSet<int64_t> packed =
         abi::packShardSet<int64_t>(shards, pairs);
     int64_t numShards = packed.layout.numShards();
-    neuroshard::execution::PreparedSet set =
+    ::neuroshard::execution::PreparedSet set =
         emu::prepareSet(std::move(packed), std::move(layout), arena,
                         manifest.batchSize, !launch.index64, manifest.seed + k);
     abi::LaunchGeometry geometry = abi::launchGeometry(
@@ -184,7 +187,13 @@ int main(int argc, char **argv) {
   }
 
   auto start = std::chrono::steady_clock::now();
-  MLIRContext context;
+  // A file of kernels may be a whole model lowered with
+  // --neuroshard-to-cuda: its host code and module attributes must parse
+  // too, though only the kernels module is emulated.
+  DialectRegistry registry;
+  registry.insert<mlir::neuroshard::NeuroShardDialect>();
+  registerAllDialects(registry);
+  MLIRContext context(registry);
   context.loadDialect<func::FuncDialect, gpu::GPUDialect, NVVM::NVVMDialect,
                       arith::ArithDialect, memref::MemRefDialect,
                       scf::SCFDialect, vector::VectorDialect>();
@@ -206,7 +215,7 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << llvm::toString(emulated.takeError()) << "\n";
     return 2;
   }
-  auto reference = neuroshard::execution::CPUKernels::compile();
+  auto reference = ::neuroshard::execution::CPUKernels::compile();
   if (!reference) {
     llvm::errs() << "error: " << llvm::toString(reference.takeError()) << "\n";
     return 2;
