@@ -11,7 +11,11 @@ DLRM-like tables (rows log-uniform over 1e2..1e6, dims 4..256, heavy-tailed
 pooling factors with a mean near 16, access histograms that range from flat
 to hot), every tenth table pinned to a device and every seventh not split.
 The histograms are drawn from a closed form rather than sampled index
-streams, so that a 10,000-table task is written in a fraction of a second.
+streams, so that a 10,000-table task is written in a fraction of a second,
+and then made possible for one batch of the task's batch size: no bin
+whose rows are hit more often than the batch makes lookups, and enough hot
+rows that the table's rows can take all of them (the rule neuroshard-plan
+checks, docs/dialect.md).
 
     /usr/bin/python3 scripts/plan_scaling.py                 # 1000, 10000
     /usr/bin/python3 scripts/plan_scaling.py --tables 100 1000 \\
@@ -30,17 +34,45 @@ import tempfile
 import time
 
 NUM_BINS = 17
+BATCH_SIZE = 65536
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def histogram(rng):
+def fewest_hits(j):
+    """Hits of the rows of bin j, at fewest: 1, then 2^(j-1) + 1."""
+    return 1 if j == 0 else 2 ** (j - 1) + 1
+
+
+def most_hits(j):
+    """Hits of the rows of bin j, at most (bin 16 has no bound)."""
+    return 1 if j == 0 else (math.inf if j == NUM_BINS - 1 else 2 ** j)
+
+
+def histogram(rng, rows, lookups):
     """17 bins summing to 1: a geometric decay whose rate sets how hot the
-    table is (slow decay: many rows hit often)."""
+    table is (slow decay: many rows hit often), cut to the bins a batch of
+    `lookups` lookups can fill, and shifted towards the hottest of them
+    until `rows` rows can take all the lookups."""
     decay = rng.uniform(0.25, 0.8)
-    weights = [decay ** j for j in range(NUM_BINS)]
+    allowed = [j for j in range(NUM_BINS) if fewest_hits(j) <= lookups]
+    weights = [decay ** j if j in allowed else 0.0 for j in range(NUM_BINS)]
     total = sum(weights)
+    # Bins too small to print are empty: the capacity below counts them so.
     bins = [round(w / total, 6) for w in weights]
-    bins[0] = round(bins[0] + 1.0 - sum(bins), 6)
+    top = allowed[-1]
+    # Lookups the rows can take, per row: sum_j f_j * most_hits(j).
+    per_row = sum(f * most_hits(j) for j, f in enumerate(bins) if f)
+    needed = lookups / rows
+    if per_row < needed:
+        # Mix in the top bin: (1 - t) * per_row + t * most_hits(top) >= needed,
+        # with 2% to spare for the rounding below.
+        t = 0.01 if most_hits(top) == math.inf else min(
+            1.0, 1.02 * (needed - per_row) / (most_hits(top) - per_row))
+        bins = [(1.0 - t) * f for f in bins]
+        bins[top] += t
+    bins = [round(f, 6) for f in bins]
+    largest = max(range(NUM_BINS), key=lambda j: bins[j])
+    bins[largest] = round(bins[largest] + 1.0 - sum(bins), 6)
     return bins
 
 
@@ -56,17 +88,19 @@ def make_task(num_tables, devices, seed):
     dim_weights = [1, 2, 4, 6, 6, 4, 1]
     tables = []
     for t in range(num_tables):
-        table = {"name": "t%d" % t,
-                 "rows": int(10 ** rng.uniform(2.0, 6.0)),
-                 "dim": rng.choices(dims, dim_weights)[0],
-                 "pooling_factor": pooling_factor(rng),
-                 "access_hist": histogram(rng)}
+        rows = int(10 ** rng.uniform(2.0, 6.0))
+        dim = rng.choices(dims, dim_weights)[0]
+        pooling = pooling_factor(rng)
+        table = {"name": "t%d" % t, "rows": rows, "dim": dim,
+                 "pooling_factor": pooling,
+                 "access_hist": histogram(rng, rows,
+                                          math.floor(BATCH_SIZE * pooling))}
         if t % 10 == 3:
             table["pinned_device"] = rng.randrange(devices)
         elif t % 7 == 5:
             table["no_split"] = True
         tables.append(table)
-    return {"tables": tables}
+    return {"batch_size": BATCH_SIZE, "tables": tables}
 
 
 def children_cpu_seconds():
