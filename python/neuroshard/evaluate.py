@@ -165,10 +165,11 @@ def run_plan(tool: str, task: Dict, algorithm: str, cost_model: str,
     """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
     "search_ms", "plan"} or {"valid": False, "error"} when the tool found no
     plan; a tool that crashes or prints something else is an error."""
+    # Written every time: a task file left in the work directory by a run
+    # with another pool or other options must not stand in for this task.
     path = os.path.join(workdir, task["name"] + ".json")
-    if not os.path.exists(path):
-        with open(path, "w") as f:
-            json.dump(task_json(task), f)
+    with open(path, "w") as f:
+        json.dump(task_json(task), f)
     command = plan_command(tool, path, task, algorithm, cost_model)
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode == 1 and "error" in result.stderr:

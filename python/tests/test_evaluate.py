@@ -263,6 +263,26 @@ def test_cli_plans_tiny_tasks_with_the_real_planner(tmp_path, pool):
     assert len(data["4dev"]["results"]["neuroshard"]) == 2
 
 
+def test_stale_task_files_in_the_work_directory_are_replaced(tmp_path, pool):
+    """A work directory left by a run with another pool holds task files of
+    the same names; the next run must plan its own tasks, not those."""
+    tools = os.environ.get("NEUROSHARD_TOOLS_DIR",
+                           os.path.join(REPO, "build", "bin"))
+    tool = os.path.join(tools, "neuroshard-plan")
+    if not os.access(tool, os.X_OK):
+        pytest.skip("neuroshard-plan is not built in %s" % tools)
+    task = ev.make_tasks(pool, "4dev", 1, 0)[0]
+    work = tmp_path / "work"
+    work.mkdir()
+    stale = ev.task_json(task)
+    stale["tables"][0]["name"] = "from-another-pool"
+    (work / (task["name"] + ".json")).write_text(json.dumps(stale))
+    result = ev.run_plan(tool, task, "size-greedy", "analytical", str(work))
+    assert result["valid"], result
+    names = {s["table"] for s in result["plan"]["shards"]}
+    assert "from-another-pool" not in names
+
+
 def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
                                                      capsys):
     tools = os.environ.get("NEUROSHARD_TOOLS_DIR",
