@@ -514,6 +514,23 @@ def plot_tasks(path: str, settings: Dict[str, Dict]) -> None:
     plt.close(figure)
 
 
+DOCTEST_PREFIX = "<!-- doctest:"
+
+
+def keep_doctest_annotations(old_block: str, new_block: str) -> str:
+    """`new_block` with the doc-test annotations (scripts/doctest.py) that
+    stood before the command's fence in `old_block` put back before its
+    own: a regenerated results block keeps how the doc test shrinks its
+    command, and an annotation that no longer matches the command fails
+    the doc test instead of vanishing."""
+    notes = [line for line in old_block.splitlines()
+             if line.startswith(DOCTEST_PREFIX)]
+    if not notes or "```sh" not in new_block:
+        return new_block
+    head, tail = new_block.split("```sh", 1)
+    return head + "\n".join(notes) + "\n```sh" + tail
+
+
 def write_results(path: str, text: str) -> None:
     """Replaces the generated part of `path` (between the RESULTS markers),
     keeping the hand-written text around it; creates the file if needed."""
@@ -527,6 +544,8 @@ def write_results(path: str, text: str) -> None:
         if RESULTS_BEGIN in old:
             head = old[:old.index(RESULTS_BEGIN)]
             tail = old[old.index(RESULTS_END) + len(RESULTS_END):]
+            block = keep_doctest_annotations(
+                old[old.index(RESULTS_BEGIN):old.index(RESULTS_END)], block)
             new = head + block.rstrip("\n") + tail
         else:
             new = old.rstrip("\n") + "\n\n" + block

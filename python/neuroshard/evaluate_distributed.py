@@ -152,7 +152,8 @@ def write_block(path: str, block: str) -> None:
             text = f.read()
     if RESULTS_BEGIN in text and RESULTS_END in text:
         head, rest = text.split(RESULTS_BEGIN, 1)
-        text = head + block + rest.split(RESULTS_END, 1)[1]
+        old_block, tail = rest.split(RESULTS_END, 1)
+        text = head + ev.keep_doctest_annotations(old_block, block) + tail
     else:
         text = text + ("\n" if text else "") + block + "\n"
     with open(path, "w") as f:
