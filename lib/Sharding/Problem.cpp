@@ -134,19 +134,16 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
           formatv("the name is already used by tables[{0}]", it->second));
     if (RuleViolation v = checkTable(table, n))
       return tableError(i, table, *v);
+    // checkTable has checked every feature's statistics on their own.
     for (unsigned f = 0; f < table.numFeatures(); ++f) {
       FeatureStats stats = table.feature(f);
-      std::string prefix =
-          table.numFeatures() == 1 ? "" : formatv("feature {0}: ", f).str();
-      RuleViolation v = checkPoolingFactor(stats.poolingFactor);
-      if (!v)
-        v = checkAccessHistogram(stats.accessHist);
-      if (!v)
-        v = checkAccessHistogramForBatch(stats.accessHist, table.rows,
-                                         stats.poolingFactor,
-                                         topology.batchSize);
-      if (v)
-        return tableError(i, table, prefix + *v);
+      if (RuleViolation v = checkAccessHistogramForBatch(
+              stats.accessHist, table.rows, stats.poolingFactor,
+              topology.batchSize))
+        return tableError(i, table,
+                          table.numFeatures() == 1
+                              ? *v
+                              : formatv("feature {0}: {1}", f, *v).str());
     }
   }
   return Error::success();

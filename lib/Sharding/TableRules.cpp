@@ -214,6 +214,12 @@ RuleViolation checkCapacityGB(double gb) {
       .str();
 }
 
+RuleViolation checkStatistics(double poolingFactor, ArrayRef<double> bins) {
+  if (RuleViolation v = checkPoolingFactor(poolingFactor))
+    return v;
+  return checkAccessHistogram(bins);
+}
+
 RuleViolation checkReservedFraction(double fraction) {
   if (fraction >= 0.0 && fraction < 1.0)
     return std::nullopt;
@@ -233,10 +239,14 @@ RuleViolation checkTable(const TableSpec &table, int64_t numDevices) {
   if (RuleViolation v =
           checkTableBytes(table.rows, table.dim, table.elementBytes))
     return v;
-  if (RuleViolation v = checkPoolingFactor(table.poolingFactor))
-    return v;
-  if (RuleViolation v = checkAccessHistogram(table.accessHist))
-    return v;
+  for (unsigned f = 0; f < table.numFeatures(); ++f) {
+    FeatureStats stats = table.feature(f);
+    if (RuleViolation v =
+            checkStatistics(stats.poolingFactor, stats.accessHist))
+      return table.numFeatures() == 1
+                 ? v
+                 : formatv("feature {0}: {1}", f, *v).str();
+  }
   if (table.pinnedDevice)
     if (RuleViolation v = checkPinnedDevice(*table.pinnedDevice, numDevices))
       return v;

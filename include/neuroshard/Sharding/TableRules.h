@@ -75,6 +75,10 @@ RuleViolation checkPoolingFactor(double poolingFactor);
 /// kNumAccessBins finite bins >= 0 that sum to 1 within
 /// kAccessHistogramTolerance, or are all zero (a table never hit).
 RuleViolation checkAccessHistogram(llvm::ArrayRef<double> bins);
+/// One feature's statistics, a pooling factor and its histogram:
+/// checkPoolingFactor, then checkAccessHistogram.
+RuleViolation checkStatistics(double poolingFactor,
+                              llvm::ArrayRef<double> bins);
 /// The access histogram of one batch of `batchSize` bags (DESIGN §3) must
 /// be one that batch can produce, given the table's rows and pooling factor
 /// (batchSize * poolingFactor lookups in all):

@@ -270,13 +270,9 @@ LogicalResult EmbeddingBagOp::verify() {
                          << (getPoolingFactor() ? "access_hist"
                                                 : "pooling_factor")
                          << "'; a lookup's statistics come in pairs";
-  using ::neuroshard::RuleViolation;
   if (std::optional<APFloat> pooling = getPoolingFactor())
-    if (RuleViolation v =
-            ::neuroshard::checkPoolingFactor(pooling->convertToDouble()))
-      return emitOpError() << "lookup statistics: " << *v;
-  if (std::optional<ArrayRef<double>> hist = getAccessHist())
-    if (RuleViolation v = ::neuroshard::checkAccessHistogram(*hist))
+    if (::neuroshard::RuleViolation v = ::neuroshard::checkStatistics(
+            pooling->convertToDouble(), *getAccessHist()))
       return emitOpError() << "lookup statistics: " << *v;
   return verifyBatch(*this, getOffsets(), getResult().getType().getDimSize(0),
                      "lookup");
@@ -433,12 +429,9 @@ LogicalResult FusedEmbeddingBagOp::verify() {
                          << entries << " and "
                          << entries * ::neuroshard::kNumAccessBins;
   for (size_t i = 0; i < entries; ++i) {
-    ::neuroshard::RuleViolation v =
-        ::neuroshard::checkPoolingFactor((*pooling)[i]);
-    if (!v)
-      v = ::neuroshard::checkAccessHistogram(hists->slice(
-          i * ::neuroshard::kNumAccessBins, ::neuroshard::kNumAccessBins));
-    if (v)
+    if (::neuroshard::RuleViolation v = ::neuroshard::checkStatistics(
+            (*pooling)[i], hists->slice(i * ::neuroshard::kNumAccessBins,
+                                        ::neuroshard::kNumAccessBins)))
       return emitOpError() << "entry " << i << " statistics: " << *v;
   }
   return success();
