@@ -10,9 +10,11 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
 #include <cstdlib>
 
 using namespace llvm;
@@ -111,8 +113,20 @@ static Error defaultModelError() {
               NEUROSHARD_DEFAULT_MODEL_NAME, places, kModelsDirVariable));
 }
 
-Expected<std::unique_ptr<CostModel>> createCostModel(StringRef requested,
-                                                     const Topology &topology) {
+std::optional<std::string> checkRiskMargin(double sigmas) {
+  if (std::isfinite(sigmas) && sigmas >= 0.0 && sigmas <= kMaxRiskMargin)
+    return std::nullopt;
+  return formatv("the risk margin must be between 0 and {0} standard "
+                 "deviations, got {1}",
+                 format("%g", kMaxRiskMargin), format("%g", sigmas))
+      .str();
+}
+
+Expected<std::unique_ptr<CostModel>>
+createCostModel(StringRef requested, const Topology &topology,
+                const CostModelOptions &options) {
+  if (std::optional<std::string> problem = checkRiskMargin(options.riskMargin))
+    return createStringError(inconvertibleErrorCode(), *problem);
   std::string resolved = resolveCostModelSpec(requested);
   if (resolved == kDefaultCostModel)
     return defaultModelError();
@@ -141,6 +155,7 @@ Expected<std::unique_ptr<CostModel>> createCostModel(StringRef requested,
   }
   if (Error err = checkCostModelSupports(*model, topology))
     return std::move(err);
+  model->setRiskMargin(options.riskMargin);
   return std::move(model);
 }
 

@@ -576,7 +576,15 @@ void ShardTablesPass::runOnOperation() {
   if (failed(specs) || failed(options))
     return signalPassFailure();
 
-  auto model = ::neuroshard::createCostModel(costModel, *topology);
+  if (std::optional<std::string> problem =
+          ::neuroshard::checkRiskMargin(costRisk)) {
+    module.emitError() << "cost-risk: " << *problem;
+    return signalPassFailure();
+  }
+  ::neuroshard::CostModelOptions modelOptions;
+  modelOptions.riskMargin = costRisk;
+  auto model =
+      ::neuroshard::createCostModel(costModel, *topology, modelOptions);
   if (!model) {
     (void)emitPlannerError(module.getLoc(), model.takeError());
     return signalPassFailure();

@@ -22,9 +22,10 @@ file, so a consumer feeds raw features (rows, not log rows) and gets ms back.
 
 import argparse
 import json
+import math
 import os
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -69,34 +70,232 @@ class Standardize(nn.Module):
         self.std.copy_(scaled.std(dim=0).clamp(min=1e-3))
 
 
-class ComputeCostModel(nn.Module):
-    """Cost (ms) of one device's fused embedding kernel for a set of shards.
+# The per-shard terms of the physics prior (PhysicsPrior.terms), each
+# priced by one fitted non-negative coefficient in ms per unit:
+#   gathered_bytes  lookups x the cache lines of one row (every lookup reads
+#                   its row, from wherever it is cached);
+#   distinct_bytes  distinct rows x the cache lines of one row (the first
+#                   touch of each row);
+#   l2_miss_bytes   distinct_bytes x the share of the table that does not
+#                   fit in L2;
+#   l3_miss_bytes   distinct_bytes x the share that does not fit in L3 (the
+#                   first touches that go to DRAM);
+#   l3_miss_rows    distinct rows x that share: a DRAM access costs latency
+#                   (and, in a big table, a page walk) per row, which a
+#                   narrow row does not amortise;
+#   output_bytes    the pooled outputs written (bags x width x 4);
+#   lookups         indices read and rows accumulated;
+#   shards          one per shard (per-table work of the fused kernel).
+PRIOR_TERMS = ("gathered_bytes", "distinct_bytes", "l2_miss_bytes",
+               "l3_miss_bytes", "l3_miss_rows", "output_bytes", "lookups",
+               "shards")
+NUM_PRIOR_TERMS = len(PRIOR_TERMS)
+CACHE_LINE_BYTES = 64
+# What a bundle assumes when the measuring machine's caches are unknown.
+DEFAULT_CACHE_BYTES = (1 << 20, 32 << 20)
+# The correction the network may apply to the prior: a factor in
+# [1 / bound, bound].
+DEFAULT_CORRECTION_BOUND = 2.0
+# Members of the ensemble that estimates a prediction's uncertainty.
+DEFAULT_ENSEMBLE = 4
+# Column indices of rows, dim and pooling factor in FEATURE_ORDER.
+_RANGE_FEATURES = (0, 1, 2)
 
-    DeepSets: each shard's features go through a per-table MLP, encodings of
-    the shards of a set are summed, a head MLP maps the sum to ms. The sum
-    lets a consumer encode each shard once and re-run only the small head
-    when a set changes, hence the exported encode/head methods."""
 
-    def __init__(self, hidden: int = 128, encoding_dim: int = ENCODING_DIM,
-                 head_hidden: int = 64):
+def representative_hits() -> List[float]:
+    """The hit count that stands for each access-histogram bin when
+    distinct rows are counted: 1 for bin 0, the middle of (2^(j-1), 2^j]
+    for bins 1..15, and 1.5 x 2^15 for the open last bin."""
+    hits = [1.0] + [0.75 * 2.0**j for j in range(1, NUM_ACCESS_BINS - 1)]
+    return hits + [1.5 * 2.0**(NUM_ACCESS_BINS - 2)]
+
+
+def nominal_coefficients() -> Tuple[List[float], float]:
+    """Prior coefficients (ms per unit of each PRIOR_TERMS term, and ms per
+    set) of a nominal CPU, not of a measured one: 20 GB/s for cached row
+    reads and outputs, 10 GB/s for first touches past L2, 5 GB/s past L3,
+    100 ns per row from DRAM, 2 ns per lookup and 5 us per shard. The start of train.fit_prior and
+    the prior of an untrained bundle."""
+    ms_per_byte = lambda gb_per_s: 1e3 / (gb_per_s * 2.0**30)
+    return ([ms_per_byte(20.0), ms_per_byte(20.0), ms_per_byte(10.0),
+             ms_per_byte(5.0), 1e-4, ms_per_byte(20.0), 2e-6, 5e-3], 2e-3)
+
+
+class PhysicsPrior(nn.Module):
+    """The analytical part of the compute model: a bandwidth (roofline)
+    model of one fused lookup, linear in per-shard terms (PRIOR_TERMS) with
+    coefficients fitted to the measured machine (train.fit_prior), plus a
+    per-set constant. It holds wherever its terms do, so the network only
+    corrects it.
+
+    It also knows the ranges of rows, dim and pooling factor the network
+    was trained on: a shard's distance outside them (in natural-log units,
+    summed over the three) decides how much of its cost the network may
+    correct (untrusted_share)."""
+
+    def __init__(self, batch_size: int,
+                 cache_bytes: Sequence[float] = DEFAULT_CACHE_BYTES):
         super().__init__()
+        self.register_buffer("batch_size", torch.tensor(float(batch_size)))
+        self.register_buffer("bin_hits", torch.tensor(representative_hits()))
+        self.line_bytes = float(CACHE_LINE_BYTES)
+        self.register_buffer("cache_bytes",
+                             torch.tensor([float(c) for c in cache_bytes]))
+        coef, intercept = nominal_coefficients()
+        self.register_buffer("coef", torch.tensor(coef))
+        self.register_buffer("intercept", torch.tensor(intercept))
+        # log of the trained [low, high] of rows, dim and pooling factor;
+        # +-inf (no range known) trusts the network everywhere.
+        self.register_buffer("log_low", torch.full((3,), -math.inf))
+        self.register_buffer("log_high", torch.full((3,), math.inf))
+
+    def terms(self, features: torch.Tensor) -> torch.Tensor:
+        """[M, NUM_PRIOR_TERMS] unpriced terms of M shards."""
+        rows = features[:, 0].clamp(min=1.0)
+        dim = features[:, 1].clamp(min=1.0)
+        pooling = features[:, 2].clamp(min=0.0)
+        hist = features[:, 3:]
+        lookups = self.batch_size * pooling
+        line_bytes = torch.ceil(dim * 4.0 / self.line_bytes) * \
+            self.line_bytes
+        mean_hits = (hist * self.bin_hits).sum(dim=1).clamp(min=1.0)
+        distinct = torch.minimum(torch.minimum(rows, lookups),
+                                 lookups / mean_hits)
+        distinct_bytes = distinct * line_bytes
+        table_bytes = rows * dim * 4.0
+        l2_share = (1.0 - self.cache_bytes[0] / table_bytes).clamp(min=0.0)
+        l3_share = (1.0 - self.cache_bytes[1] / table_bytes).clamp(min=0.0)
+        return torch.stack([
+            lookups * line_bytes, distinct_bytes, distinct_bytes * l2_share,
+            distinct_bytes * l3_share, distinct * l3_share,
+            self.batch_size * dim * 4.0, lookups,
+            torch.ones_like(rows)
+        ], dim=1)
+
+    def shard_ms(self, features: torch.Tensor) -> torch.Tensor:
+        """[M, NUM_PRIOR_TERMS]: each term priced in ms."""
+        return self.terms(features) * self.coef
+
+    def untrusted_share(self, features: torch.Tensor) -> torch.Tensor:
+        """[M] in [0, 1): 0 inside the trained ranges, 1 - exp(-d / ln 2)
+        at a distance d outside (a factor of 2 past a range's end gives
+        0.63, a factor of 10 gives 0.96)."""
+        logs = torch.log(features[:, 0:3].clamp(min=1e-6))
+        below = (self.log_low - logs).clamp(min=0.0)
+        above = (logs - self.log_high).clamp(min=0.0)
+        distance = (below + above).sum(dim=1)
+        return 1.0 - torch.exp(-distance / 0.6931471805599453)
+
+    def set_ranges(self, features: torch.Tensor) -> None:
+        """Takes the trained ranges from the training tables' features."""
+        logs = torch.log(features[:, 0:3].clamp(min=1e-6))
+        self.log_low.copy_(logs.min(dim=0).values)
+        self.log_high.copy_(logs.max(dim=0).values)
+
+
+class ComputeCostModel(nn.Module):
+    """Cost (ms) of one device's fused embedding kernel for a set of shards:
+    the physics prior times a bounded correction, the mean over an ensemble
+    of `members` corrections.
+
+    A shard's encoding (encode) is [its prior terms in ms (NUM_PRIOR_TERMS),
+    the part of its prior it is untrusted for, then `members` learned
+    encodings of `encoding_dim` values]. Encodings of a set's shards are
+    summed (DeepSets), which lets a consumer encode each shard once and
+    re-run only the small heads when a set changes. For a summed encoding,
+    member m predicts
+
+        prior x exp(trust x b x tanh(g_m / b)),  b = ln(correction_bound),
+
+    where prior is the priced terms plus the per-set constant, trust = 1 -
+    untrusted / prior and g_m the member's head network on its summed
+    encoding. Far outside the trained ranges trust goes to 0 and the
+    prediction to the prior; inside, the network moves it by at most a
+    factor of correction_bound. head() is the members' mean, spread() their
+    standard deviation (0 for one member)."""
+
+    def __init__(self, batch_size: int = 1024, hidden: int = 128,
+                 encoding_dim: int = ENCODING_DIM, head_hidden: int = 64,
+                 members: int = 1,
+                 correction_bound: float = DEFAULT_CORRECTION_BOUND,
+                 cache_bytes: Sequence[float] = DEFAULT_CACHE_BYTES):
+        super().__init__()
+        if members < 1:
+            raise ValueError("an ensemble needs at least one member, got %d"
+                             % members)
+        if not correction_bound > 1.0:
+            raise ValueError("correction_bound must be above 1, got %g" %
+                             correction_bound)
+        self.prior = PhysicsPrior(batch_size, cache_bytes)
         self.normalize = Standardize(NUM_FEATURES, LOG_SCALED_FEATURES)
-        self.table_mlp = nn.Sequential(
-            nn.Linear(NUM_FEATURES, hidden), nn.ReLU(),
-            nn.Linear(hidden, encoding_dim), nn.ReLU())
-        self.head_mlp = nn.Sequential(
-            nn.Linear(encoding_dim, head_hidden), nn.ReLU(),
-            nn.Linear(head_hidden, 1))
-        # Lets a trainer fit targets of order 1 while the module returns ms.
-        self.register_buffer("output_scale", torch.tensor(1.0))
+        self.table_mlps = nn.ModuleList([
+            nn.Sequential(nn.Linear(NUM_FEATURES, hidden), nn.ReLU(),
+                          nn.Linear(hidden, encoding_dim), nn.ReLU())
+            for _ in range(members)])
+        self.head_mlps = nn.ModuleList([
+            nn.Sequential(nn.Linear(encoding_dim, head_hidden), nn.ReLU(),
+                          nn.Linear(head_hidden, 1))
+            for _ in range(members)])
+        self.members = members
+        self.member_dim = encoding_dim
+        self.num_terms = NUM_PRIOR_TERMS
+        self.register_buffer("log_bound",
+                             torch.tensor(math.log(correction_bound)))
+
+    def describe(self) -> Dict:
+        """meta.json's "compute_model": the form of the model, the priced
+        prior terms and what the network may do to them."""
+        prior = self.prior
+        return {
+            "form": "physics prior x bounded correction",
+            "correction_bound": round(math.exp(float(self.log_bound)), 6),
+            "ensemble": self.members,
+            "cache_bytes": [int(c) for c in prior.cache_bytes.tolist()],
+            "prior_ms_per_unit": dict(zip(PRIOR_TERMS,
+                                          prior.coef.tolist())),
+            "prior_set_ms": float(prior.intercept),
+        }
+
+    def encoding_width(self) -> int:
+        """Values per encoding (meta.json's "encoding_dim")."""
+        return NUM_PRIOR_TERMS + 1 + self.members * self.member_dim
 
     @torch.jit.export
     def encode(self, features: torch.Tensor) -> torch.Tensor:
-        return self.table_mlp(self.normalize(features))
+        priced = self.prior.shard_ms(features)
+        untrusted = priced.sum(dim=1) * self.prior.untrusted_share(features)
+        parts = [priced, untrusted.unsqueeze(1)]
+        normalized = self.normalize(features)
+        for mlp in self.table_mlps:
+            parts.append(mlp(normalized))
+        return torch.cat(parts, dim=1)
+
+    @torch.jit.export
+    def member_costs(self, summed: torch.Tensor) -> torch.Tensor:
+        """[S, members] each member's cost of S summed encodings."""
+        physics = self.num_terms + 1
+        prior = (summed[:, :self.num_terms].sum(dim=1) +
+                 self.prior.intercept).clamp(min=1e-9)
+        trust = (1.0 - summed[:, self.num_terms] / prior).clamp(0.0, 1.0)
+        corrections = []
+        for m, mlp in enumerate(self.head_mlps):
+            begin = physics + m * self.member_dim
+            g = mlp(summed[:, begin:begin + self.member_dim]).squeeze(1)
+            corrections.append(self.log_bound *
+                               torch.tanh(g / self.log_bound))
+        correction = torch.stack(corrections, dim=1)
+        return prior.unsqueeze(1) * torch.exp(trust.unsqueeze(1) *
+                                              correction)
 
     @torch.jit.export
     def head(self, summed: torch.Tensor) -> torch.Tensor:
-        return self.head_mlp(summed).squeeze(1) * self.output_scale
+        return self.member_costs(summed).mean(dim=1)
+
+    @torch.jit.export
+    def spread(self, summed: torch.Tensor) -> torch.Tensor:
+        costs = self.member_costs(summed)
+        mean = costs.mean(dim=1, keepdim=True)
+        return ((costs - mean)**2).mean(dim=1).sqrt()
 
     def forward(self, features: torch.Tensor, shard_ids: torch.Tensor,
                 num_shards: int) -> torch.Tensor:
@@ -159,8 +358,10 @@ def bundle_meta(*, trained: bool, hardware: str, batch_size: int,
                 dtype: str = "f32", devices: Optional[int] = None,
                 dataset_size: Optional[Dict[str, int]] = None,
                 held_out: Optional[Dict[str, float]] = None,
-                seed: Optional[int] = None) -> dict:
-    """meta.json of a bundle. dataset_size counts the samples per model
+                seed: Optional[int] = None,
+                compute: Optional["ComputeCostModel"] = None) -> dict:
+    """meta.json of a bundle; `compute` is the bundle's compute model, whose
+    encoding width and form ("compute_model") it records. dataset_size counts the samples per model
     ({"compute": ..., "comm": ...}) and held_out holds the validation
     errors (compute_mape, compute_kendall_tau, ...); both are None for an
     untrained bundle. devices is None when the bundle has no comm models;
@@ -173,12 +374,15 @@ def bundle_meta(*, trained: bool, hardware: str, batch_size: int,
         "batch_size": batch_size,
         "dtype": dtype,
         "feature_order": list(FEATURE_ORDER),
-        "encoding_dim": ENCODING_DIM,
+        "encoding_dim": (compute.encoding_width() if compute is not None
+                         else ENCODING_DIM),
         "devices": devices,
         "comm": "neural" if devices is not None else "analytical",
         "dataset_size": dataset_size,
         "held_out": held_out,
         "seed": seed,
+        "compute_model": (compute.describe() if compute is not None
+                          else None),
     }
 
 
@@ -219,11 +423,13 @@ def _plausible_features(generator: torch.Generator, count: int) -> torch.Tensor:
 
 
 def export_untrained(out_dir: str, seed: int, devices: Optional[int],
-                     batch_size: int) -> dict:
-    """Writes a bundle with random weights (meta says trained = false)."""
+                     batch_size: int, members: int = 1) -> dict:
+    """Writes a bundle with random weights (meta says trained = false); its
+    compute model corrects the nominal CPU's prior with an ensemble of
+    `members` random networks."""
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
-    compute = ComputeCostModel()
+    compute = ComputeCostModel(batch_size=batch_size, members=members)
     compute.normalize.fit(_plausible_features(generator, 256))
     comm_fw = comm_bw = None
     if devices is not None:
@@ -231,7 +437,8 @@ def export_untrained(out_dir: str, seed: int, devices: Optional[int],
         comm_bw = BackwardCommModel(devices)
     meta = bundle_meta(trained=False,
                        hardware="none (untrained: random weights)",
-                       batch_size=batch_size, devices=devices, seed=seed)
+                       batch_size=batch_size, devices=devices, seed=seed,
+                       compute=compute)
     export_bundle(out_dir, compute, meta, comm_fw, comm_bw)
     return meta
 
@@ -243,8 +450,9 @@ def predict_query(bundle_dir: str, query: dict) -> dict:
     query: {"tables": [{"rows", "dim", "pooling_factor", "access_hist"}],
             "sets": [[[table, width], ...], ...],
             "dimsums": [[N floats], ...], "stragglers": [[N floats], ...]}
-    returns {"compute": [ms per set], "comm_bw": [[N ms], ...] or None,
-             "comm_fw": [[N ms], ...] or None}."""
+    returns {"compute": [ms per set], "spread": [ms per set] or None (a
+             compute model without an ensemble), "comm_bw": [[N ms], ...]
+             or None, "comm_fw": [[N ms], ...] or None}."""
     compute = torch.jit.load(os.path.join(bundle_dir, "compute.pt"))
     tables = query["tables"]
     features, shard_ids = [], []
@@ -255,13 +463,18 @@ def predict_query(bundle_dir: str, query: dict) -> dict:
                                            t["pooling_factor"],
                                            t["access_hist"]))
             shard_ids.append(set_id)
-    result = {"comm_bw": None, "comm_fw": None}
+    result = {"spread": None, "comm_bw": None, "comm_fw": None}
+    features = torch.tensor(features, dtype=torch.float32).reshape(
+        -1, NUM_FEATURES)
+    shard_ids = torch.tensor(shard_ids, dtype=torch.long)
     with torch.no_grad():
-        result["compute"] = compute(
-            torch.tensor(features, dtype=torch.float32).reshape(
-                -1, NUM_FEATURES),
-            torch.tensor(shard_ids, dtype=torch.long),
-            len(query["sets"])).tolist()
+        result["compute"] = compute(features, shard_ids,
+                                    len(query["sets"])).tolist()
+        if hasattr(compute, "spread"):
+            encodings = compute.encode(features)
+            summed = torch.zeros(len(query["sets"]), encodings.shape[1])
+            summed.index_add_(0, shard_ids, encodings)
+            result["spread"] = compute.spread(summed).tolist()
         fw_path = os.path.join(bundle_dir, "comm_fw.pt")
         if os.path.exists(fw_path) and query.get("dimsums"):
             dimsums = torch.tensor(query["dimsums"], dtype=torch.float32)
@@ -295,6 +508,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         help="also write comm models for this many devices "
         "(default: none; the planner then uses analytical comm)")
     untrained.add_argument("--batch-size", type=int, default=65536)
+    untrained.add_argument("--ensemble", type=int, default=1,
+                           help="members of the compute model's ensemble")
 
     predict = commands.add_parser(
         "predict",
@@ -308,7 +523,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "export-untrained":
         if args.devices is not None and args.devices < 1:
             parser.error("--devices must be at least 1")
-        export_untrained(args.out, args.seed, args.devices, args.batch_size)
+        if args.ensemble < 1:
+            parser.error("--ensemble must be at least 1")
+        export_untrained(args.out, args.seed, args.devices, args.batch_size,
+                         args.ensemble)
         return 0
     with open(args.query) as f:
         query = json.load(f)

@@ -101,11 +101,12 @@ class EvaluationError(Exception):
     """Input or a tool result the evaluation cannot use."""
 
 
-def make_tasks(pool: Dict, setting: str, count: int, seed: int
-               ) -> List[Dict]:
-    """`count` seeded tasks of `setting` from the pool's test split. A task
-    holds neuroshard-plan's task JSON fields plus `devices`, `memory_gb`
-    and each table's `pool_id`."""
+def make_tasks(pool: Dict, setting: str, count: int, seed: int,
+               batch_size: int = BATCH_SIZE) -> List[Dict]:
+    """`count` seeded tasks of `setting` from the pool's test split, at a
+    global batch of `batch_size` bags (the pool's histograms must describe
+    batches of that many bags). A task holds neuroshard-plan's task JSON
+    fields plus `devices`, `memory_gb` and each table's `pool_id`."""
     if setting not in SETTINGS:
         raise EvaluationError("unknown setting '%s' (expected one of %s)" %
                               (setting, ", ".join(SETTINGS)))
@@ -113,11 +114,11 @@ def make_tasks(pool: Dict, setting: str, count: int, seed: int
         raise EvaluationError("a setting needs at least 1 task, got %d" %
                               count)
     bags = pool.get("sample_bags", BATCH_SIZE)
-    if bags != BATCH_SIZE:
+    if bags != batch_size:
         raise EvaluationError(
             "the pool's histograms describe batches of %s bags, the tasks' "
             "batch is %d bags (generate the pool with --sample-bags %d)" %
-            (bags, BATCH_SIZE, BATCH_SIZE))
+            (bags, batch_size, batch_size))
     devices, low, high = SETTINGS[setting]
     test = [t for t in pool["tables"] if t["split"] == "test"]
     if not test:
@@ -141,7 +142,7 @@ def make_tasks(pool: Dict, setting: str, count: int, seed: int
         memory_gb = math.ceil(total * slack / devices / 2**20) / 1024.0
         tasks.append({"name": "%s-%d" % (setting, k), "setting": setting,
                       "devices": devices, "memory_gb": memory_gb,
-                      "batch_size": BATCH_SIZE, "tables": tables})
+                      "batch_size": batch_size, "tables": tables})
     return tasks
 
 
@@ -154,14 +155,18 @@ def task_json(task: Dict) -> Dict:
 
 
 def plan_command(tool: str, task_path: str, task: Dict, algorithm: str,
-                 cost_model: str) -> List[str]:
-    return [tool, task_path, "--devices", str(task["devices"]),
-            "--memory-gb", repr(task["memory_gb"]), "--algorithm", algorithm,
-            "--cost-model", cost_model, "--format=json"]
+                 cost_model: str,
+                 cost_risk: Optional[float] = None) -> List[str]:
+    command = [tool, task_path, "--devices", str(task["devices"]),
+               "--memory-gb", repr(task["memory_gb"]), "--algorithm",
+               algorithm, "--cost-model", cost_model, "--format=json"]
+    if cost_risk is not None:
+        command.append("--cost-risk=%r" % cost_risk)
+    return command
 
 
 def run_plan(tool: str, task: Dict, algorithm: str, cost_model: str,
-             workdir: str) -> Dict:
+             workdir: str, cost_risk: Optional[float] = None) -> Dict:
     """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
     "search_ms", "plan"} or {"valid": False, "error"} when the tool found no
     plan; a tool that crashes or prints something else is an error."""
@@ -170,7 +175,8 @@ def run_plan(tool: str, task: Dict, algorithm: str, cost_model: str,
     path = os.path.join(workdir, task["name"] + ".json")
     with open(path, "w") as f:
         json.dump(task_json(task), f)
-    command = plan_command(tool, path, task, algorithm, cost_model)
+    command = plan_command(tool, path, task, algorithm, cost_model,
+                           cost_risk)
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode == 1 and "error" in result.stderr:
         return {"valid": False, "error": result.stderr.strip()}
@@ -568,13 +574,20 @@ def _load_or_make_pool(args, log) -> str:
     if args.pool:
         return args.pool
     os.makedirs(args.work, exist_ok=True)
-    path = os.path.join(args.work, "pool-s%d-b%d.json" %
-                        (args.pool_seed, args.base_tables))
+    # Callers without a --batch-size plan at the default batch, whose pool
+    # keeps the name earlier runs used.
+    batch_size = getattr(args, "batch_size", BATCH_SIZE)
+    suffix = "" if batch_size == BATCH_SIZE else "-bag%d" % batch_size
+    path = os.path.join(args.work, "pool-s%d-b%d%s.json" %
+                        (args.pool_seed, args.base_tables, suffix))
     if not os.path.exists(path):
-        print("generating the table pool (seed %d, %d base tables) in %s" %
-              (args.pool_seed, args.base_tables, path), file=log)
+        print("generating the table pool (seed %d, %d base tables, "
+              "histograms of %d bags) in %s" %
+              (args.pool_seed, args.base_tables, batch_size, path),
+              file=log)
         with open(path, "w") as f:
-            json.dump(tp.generate_pool(args.pool_seed, args.base_tables), f)
+            json.dump(tp.generate_pool(args.pool_seed, args.base_tables,
+                                       sample_bags=batch_size), f)
     return path
 
 
@@ -612,13 +625,15 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     settings = {}
     for setting in args.settings:
         count = args.scale_tasks if setting == "scale" else args.tasks
-        tasks = make_tasks(pool, setting, count, args.seed)
+        tasks = make_tasks(pool, setting, count, args.seed,
+                           args.batch_size)
         results = {a: [] for a in args.algorithms}
         started = time.time()
         for task in tasks:
             for a in args.algorithms:
                 results[a].append(run_plan(plan_tool, task, a,
-                                           args.cost_model, args.work))
+                                           args.cost_model, args.work,
+                                           args.cost_risk))
         measurements, measurement = [], None
         if setting in MEASURED_SETTINGS and args.measure_tasks:
             measurement = {
@@ -644,7 +659,8 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
 
 def collect_options(args) -> List[str]:
     """neuroshard-collect's timing options, after --pool and --sets."""
-    return ["--device", "cpu", "--batch-size", str(BATCH_SIZE), "--warmup",
+    return ["--device", "cpu", "--batch-size", str(args.batch_size),
+            "--warmup",
             str(args.warmup), "--iters", str(args.iters), "--seed",
             str(args.seed)]
 
@@ -725,6 +741,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="tasks per setting (default %(default)s)")
     parser.add_argument("--scale-tasks", type=int, default=2)
     parser.add_argument("--cost-model", default="default")
+    parser.add_argument("--cost-risk", type=float, default=None,
+                        help="neuroshard-plan's --cost-risk (default: "
+                        "neuroshard-plan's)")
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+                        help="global batch of the tasks and of the "
+                        "measurements; the generated pool's histograms "
+                        "describe batches of this many bags (default "
+                        "%(default)s)")
     parser.add_argument("--measure-tasks", type=int, default=0,
                         help="measure the plans of this many 4-device (and "
                         "2-device) tasks with neuroshard-collect (default 0: "
@@ -755,6 +779,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.tasks < 1 or args.scale_tasks < 1 or args.measure_tasks < 0:
         parser.error("--tasks and --scale-tasks must be positive and "
                      "--measure-tasks >= 0")
+    if args.batch_size < 1:
+        parser.error("--batch-size must be positive, got %d" %
+                     args.batch_size)
     if args.measure_repeats < 1 or args.iters < 1 or args.warmup < 0:
         parser.error("--measure-repeats and --iters must be positive and "
                      "--warmup >= 0")

@@ -13,8 +13,10 @@ comm_bw.pt on both splits of that dataset."""
 import argparse
 import os
 import sys
+import tempfile
 from typing import Dict, List, Optional
 
+import numpy as np
 import torch
 
 from neuroshard import collect
@@ -105,6 +107,50 @@ def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
     return result
 
 
+def remeasure(result: Dict, pool_path: str, data_path: str, count: int,
+              tool: Optional[str], log=None) -> Dict:
+    """Times the first `count` held-out sets again, with the dataset's own
+    settings, and compares: the MAPE of the new measurement against the
+    dataset's (the noise floor no model can beat) and the model's MAPE
+    against each. Adds it to `result` under "remeasured"."""
+    samples = collect.load_samples(data_path)
+    meta = result["meta"]
+    held = [s for s in samples if tr.held_out(
+        s["id"], meta["seed"], meta["training"]["validation_fraction"])]
+    held = held[:count]
+    if not held:
+        raise ReportError("dataset '%s' has no held-out samples to time "
+                          "again" % data_path)
+    first = held[0]
+    options = argparse.Namespace(
+        pool=pool_path, device=first["device"],
+        batch_size=first["batch_size"], warmup=first["warmup"],
+        iters=first["runs"], seed=first["seed"], max_rows=None,
+        hardware=None, fingerprint=first["pool"])
+    with tempfile.TemporaryDirectory(prefix="neuroshard-report-") as scratch:
+        results = os.path.join(scratch, "again.jsonl")
+        with open(results, "w") as out:
+            collect.run_batch(collect.find_tool(tool),
+                              {s["id"]: s["tables"] for s in held}, options,
+                              os.path.join(scratch, "sets.jsonl"), out)
+        again = {s["id"]: s["cost_ms"] for s in collect.load_samples(results)}
+    before = np.array([s["cost_ms"] for s in held])
+    after = np.array([again[s["id"]] for s in held])
+    split = result["held-out"]
+    by_id = dict(zip([s["id"] for s in samples if tr.held_out(
+        s["id"], meta["seed"], meta["training"]["validation_fraction"])],
+        split["predicted"]))
+    predicted = np.array([by_id[s["id"]] for s in held])
+    result["remeasured"] = {
+        "sets": len(held),
+        "repeat_mape": metrics.mape(after, before),
+        "model_mape_first": metrics.mape(predicted, before),
+        "model_mape_again": metrics.mape(predicted, after),
+        "model_mape_mean": metrics.mape(predicted, (before + after) / 2.0),
+    }
+    return result
+
+
 def format_table(result: Dict) -> str:
     meta = result["meta"]
     lines = [
@@ -126,6 +172,16 @@ def format_table(result: Dict) -> str:
             lines.append("%-10s %8d %8.2f%% %8.2f%%" %
                          (name, split["samples"], 100.0 * split["fw_mape"],
                           100.0 * split["bw_mape"]))
+    if "remeasured" in result:
+        again = result["remeasured"]
+        lines.append(
+            "timed again: %d held-out sets; the second timing is %.2f%% "
+            "off the first (MAPE); the model is %.2f%% off the first, "
+            "%.2f%% off the second, %.2f%% off their mean" %
+            (again["sets"], 100.0 * again["repeat_mape"],
+             100.0 * again["model_mape_first"],
+             100.0 * again["model_mape_again"],
+             100.0 * again["model_mape_mean"]))
     return "\n".join(lines)
 
 
@@ -172,10 +228,22 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "trained on: also report their MAPE")
     parser.add_argument("--plot", default=None,
                         help="write the scatter plot to this PNG file")
+    parser.add_argument("--remeasure", type=int, default=0, metavar="N",
+                        help="time the first N held-out sets again with "
+                        "neuroshard-collect and report how far two timings "
+                        "of one set differ (the noise floor of the MAPE)")
+    parser.add_argument("--tool", default=None,
+                        help="neuroshard-collect for --remeasure (default: "
+                        "PATH, then build/bin/)")
     args = parser.parse_args(argv)
+    if args.remeasure < 0:
+        parser.error("--remeasure must not be negative")
     try:
         result = evaluate_bundle(args.bundle, args.pool, args.data,
                                  args.comm_data)
+        if args.remeasure:
+            remeasure(result, args.pool, args.data, args.remeasure,
+                      args.tool)
     except (ReportError, tr.TrainError, collect.CollectError,
             tp.PoolError) as e:
         print("report: error: %s" % e, file=sys.stderr)

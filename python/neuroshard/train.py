@@ -226,15 +226,76 @@ def relative_error_loss(predicted: torch.Tensor,
     return (((predicted - target) / target)**2).mean()
 
 
+def prior_terms(samples: SampleSet, prior: cm.PhysicsPrior) -> torch.Tensor:
+    """[S, NUM_PRIOR_TERMS] the prior's unpriced terms summed over each
+    sample's tables, in double precision."""
+    terms = prior.terms(samples.features).double()
+    rows, owner = samples.gather(np.arange(len(samples)))
+    summed = torch.zeros(len(samples), terms.shape[1], dtype=torch.float64)
+    return summed.index_add(0, owner, terms[rows])
+
+
+def fit_prior(prior: cm.PhysicsPrior, train: SampleSet,
+              steps: int = 3000) -> float:
+    """Fits the prior's non-negative coefficients and per-set constant to
+    the training samples by the loss the network is trained with (mean
+    squared relative error), starting from the nominal CPU; returns the
+    prior's training MAPE. Coefficients are softplus of free parameters,
+    optimised with Adam on terms scaled to mean 1."""
+    terms = prior_terms(train, prior)
+    scale = terms.mean(dim=0).clamp(min=1e-30)
+    inputs = torch.cat([terms / scale,
+                        torch.ones(len(train), 1, dtype=torch.float64)],
+                       dim=1)
+    target = train.costs.double()
+    coef, intercept = cm.nominal_coefficients()
+    start = torch.tensor(coef + [intercept], dtype=torch.float64) * \
+        torch.cat([scale, torch.ones(1, dtype=torch.float64)])
+    # softplus^-1, so that the optimisation starts at the nominal prior.
+    raw = torch.log(torch.expm1(start.clamp(min=1e-12))).requires_grad_()
+    optimizer = torch.optim.Adam([raw], lr=0.05)
+    for _ in range(steps):
+        predicted = inputs @ torch.nn.functional.softplus(raw)
+        loss = relative_error_loss(predicted, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    fitted = torch.nn.functional.softplus(raw).detach()
+    prior.coef.copy_((fitted[:-1] / scale).float())
+    prior.intercept.fill_(float(fitted[-1]))
+    return metrics.mape((inputs @ fitted).numpy(), target.numpy())
+
+
+def bootstrap_weights(count: int, members: int, seed: int) -> torch.Tensor:
+    """[count, members] Poisson(1) weights: each member of the ensemble
+    trains on its own bootstrap resample of the training samples, which is
+    what makes the members' spread an estimate of the uncertainty."""
+    generator = torch.Generator().manual_seed(seed ^ 0xB0075)
+    return torch.poisson(torch.ones(count, members), generator=generator)
+
+
 def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
                         seed: int, lr: float = 3e-3, batch: int = 64,
+                        members: int = cm.DEFAULT_ENSEMBLE,
+                        correction_bound: float = cm.DEFAULT_CORRECTION_BOUND,
+                        batch_size: int = 1024,
+                        cache_bytes=cm.DEFAULT_CACHE_BYTES,
                         log=None) -> Tuple[cm.ComputeCostModel, Dict]:
-    """Trains a ComputeCostModel; returns it at its best held-out epoch and
-    a summary of the run."""
+    """Trains a ComputeCostModel: first its physics prior (fit_prior), then
+    the ensemble's bounded corrections on bootstrap resamples; returns it at
+    the epoch whose ensemble mean has the lowest held-out MAPE, and a
+    summary of the run ("prior_train_mape" among it)."""
     torch.manual_seed(seed)
-    model = cm.ComputeCostModel()
+    model = cm.ComputeCostModel(batch_size=batch_size, members=members,
+                                correction_bound=correction_bound,
+                                cache_bytes=cache_bytes)
     model.normalize.fit(train.training_features())
-    model.output_scale.fill_(float(train.costs.median()))
+    model.prior.set_ranges(train.training_features())
+    prior_mape = fit_prior(model.prior, train)
+    if log is not None:
+        print("train: physics prior fitted, training MAPE %.2f%%" %
+              (100.0 * prior_mape), file=log)
+    weights = bootstrap_weights(len(train), members, seed)
 
     def batch_loss(which: np.ndarray) -> torch.Tensor:
         rows, owner = train.gather(which)
@@ -243,12 +304,16 @@ def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
         encodings = model.encode(train.features)
         summed = torch.zeros(len(which), encodings.shape[1])
         summed = summed.index_add(0, owner, encodings[rows])
-        return relative_error_loss(model.head(summed),
-                                   train.costs[torch.from_numpy(which)])
+        index = torch.from_numpy(which)
+        target = train.costs[index].unsqueeze(1)
+        errors = ((model.member_costs(summed) - target) / target)**2
+        w = weights[index]
+        return (errors * w).sum() / w.sum().clamp(min=1.0)
 
     run = fit_model(model, len(train), batch_loss,
                     lambda: evaluate(model, valid)["mape"], epochs=epochs,
                     seed=seed, lr=lr, batch=batch, log=log)
+    run["prior_train_mape"] = prior_mape
     return model, run
 
 
@@ -429,6 +494,15 @@ def trained_ranges(pool: Dict, samples: Sequence[Dict]) -> Dict:
             "tables_per_set": span(counts, int)}
 
 
+def cache_bytes(host: Dict) -> Tuple[float, float]:
+    """(L2, L3) bytes of the measuring host for the physics prior; the
+    prior's defaults for a cache the host does not list."""
+    caches = host.get("caches_kb") or {}
+    return tuple(float(caches[name]) * 1024.0 if caches.get(name) else
+                 default for name, default in
+                 zip(("L2", "L3"), cm.DEFAULT_CACHE_BYTES))
+
+
 def measuring_host(hardware: str, data_path: str,
                    allow_other_host: bool) -> Dict:
     """meta.json's "host": this machine's description when it is the one
@@ -451,7 +525,10 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
                  seed: int, lr: float = 3e-3, batch: int = 64,
                  validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
                  comm_data_path: Optional[str] = None, log=None,
-                 allow_other_host: bool = False) -> Dict:
+                 allow_other_host: bool = False,
+                 members: int = cm.DEFAULT_ENSEMBLE,
+                 correction_bound: float = cm.DEFAULT_CORRECTION_BOUND
+                 ) -> Dict:
     """Trains on a pool and a dataset and writes the bundle; returns its
     meta.json. With comm_data_path (a load_comm_samples() file measured at
     the compute dataset's batch size), the bundle also gets the two comm
@@ -479,8 +556,11 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
               "batch %d" % (len(samples), len(train), len(valid),
                             settings["hardware"], settings["batch_size"]),
               file=log)
-    model, run = train_compute_model(train, valid, epochs=epochs, seed=seed,
-                                     lr=lr, batch=batch, log=log)
+    model, run = train_compute_model(
+        train, valid, epochs=epochs, seed=seed, lr=lr, batch=batch,
+        members=members, correction_bound=correction_bound,
+        batch_size=settings["batch_size"], cache_bytes=cache_bytes(host),
+        log=log)
     held = evaluate(model, valid)
     fit = evaluate(model, train)
     held_figures = {"compute_mape": held["mape"],
@@ -514,7 +594,7 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
         trained=True, hardware=settings["hardware"],
         batch_size=settings["batch_size"], dtype="f32", devices=devices,
         dataset_size={"compute": len(samples), "comm": len(comm_samples)},
-        held_out=held_figures, seed=seed)
+        held_out=held_figures, seed=seed, compute=model)
     meta["measured_device"] = settings["device"]
     meta["training"] = {
         "pool": settings["pool"],
@@ -523,6 +603,7 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
         "train_kendall_tau": fit.get("kendall_tau"),
         "epochs": epochs,
         "best_epoch": run["best_epoch"],
+        "prior_train_mape": run["prior_train_mape"],
         "learning_rate": lr,
         "batch": batch,
         "loss": "mean squared relative error",
@@ -563,6 +644,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="samples per optimiser step")
     parser.add_argument("--validation-fraction", type=float,
                         default=DEFAULT_VALIDATION_FRACTION)
+    parser.add_argument("--ensemble", type=int, default=cm.DEFAULT_ENSEMBLE,
+                        help="members of the ensemble whose spread "
+                        "estimates a prediction's uncertainty (default "
+                        "%(default)s)")
+    parser.add_argument("--correction-bound", type=float,
+                        default=cm.DEFAULT_CORRECTION_BOUND,
+                        help="the most the network may scale the physics "
+                        "prior, up or down (default %(default)s)")
     parser.add_argument("--allow-other-host", action="store_true",
                         help="train on a dataset measured on another CPU "
                         "than this machine's; the bundle then records only "
@@ -574,13 +663,20 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                    args.lr))
     if not 0.0 < args.validation_fraction < 1.0:
         parser.error("--validation-fraction must be in (0, 1)")
+    if args.ensemble < 1:
+        parser.error("--ensemble must be at least 1, got %d" % args.ensemble)
+    if not 1.0 < args.correction_bound < math.inf:
+        parser.error("--correction-bound must be a finite number above 1, "
+                     "got %r" % args.correction_bound)
     try:
         meta = train_bundle(args.pool, args.data, args.out,
                             epochs=args.epochs, seed=args.seed, lr=args.lr,
                             batch=args.batch,
                             validation_fraction=args.validation_fraction,
                             comm_data_path=args.comm_data, log=sys.stderr,
-                            allow_other_host=args.allow_other_host)
+                            allow_other_host=args.allow_other_host,
+                            members=args.ensemble,
+                            correction_bound=args.correction_bound)
     except (TrainError, collect.CollectError, tp.PoolError) as e:
         print("train: error: %s" % e, file=sys.stderr)
         return 1

@@ -39,8 +39,11 @@ def test_table_features_rejects_wrong_bin_count():
 
 def test_compute_shapes(compute):
     features = random_features(7)
-    assert compute.encode(features).shape == (7, cm.ENCODING_DIM)
-    assert compute.head(torch.zeros(3, cm.ENCODING_DIM)).shape == (3,)
+    width = compute.encoding_width()
+    assert width == cm.NUM_PRIOR_TERMS + 1 + cm.ENCODING_DIM
+    assert compute.encode(features).shape == (7, width)
+    assert compute.head(torch.zeros(3, width)).shape == (3,)
+    assert compute.spread(torch.zeros(3, width)).shape == (3,)
     shard_ids = torch.tensor([0, 0, 1, 2, 2, 2, 1])
     assert compute(features, shard_ids, 3).shape == (3,)
 
@@ -127,7 +130,10 @@ def test_export_untrained_cli(tmp_path):
     assert meta["batch_size"] == 4096
     assert meta["dtype"] == "f32"
     assert meta["feature_order"] == cm.FEATURE_ORDER
-    assert meta["encoding_dim"] == cm.ENCODING_DIM
+    assert meta["encoding_dim"] == cm.NUM_PRIOR_TERMS + 1 + cm.ENCODING_DIM
+    assert meta["compute_model"]["ensemble"] == 1
+    assert meta["compute_model"]["correction_bound"] == \
+        cm.DEFAULT_CORRECTION_BOUND
     assert meta["dataset_size"] is None and meta["held_out"] is None
     assert meta["format"] == cm.BUNDLE_FORMAT
 
@@ -169,3 +175,83 @@ def test_predict_query_matches_modules(tmp_path):
     assert result["compute"][1] == pytest.approx(second.item(), rel=1e-5)
     assert len(result["comm_bw"]) == 1 and len(result["comm_bw"][0]) == 2
     assert len(result["comm_fw"][0]) == 2
+
+
+def table(rows, dim, pooling, hist=None):
+    hist = hist or [0.5, 0.5] + [0.0] * 15
+    return torch.tensor([cm.table_features(rows, dim, pooling, hist)])
+
+
+def test_prior_terms_follow_the_physics():
+    prior = cm.PhysicsPrior(batch_size=1024, cache_bytes=(1 << 20, 32 << 20))
+    terms = dict(zip(cm.PRIOR_TERMS, prior.terms(table(10**6, 16, 10.0))[0]
+                     .tolist()))
+    lookups = 1024 * 10.0
+    # A 16-wide f32 row is one 64-byte line; half the distinct rows are hit
+    # once and half 1.5 times on average, so 1.25 hits per distinct row.
+    assert terms["lookups"] == pytest.approx(lookups)
+    assert terms["gathered_bytes"] == pytest.approx(lookups * 64)
+    assert terms["distinct_bytes"] == pytest.approx(lookups / 1.25 * 64)
+    table_bytes = 10**6 * 16 * 4
+    assert terms["l3_miss_bytes"] == pytest.approx(
+        lookups / 1.25 * 64 * (1 - (32 << 20) / table_bytes), rel=1e-5)
+    assert terms["l3_miss_rows"] == pytest.approx(
+        lookups / 1.25 * (1 - (32 << 20) / table_bytes), rel=1e-5)
+    assert terms["output_bytes"] == pytest.approx(1024 * 16 * 4)
+    assert terms["shards"] == 1.0
+    # A table that fits in L2 misses nothing; distinct rows never exceed
+    # the table's rows.
+    small = dict(zip(cm.PRIOR_TERMS, prior.terms(table(100, 16, 10.0))[0]
+                     .tolist()))
+    assert small["l2_miss_bytes"] == 0.0 and small["l3_miss_rows"] == 0.0
+    assert small["distinct_bytes"] == pytest.approx(100 * 64)
+
+
+def test_correction_is_bounded_and_vanishes_outside_the_ranges(compute):
+    compute.prior.set_ranges(torch.cat([table(1000, 16, 5.0),
+                                        table(10**6, 128, 50.0)]))
+    # Drive every member's correction to its bound.
+    for mlp in compute.head_mlps:
+        torch.nn.init.constant_(mlp[-1].bias, 1e6)
+    bound = cm.DEFAULT_CORRECTION_BOUND
+
+    def costs(features):
+        with torch.no_grad():
+            encodings = compute.encode(features)
+            prior = encodings[:, :cm.NUM_PRIOR_TERMS].sum(dim=1) + \
+                compute.prior.intercept
+            return float(compute.head(encodings)), float(prior)
+
+    inside, prior = costs(table(10**5, 64, 20.0))
+    assert inside == pytest.approx(bound * prior, rel=1e-4)
+    # 1e8 rows is 100 times past the trained 1e6: the prediction is the
+    # prior to within 1%; at 2x past, the correction is partly applied.
+    far, far_prior = costs(table(10**8, 64, 20.0))
+    assert far == pytest.approx(far_prior, rel=0.01)
+    near, near_prior = costs(table(2 * 10**6, 64, 20.0))
+    assert near_prior < near < bound * near_prior
+
+
+def test_ensemble_spread_is_the_members_deviation():
+    torch.manual_seed(3)
+    model = cm.ComputeCostModel(members=3).eval()
+    model.normalize.fit(random_features(64))
+    features = random_features(5, seed=2)
+    with torch.no_grad():
+        summed = model.encode(features).sum(dim=0, keepdim=True)
+        members = model.member_costs(summed)[0]
+        assert float(model.head(summed)) == pytest.approx(
+            float(members.mean()), rel=1e-6)
+        assert float(model.spread(summed)) == pytest.approx(
+            float(members.std(unbiased=False)), rel=1e-5)
+        assert float(model.spread(summed)) > 0.0
+    single = cm.ComputeCostModel(members=1).eval()
+    with torch.no_grad():
+        assert float(single.spread(single.encode(features))[0]) == 0.0
+
+
+def test_compute_model_arguments_are_checked():
+    with pytest.raises(ValueError, match="at least one member"):
+        cm.ComputeCostModel(members=0)
+    with pytest.raises(ValueError, match="above 1"):
+        cm.ComputeCostModel(correction_bound=1.0)

@@ -72,6 +72,30 @@ def test_task_json_is_what_neuroshard_plan_reads(pool):
                                       "pooling_factor", "access_hist"}
 
 
+def test_tasks_at_a_larger_batch_need_a_pool_of_that_batch(pool):
+    with pytest.raises(ev.EvaluationError, match="describe batches of 1024 "
+                       "bags, the tasks' batch is 4096 bags"):
+        ev.make_tasks(pool, "4dev", 1, 0, 4096)
+    big = tp.generate_pool(seed=3, base_tables=30, sample_bags=4096)
+    task = ev.make_tasks(big, "4dev", 1, 0, 4096)[0]
+    assert ev.task_json(task)["batch_size"] == 4096
+    # The same held-out base tables as at batch 1024, with the histograms of
+    # 4096-bag batches.
+    small = ev.make_tasks(pool, "4dev", 1, 0)[0]
+    assert [t["pool_id"] for t in task["tables"]] == \
+        [t["pool_id"] for t in small["tables"]]
+    assert task["tables"][0]["access_hist"] != \
+        small["tables"][0]["access_hist"]
+
+
+def test_plan_command_passes_the_risk_margin_only_when_given():
+    task = {"devices": 4, "memory_gb": 2.0}
+    plain = ev.plan_command("plan", "t.json", task, "neuroshard", "m")
+    assert not any(a.startswith("--cost-risk") for a in plain)
+    risky = ev.plan_command("plan", "t.json", task, "neuroshard", "m", 0.0)
+    assert risky[-1] == "--cost-risk=0.0"
+
+
 def test_device_sets_map_column_shards_to_pool_tables():
     dims = tp.POOL_DIMS
     # Pool table 13 is base 2 at dim 64 (index 1).

@@ -15,6 +15,8 @@
 // RUN:   | FileCheck %s --check-prefix=RESERVE
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical optimizer=adam reserved-memory=0.9" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=FULL
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical cost-risk=11" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=RISK
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 0.0004>} {
   neuroshard.table @big : rows 1000, dim 64, f32 {pooling_factor = 2.0 : f64,
@@ -40,4 +42,5 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memor
 
 // UNKNOWN: error: unknown optimizer 'lamb'; expected one of sgd, adagrad, rowwise-adagrad, adam
 // RESERVE: error: reserved-memory: the reserved memory must be a fraction in [0, 1) of each device, got 1.5
+// RISK: error: cost-risk: the risk margin must be between 0 and 10 standard deviations, got 11
 // FULL: error: {{.*}}(weights and adam state){{.*}}(90% of each device kept free)

@@ -54,6 +54,12 @@ static cl::opt<std::string>
                        "analytical model without LibTorch), 'analytical', or "
                        "the path of a neural cost model"),
               cl::init("default"), cl::cat(category));
+static cl::opt<double>
+    costRisk("cost-risk",
+             cl::desc("Standard deviations of the cost model's uncertainty "
+                      "added to every compute cost it predicts, in [0, 10] "
+                      "(models without an ensemble ignore it)"),
+             cl::init(kDefaultRiskMargin), cl::cat(category));
 static cl::opt<unsigned> beamWidth("beam-width",
                                    cl::desc("Beam search: states per level"),
                                    cl::init(SearchOptions().beamWidth),
@@ -210,8 +216,12 @@ static Error run() {
   Expected<SearchOptions> options = buildSearchOptions();
   if (!options)
     return options.takeError();
+  if (std::optional<std::string> problem = checkRiskMargin(costRisk))
+    return optionError("--cost-risk: " + *problem);
+  CostModelOptions modelOptions;
+  modelOptions.riskMargin = costRisk;
   Expected<std::unique_ptr<CostModel>> model =
-      createCostModel(costModel, *topology);
+      createCostModel(costModel, *topology, modelOptions);
   if (!model)
     return model.takeError();
   Expected<PlanResult> result =

@@ -53,6 +53,15 @@ public:
   /// model measured on another machine. Empty by default.
   virtual std::vector<std::string> warnings() const { return {}; }
 
+  /// Whether the model estimates how uncertain its compute costs are (a
+  /// neural bundle with an ensemble of corrections does).
+  virtual bool estimatesUncertainty() const { return false; }
+  /// From now on, prices a set's compute at its point estimate plus `sigmas`
+  /// times the estimate's standard deviation, so that a search prefers
+  /// devices whose cost it is sure of. Models that estimate no uncertainty
+  /// ignore it.
+  virtual void setRiskMargin(double sigmas) { (void)sigmas; }
+
   /// Binds the model to a problem. Later queries name tables by their index
   /// in `tables`. Called before any query and again whenever the problem
   /// changes; a model may precompute per-table data (encodings) here.

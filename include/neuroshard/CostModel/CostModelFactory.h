@@ -21,6 +21,7 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,13 +68,29 @@ std::string findDefaultModel();
 /// anything else unchanged.
 std::string resolveCostModelSpec(llvm::StringRef spec);
 
+/// The standard deviations a model with an uncertainty estimate adds to its
+/// compute costs unless told otherwise (CostModel::setRiskMargin).
+constexpr double kDefaultRiskMargin = 1.0;
+/// The largest risk margin accepted.
+constexpr double kMaxRiskMargin = 10.0;
+
+/// How a created model prices.
+struct CostModelOptions {
+  /// CostModel::setRiskMargin's `sigmas`, in [0, kMaxRiskMargin].
+  double riskMargin = kDefaultRiskMargin;
+};
+
+/// What is wrong with a risk margin, or nullopt when it is allowed.
+std::optional<std::string> checkRiskMargin(double sigmas);
+
 /// Creates the model named by `spec` ("default", "analytical" or a neural
-/// bundle path)
-/// and checks that it supports the topology's device count. Fails naming
-/// `spec` if the path does not exist, no neural loader is registered, or
-/// "default" finds no bundle (the error lists the places searched).
+/// bundle path), applies `options` and checks that it supports the
+/// topology's device count. Fails naming `spec` if the path does not exist,
+/// no neural loader is registered, or "default" finds no bundle (the error
+/// lists the places searched).
 llvm::Expected<std::unique_ptr<CostModel>>
-createCostModel(llvm::StringRef spec, const Topology &topology);
+createCostModel(llvm::StringRef spec, const Topology &topology,
+                const CostModelOptions &options = {});
 
 } // namespace neuroshard
 

@@ -64,6 +64,10 @@ public:
   std::string description() const override;
   std::optional<unsigned> requiredDevices() const override;
   std::vector<std::string> warnings() const override;
+  /// True for a bundle whose compute.pt exports spread() (the standard
+  /// deviation of an ensemble's members) with more than one member.
+  bool estimatesUncertainty() const override;
+  void setRiskMargin(double sigmas) override;
 
   /// Keeps the tables (their features are read when a slice is first
   /// encoded) and drops the encoding memo; fails if the topology's device

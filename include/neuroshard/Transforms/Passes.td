@@ -47,6 +47,10 @@ def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
            "Cost model: 'default' (the shipped trained model, or the "
            "analytical model in builds without LibTorch), 'analytical', or "
            "the path of a neural model bundle">,
+    Option<"costRisk", "cost-risk", "double", "1.0",
+           "Standard deviations of a cost model's uncertainty added to "
+           "every compute cost it predicts, in [0, 10] (models without an "
+           "ensemble ignore it)">,
     Option<"beamWidth", "beam-width", "unsigned", "3",
            "Beam search: states kept per level">,
     Option<"candidates", "candidates", "unsigned", "10",

@@ -224,6 +224,29 @@ static Error readTrainedRanges(const json::Object &root, BundleMeta &meta) {
   return Error::success();
 }
 
+/// "compute_model": {"form": ..., "correction_bound": b > 1,
+/// "ensemble": n >= 1, ...}: a compute model that corrects a physics prior.
+static Error readComputeModel(const json::Object &root, BundleMeta &meta) {
+  const json::Value *value = root.get("compute_model");
+  if (!value || value->getAsNull())
+    return Error::success();
+  const json::Object *model = value->getAsObject();
+  if (!model)
+    return metaError("\"compute_model\" must be an object");
+  std::optional<double> bound = model->getNumber("correction_bound");
+  std::optional<int64_t> members = integerField(*model, "ensemble");
+  if (!bound || !std::isfinite(*bound) || *bound <= 1.0)
+    return metaError("\"compute_model\": \"correction_bound\" must be a "
+                     "finite number above 1");
+  if (!members || *members < 1 || *members > kMaxEnsemble)
+    return metaError(formatv("\"compute_model\": \"ensemble\" must be an "
+                             "integer from 1 to {0}",
+                             kMaxEnsemble));
+  meta.correctionBound = *bound;
+  meta.ensemble = static_cast<unsigned>(*members);
+  return Error::success();
+}
+
 Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
   std::string path = bundleFile(bundleDir, "meta.json");
   auto fail = [&](const Twine &message) {
@@ -312,6 +335,8 @@ Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
   if (Error err = readHost(*root, meta))
     return fail(toString(std::move(err)));
   if (Error err = readTrainedRanges(*root, meta))
+    return fail(toString(std::move(err)));
+  if (Error err = readComputeModel(*root, meta))
     return fail(toString(std::move(err)));
   return meta;
 }

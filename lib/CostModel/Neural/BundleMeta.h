@@ -35,6 +35,9 @@ constexpr unsigned kNumFeatures = 3 + kNumAccessBins;
 /// read from a file.
 constexpr int64_t kMaxEncodingDim = 4096;
 
+/// The most ensemble members a bundle may declare.
+constexpr int64_t kMaxEnsemble = 64;
+
 /// How compute costs grow with the global batch size on the measured
 /// machine: ratios[i] = cost at batchSizes[i] / cost at the bundle's
 /// batch_size, the median over sets timed at every size
@@ -71,6 +74,11 @@ struct BundleMeta {
   std::optional<std::vector<std::string>> hostISA;
   /// "trained_ranges" of rows, dim and pooling factor.
   std::optional<FeatureRange> rowsRange, dimRange, poolingRange;
+  /// "compute_model": the factor by which the network may correct the
+  /// physics prior, and the ensemble's size, for a compute model of that
+  /// form (cost_model.ComputeCostModel); unset for a plain network.
+  std::optional<double> correctionBound;
+  std::optional<unsigned> ensemble;
 };
 
 /// The factor that turns a compute cost at the bundle's batch size into one

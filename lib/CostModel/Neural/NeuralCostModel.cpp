@@ -137,6 +137,11 @@ struct NeuralCostModel::Impl {
   torch::jit::Module compute;
   std::optional<torch::jit::Method> encode;
   std::optional<torch::jit::Method> head;
+  /// compute.pt's optional spread(summed[S, H]) -> [S]: the standard
+  /// deviation of the ensemble members' costs.
+  std::optional<torch::jit::Method> spread;
+  /// Standard deviations added to every compute cost (setRiskMargin).
+  double riskMargin = 0.0;
   std::optional<torch::jit::Module> commFw;
   std::optional<torch::jit::Module> commBw;
 
@@ -166,6 +171,7 @@ struct NeuralCostModel::Impl {
   std::vector<unsigned> newGroups;
   std::vector<uint32_t> sliceRows;
   std::vector<float> summed;
+  std::vector<double> spreads;
   /// One buffer per comm-model input (dim sums, straggler times).
   std::array<std::vector<float>, 2> commInputs;
 
@@ -318,6 +324,8 @@ Error NeuralCostModel::Impl::probe() {
                                         computePath, method));
   encode = compute.get_method("encode");
   head = compute.get_method("head");
+  if (compute.find_method("spread"))
+    spread = compute.get_method("spread");
 
   int64_t h = encodingDim();
   c10::InferenceMode guard;
@@ -339,6 +347,15 @@ Error NeuralCostModel::Impl::probe() {
                                (*head)({torch::zeros({1, h})}), {1});
           }))
     return err;
+  if (spread)
+    if (Error err = catchTorch(
+            dir(),
+            formatv("{0}: spread(summed[1, {1}]) failed", computePath, h),
+            [&]() -> Error {
+              return checkOutput(dir(), computePath + ": spread",
+                                 (*spread)({torch::zeros({1, h})}), {1});
+            }))
+      return err;
 
   if (!meta.info.devices)
     return Error::success();
@@ -432,6 +449,14 @@ std::string NeuralCostModel::description() const {
   os << ", " << info.dtype;
   if (meta.computeMape)
     os << formatv(", held-out compute MAPE {0:F1}%", *meta.computeMape * 100);
+  if (meta.correctionBound)
+    os << formatv("; physics prior corrected within {0}x",
+                  format("%g", *meta.correctionBound));
+  if (estimatesUncertainty())
+    os << formatv("; {0}ensemble, priced at mean + {1} sd",
+                  meta.ensemble ? formatv("{0}-member ", *meta.ensemble).str()
+                                : std::string(),
+                  format("%g", impl->riskMargin));
   if (info.devices)
     os << "; comm: neural, " << *info.devices << " devices)";
   else
@@ -445,6 +470,14 @@ std::optional<unsigned> NeuralCostModel::requiredDevices() const {
 
 std::vector<std::string> NeuralCostModel::warnings() const {
   return impl->warnings;
+}
+
+bool NeuralCostModel::estimatesUncertainty() const {
+  return impl->spread && impl->meta.ensemble.value_or(2) > 1;
+}
+
+void NeuralCostModel::setRiskMargin(double sigmas) {
+  impl->riskMargin = estimatesUncertainty() ? sigmas : 0.0;
 }
 
 /// "family 26, model 2, avx avx2 avx512f" (what is known of it).
@@ -542,11 +575,18 @@ void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
           rangeText("pooling factor", meta.poolingRange)})
       if (!range.empty())
         ranges.push_back(range);
+    bool one = outside == 1;
+    std::string fate =
+        meta.correctionBound
+            ? formatv("fall{0} back towards the model's physics prior",
+                      one ? "s" : "")
+                  .str()
+            : formatv("{0} extrapolated", one ? "is" : "are").str();
     warnings.push_back(formatv(
         "{0} table{1} outside the ranges cost model '{2}' was trained on "
-        "({3}), so {4} compute cost{1} {5} extrapolated: {6}",
-        outside, outside == 1 ? "" : "s", name, join(ranges, ", "),
-        outside == 1 ? "its" : "their", outside == 1 ? "is" : "are", named));
+        "({3}), so {4} compute cost{1} {5}: {6}",
+        outside, one ? "" : "s", name, join(ranges, ", "),
+        one ? "its" : "their", fate, named));
   }
 
   if (machineWarning)
@@ -684,6 +724,17 @@ Error NeuralCostModel::Impl::runHead(MutableArrayRef<double> costsMs) {
       return err;
     if (Error err = copyCosts(dir(), "compute.pt: head", out, costsMs))
       return err;
+    if (riskMargin > 0.0 && spread) {
+      c10::IValue sd =
+          (*spread)({floatMatrix(summed.data(), numSets, encodingDim())});
+      if (Error err = checkOutput(dir(), "compute.pt: spread", sd, {numSets}))
+        return err;
+      spreads.resize(numSets);
+      if (Error err = copyCosts(dir(), "compute.pt: spread", sd, spreads))
+        return err;
+      for (auto [cost, deviation] : zip_equal(costsMs, spreads))
+        cost += riskMargin * deviation;
+    }
     for (double &cost : costsMs)
       cost *= batchFactor;
     return Error::success();

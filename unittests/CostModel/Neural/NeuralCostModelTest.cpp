@@ -145,7 +145,7 @@ json::Value queryJson() {
 
 /// Reference predictions of one bundle, flattened like the C++ outputs.
 struct Reference {
-  std::vector<double> compute, commBw, commFw;
+  std::vector<double> compute, spread, commBw, commFw;
 };
 
 Reference parseReference(const json::Object &object) {
@@ -164,6 +164,7 @@ Reference parseReference(const json::Object &object) {
     }
   };
   flatten(object.get("compute"), ref.compute);
+  flatten(object.get("spread"), ref.spread);
   flatten(object.get("comm_bw"), ref.commBw);
   flatten(object.get("comm_fw"), ref.commFw);
   return ref;
@@ -221,12 +222,13 @@ protected:
     json::Value reference = readJson(joinPath(workDir, "reference.json"));
     const json::Object *object = reference.getAsObject();
     if (!object || !object->getObject("comm4") ||
-        !object->getObject("nocomm")) {
+        !object->getObject("nocomm") || !object->getObject("ensemble3")) {
       setupError = "reference.json is malformed";
       return;
     }
     commReference = parseReference(*object->getObject("comm4"));
     noCommReference = parseReference(*object->getObject("nocomm"));
+    ensembleReference = parseReference(*object->getObject("ensemble3"));
   }
 
   static void TearDownTestSuite() {
@@ -242,6 +244,7 @@ protected:
 
   static std::string commBundle() { return joinPath(workDir, "comm4"); }
   static std::string noCommBundle() { return joinPath(workDir, "nocomm"); }
+  static std::string ensembleBundle() { return joinPath(workDir, "ensemble3"); }
 
   /// Loads `bundle` and prepares it for the fixture tables on `devices`.
   static std::unique_ptr<NeuralCostModel>
@@ -296,6 +299,7 @@ protected:
   static inline std::string setupError;
   static inline Reference commReference;
   static inline Reference noCommReference;
+  static inline Reference ensembleReference;
 };
 
 TEST_F(NeuralCostModelTest, MetadataAndDescription) {
@@ -307,12 +311,70 @@ TEST_F(NeuralCostModelTest, MetadataAndDescription) {
   EXPECT_FALSE(info.trained);
   EXPECT_EQ(info.batchSize, 65536);
   EXPECT_EQ(info.dtype, "f32");
-  EXPECT_EQ(info.encodingDim, 32u);
+  // The prior's 8 priced terms, the untrusted part, one member's 32 values.
+  EXPECT_EQ(info.encodingDim, 41u);
   EXPECT_EQ(info.path, commBundle());
   std::string description = model->description();
   EXPECT_NE(description.find("UNTRAINED"), std::string::npos) << description;
   EXPECT_NE(description.find("comm: neural, 4 devices"), std::string::npos)
       << description;
+}
+
+TEST_F(NeuralCostModelTest, RiskMarginAddsTheEnsembleSpread) {
+  std::unique_ptr<NeuralCostModel> model = loadPrepared(ensembleBundle());
+  ASSERT_TRUE(model);
+  EXPECT_TRUE(model->estimatesUncertainty());
+  std::vector<std::vector<ColumnSlice>> sets = fixtureSets();
+  ASSERT_EQ(ensembleReference.compute.size(), sets.size());
+  ASSERT_EQ(ensembleReference.spread.size(), sets.size());
+  for (double sigmas : {0.0, 2.0}) {
+    model->setRiskMargin(sigmas);
+    std::vector<double> compute(sets.size());
+    ASSERT_EQ(errorMessage(model->predictCompute(asRefs(sets), compute)), "");
+    for (size_t i = 0; i < sets.size(); ++i) {
+      EXPECT_GT(ensembleReference.spread[i], 0.0) << "set " << i;
+      expectClose(compute[i],
+                  ensembleReference.compute[i] +
+                      sigmas * ensembleReference.spread[i],
+                  "risk-priced cost of set " + std::to_string(i));
+    }
+  }
+  EXPECT_NE(model->description().find("3-member ensemble, priced at mean + "
+                                      "2 sd"),
+            std::string::npos)
+      << model->description();
+
+  // One member has no spread: the margin is ignored.
+  std::unique_ptr<NeuralCostModel> single = loadPrepared(commBundle());
+  ASSERT_TRUE(single);
+  EXPECT_FALSE(single->estimatesUncertainty());
+  single->setRiskMargin(3.0);
+  std::vector<double> compute(sets.size());
+  ASSERT_EQ(errorMessage(single->predictCompute(asRefs(sets), compute)), "");
+  for (size_t i = 0; i < sets.size(); ++i)
+    expectClose(compute[i], commReference.compute[i],
+                "single-member cost of set " + std::to_string(i));
+}
+
+TEST_F(NeuralCostModelTest, FactoryAppliesAndChecksTheRiskMargin) {
+  registerNeuralCostModelSupport();
+  CostModelOptions options;
+  options.riskMargin = -1.0;
+  Expected<std::unique_ptr<CostModel>> refused = createCostModel(
+      ensembleBundle(), Topology::uniform(kDevices, 16.0), options);
+  EXPECT_EQ(errorMessage(refused), "the risk margin must be between 0 and 10 "
+                                   "standard deviations, got -1");
+  options.riskMargin = NAN;
+  Expected<std::unique_ptr<CostModel>> notANumber = createCostModel(
+      ensembleBundle(), Topology::uniform(kDevices, 16.0), options);
+  EXPECT_EQ(errorMessage(notANumber), "the risk margin must be between 0 and "
+                                      "10 standard deviations, got nan");
+  Expected<std::unique_ptr<CostModel>> byDefault =
+      createCostModel(ensembleBundle(), Topology::uniform(kDevices, 16.0));
+  ASSERT_TRUE(bool(byDefault)) << toString(byDefault.takeError());
+  EXPECT_NE((*byDefault)->description().find("priced at mean + 1 sd"),
+            std::string::npos)
+      << (*byDefault)->description();
 }
 
 TEST_F(NeuralCostModelTest, MatchesPythonModules) {
@@ -608,6 +670,25 @@ TEST_F(NeuralCostModelTest, MalformedMetadataIsReported) {
   std::string dtype = variant("dtype", {"compute.pt"}, metaWith("dtype", "i8"));
   message = loadError(dtype);
   EXPECT_NE(message.find("unknown dtype 'i8'"), std::string::npos) << message;
+
+  std::string bound =
+      variant("bound", {"compute.pt"},
+              metaWith("compute_model", json::Object{{"correction_bound", 0.5},
+                                                     {"ensemble", 4}}));
+  message = loadError(bound);
+  EXPECT_NE(message.find("\"compute_model\": \"correction_bound\" must be a "
+                         "finite number above 1"),
+            std::string::npos)
+      << message;
+  std::string members =
+      variant("members", {"compute.pt"},
+              metaWith("compute_model", json::Object{{"correction_bound", 2.0},
+                                                     {"ensemble", 0}}));
+  message = loadError(members);
+  EXPECT_NE(message.find("\"compute_model\": \"ensemble\" must be an integer "
+                         "from 1 to 64"),
+            std::string::npos)
+      << message;
 }
 
 TEST_F(NeuralCostModelTest, CommModelsMustMatchMetadataDeviceCount) {
