@@ -8,7 +8,8 @@
 A *bundle* is a directory holding
   compute.pt  ComputeCostModel: forward(features[M,20], shard_ids[M],
               num_shards) -> [num_shards], encode(features[M,20]) -> [M,H],
-              head(summed[S,H]) -> [S]; costs in ms.
+              head(summed[S,H]) -> [S], spread(summed[S,H]) -> [S] (the
+              ensemble's standard deviation); costs in ms.
   comm_fw.pt  optional ForwardCommModel: forward(dimsums[S,N],
               stragglers[S,N]) -> [S,N] ms.
   comm_bw.pt  optional BackwardCommModel: forward(dimsums[S,N]) -> [S,N] ms.
@@ -98,8 +99,6 @@ DEFAULT_CACHE_BYTES = (1 << 20, 32 << 20)
 DEFAULT_CORRECTION_BOUND = 2.0
 # Members of the ensemble that estimates a prediction's uncertainty.
 DEFAULT_ENSEMBLE = 4
-# Column indices of rows, dim and pooling factor in FEATURE_ORDER.
-_RANGE_FEATURES = (0, 1, 2)
 
 
 def representative_hits() -> List[float]:
@@ -114,8 +113,8 @@ def nominal_coefficients() -> Tuple[List[float], float]:
     """Prior coefficients (ms per unit of each PRIOR_TERMS term, and ms per
     set) of a nominal CPU, not of a measured one: 20 GB/s for cached row
     reads and outputs, 10 GB/s for first touches past L2, 5 GB/s past L3,
-    100 ns per row from DRAM, 2 ns per lookup and 5 us per shard. The start of train.fit_prior and
-    the prior of an untrained bundle."""
+    100 ns per row from DRAM, 2 ns per lookup and 5 us per shard. The
+    start of train.fit_prior and the prior of an untrained bundle."""
     ms_per_byte = lambda gb_per_s: 1e3 / (gb_per_s * 2.0**30)
     return ([ms_per_byte(20.0), ms_per_byte(20.0), ms_per_byte(10.0),
              ms_per_byte(5.0), 1e-4, ms_per_byte(20.0), 2e-6, 5e-3], 2e-3)

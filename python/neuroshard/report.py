@@ -108,7 +108,7 @@ def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
 
 
 def remeasure(result: Dict, pool_path: str, data_path: str, count: int,
-              tool: Optional[str], log=None) -> Dict:
+              tool: Optional[str]) -> Dict:
     """Times the first `count` held-out sets again, with the dataset's own
     settings, and compares: the MAPE of the new measurement against the
     dataset's (the noise floor no model can beat) and the model's MAPE

@@ -390,3 +390,18 @@ def test_bootstrap_weights_are_seeded_and_differ_per_member():
     assert not torch.equal(a, train.bootstrap_weights(500, 4, 4))
     assert not torch.equal(a[:, 0], a[:, 1])
     assert float(a.mean()) == pytest.approx(1.0, abs=0.1)
+
+
+def test_report_times_held_out_sets_again(bundle, small_pool_path, dataset,
+                                          fake_tool, capsys):
+    assert report.main(["--bundle", bundle, "--pool", small_pool_path,
+                        "--data", dataset, "--remeasure", "20", "--tool",
+                        fake_tool]) == 0
+    # The fake tool times a set the same way twice: no noise.
+    assert "timed again: 20 held-out sets; the second timing is 0.00% off " \
+        "the first (MAPE)" in capsys.readouterr().out
+    assert report.main(["--bundle", bundle, "--pool", small_pool_path,
+                        "--data", dataset, "--remeasure", "5", "--tool",
+                        "/nonexistent/tool"]) == 1
+    assert "timing tool '/nonexistent/tool' is not an executable file" in \
+        capsys.readouterr().err
