@@ -136,11 +136,9 @@ def remeasure(result: Dict, pool_path: str, data_path: str, count: int,
         again = {s["id"]: s["cost_ms"] for s in collect.load_samples(results)}
     before = np.array([s["cost_ms"] for s in held])
     after = np.array([again[s["id"]] for s in held])
-    split = result["held-out"]
-    by_id = dict(zip([s["id"] for s in samples if tr.held_out(
-        s["id"], meta["seed"], meta["training"]["validation_fraction"])],
-        split["predicted"]))
-    predicted = np.array([by_id[s["id"]] for s in held])
+    # The held-out split keeps the dataset's order (build_sample_sets), so
+    # its first predictions are those of `held`.
+    predicted = result["held-out"]["predicted"][:len(held)]
     result["remeasured"] = {
         "sets": len(held),
         "repeat_mape": metrics.mape(after, before),
