@@ -1,4 +1,4 @@
-//===- ModuleFuzzer.cpp - Fuzz the IR parser, verifier and sharding pass --===//
+//===- ModuleFuzzer.cpp - Fuzz the IR parser, verifier and sharding -------===//
 //
 // Part of the NeuroShard project.
 //
@@ -6,10 +6,11 @@
 //
 // Parses arbitrary bytes as MLIR with the NeuroShard, func and tensor
 // dialects, verifies the result and runs `--neuroshard-shard` with the
-// analytical cost model on every module that verifies. Inputs are split on
-// `// -----` as `-split-input-file` does, so that the lit tests' files seed
-// one case per chunk. Diagnostics are expected and dropped: only crashes,
-// hangs and memory errors are findings.
+// analytical cost model on every module that verifies, or
+// `--neuroshard-materialize` on one whose tables already have shards. Inputs
+// are split on `// -----` as `-split-input-file` does, so that the lit
+// tests' files seed one case per chunk. Diagnostics are expected and dropped:
+// only crashes, hangs and memory errors are findings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +38,8 @@ using namespace mlir::neuroshard;
 
 // The analytical cost model needs no files; small search options keep one
 // input to milliseconds.
-static ShardTablesOptions shardOptions() {
-  ShardTablesOptions options;
+static ShardOptions shardOptions() {
+  ShardOptions options;
   options.costModel = "analytical";
   options.beamWidth = 2;
   options.candidates = 2;
@@ -57,7 +58,13 @@ static void parseVerifyAndShard(std::unique_ptr<llvm::MemoryBuffer> chunk,
     return;
 
   PassManager pm(&context);
-  pm.addPass(createShardTables(shardOptions()));
+  bool annotated = llvm::any_of(module->getOps<TableOp>(), [](TableOp table) {
+    return table.getShardsAttr() != nullptr;
+  });
+  if (annotated)
+    pm.addPass(createMaterialize());
+  else
+    pm.addPass(createShard(shardOptions()));
   (void)pm.run(*module);
 }
 

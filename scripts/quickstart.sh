@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 echo
-echo "== neuroshard-opt examples/dlrm.mlir --neuroshard-shard"
-build/bin/neuroshard-opt examples/dlrm.mlir \
-  --neuroshard-shard="plan-table=- plan-out=build/dlrm.plan.json" \
-  -o build/dlrm.sharded.mlir
+echo "== neuroshard-opt examples/dlrm.mlir: plan, export, materialize"
+build/bin/neuroshard-opt examples/dlrm.mlir --neuroshard-plan \
+  --neuroshard-export-plan="format=table" \
+  --neuroshard-export-plan="format=json output=build/dlrm.plan.json" \
+  --neuroshard-materialize -o build/dlrm.sharded.mlir
 echo "sharded IR: build/dlrm.sharded.mlir, plan JSON: build/dlrm.plan.json"
 echo
 echo "== neuroshard-run: the sharded module against the original"

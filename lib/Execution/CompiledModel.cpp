@@ -188,7 +188,7 @@ CompiledModel::backwardEntry(ModelData &data,
         "@" + info.entry +
         " has no backward function; build the "
         "rank's program with "
-        "--neuroshard-spmd=\"rank=R backward=true\"");
+        "--neuroshard-spmd=\"rank=R\" --neuroshard-spmd-backward");
   if (resultGradients.size() != info.resultShapes.size())
     return llvm::createStringError(
         "got " + llvm::Twine(resultGradients.size()) + " gradients for the " +

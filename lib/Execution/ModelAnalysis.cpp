@@ -7,7 +7,7 @@
 #include "neuroshard/Execution/ModelAnalysis.h"
 #include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
-#include "neuroshard/Transforms/RankProgram.h"
+#include "neuroshard/Transforms/SPMD.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"

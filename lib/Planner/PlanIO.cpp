@@ -8,6 +8,7 @@
 #include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -16,6 +17,9 @@
 using namespace llvm;
 
 namespace neuroshard {
+
+/// The "format" of writeTorchRecPlan's files.
+static constexpr StringLiteral kTorchRecFormat = "neuroshard-torchrec-1";
 
 Expected<std::vector<double>> parseMemoryGBList(StringRef list) {
   SmallVector<StringRef> fields;
@@ -296,6 +300,318 @@ Expected<PlanningTask> readTaskFile(StringRef path) {
 }
 
 //===----------------------------------------------------------------------===//
+// Plan input
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reads the shards of a plan file into a PlanFile, resolving table names.
+class PlanReader {
+public:
+  explicit PlanReader(ArrayRef<TableSpec> tables) : tables(tables) {
+    for (auto [index, table] : enumerate(tables))
+      tableIndex.try_emplace(table.name, index);
+  }
+
+  int64_t rows(unsigned table) const { return tables[table].rows; }
+
+  Error readDeviceCount(const FieldReader &fields, StringRef key,
+                        PlanFile &plan) const {
+    const json::Value *field;
+    if (Error err = fields.require(key, field))
+      return err;
+    int64_t devices = 0;
+    if (Error err = fields.readInteger(key, *field, devices))
+      return err;
+    if (RuleViolation v = checkDeviceCount(devices))
+      return fields.fail(formatv("'{0}': {1}", key, *v));
+    plan.devices = static_cast<unsigned>(devices);
+    return Error::success();
+  }
+
+  /// The index of the table called `name`, or an error naming it.
+  Expected<unsigned> table(const FieldReader &fields, StringRef name) const {
+    auto it = tableIndex.find(name);
+    if (it == tableIndex.end())
+      return fields.fail(formatv("names table '{0}', which the task does not "
+                                 "have",
+                                 name));
+    return it->second;
+  }
+
+  /// A device number of a shard: an integer in [0, devices).
+  Error readDevice(const FieldReader &fields, StringRef key,
+                   const json::Value &value, const PlanFile &plan,
+                   unsigned &device) const {
+    int64_t number;
+    if (Error err = fields.readInteger(key, value, number))
+      return err;
+    return checkDevice(fields, key, number, plan, device);
+  }
+
+  Error checkDevice(const FieldReader &fields, StringRef key, int64_t number,
+                    const PlanFile &plan, unsigned &device) const {
+    if (number < 0 || number >= static_cast<int64_t>(plan.devices))
+      return fields.fail(formatv("'{0}' is {1} but the plan has {2} devices",
+                                 key, number, plan.devices));
+    device = static_cast<unsigned>(number);
+    return Error::success();
+  }
+
+private:
+  ArrayRef<TableSpec> tables;
+  StringMap<unsigned> tableIndex;
+};
+} // namespace
+
+/// The plan JSON of writePlanJSON.
+static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
+                                              const PlanReader &reader) {
+  FieldReader fields(object, "plan");
+  if (Error err = fields.checkKnown(
+          {"algorithm", "cost_model", "warnings", "devices", "optimizer",
+           "reserved_fraction", "cost_ms", "per_device", "shards", "search"}))
+    return std::move(err);
+  PlanFile plan;
+  if (Error err = reader.readDeviceCount(fields, "devices", plan))
+    return std::move(err);
+  if (const json::Value *algorithm = fields.find("algorithm")) {
+    std::optional<StringRef> name = algorithm->getAsString();
+    if (!name)
+      return fields.fail(
+          formatv("'algorithm' must be a string, got {0}", *algorithm));
+    plan.algorithm = parseAlgorithm(*name);
+    if (!plan.algorithm && *name != "given")
+      return fields.fail(formatv("'algorithm' is '{0}', which is not one of "
+                                 "{1}, given",
+                                 *name, algorithmNameList()));
+  }
+  const json::Value *field;
+  if (Error err = fields.require("shards", field))
+    return std::move(err);
+  const json::Array *shards = field->getAsArray();
+  if (!shards)
+    return fields.fail(
+        formatv("'shards' must be an array of objects, got {0}", *field));
+  for (auto [index, entry] : enumerate(*shards)) {
+    std::string where = formatv("plan: shards[{0}]", index).str();
+    const json::Object *object = entry.getAsObject();
+    if (!object)
+      return createStringError(inconvertibleErrorCode(),
+                               where + ": expected an object");
+    FieldReader shardFields(*object, where);
+    if (Error err =
+            shardFields.checkKnown({"table", "col_begin", "col_end", "device"}))
+      return std::move(err);
+    Shard shard;
+    if (Error err = shardFields.require("table", field))
+      return std::move(err);
+    std::optional<StringRef> name = field->getAsString();
+    if (!name)
+      return shardFields.fail(
+          formatv("'table' must be a string, got {0}", *field));
+    Expected<unsigned> table = reader.table(shardFields, *name);
+    if (!table)
+      return table.takeError();
+    shard.table = *table;
+    for (auto [key, out] :
+         {std::pair<StringRef, int64_t *>{"col_begin", &shard.colBegin},
+          {"col_end", &shard.colEnd}}) {
+      if (Error err = shardFields.require(key, field))
+        return std::move(err);
+      if (Error err = shardFields.readInteger(key, *field, *out))
+        return std::move(err);
+    }
+    if (Error err = shardFields.require("device", field))
+      return std::move(err);
+    if (Error err = reader.readDevice(shardFields, "device", *field, plan,
+                                      shard.device))
+      return std::move(err);
+    plan.plan.shards.push_back(shard);
+  }
+  return std::move(plan);
+}
+
+/// The TorchRec format of writeTorchRecPlan.
+static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
+                                            const PlanReader &reader) {
+  FieldReader fields(object, "TorchRec plan");
+  if (Error err = fields.checkKnown(
+          {"format", "world_size", "compute_device", "tables"}))
+    return std::move(err);
+  PlanFile plan;
+  if (Error err = reader.readDeviceCount(fields, "world_size", plan))
+    return std::move(err);
+  const json::Value *field;
+  if (Error err = fields.require("tables", field))
+    return std::move(err);
+  const json::Object *tables = field->getAsObject();
+  if (!tables)
+    return fields.fail(formatv("'tables' must be an object keyed by table "
+                               "name, got {0}",
+                               *field));
+  // The object's order is not the file's; sort by name for stable errors.
+  std::vector<StringRef> names;
+  for (const auto &entry : *tables)
+    names.push_back(entry.first);
+  llvm::sort(names);
+  for (StringRef name : names) {
+    std::string where = formatv("TorchRec plan: table '{0}'", name).str();
+    const json::Object *entry = tables->getObject(name);
+    if (!entry)
+      return createStringError(inconvertibleErrorCode(),
+                               where + ": expected an object");
+    FieldReader tableFields(*entry, where);
+    if (Error err = tableFields.checkKnown(
+            {"sharding_type", "compute_kernel", "ranks", "shards"}))
+      return std::move(err);
+    Expected<unsigned> table = reader.table(tableFields, name);
+    if (!table)
+      return table.takeError();
+    if (Error err = tableFields.require("sharding_type", field))
+      return std::move(err);
+    std::optional<StringRef> type = field->getAsString();
+    if (!type || (*type != "table_wise" && *type != "column_wise"))
+      return tableFields.fail(
+          formatv("'sharding_type' is {0}; NeuroShard places a table whole "
+                  "(table_wise) or by column ranges (column_wise)",
+                  *field));
+    if (Error err = tableFields.require("shards", field))
+      return std::move(err);
+    const json::Array *shards = field->getAsArray();
+    if (!shards || shards->empty())
+      return tableFields.fail(formatv(
+          "'shards' must be a non-empty array of objects, got {0}", *field));
+    const json::Array *ranks = nullptr;
+    if (const json::Value *list = tableFields.find("ranks")) {
+      ranks = list->getAsArray();
+      if (!ranks || ranks->size() != shards->size())
+        return tableFields.fail(formatv("'ranks' must list one rank per "
+                                        "shard ({0}), got {1}",
+                                        shards->size(), *list));
+    }
+    for (auto [index, value] : enumerate(*shards)) {
+      std::string at = formatv("{0}: shards[{1}]", where, index).str();
+      const json::Object *object = value.getAsObject();
+      if (!object)
+        return createStringError(inconvertibleErrorCode(),
+                                 at + ": expected an object");
+      FieldReader shardFields(*object, at);
+      if (Error err = shardFields.checkKnown(
+              {"shard_offsets", "shard_sizes", "placement"}))
+        return std::move(err);
+      // [row, column] pairs; rows must be the whole table.
+      static constexpr StringLiteral kPairKeys[] = {"shard_offsets",
+                                                    "shard_sizes"};
+      int64_t pairs[2][2];
+      for (auto [k, key] : enumerate(kPairKeys)) {
+        if (Error err = shardFields.require(key, field))
+          return std::move(err);
+        const json::Array *pair = field->getAsArray();
+        std::optional<int64_t> row, column;
+        if (pair && pair->size() == 2) {
+          row = getInteger((*pair)[0]);
+          column = getInteger((*pair)[1]);
+        }
+        if (!row || !column)
+          return shardFields.fail(formatv("'{0}' must be [row, column] "
+                                          "integers, got {1}",
+                                          key, *field));
+        pairs[k][0] = *row;
+        pairs[k][1] = *column;
+      }
+      int64_t rows = reader.rows(*table);
+      if (pairs[0][0] != 0 || pairs[1][0] != rows)
+        return shardFields.fail(formatv(
+            "covers rows [{0}, {1}) of the table's {2}; NeuroShard's shards "
+            "hold every row of their columns",
+            pairs[0][0], pairs[0][0] + pairs[1][0], rows));
+      Shard shard;
+      shard.table = *table;
+      shard.colBegin = pairs[0][1];
+      shard.colEnd = pairs[0][1] + pairs[1][1];
+      if (Error err = shardFields.require("placement", field))
+        return std::move(err);
+      // "rank:R/cuda:R": the rank is the device.
+      std::optional<StringRef> placement = field->getAsString();
+      int64_t rank = -1;
+      if (!placement || !placement->starts_with("rank:") ||
+          placement->drop_front(5).split('/').first.getAsInteger(10, rank))
+        return shardFields.fail(formatv("'placement' must be "
+                                        "\"rank:R/<device>\", got {0}",
+                                        *field));
+      if (Error err = reader.checkDevice(shardFields, "placement", rank, plan,
+                                         shard.device))
+        return std::move(err);
+      if (ranks && getInteger((*ranks)[index]) != std::optional<int64_t>(rank))
+        return shardFields.fail(formatv("is placed on rank {0} but 'ranks' "
+                                        "lists {1} for it",
+                                        rank, (*ranks)[index]));
+      plan.plan.shards.push_back(shard);
+    }
+  }
+  return std::move(plan);
+}
+
+Expected<PlanFile> parsePlanJSON(StringRef text, ArrayRef<TableSpec> tables) {
+  Expected<json::Value> document = parseJSON(text);
+  if (!document)
+    return createStringError(inconvertibleErrorCode(),
+                             "plan: invalid JSON: " +
+                                 toString(document.takeError()));
+  const json::Object *object = document->getAsObject();
+  if (!object)
+    return createStringError(inconvertibleErrorCode(),
+                             "plan: expected a JSON object at the top level");
+  PlanReader reader(tables);
+  Expected<PlanFile> plan = [&]() -> Expected<PlanFile> {
+    if (const json::Value *format = object->get("format")) {
+      if (format->getAsString() != std::optional<StringRef>(kTorchRecFormat))
+        return createStringError(
+            inconvertibleErrorCode(),
+            formatv("plan: 'format' is {0}; the plan formats are NeuroShard's "
+                    "plan JSON (no 'format') and \"{1}\"",
+                    *format, kTorchRecFormat));
+      return parseTorchRecPlan(*object, reader);
+    }
+    return parseNeuroShardPlan(*object, reader);
+  }();
+  if (!plan)
+    return plan.takeError();
+  llvm::sort(plan->plan.shards, [](const Shard &a, const Shard &b) {
+    return a.slice() < b.slice();
+  });
+  return plan;
+}
+
+Expected<PlanFile> readPlanFile(StringRef path, ArrayRef<TableSpec> tables) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (std::error_code ec = buffer.getError())
+    return createStringError(ec, "cannot read plan '%s': %s",
+                             path.str().c_str(), ec.message().c_str());
+  Expected<PlanFile> plan = parsePlanJSON((*buffer)->getBuffer(), tables);
+  if (!plan)
+    return createStringError(inconvertibleErrorCode(),
+                             path + ": " + toString(plan.takeError()));
+  plan->source = path.str();
+  return plan;
+}
+
+Error validatePlanFile(ArrayRef<TableSpec> tables, const Topology &topology,
+                       const PlanFile &plan) {
+  StringRef source = plan.source.empty() ? "plan" : StringRef(plan.source);
+  if (plan.devices != topology.numDevices())
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0}: the plan is for {1} devices but the topology has {2}",
+                source, plan.devices, topology.numDevices()));
+  if (Error err = validatePlan(tables, topology, plan.plan))
+    return createStringError(inconvertibleErrorCode(),
+                             source + ": " + toString(std::move(err)));
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Plan output
 //===----------------------------------------------------------------------===//
 
@@ -321,7 +637,7 @@ void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
     });
   json::OStream json(os, /*IndentSize=*/2);
   json.object([&] {
-    json.attribute("format", "neuroshard-torchrec-1");
+    json.attribute("format", kTorchRecFormat);
     json.attribute("world_size", topology.numDevices());
     json.attribute("compute_device", "cuda");
     json.attributeObject("tables", [&] {
@@ -367,7 +683,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
       deviceWeightBytes(tables, topology, result.plan);
   json::OStream json(os, /*IndentSize=*/2);
   json.object([&] {
-    json.attribute("algorithm", algorithmName(result.algorithm));
+    json.attribute("algorithm", planOriginName(result));
     json.attribute("cost_model", result.costModelName);
     json.attributeArray("warnings", [&] {
       for (const std::string &warning : result.warnings)
@@ -431,8 +747,7 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
   std::vector<uint64_t> memory =
       deviceMemoryBytes(tables, topology, result.plan);
   os << formatv("NeuroShard plan: {0} on {1} devices, cost {2} ms\n",
-                algorithmName(result.algorithm), n,
-                format("%.4f", result.cost.maxMs));
+                planOriginName(result), n, format("%.4f", result.cost.maxMs));
   os << "cost model: " << result.costModelDescription << "\n";
   if (topology.optimizer != Optimizer::SGD || topology.reservedFraction > 0)
     os << formatv("memory: weights and {0} state; {1}% of each device "
@@ -495,6 +810,11 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
     }
   }
   const SearchStats &stats = result.stats;
+  if (!result.searched) {
+    os << formatv("\n* slowest device. priced in {0} ms\n",
+                  format("%.1f", stats.timeMs));
+    return;
+  }
   os << formatv("\n* slowest device. search: {0} ms, {1} cost queries ({2} "
                 "cache hits), {3} model calls, {4} states explored, {5} "
                 "greedy runs\n",

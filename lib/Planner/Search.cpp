@@ -6,10 +6,12 @@
 
 #include "neuroshard/Planner/Search.h"
 #include "Placement.h"
+#include "neuroshard/Planner/PlanIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cmath>
@@ -100,8 +102,43 @@ Error validateSearchOptions(const SearchOptions &options) {
   return Error::success();
 }
 
+Expected<SearchOptions> makeSearchOptions(StringRef algorithm,
+                                          const SearchOptions &values,
+                                          bool progress) {
+  SearchOptions options = values;
+  std::optional<Algorithm> parsed = parseAlgorithm(algorithm);
+  if (!parsed)
+    return createStringError(inconvertibleErrorCode(),
+                             formatv("algorithm: unknown algorithm '{0}' "
+                                     "(expected one of: {1})",
+                                     algorithm, algorithmNameList()));
+  options.algorithm = *parsed;
+  options.progress = nullptr;
+  if (progress)
+    options.progress = [](const SearchProgress &step) {
+      errs() << formatProgress(step) << "\n";
+    };
+  if (Error err = validateSearchOptions(options))
+    return std::move(err);
+  return options;
+}
+
 static Error infeasible(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// Finite inputs can still price a plan at inf or nan (an overflow in a
+/// cost model); such a plan would print as a cost of 0.
+static Error checkFiniteCost(const PlanCost &plan) {
+  for (auto [d, cost] : enumerate(plan.devices))
+    if (!std::isfinite(cost.totalMs()) || !std::isfinite(plan.maxMs))
+      return infeasible(formatv(
+          "the cost model priced device {0} at {1} ms (compute {2}, bw comm "
+          "{3}, fw comm {4}); check the tables' pooling factors, the batch "
+          "size and the bandwidths",
+          d, format("%g", cost.totalMs()), format("%g", cost.computeMs),
+          format("%g", cost.bwCommMs), format("%g", cost.fwCommMs)));
+  return Error::success();
 }
 
 /// The slices a search starts from, after rejecting problems no plan can
@@ -217,16 +254,8 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
   }();
   if (!result)
     return result.takeError();
-  // Finite inputs can still price a plan at inf or nan (an overflow in a
-  // cost model); such a plan would print as a cost of 0.
-  for (auto [d, cost] : enumerate(result->cost.devices))
-    if (!std::isfinite(cost.totalMs()) || !std::isfinite(result->cost.maxMs))
-      return infeasible(formatv(
-          "the cost model priced device {0} at {1} ms (compute {2}, bw comm "
-          "{3}, fw comm {4}); check the tables' pooling factors, the batch "
-          "size and the bandwidths",
-          d, format("%g", cost.totalMs()), format("%g", cost.computeMs),
-          format("%g", cost.bwCommMs), format("%g", cost.fwCommMs)));
+  if (Error err = checkFiniteCost(result->cost))
+    return std::move(err);
   result->algorithm = options.algorithm;
   result->costModelName = model.name().str();
   result->costModelDescription = model.description();
@@ -236,6 +265,41 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                      .count();
   result->stats = stats;
   return result;
+}
+
+Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
+                               const Topology &topology, const PlanFile &given,
+                               CostModel &model) {
+  auto start = std::chrono::steady_clock::now();
+  if (Error err = validateProblem(tables, topology))
+    return std::move(err);
+  if (Error err = validatePlanFile(tables, topology, given))
+    return std::move(err);
+  const ShardingPlan &plan = given.plan;
+  Expected<PlanCost> cost = evaluatePlan(tables, topology, plan, model);
+  if (!cost)
+    return cost.takeError();
+  if (Error err = checkFiniteCost(*cost))
+    return std::move(err);
+  PlanResult result;
+  result.algorithm = given.algorithm;
+  result.costModelName = model.name().str();
+  result.costModelDescription = model.description();
+  result.warnings = model.warnings();
+  result.plan = plan;
+  llvm::sort(result.plan.shards, [](const Shard &a, const Shard &b) {
+    return a.slice() < b.slice();
+  });
+  result.cost = std::move(*cost);
+  result.searched = false;
+  result.stats.timeMs = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+  return std::move(result);
+}
+
+StringRef planOriginName(const PlanResult &result) {
+  return result.algorithm ? algorithmName(*result.algorithm) : "given";
 }
 
 std::string formatProgress(const SearchProgress &progress) {

@@ -69,7 +69,7 @@ module {
 // -----
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
-  // expected-error @+1 {{table 'a' is already sharded; --neuroshard-shard plans unsharded modules only}}
+  // expected-error @+1 {{table 'a' already has shards; --neuroshard-plan plans modules whose tables have none}}
   neuroshard.table @a : rows 30, dim 8, f32 shards [#neuroshard.shard<cols = 0 to 8, device = 0>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
 }
 

@@ -1,6 +1,6 @@
 // Errors in the pass options name the option and the value.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=best" 2>&1 | FileCheck %s --check-prefix=ALGO
-// ALGO: error: unknown algorithm 'best'; expected one of neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy
+// ALGO: error: algorithm: unknown algorithm 'best' (expected one of: neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy)
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical memory-gb=8,x" 2>&1 | FileCheck %s --check-prefix=MEM
 // MEM: error: memory-gb entry 'x' is not a number of GB
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=3 memory-gb=8,8" 2>&1 | FileCheck %s --check-prefix=COUNT
@@ -9,17 +9,24 @@
 // MANY: error: the device count must be between 1 and 65536, got 65537
 // The table is pinned to device 1 of the module's 2; one device has none.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=1" 2>&1 | FileCheck %s --check-prefix=PINNED
-// PINNED: :[[@LINE+13]]:3: error: 'neuroshard.table' op table 'a': 'pinned_device' is 1 but there is only 1 device
+// PINNED: :[[@LINE+20]]:3: error: 'neuroshard.table' op table 'a': 'pinned_device' is 1 but there is only 1 device
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=%t.does-not-exist" 2>&1 | FileCheck %s --check-prefix=MODEL
 // MODEL: error: cost model '{{.*}}does-not-exist'
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical beam-width=0" 2>&1 | FileCheck %s --check-prefix=BEAM
 // BEAM: error: {{.*}}beam
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical plan-out=%t.missing-dir/plan.json" 2>&1 | FileCheck %s --check-prefix=OUT
-// OUT: error: plan-out: cannot write '{{.*}}plan.json': {{.+}}
+// OUT: error: --neuroshard-export-plan: cannot write '{{.*}}plan.json': {{.+}}
 // A write that fails only when flushed (a full disk) is the same error, not
 // an abort.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical plan-table=/dev/full" 2>&1 | FileCheck %s --check-prefix=FULL
-// FULL: error: plan-table: cannot write '/dev/full': No space left on device
+// FULL: error: --neuroshard-export-plan: cannot write '/dev/full': No space left on device
+// The grid search's thresholds are options of the pass too.
+// RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical threshold-min=0" 2>&1 | FileCheck %s --check-prefix=TMIN
+// TMIN: error: threshold-min must be a positive number up to 1000, got 0
+// RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical threshold-min=1.2 threshold-max=1.1" 2>&1 | FileCheck %s --check-prefix=TMAX
+// TMAX: error: threshold-max must be at least threshold-min (1.2) and at most 1000, got 1.1
+// RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical algorithm=table-greedy-grid grid-steps=3 threshold-min=1.0 threshold-max=1.0" | FileCheck %s --check-prefix=GRID
+// GRID: greedy_runs = 3 : i64
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
   neuroshard.table @a : rows 30, dim 8, f32 {pinned_device = 1 : i64, pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}

@@ -1,4 +1,4 @@
-// RUN: neuroshard-opt %s --split-input-file --verify-diagnostics --neuroshard-spmd="rank=1 backward=true"
+// RUN: neuroshard-opt %s --split-input-file --verify-diagnostics --neuroshard-spmd="rank=1" --neuroshard-spmd-backward
 
 // A column returned twice would need its two gradients summed.
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {

@@ -1,16 +1,22 @@
+// RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=0" --neuroshard-spmd-backward | FileCheck %s --check-prefix=RANK0
+// RUN: neuroshard-opt %s --split-input-file --neuroshard-spmd="rank=1" --neuroshard-spmd-backward | FileCheck %s
+// `backward=true` of --neuroshard-spmd is an alias of the second pass.
 // RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=0 backward=true" | FileCheck %s --check-prefix=RANK0
-// RUN: neuroshard-opt %s --split-input-file --neuroshard-spmd="rank=1 backward=true" | FileCheck %s
 // The backward functions round-trip and lower: the reverse exchange calls
 // the runtime and the update calls the backward kernel.
-// RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=0 backward=true" \
+// RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=0" --neuroshard-spmd-backward \
 // RUN:   | neuroshard-opt | neuroshard-opt --neuroshard-lower-lookups-cpu | FileCheck %s --check-prefix=LOWER
-// RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=1 backward=true" \
+// RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=1" --neuroshard-spmd-backward \
 // RUN:   | neuroshard-opt --neuroshard-to-cpu -o /dev/null
 // The update has no result but writes the tables: cleanups keep it.
-// RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=0 backward=true" \
+// RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd="rank=0" --neuroshard-spmd-backward \
 // RUN:   | neuroshard-opt --canonicalize --cse | FileCheck %s --check-prefix=KEEP
-// Without the option there is no backward function.
+// Without the pass there is no backward function.
 // RUN: neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd=rank=0 | FileCheck %s --check-prefix=NONE
+// The pass needs a rank's program.
+// RUN: not neuroshard-opt %S/../neuroshard-run/Inputs/mixed-sharded.mlir --neuroshard-spmd-backward 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOTRANK
+// NOTRANK: error: is not one rank's program; build it with --neuroshard-spmd="rank=R" first
 
 // Rank 0's results are made of exchanged columns [0,16) [48,80) [16,32),
 // [80,112) and [32,48): each gradient goes back to its columns, which cover

@@ -132,15 +132,26 @@ static cl::opt<bool>
              cl::desc("Print a line to stderr after each step of the search "
                       "(level, states priced, best cost, time)"),
              cl::cat(category));
+static cl::opt<std::string> pricePath(
+    "price",
+    cl::desc("Price this plan (plan JSON, or --format torchrec output) with "
+             "the cost model and topology instead of searching; it is "
+             "checked and printed as a plan the search made"),
+    cl::value_desc("plan.json"), cl::cat(category));
 static cl::opt<std::string>
     outputPath("output", cl::desc("Output file (default: stdout)"),
                cl::value_desc("file"), cl::init("-"), cl::cat(category));
+static cl::alias outputAlias("o", cl::desc("Alias for --output"),
+                             cl::aliasopt(outputPath), cl::cat(category));
 
 static Error optionError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
 
-static Expected<Topology> buildTopology(const PlanningTask &task) {
+/// The topology the options describe; `planDevices`, the device count of a
+/// plan to price, stands in for --devices when that is not given.
+static Expected<Topology> buildTopology(const PlanningTask &task,
+                                        std::optional<unsigned> planDevices) {
   if (StringRef(memoryGB).trim().empty())
     return optionError("--memory-gb: expected a number or a comma list");
   Expected<std::vector<double>> parsed = parseMemoryGBList(memoryGB);
@@ -151,6 +162,8 @@ static Expected<Topology> buildTopology(const PlanningTask &task) {
   if (devices.getNumOccurrences())
     if (RuleViolation v = checkDeviceCount(n))
       return optionError("--devices: " + *v);
+  if (n == 0 && planDevices && capacities.size() == 1)
+    n = *planDevices;
   if (n == 0) {
     if (capacities.size() == 1)
       return optionError("--devices is required unless --memory-gb lists one "
@@ -183,26 +196,18 @@ static Expected<Topology> buildTopology(const PlanningTask &task) {
 }
 
 static Expected<SearchOptions> buildSearchOptions() {
-  SearchOptions options;
-  std::optional<Algorithm> parsed = parseAlgorithm(algorithm);
-  if (!parsed)
-    return optionError(formatv("--algorithm: unknown algorithm '{0}' "
-                               "(expected one of: {1})",
-                               algorithm, algorithmNameList()));
-  options.algorithm = *parsed;
-  options.beamWidth = beamWidth;
-  options.candidates = candidates;
-  options.maxSteps = maxSteps;
-  options.gridSteps = gridSteps;
-  options.thresholdMin = thresholdMin;
-  options.thresholdMax = thresholdMax;
-  options.seed = seed;
-  if (progress)
-    options.progress = [](const SearchProgress &step) {
-      errs() << formatProgress(step) << "\n";
-    };
-  if (Error err = validateSearchOptions(options))
-    return optionError("--" + toString(std::move(err)));
+  SearchOptions values;
+  values.beamWidth = beamWidth;
+  values.candidates = candidates;
+  values.maxSteps = maxSteps;
+  values.gridSteps = gridSteps;
+  values.thresholdMin = thresholdMin;
+  values.thresholdMax = thresholdMax;
+  values.seed = seed;
+  Expected<SearchOptions> options =
+      makeSearchOptions(algorithm, values, progress);
+  if (!options)
+    return optionError("--" + toString(options.takeError()));
   return options;
 }
 
@@ -210,7 +215,15 @@ static Error run() {
   Expected<PlanningTask> task = readTaskFile(inputPath);
   if (!task)
     return task.takeError();
-  Expected<Topology> topology = buildTopology(*task);
+  std::optional<PlanFile> given;
+  if (!pricePath.empty()) {
+    Expected<PlanFile> plan = readPlanFile(pricePath, task->tables);
+    if (!plan)
+      return plan.takeError();
+    given = std::move(*plan);
+  }
+  Expected<Topology> topology = buildTopology(
+      *task, given ? std::optional(given->devices) : std::nullopt);
   if (!topology)
     return topology.takeError();
   Expected<SearchOptions> options = buildSearchOptions();
@@ -225,7 +238,8 @@ static Error run() {
   if (!model)
     return model.takeError();
   Expected<PlanResult> result =
-      planSharding(task->tables, *topology, *options, **model);
+      given ? pricePlan(task->tables, *topology, *given, **model)
+            : planSharding(task->tables, *topology, *options, **model);
   if (!result)
     return result.takeError();
   for (const std::string &warning : result->warnings)

@@ -254,10 +254,11 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   program.module = sharded->clone();
   {
     PassManager pm(&context);
-    mlir::neuroshard::RankProgramOptions rankOptions;
+    mlir::neuroshard::SPMDOptions rankOptions;
     rankOptions.rank = worldRank;
-    rankOptions.backward = options.backward;
-    pm.addPass(mlir::neuroshard::createRankProgram(rankOptions));
+    pm.addPass(mlir::neuroshard::createSPMD(rankOptions));
+    if (options.backward)
+      pm.addPass(mlir::neuroshard::createSPMDBackward());
     if (failed(pm.run(*program.module)))
       failRank(path + ": cannot build the program of rank " + Twine(worldRank));
   }

@@ -232,6 +232,121 @@ TEST_F(PlanOutputTest, PrintsOneRowPerDevice) {
   EXPECT_NE(text.find(" / 1.00"), std::string::npos) << text;
 }
 
+std::string writeJSON(const std::vector<TableSpec> &tables,
+                      const Topology &topology, const PlanResult &result,
+                      bool torchrec) {
+  std::string text;
+  raw_string_ostream os(text);
+  if (torchrec)
+    writeTorchRecPlan(os, tables, topology, result);
+  else
+    writePlanJSON(os, tables, topology, result);
+  return text;
+}
+
+// Both formats the planner writes read back as the plan they describe.
+TEST_F(PlanOutputTest, ReadsBackThePlansItWrites) {
+  result.plan.shards = {
+      {0, 0, 32, 0}, {0, 32, 64, 1}, {1, 0, 8, 1}, {2, 0, 4, 0}};
+  for (bool torchrec : {false, true}) {
+    Expected<PlanFile> plan =
+        parsePlanJSON(writeJSON(tables, topology, result, torchrec), tables);
+    ASSERT_EQ(errorMessage(plan), "") << torchrec;
+    EXPECT_EQ(plan->devices, 2u);
+    EXPECT_EQ(plan->plan.shards, result.plan.shards) << torchrec;
+    EXPECT_EQ(plan->algorithm, torchrec
+                                   ? std::nullopt
+                                   : std::optional(Algorithm::TableGreedyGrid));
+  }
+}
+
+std::string planFileError(StringRef text, ArrayRef<TableSpec> tables) {
+  Expected<PlanFile> plan = parsePlanJSON(text, tables);
+  return errorMessage(plan);
+}
+
+TEST_F(PlanOutputTest, NamesWhatIsWrongWithAPlanFile) {
+  EXPECT_EQ(planFileError(R"({"shards": []})", tables),
+            "plan: missing field 'devices'");
+  EXPECT_EQ(planFileError(R"({"devices": 0, "shards": []})", tables),
+            "plan: 'devices': the device count must be between 1 and 65536, "
+            "got 0");
+  EXPECT_EQ(planFileError(R"({"devices": 2, "shards": [], "plan": 1})", tables)
+                .substr(0, 33),
+            "plan: unknown field 'plan' (expec");
+  EXPECT_EQ(planFileError(R"({"devices": 2, "shards": [{"table": "user",
+      "col_begin": 0, "col_end": 64, "device": 2}]})",
+                          tables),
+            "plan: shards[0]: 'device' is 2 but the plan has 2 devices");
+  EXPECT_EQ(planFileError(R"({"devices": 2, "shards": [{"table": "user",
+      "col_begin": 0, "col_end": 64}]})",
+                          tables),
+            "plan: shards[0]: missing field 'device'");
+  EXPECT_EQ(planFileError(R"({"devices": 2, "shards": [{"table": "zip",
+      "col_begin": 0, "col_end": 64, "device": 0}]})",
+                          tables),
+            "plan: shards[0]: names table 'zip', which the task does not have");
+  EXPECT_EQ(
+      planFileError(R"({"format": "torchrec-2"})", tables),
+      "plan: 'format' is \"torchrec-2\"; the plan formats are "
+      "NeuroShard's plan JSON (no 'format') and \"neuroshard-torchrec-1\"");
+  EXPECT_EQ(
+      planFileError(R"({"format": "neuroshard-torchrec-1", "world_size": 2,
+      "tables": {"user": {"sharding_type": "column_wise", "shards": [
+        {"shard_offsets": [10, 0], "shard_sizes": [990, 64],
+         "placement": "rank:0/cuda:0"}]}}})",
+                    tables),
+      "TorchRec plan: table 'user': shards[0]: covers rows [10, 1000) of the "
+      "table's 1000; NeuroShard's shards hold every row of their columns");
+  EXPECT_EQ(
+      planFileError(R"({"format": "neuroshard-torchrec-1", "world_size": 2,
+      "tables": {"user": {"sharding_type": "table_wise", "ranks": [1],
+        "shards": [{"shard_offsets": [0, 0], "shard_sizes": [1000, 64],
+         "placement": "rank:0/cuda:0"}]}}})",
+                    tables),
+      "TorchRec plan: table 'user': shards[0]: is placed on rank 0 but "
+      "'ranks' lists 1 for it");
+}
+
+// A plan is checked against the topology before it is priced, and the
+// error names its source.
+TEST_F(PlanOutputTest, ValidatesPlanFilesAgainstTheTopology) {
+  PlanFile plan;
+  plan.source = "p.json";
+  plan.devices = 3;
+  plan.plan = result.plan;
+  EXPECT_EQ(errorMessage(validatePlanFile(tables, topology, plan)),
+            "p.json: the plan is for 3 devices but the topology has 2");
+  plan.devices = 2;
+  EXPECT_EQ(errorMessage(validatePlanFile(tables, topology, plan)), "");
+  plan.plan.shards.pop_back();
+  EXPECT_EQ(errorMessage(validatePlanFile(tables, topology, plan)),
+            "p.json: table 'geo': columns [0, 4) are on no device");
+}
+
+// Pricing the plan a search returned gives the search's costs exactly.
+TEST_F(PlanOutputTest, PricingReproducesTheSearchCost) {
+  PlanFile given;
+  given.devices = topology.numDevices();
+  given.plan = result.plan;
+  given.algorithm = result.algorithm;
+  Expected<PlanResult> priced = pricePlan(tables, topology, given, model);
+  ASSERT_EQ(errorMessage(priced), "");
+  EXPECT_FALSE(priced->searched);
+  EXPECT_EQ(priced->cost.maxMs, result.cost.maxMs);
+  ASSERT_EQ(priced->cost.devices.size(), result.cost.devices.size());
+  for (auto [a, b] : zip_equal(priced->cost.devices, result.cost.devices)) {
+    EXPECT_EQ(a.computeMs, b.computeMs);
+    EXPECT_EQ(a.bwCommMs, b.bwCommMs);
+    EXPECT_EQ(a.fwCommMs, b.fwCommMs);
+  }
+  EXPECT_EQ(planOriginName(*priced), "table-greedy-grid");
+  given.algorithm = std::nullopt;
+  priced = pricePlan(tables, topology, given, model);
+  ASSERT_EQ(errorMessage(priced), "");
+  EXPECT_EQ(planOriginName(*priced), "given");
+}
+
 } // namespace
 
 // A table several features look up carries each feature's statistics.

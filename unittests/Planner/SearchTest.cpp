@@ -89,6 +89,33 @@ TEST(SearchOptionsTest, RejectsBadValues) {
             "max-steps must be between 0 and 4096, got 4097");
 }
 
+// Every front end builds its options here: the algorithm by name, the
+// numbers validated, with the same messages.
+TEST(SearchOptionsTest, FrontEndsBuildThemFromNames) {
+  SearchOptions values;
+  values.beamWidth = 5;
+  values.thresholdMax = 1.2;
+  Expected<SearchOptions> options =
+      makeSearchOptions("table-greedy-grid", values, /*progress=*/false);
+  ASSERT_EQ(errorMessage(options), "");
+  EXPECT_EQ(options->algorithm, Algorithm::TableGreedyGrid);
+  EXPECT_EQ(options->beamWidth, 5u);
+  EXPECT_EQ(options->thresholdMax, 1.2);
+  EXPECT_FALSE(options->progress);
+  options = makeSearchOptions("neuroshard", values, /*progress=*/true);
+  ASSERT_EQ(errorMessage(options), "");
+  EXPECT_TRUE(options->progress);
+  options = makeSearchOptions("best", values, /*progress=*/false);
+  EXPECT_EQ(errorMessage(options),
+            "algorithm: unknown algorithm 'best' (expected one of: "
+            "neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, "
+            "lookup-greedy, size-lookup-greedy)");
+  values.candidates = 0;
+  options = makeSearchOptions("neuroshard", values, /*progress=*/false);
+  EXPECT_EQ(errorMessage(options),
+            "candidates must be between 1 and 1024, got 0");
+}
+
 // Costs are all zero, so ties decide: x goes to device 0 (lower index), y
 // to device 1 (less memory used), z to device 1 (less memory) unless the
 // dim limit forbids it. Total dim 16 over 2 devices: at s = 1.0 a device may

@@ -46,6 +46,35 @@ llvm::Expected<PlanningTask> parseTaskJSON(llvm::StringRef text);
 /// Reads and parses a task file ("-" reads stdin).
 llvm::Expected<PlanningTask> readTaskFile(llvm::StringRef path);
 
+/// A plan as a file gives it: where every shard lives, the device count it
+/// was made for and, if the file names it, the algorithm that made it.
+struct PlanFile {
+  /// Where it was read from, for messages ("-" for stdin).
+  std::string source;
+  ShardingPlan plan;
+  unsigned devices = 0;
+  std::optional<Algorithm> algorithm;
+};
+
+/// Parses a plan in either of the formats this library writes: the plan
+/// JSON of writePlanJSON (only "devices" and "shards" are needed; the other
+/// fields it writes are read past) or the TorchRec format of
+/// writeTorchRecPlan (told apart by its "format"). Shards name their tables
+/// by the names of `tables`. Errors name the field, the table and the
+/// value; whether the shards form a valid plan is validatePlan's to say.
+llvm::Expected<PlanFile> parsePlanJSON(llvm::StringRef text,
+                                       llvm::ArrayRef<TableSpec> tables);
+/// Reads and parses a plan file ("-" reads stdin).
+llvm::Expected<PlanFile> readPlanFile(llvm::StringRef path,
+                                      llvm::ArrayRef<TableSpec> tables);
+
+/// Checks that `plan` is a valid plan of `tables` over `topology`: made for
+/// its device count, and accepted by validatePlan. Errors start with the
+/// plan's source ("plan.json: table 'user': columns [64, 128) are on no
+/// device").
+llvm::Error validatePlanFile(llvm::ArrayRef<TableSpec> tables,
+                             const Topology &topology, const PlanFile &plan);
+
 /// Parses device memory capacities in GB written as one number or a comma
 /// list ("16" or "16,16,8,8"), as the `memory-gb` option of the tools and the
 /// pass takes them. Fails, naming the entry, for the first one that is not a

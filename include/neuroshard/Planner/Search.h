@@ -28,6 +28,7 @@
 namespace neuroshard {
 
 class CostModel;
+struct PlanFile;
 
 enum class Algorithm {
   /// Column-wise beam search over splits, each state priced by the greedy
@@ -106,6 +107,18 @@ constexpr double kMaxThreshold = 1000.0;
 /// Checks option ranges; the error names the option and its value.
 llvm::Error validateSearchOptions(const SearchOptions &options);
 
+/// The search options a front end (the planning pass, neuroshard-plan, the
+/// Python module) was given: `algorithm` by name, the numeric settings of
+/// `values` (its algorithm and progress are ignored) and, with `progress`, a
+/// progress line per search step on standard error. Every front end builds
+/// its options here, so that each option means, defaults and is refused
+/// alike everywhere; the error names the option as the front ends spell it
+/// ("algorithm: unknown algorithm 'x' (expected one of: ...)",
+/// "beam-width must be between 1 and 256, got 0").
+llvm::Expected<SearchOptions> makeSearchOptions(llvm::StringRef algorithm,
+                                                const SearchOptions &values,
+                                                bool progress);
+
 struct SearchStats {
   double timeMs = 0.0;
   /// Shard-set compute costs the search asked for, and how many of those
@@ -121,7 +134,9 @@ struct SearchStats {
 };
 
 struct PlanResult {
-  Algorithm algorithm = Algorithm::NeuroShard;
+  /// The algorithm that made the plan; none for a plan made elsewhere and
+  /// priced here (pricePlan) whose file does not name one.
+  std::optional<Algorithm> algorithm;
   /// The model's name() and description(), for reports.
   std::string costModelName;
   std::string costModelDescription;
@@ -129,7 +144,10 @@ struct PlanResult {
   std::vector<std::string> warnings;
   ShardingPlan plan;
   PlanCost cost;
+  /// What the search did; for a priced plan, only the time it took.
   SearchStats stats;
+  /// False for a plan priced by pricePlan rather than found by a search.
+  bool searched = true;
 };
 
 /// Plans the sharding of `tables` over the topology's devices with the
@@ -141,6 +159,20 @@ llvm::Expected<PlanResult> planSharding(llvm::ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const SearchOptions &options,
                                         CostModel &model);
+
+/// Prices `given`, a plan made elsewhere (by hand, by TorchRec, by an
+/// earlier run) and read by readPlanFile or parsePlanJSON (PlanIO.h), with
+/// `model` exactly as planSharding prices the plans it returns. The problem
+/// is checked as planSharding checks it, and the plan with validatePlan's
+/// messages after its source's name; a plan for another device count is
+/// refused. The result's search statistics count the pricing alone.
+llvm::Expected<PlanResult> pricePlan(llvm::ArrayRef<TableSpec> tables,
+                                     const Topology &topology,
+                                     const PlanFile &given, CostModel &model);
+
+/// The name reports give the plan's origin: its algorithm's name, or
+/// "given" for a priced plan that names none.
+llvm::StringRef planOriginName(const PlanResult &result);
 
 } // namespace neuroshard
 

@@ -7,6 +7,10 @@
 #ifndef NEUROSHARD_TRANSFORMS_PASSES_H
 #define NEUROSHARD_TRANSFORMS_PASSES_H
 
+// The defaults of the planning options are the planner's.
+#include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/Planner/Search.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -9,69 +9,94 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
-  let summary = "Shard embedding tables across devices and fuse their lookups";
+// The options of the planning pass, which the `--neuroshard-shard` pipeline
+// takes too. Search defaults are SearchOptions' (Planner/Search.h).
+defvar PlanOptions = [
+  Option<"devices", "devices", "unsigned", "0",
+         "Number of devices (0: take it from the module's topology)">,
+  Option<"memoryGb", "memory-gb", "std::string", "\"\"",
+         "Memory per device in GB: one value for all, or a comma list">,
+  Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+         "Optimizer whose state shares the devices with the weights: sgd, "
+         "adagrad, rowwise-adagrad, adam">,
+  Option<"reservedMemory", "reserved-memory", "double", "0.0",
+         "Fraction of every device's memory kept free of shards, in "
+         "[0, 1)">,
+  Option<"algorithm", "algorithm", "std::string",
+         "::neuroshard::algorithmName(::neuroshard::SearchOptions{}.algorithm).str()",
+         "Search algorithm: neuroshard, table-greedy-grid, random, "
+         "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy">,
+  Option<"costModel", "cost-model", "std::string", "\"default\"",
+         "Cost model: 'default' (the shipped trained model, or the "
+         "analytical model in builds without LibTorch), 'analytical', or "
+         "the path of a neural model bundle">,
+  Option<"costRisk", "cost-risk", "double", "::neuroshard::kDefaultRiskMargin",
+         "Standard deviations of a cost model's uncertainty added to "
+         "every compute cost it predicts, in [0, 10] (models without an "
+         "ensemble ignore it)">,
+  Option<"beamWidth", "beam-width", "unsigned",
+         "::neuroshard::SearchOptions{}.beamWidth",
+         "Beam search: states kept per level">,
+  Option<"candidates", "candidates", "unsigned",
+         "::neuroshard::SearchOptions{}.candidates",
+         "Beam search: largest and most expensive shards tried as splits">,
+  Option<"maxSteps", "max-steps", "unsigned",
+         "::neuroshard::SearchOptions{}.maxSteps",
+         "Beam search: most column splits">,
+  Option<"gridSteps", "grid-steps", "unsigned",
+         "::neuroshard::SearchOptions{}.gridSteps",
+         "Greedy grid search: dim-sum thresholds tried over "
+         "[threshold-min, threshold-max]">,
+  Option<"thresholdMin", "threshold-min", "double",
+         "::neuroshard::SearchOptions{}.thresholdMin",
+         "Greedy grid search: lowest dim-sum threshold (1.0)">,
+  Option<"thresholdMax", "threshold-max", "double",
+         "::neuroshard::SearchOptions{}.thresholdMax",
+         "Greedy grid search: highest dim-sum threshold (1.5)">,
+  Option<"seed", "seed", "uint64_t", "::neuroshard::SearchOptions{}.seed",
+         "Seed of the random baseline">,
+  Option<"progress", "progress", "bool", "false",
+         "Print a line to stderr after each step of the search (level, "
+         "states priced, best cost, time)">
+];
+
+def Plan : Pass<"neuroshard-plan", "::mlir::ModuleOp"> {
+  let summary = "Decide where every table's columns live and record it";
   let description = [{
-    Plans where every column range of every `neuroshard.table` lives, with
-    the search algorithm and cost model the options name, and rewrites the
-    module accordingly:
+    Plans the sharding of every `neuroshard.table` with the search
+    algorithm and cost model the options name (the planner that
+    `neuroshard-plan` runs on JSON tasks), and records the plan on the
+    module without rewriting a lookup:
 
-    * every table records its `shards`;
-    * every function's lookups become one `neuroshard.fused_embedding_bag`
-      per device (the whole batch, all shards of that device, one buffer);
-    * a `neuroshard.all_to_all` gives every device its slice of the batch,
-      and `tensor.concat`/`tensor.extract_slice` give every original lookup
-      its result back with the same type and values;
-    * the module's `neuroshard.plan` attribute records the predicted cost of
-      every device and of the plan.
+    * every table gets its `shards` (a column range and a device each);
+    * the module's `neuroshard.topology` becomes the topology planned for
+      (`devices` and `memory-gb` override the module's);
+    * the module's `neuroshard.plan` records how the plan was made and what
+      it is predicted to cost: algorithm, cost model, its warnings, the
+      optimizer and memory reserve, every device's memory and cost terms,
+      and the search's statistics.
 
-    The topology comes from the module's `neuroshard.topology` attribute;
-    `devices` and `memory-gb` override it. Already sharded modules are
-    refused with a diagnostic rather than planned twice.
+    `--neuroshard-materialize` turns the annotated module into per-device
+    fused lookups; `--neuroshard-export-plan` writes the recorded plan as
+    JSON, a TorchRec plan or a readable table. The cost model's warnings
+    are emitted as warnings at the module.
+
+    Refused with a diagnostic, leaving the module unchanged: a table that
+    already has shards or a module with fused lookups, a table without the
+    statistics the cost model reads, lookups without a static batch or of
+    different batch sizes, a bad option, and a problem no plan can solve
+    (naming the table and the numbers).
+
+    ```mlir
+    // before
+    neuroshard.table @user : rows 4000000, dim 128, f32 {pooling_factor = 12.5 : f64, access_hist = array<f64: ...>}
+    // after --neuroshard-plan="devices=2 memory-gb=16"
+    neuroshard.table @user : rows 4000000, dim 128, f32
+        shards [#neuroshard.shard<cols = 0 to 64, device = 0>,
+                #neuroshard.shard<cols = 64 to 128, device = 1>] {...}
+    ```
   }];
-  let options = [
-    Option<"devices", "devices", "unsigned", "0",
-           "Number of devices (0: take it from the module's topology)">,
-    Option<"memoryGb", "memory-gb", "std::string", "\"\"",
-           "Memory per device in GB: one value for all, or a comma list">,
-    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "Optimizer whose state shares the devices with the weights: sgd, "
-           "adagrad, rowwise-adagrad, adam">,
-    Option<"reservedMemory", "reserved-memory", "double", "0.0",
-           "Fraction of every device's memory kept free of shards, in "
-           "[0, 1)">,
-    Option<"algorithm", "algorithm", "std::string", "\"neuroshard\"",
-           "Search algorithm: neuroshard, table-greedy-grid, random, "
-           "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy">,
-    Option<"costModel", "cost-model", "std::string", "\"default\"",
-           "Cost model: 'default' (the shipped trained model, or the "
-           "analytical model in builds without LibTorch), 'analytical', or "
-           "the path of a neural model bundle">,
-    Option<"costRisk", "cost-risk", "double", "1.0",
-           "Standard deviations of a cost model's uncertainty added to "
-           "every compute cost it predicts, in [0, 10] (models without an "
-           "ensemble ignore it)">,
-    Option<"beamWidth", "beam-width", "unsigned", "3",
-           "Beam search: states kept per level">,
-    Option<"candidates", "candidates", "unsigned", "10",
-           "Beam search: largest and most expensive shards tried as splits">,
-    Option<"maxSteps", "max-steps", "unsigned", "10",
-           "Beam search: most column splits">,
-    Option<"gridSteps", "grid-steps", "unsigned", "11",
-           "Greedy grid search: dim-sum thresholds tried over 1.0 .. 1.5">,
-    Option<"seed", "seed", "uint64_t", "0", "Seed of the random baseline">,
-    Option<"progress", "progress", "bool", "false",
-           "Print a line to stderr after each step of the search (level, "
-           "states priced, best cost, time)">,
-    Option<"planOut", "plan-out", "std::string", "\"\"",
-           "Write the plan as JSON (the neuroshard-plan schema) to this file">,
-    Option<"planTable", "plan-table", "std::string", "\"\"",
-           "Write the readable per-device plan table to this file ('-' for "
-           "standard output)">,
-    Option<"torchrecOut", "torchrec-out", "std::string", "\"\"",
-           "Write the plan as TorchRec ParameterSharding fields per table "
-           "(neuroshard-plan --format torchrec) to this file">
-  ];
+  let options = PlanOptions;
   let statistics = [
     Statistic<"numTables", "tables", "Embedding tables planned">,
     Statistic<"numShards", "shards", "Shards in the plan">,
@@ -85,14 +110,129 @@ def ShardTables : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
               "Shard-set cost queries answered by the memo">,
     Statistic<"searchTimeUs", "search-time-us", "Search time in microseconds">
   ];
+}
+
+def ImportPlan : Pass<"neuroshard-import-plan", "::mlir::ModuleOp"> {
+  let summary = "Annotate the tables with a plan read from a file";
+  let description = [{
+    Reads a plan made elsewhere, in NeuroShard's plan JSON (what
+    `neuroshard-plan` and `--neuroshard-export-plan="format=json"` write;
+    a hand-written `{"devices": N, "shards": [{"table", "col_begin",
+    "col_end", "device"}, ...]}` is enough) or in the TorchRec format
+    (`neuroshard-plan --format torchrec`), and records it as every table's
+    `shards`, exactly as `--neuroshard-plan` would have placed them, so that
+    `--neuroshard-materialize` can rewrite the module. Tables are named as
+    plans name them: by `module_path` if they have one, else by symbol.
+
+    The plan is checked with the planner's own validator against the
+    module's `neuroshard.topology` (which the module must have): every
+    column of every table on exactly one device, 4-aligned splits, pinned
+    and `no_split` tables respected, and no device over its memory. Every
+    failure is a diagnostic naming the file, the table and the numbers;
+    the module is left unchanged. The plan is not priced (the module gets
+    no `neuroshard.plan`): `neuroshard-plan TASK --price FILE` prices it.
+
+    ```sh
+    neuroshard-opt model.mlir --neuroshard-import-plan="file=plan.json" \
+        --neuroshard-materialize
+    ```
+  }];
+  let options = [
+    Option<"file", "file", "std::string", "\"\"",
+           "The plan to import: plan JSON or a TorchRec plan ('-' reads "
+           "standard input)">
+  ];
+}
+
+def Materialize : Pass<"neuroshard-materialize", "::mlir::ModuleOp"> {
+  let summary = "Rewrite annotated lookups into fused per-device lookups "
+                "and the exchange";
+  let description = [{
+    Rewrites a module whose tables carry `shards` (from `--neuroshard-plan`,
+    `--neuroshard-import-plan` or by hand) into what each device runs. For
+    every block with lookups:
+
+    * every device gets one `neuroshard.fused_embedding_bag` over all the
+      shards it holds of the block's lookups (the whole batch, one buffer),
+      placed after the block's last lookup;
+    * a `neuroshard.all_to_all` gives every device its slice of the batch;
+    * `tensor.concat`/`tensor.extract_slice` give every original lookup its
+      result back, with the same type and values.
+
+    The rewrite is a set of patterns (`populateMaterializePatterns`) applied
+    as a conversion whose target makes every lookup of a sharded table
+    illegal, so a module either comes out fully materialized or the pass
+    fails. A module without lookups is left as it is. Refused with a
+    diagnostic: a table without `shards` beside tables with them (a plan
+    places every table), a module without `neuroshard.topology`, lookups
+    without a static batch, uses of a lookup before the last lookup of its
+    block, and lookups of one block with different element types. Invalid
+    shards (gaps, overlaps, columns outside the table, devices outside the
+    topology) are the table verifier's errors.
+  }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
-def RankProgram : Pass<"neuroshard-spmd", "::mlir::ModuleOp"> {
+def ExportPlan : Pass<"neuroshard-export-plan", "::mlir::ModuleOp"> {
+  let summary = "Write the module's plan as JSON, a TorchRec plan or a table";
+  let description = [{
+    Writes the plan recorded on the module, and nothing else: the module is
+    not changed. `format=json` writes the plan JSON of `neuroshard-plan`
+    (docs/planner.md), `format=table` the readable per-device table and
+    `format=torchrec` the TorchRec `ParameterSharding` fields per table. The
+    JSON and the table need the costs `--neuroshard-plan` records in
+    `neuroshard.plan`; the TorchRec plan needs only the tables' `shards`, so
+    an imported or hand-annotated module exports too. Works before and
+    after `--neuroshard-materialize`.
+
+    ```sh
+    neuroshard-opt model.mlir --neuroshard-plan \
+        --neuroshard-export-plan="format=json output=plan.json" -o planned.mlir
+    ```
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"json\"",
+           "What to write: json, table or torchrec">,
+    Option<"output", "output", "std::string", "\"-\"",
+           "The file to write ('-' for standard output)">
+  ];
+}
+
+def Shard : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
+  let summary = "Plan and materialize: --neuroshard-plan, then "
+                "--neuroshard-materialize";
+  let description = [{
+    The one-flag form of the sharding pipeline: runs `--neuroshard-plan`
+    with the same options, then `--neuroshard-materialize`. The module
+    comes out with every table's `shards`, its `neuroshard.plan` and one
+    fused lookup per device and block, or, if either step fails, unchanged
+    with that step's diagnostic.
+
+    `plan-out`, `plan-table` and `torchrec-out` are kept for one release as
+    aliases of `--neuroshard-export-plan` run between the two steps
+    (`format=json`, `table` and `torchrec`); new pipelines should spell the
+    export pass out.
+  }];
+  let options = !listconcat(PlanOptions, [
+    Option<"planOut", "plan-out", "std::string", "\"\"",
+           "Deprecated alias: also run --neuroshard-export-plan="
+           "\"format=json output=FILE\"">,
+    Option<"planTable", "plan-table", "std::string", "\"\"",
+           "Deprecated alias: also run --neuroshard-export-plan="
+           "\"format=table output=FILE\" ('-' for standard output)">,
+    Option<"torchrecOut", "torchrec-out", "std::string", "\"\"",
+           "Deprecated alias: also run --neuroshard-export-plan="
+           "\"format=torchrec output=FILE\"">
+  ]);
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def SPMD : Pass<"neuroshard-spmd", "::mlir::ModuleOp"> {
   let summary = "Turn a sharded module into the program one rank runs";
   let description = [{
-    Rewrites a module sharded by `--neuroshard-shard` into the program that
-    rank `rank` of an SPMD job runs, one rank per device:
+    Rewrites a module sharded by `--neuroshard-shard` (or
+    `--neuroshard-materialize`) into the program that rank `rank` of an SPMD
+    job runs, one rank per device:
 
     * only device `rank`'s `neuroshard.fused_embedding_bag` is kept (the
       other devices' lookups are other ranks' work);
@@ -110,26 +250,45 @@ def RankProgram : Pass<"neuroshard-spmd", "::mlir::ModuleOp"> {
     Arguments are kept, so every rank's program has the original signature.
     After the exchange, the pass supports `tensor.extract_slice` of whole
     rows, `tensor.concat` along columns and `func.return`; anything else is
-    reported rather than guessed.
-
-    With `backward=true`, every function with an exchange `@f` also gets
-    `@f_backward`, one training step's backward for the rank: it takes
-    `@f`'s arguments, the gradient of each of `@f`'s results (the rank's
-    rows) and the learning rate (`f32`); puts each gradient in the columns
-    of the exchanged result that result is made of (zero where no result
-    reads a column); sends them back with `neuroshard.exchange_gradient`;
-    and updates the rank's shards with `neuroshard.fused_embedding_bag_sgd`.
-    A column returned in two results is refused (its gradients would have
-    to be summed).
+    reported rather than guessed. `--neuroshard-spmd-backward` adds the
+    training step's backward to the rank's program; `backward=true` is kept
+    for one release as an alias that runs it after this pass.
   }];
   let options = [
     Option<"rank", "rank", "int64_t", "-1",
            "The rank (device) whose program to build">,
     Option<"backward", "backward", "bool", "false",
-           "Also build each entry's backward function (reverse exchange "
-           "and SGD update)">
+           "Deprecated alias: also run --neuroshard-spmd-backward">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def SPMDBackward : Pass<"neuroshard-spmd-backward", "::mlir::ModuleOp"> {
+  let summary = "Add the backward step to one rank's program";
+  let description = [{
+    In a rank's program (`--neuroshard-spmd`), every function with an
+    exchange `@f` gets `@f_backward` (marked `neuroshard.backward_of = @f`),
+    one training step's backward for the rank: it takes `@f`'s arguments,
+    the gradient of each of `@f`'s results (the rank's rows) and the
+    learning rate (`f32`); puts each gradient in the columns of the
+    exchanged result that result is made of (zero where no result reads a
+    column); sends them back with `neuroshard.exchange_gradient`; and
+    updates the rank's shards with `neuroshard.fused_embedding_bag_sgd`.
+
+    Refused with a diagnostic: a module that is not one rank's program, a
+    function with more than one exchange, a column returned in two results
+    (its gradients would have to be summed), results not made of exchanged
+    columns by whole-row slices and column concatenations, and a function
+    `@f_backward` that already exists.
+
+    ```sh
+    neuroshard-opt sharded.mlir --neuroshard-spmd="rank=1" \
+        --neuroshard-spmd-backward -o rank1.mlir
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 

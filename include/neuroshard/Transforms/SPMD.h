@@ -1,17 +1,17 @@
-//===- RankProgram.h - The program one rank of an SPMD job runs -*- C++ -*-===//
+//===- SPMD.h - The program one rank of an SPMD job runs --------*- C++ -*-===//
 //
 // Part of the NeuroShard project.
 //
 //===----------------------------------------------------------------------===//
 //
-// What `--neuroshard-spmd` and the tools that run its programs both need to
-// know about a rank's program: which columns of the exchanged result each
-// value after the exchange is made of.
+// What `--neuroshard-spmd`, `--neuroshard-spmd-backward` and the tools that
+// run their programs need to know about a rank's program: which columns of
+// the exchanged result each value after the exchange is made of.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_TRANSFORMS_RANKPROGRAM_H
-#define NEUROSHARD_TRANSFORMS_RANKPROGRAM_H
+#ifndef NEUROSHARD_TRANSFORMS_SPMD_H
+#define NEUROSHARD_TRANSFORMS_SPMD_H
 
 #include "mlir/IR/Value.h"
 #include "mlir/Support/LLVM.h"
@@ -37,4 +37,4 @@ traceExchangedColumns(Value value, Value exchanged, std::string &why);
 
 } // namespace mlir::neuroshard
 
-#endif // NEUROSHARD_TRANSFORMS_RANKPROGRAM_H
+#endif // NEUROSHARD_TRANSFORMS_SPMD_H

@@ -1,0 +1,402 @@
+//===- PlanAnnotation.cpp - Plans as the IR records them ------------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Transforms/PlanAnnotation.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::neuroshard;
+
+FailureOr<SmallVector<ModuleTable>>
+mlir::neuroshard::collectModuleTables(ModuleOp module) {
+  llvm::MapVector<Operation *, ModuleTable> tables;
+  for (TableOp table : module.getOps<TableOp>())
+    tables[table] = ModuleTable{table, {}};
+  WalkResult walk = module.walk([&](EmbeddingBagOp lookup) {
+    auto table = SymbolTable::lookupNearestSymbolFrom<TableOp>(
+        lookup, lookup.getTableAttr());
+    auto it = table ? tables.find(table) : tables.end();
+    if (it == tables.end()) {
+      lookup.emitOpError() << "refers to " << lookup.getTableAttr()
+                           << ", which is not a table of this module";
+      return WalkResult::interrupt();
+    }
+    it->second.lookups.push_back(lookup);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  return llvm::to_vector(llvm::make_second_range(tables));
+}
+
+/// A lookup's own statistics.
+static ::neuroshard::FeatureStats lookupStatistics(EmbeddingBagOp lookup) {
+  ::neuroshard::FeatureStats stats;
+  stats.poolingFactor = lookup.getPoolingFactor()->convertToDouble();
+  llvm::copy(*lookup.getAccessHist(), stats.accessHist.begin());
+  return stats;
+}
+
+FailureOr<::neuroshard::TableSpec>
+mlir::neuroshard::buildTableSpec(const ModuleTable &info, unsigned numDevices,
+                                 bool statistics) {
+  TableOp table = info.op;
+  ::neuroshard::TableSpec spec;
+  spec.name = table.getReportName().str();
+  spec.rows = table.getNumRows();
+  spec.dim = table.getNumCols();
+  spec.elementBytes = table.getElementType().getIntOrFloatBitWidth() / 8;
+  // Checked before the narrowing, which would wrap a device past 2^32.
+  if (std::optional<int64_t> pinned = table.getPinnedDevice()) {
+    if (::neuroshard::RuleViolation v =
+            ::neuroshard::checkPinnedDevice(*pinned, numDevices))
+      return table.emitOpError() << "table '" << spec.name << "': " << *v;
+    spec.pinnedDevice = static_cast<unsigned>(*pinned);
+  }
+  spec.noSplit = table.getNoSplit();
+  if (!statistics)
+    return spec;
+
+  // Lookups with statistics of their own are the table's features; the
+  // verifier has checked each pair.
+  SmallVector<EmbeddingBagOp> featured;
+  for (EmbeddingBagOp lookup : info.lookups)
+    if (lookup.getPoolingFactor())
+      featured.push_back(lookup);
+  if (!featured.empty() && featured.size() != info.lookups.size()) {
+    EmbeddingBagOp bare = *llvm::find_if(
+        info.lookups, [](EmbeddingBagOp l) { return !l.getPoolingFactor(); });
+    return bare.emitOpError()
+           << "looks up table '" << table.getSymName()
+           << "' without statistics of its own, but " << featured.size()
+           << " of its " << info.lookups.size()
+           << " lookups have them; give every lookup of a shared table "
+              "its pooling_factor and access_hist, or none";
+  }
+  if (featured.empty() && !table.hasCostStatistics())
+    return table.emitOpError()
+           << "table '" << table.getSymName() << "' has no "
+           << (table.getPoolingFactorAttr() ? "access_hist" : "pooling_factor")
+           << "; the cost model needs pooling_factor and the 17-bin "
+              "access_hist of every table (or of every lookup of it)";
+  if (featured.empty()) {
+    spec.poolingFactor = *table.getPoolingFactorValue();
+    llvm::copy(*table.getAccessHist(), spec.accessHist.begin());
+    return spec;
+  }
+  for (auto [i, lookup] : llvm::enumerate(featured)) {
+    ::neuroshard::FeatureStats stats = lookupStatistics(lookup);
+    if (i == 0) {
+      spec.poolingFactor = stats.poolingFactor;
+      spec.accessHist = stats.accessHist;
+    } else {
+      spec.moreFeatures.push_back(stats);
+    }
+  }
+  return spec;
+}
+
+::neuroshard::ShardingPlan
+mlir::neuroshard::readShards(ArrayRef<ModuleTable> tables) {
+  ::neuroshard::ShardingPlan plan;
+  for (auto [index, info] : llvm::enumerate(tables)) {
+    ArrayAttr shards = TableOp(info.op).getShardsAttr();
+    if (!shards)
+      continue;
+    size_t first = plan.shards.size();
+    for (ShardAttr shard : shards.getAsRange<ShardAttr>())
+      plan.shards.push_back({static_cast<unsigned>(index), shard.getColBegin(),
+                             shard.getColEnd(),
+                             static_cast<unsigned>(shard.getDevice())});
+    std::sort(plan.shards.begin() + first, plan.shards.end(),
+              [](const ::neuroshard::Shard &a, const ::neuroshard::Shard &b) {
+                return a.colBegin < b.colBegin;
+              });
+  }
+  return plan;
+}
+
+void mlir::neuroshard::writeShards(ArrayRef<ModuleTable> tables,
+                                   const ::neuroshard::ShardingPlan &plan) {
+  for (auto [index, info] : llvm::enumerate(tables)) {
+    TableOp table = info.op;
+    MLIRContext *ctx = table.getContext();
+    SmallVector<Attribute> shards;
+    for (const ::neuroshard::Shard &shard : plan.shards)
+      if (shard.table == index)
+        shards.push_back(
+            ShardAttr::get(ctx, shard.colBegin, shard.colEnd, shard.device));
+    table.setShardsAttr(ArrayAttr::get(ctx, shards));
+  }
+}
+
+FailureOr<::neuroshard::Topology>
+mlir::neuroshard::readTopology(ModuleOp module, StringRef purpose) {
+  auto attr = module->getAttrOfType<TopologyAttr>(
+      NeuroShardDialect::getTopologyAttrName());
+  if (!attr)
+    return module.emitError()
+           << "has no '" << NeuroShardDialect::getTopologyAttrName()
+           << "' attribute; " << purpose
+           << " needs the devices and their memory";
+  ::neuroshard::Topology topology;
+  topology.memoryGB.reserve(attr.getDevices());
+  for (int64_t device = 0; device < attr.getDevices(); ++device)
+    topology.memoryGB.push_back(attr.getDeviceMemoryGb(device));
+  return topology;
+}
+
+void mlir::neuroshard::writeTopology(ModuleOp module,
+                                     const ::neuroshard::Topology &topology) {
+  MLIRContext *ctx = module.getContext();
+  module->setAttr(
+      NeuroShardDialect::getTopologyAttrName(),
+      TopologyAttr::get(ctx, topology.numDevices(),
+                        DenseF64ArrayAttr::get(ctx, topology.memoryGB)));
+}
+
+//===----------------------------------------------------------------------===//
+// The plan record
+//===----------------------------------------------------------------------===//
+
+void mlir::neuroshard::writePlanRecord(ModuleOp module,
+                                       ArrayRef<::neuroshard::TableSpec> tables,
+                                       const ::neuroshard::Topology &topology,
+                                       const ::neuroshard::PlanResult &result) {
+  Builder b(module.getContext());
+  std::vector<uint64_t> memoryUsed =
+      ::neuroshard::deviceMemoryBytes(tables, topology, result.plan);
+  std::vector<uint64_t> weightBytes =
+      ::neuroshard::deviceWeightBytes(tables, topology, result.plan);
+  auto gb = [&](uint64_t bytes) {
+    return b.getF64FloatAttr(bytes / ::neuroshard::kBytesPerGB);
+  };
+  SmallVector<Attribute> perDevice;
+  for (auto [device, cost] : llvm::enumerate(result.cost.devices))
+    perDevice.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("device", b.getI64IntegerAttr(device)),
+        b.getNamedAttr("memory_used_gb", gb(memoryUsed[device])),
+        b.getNamedAttr("weights_gb", gb(weightBytes[device])),
+        b.getNamedAttr("capacity_gb",
+                       b.getF64FloatAttr(topology.memoryGB[device])),
+        b.getNamedAttr("compute_ms", b.getF64FloatAttr(cost.computeMs)),
+        b.getNamedAttr("bw_comm_ms", b.getF64FloatAttr(cost.bwCommMs)),
+        b.getNamedAttr("fw_comm_ms", b.getF64FloatAttr(cost.fwCommMs)),
+        b.getNamedAttr("total_ms", b.getF64FloatAttr(cost.totalMs())),
+    }));
+  SmallVector<Attribute> warnings;
+  for (const std::string &warning : result.warnings)
+    warnings.push_back(b.getStringAttr(warning));
+  const ::neuroshard::SearchStats &stats = result.stats;
+  auto count = [&](uint64_t n) { return b.getI64IntegerAttr(n); };
+  module->setAttr(
+      NeuroShardDialect::getPlanAttrName(),
+      b.getDictionaryAttr({
+          b.getNamedAttr("algorithm",
+                         b.getStringAttr(::neuroshard::planOriginName(result))),
+          b.getNamedAttr("cost_model", b.getStringAttr(result.costModelName)),
+          b.getNamedAttr("cost_model_description",
+                         b.getStringAttr(result.costModelDescription)),
+          b.getNamedAttr("warnings", b.getArrayAttr(warnings)),
+          b.getNamedAttr("cost_ms", b.getF64FloatAttr(result.cost.maxMs)),
+          b.getNamedAttr(
+              "optimizer",
+              b.getStringAttr(::neuroshard::optimizerName(topology.optimizer))),
+          b.getNamedAttr("reserved_fraction",
+                         b.getF64FloatAttr(topology.reservedFraction)),
+          b.getNamedAttr("per_device", b.getArrayAttr(perDevice)),
+          b.getNamedAttr(
+              "search",
+              b.getDictionaryAttr({
+                  b.getNamedAttr("time_ms", b.getF64FloatAttr(stats.timeMs)),
+                  b.getNamedAttr("cost_queries", count(stats.costQueries)),
+                  b.getNamedAttr("cache_hits", count(stats.cacheHits)),
+                  b.getNamedAttr("model_calls", count(stats.modelCalls)),
+                  b.getNamedAttr("states_explored",
+                                 count(stats.statesExplored)),
+                  b.getNamedAttr("greedy_runs", count(stats.greedyRuns)),
+              })),
+      }));
+}
+
+namespace {
+/// Reads the entries of one dictionary of the plan record, naming the
+/// entry in every error.
+class RecordReader {
+public:
+  RecordReader(ModuleOp module, DictionaryAttr dict, std::string where)
+      : module(module), dict(dict), where(std::move(where)) {}
+
+  InFlightDiagnostic fail() {
+    return module.emitError()
+           << "has a malformed '" << NeuroShardDialect::getPlanAttrName()
+           << "': " << where;
+  }
+
+  template <typename AttrT>
+  FailureOr<AttrT> get(StringRef key, StringRef kind) {
+    auto value = dict.getAs<AttrT>(key);
+    if (!value)
+      return fail() << " needs '" << key << "' (" << kind << ")";
+    return value;
+  }
+
+  FailureOr<double> number(StringRef key) {
+    FailureOr<FloatAttr> value = get<FloatAttr>(key, "a float");
+    if (failed(value))
+      return failure();
+    return value->getValueAsDouble();
+  }
+
+  FailureOr<uint64_t> count(StringRef key) {
+    FailureOr<IntegerAttr> value = get<IntegerAttr>(key, "an integer");
+    if (failed(value))
+      return failure();
+    if (value->getValue().isNegative())
+      return fail() << " has a negative '" << key << "'";
+    return value->getValue().getZExtValue();
+  }
+
+  FailureOr<StringRef> string(StringRef key) {
+    FailureOr<StringAttr> value = get<StringAttr>(key, "a string");
+    if (failed(value))
+      return failure();
+    return value->getValue();
+  }
+
+private:
+  ModuleOp module;
+  DictionaryAttr dict;
+  std::string where;
+};
+} // namespace
+
+/// Reads the costs and origin of `record` into `plan`.
+static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
+                                    RecordedPlan &plan) {
+  RecordReader fields(module, record, "the plan");
+  ::neuroshard::PlanResult &result = plan.result;
+  FailureOr<StringRef> algorithm = fields.string("algorithm");
+  FailureOr<StringRef> model = fields.string("cost_model");
+  FailureOr<StringRef> description = fields.string("cost_model_description");
+  FailureOr<ArrayAttr> warnings = fields.get<ArrayAttr>("warnings", "strings");
+  FailureOr<double> maxMs = fields.number("cost_ms");
+  FailureOr<StringRef> optimizer = fields.string("optimizer");
+  FailureOr<double> reserved = fields.number("reserved_fraction");
+  FailureOr<ArrayAttr> perDevice =
+      fields.get<ArrayAttr>("per_device", "one dictionary per device");
+  FailureOr<DictionaryAttr> search =
+      fields.get<DictionaryAttr>("search", "a dictionary");
+  if (failed(algorithm) || failed(model) || failed(description) ||
+      failed(warnings) || failed(maxMs) || failed(optimizer) ||
+      failed(reserved) || failed(perDevice) || failed(search))
+    return failure();
+
+  result.algorithm = ::neuroshard::parseAlgorithm(*algorithm);
+  if (!result.algorithm && *algorithm != "given")
+    return fields.fail() << " names the unknown algorithm '" << *algorithm
+                         << "'";
+  result.costModelName = model->str();
+  result.costModelDescription = description->str();
+  for (Attribute warning : *warnings) {
+    auto text = dyn_cast<StringAttr>(warning);
+    if (!text)
+      return fields.fail() << " has a warning that is not a string";
+    result.warnings.push_back(text.str());
+  }
+  std::optional<::neuroshard::Optimizer> parsedOptimizer =
+      ::neuroshard::parseOptimizer(*optimizer);
+  if (!parsedOptimizer)
+    return fields.fail() << " names the unknown optimizer '" << *optimizer
+                         << "'";
+  plan.topology.optimizer = *parsedOptimizer;
+  if (::neuroshard::RuleViolation v =
+          ::neuroshard::checkReservedFraction(*reserved))
+    return fields.fail() << " has 'reserved_fraction' " << *v;
+  plan.topology.reservedFraction = *reserved;
+
+  unsigned devices = plan.topology.numDevices();
+  if (perDevice->size() != devices)
+    return fields.fail() << " lists " << perDevice->size()
+                         << " devices in 'per_device' but the topology has "
+                         << devices;
+  result.cost.maxMs = *maxMs;
+  for (auto [device, entry] : llvm::enumerate(*perDevice)) {
+    auto dict = dyn_cast<DictionaryAttr>(entry);
+    if (!dict)
+      return fields.fail() << " has a 'per_device' entry " << device
+                           << " that is not a dictionary";
+    RecordReader costs(module, dict,
+                       "per_device entry " + std::to_string(device));
+    FailureOr<double> compute = costs.number("compute_ms");
+    FailureOr<double> bwComm = costs.number("bw_comm_ms");
+    FailureOr<double> fwComm = costs.number("fw_comm_ms");
+    if (failed(compute) || failed(bwComm) || failed(fwComm))
+      return failure();
+    result.cost.devices.push_back({*compute, *bwComm, *fwComm});
+  }
+
+  RecordReader stats(module, *search, "its 'search'");
+  FailureOr<double> timeMs = stats.number("time_ms");
+  FailureOr<uint64_t> queries = stats.count("cost_queries");
+  FailureOr<uint64_t> hits = stats.count("cache_hits");
+  FailureOr<uint64_t> calls = stats.count("model_calls");
+  FailureOr<uint64_t> states = stats.count("states_explored");
+  FailureOr<uint64_t> greedy = stats.count("greedy_runs");
+  if (failed(timeMs) || failed(queries) || failed(hits) || failed(calls) ||
+      failed(states) || failed(greedy))
+    return failure();
+  result.stats = {*timeMs, *queries, *hits, *calls, *states, *greedy};
+  return success();
+}
+
+FailureOr<RecordedPlan> mlir::neuroshard::readRecordedPlan(ModuleOp module,
+                                                           bool requireCosts) {
+  FailureOr<SmallVector<ModuleTable>> tables = collectModuleTables(module);
+  if (failed(tables))
+    return failure();
+  if (tables->empty())
+    return module.emitError() << "has no neuroshard.table to export a plan of";
+  FailureOr<::neuroshard::Topology> topology =
+      readTopology(module, "exporting a plan");
+  if (failed(topology))
+    return failure();
+  RecordedPlan plan;
+  plan.topology = std::move(*topology);
+  for (ModuleTable &table : *tables) {
+    if (!table.op.getShardsAttr())
+      return table.op.emitOpError()
+             << "table '" << table.op.getSymName()
+             << "' has no shards; export a module whose tables a plan has "
+                "placed (--neuroshard-plan or --neuroshard-import-plan)";
+    FailureOr<::neuroshard::TableSpec> spec =
+        buildTableSpec(table, plan.topology.numDevices(), /*statistics=*/false);
+    if (failed(spec))
+      return failure();
+    plan.tables.push_back(std::move(*spec));
+  }
+  plan.result.plan = readShards(*tables);
+
+  auto record = module->getAttrOfType<DictionaryAttr>(
+      NeuroShardDialect::getPlanAttrName());
+  if (!record) {
+    if (requireCosts)
+      return module.emitError()
+             << "has no '" << NeuroShardDialect::getPlanAttrName()
+             << "': only a module planned by --neuroshard-plan records the "
+                "plan's costs (neuroshard-plan TASK --price PLAN prices a "
+                "plan made elsewhere)";
+    return plan;
+  }
+  if (failed(readPlanRecord(module, record, plan)))
+    return failure();
+  plan.priced = true;
+  return plan;
+}
