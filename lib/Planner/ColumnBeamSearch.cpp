@@ -13,6 +13,13 @@
 // are states that split the other half of a table to the same widths:
 // equivalent states cannot fill the beam.
 //
+// Unlike the reference, states are ranked by all their device costs from
+// the slowest down (rankedBefore), so that splitting one of several tables
+// tied at the maximum counts as progress; a move may halve a whole group of
+// equally expensive slices at once; and the search starts from the states
+// that split every table costlier than a device's fair share into equal
+// pieces as well as from the unsplit one.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Placement.h"
@@ -22,6 +29,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 using namespace llvm;
@@ -79,22 +87,104 @@ static std::pair<ColumnSlice, ColumnSlice> halves(const ColumnSlice &slice) {
           {slice.table, middle, slice.colEnd}};
 }
 
-/// The slices of `input` with slice `index` replaced by its two halves.
-static std::vector<ColumnSlice> splitSlice(const PlacementInput &input,
-                                           uint32_t index) {
-  std::vector<ColumnSlice> slices = input.slices;
-  auto [lower, upper] = halves(slices[index]);
-  slices[index] = lower;
-  slices.insert(slices.begin() + index + 1, upper);
+/// The slices of `input` with each slice of `indices` (ascending) replaced
+/// by its two halves.
+static std::vector<ColumnSlice> splitSlices(const PlacementInput &input,
+                                            ArrayRef<uint32_t> indices) {
+  std::vector<ColumnSlice> slices;
+  slices.reserve(input.slices.size() + indices.size());
+  const uint32_t *next = indices.begin();
+  for (auto [i, slice] : enumerate(input.slices)) {
+    if (next == indices.end() || *next != i) {
+      slices.push_back(slice);
+      continue;
+    }
+    auto [lower, upper] = halves(slice);
+    slices.push_back(lower);
+    slices.push_back(upper);
+    ++next;
+  }
   return slices;
 }
 
-/// The key of splitSlice(input, index), without building the slices.
-static SetKey splitKey(const PlacementInput &input, uint32_t index) {
-  auto [lower, upper] = halves(input.slices[index]);
-  SetKey whole = input.keys[index];
-  SetKey key = {input.key.first - whole.first, input.key.second - whole.second};
-  return addKeys(addKeys(key, sliceKey(lower)), sliceKey(upper));
+/// The key of splitSlices(input, indices), without building the slices.
+static SetKey splitKey(const PlacementInput &input,
+                       ArrayRef<uint32_t> indices) {
+  SetKey key = input.key;
+  for (uint32_t index : indices) {
+    auto [lower, upper] = halves(input.slices[index]);
+    SetKey whole = input.keys[index];
+    key = {key.first - whole.first, key.second - whole.second};
+    key = addKeys(addKeys(key, sliceKey(lower)), sliceKey(upper));
+  }
+  return key;
+}
+
+/// Whether two costs are the same up to rounding.
+static bool sameCost(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+/// The moves of one level from `input`: every candidate halved alone, and
+/// every candidate halved together with the other splittable slices that
+/// cost exactly as much (K equal hot tables tie at the maximum: halving one
+/// of them cannot lower it, halving all K does).
+static std::vector<std::vector<uint32_t>>
+splitMoves(const PlacementInput &input, ArrayRef<TableSpec> tables,
+           unsigned count) {
+  std::vector<std::vector<uint32_t>> moves;
+  std::vector<uint32_t> candidates = splitCandidates(input, tables, count);
+  for (uint32_t candidate : candidates)
+    moves.push_back({candidate});
+  for (uint32_t candidate : candidates) {
+    std::vector<uint32_t> group;
+    for (auto [i, slice] : enumerate(input.slices))
+      if (isSplittable(tables[slice.table], slice) &&
+          sameCost(input.sortCost[i], input.sortCost[candidate]))
+        group.push_back(i);
+    if (group.size() > 1 && llvm::find(moves, group) == moves.end())
+      moves.push_back(std::move(group));
+  }
+  return moves;
+}
+
+/// The states that split every splittable slice whose cost alone exceeds a
+/// device's fair share (the total of the costs alone over the devices)
+/// into equal power-of-two pieces: for each cap P = 2, 4, ... up to the
+/// device count, the fewest pieces, at most P, that bring it to that
+/// share, as far as its width allows. Several caps, because a piece reads
+/// every index of its table: past some count, more pieces cost more than
+/// the balance they buy, and the beam, which only splits, could not merge
+/// them back. `input` must be ordered by model cost (orderByModelCost).
+static std::vector<std::vector<ColumnSlice>>
+uniformSplits(const PlacementInput &input, ArrayRef<TableSpec> tables,
+              unsigned numDevices) {
+  double total = 0.0;
+  for (double cost : input.sortCost)
+    total += cost;
+  double share = total / numDevices;
+  std::vector<std::vector<ColumnSlice>> states;
+  int64_t reached = 1;
+  for (int64_t cap = 2; cap <= numDevices && reached == cap / 2; cap *= 2) {
+    std::vector<ColumnSlice> slices;
+    reached = 1;
+    for (auto [i, slice] : enumerate(input.slices)) {
+      int64_t pieces = 1;
+      if (isSplittable(tables[slice.table], slice))
+        while (input.sortCost[i] / pieces > share && 2 * pieces <= cap &&
+               slice.width() % (2 * pieces * kColumnAlignment) == 0)
+          pieces *= 2;
+      int64_t width = slice.width() / pieces;
+      for (int64_t p = 0; p < pieces; ++p)
+        slices.push_back({slice.table, slice.colBegin + p * width,
+                          slice.colBegin + (p + 1) * width});
+      reached = std::max(reached, pieces);
+    }
+    // A cap no slice reaches adds nothing a smaller one did not.
+    if (reached == cap)
+      states.push_back(std::move(slices));
+  }
+  return states;
 }
 
 /// Prices `states` (whose outcomes are unset) with one grid search.
@@ -177,22 +267,68 @@ static Error mergePiecesOnOneDevice(PlanResult &result, SearchContext &ctx) {
   return Error::success();
 }
 
+/// How many of the devices share the slowest device's cost.
+static unsigned tiedAtMaximum(const PlacementOutcome &outcome) {
+  unsigned tied = 0;
+  for (double cost : outcome.ranked)
+    if (cost >= outcome.costMs * (1.0 - 1e-6))
+      ++tied;
+  return tied;
+}
+
+/// Whether `now` is progress over `before`: a lower maximum, or the same
+/// maximum on fewer devices.
+static bool madeProgress(const PlacementOutcome &now,
+                         const PlacementOutcome &before) {
+  if (!before.feasible)
+    return now.feasible;
+  if (!now.feasible)
+    return false;
+  if (!sameCost(now.costMs, before.costMs))
+    return now.costMs < before.costMs;
+  return tiedAtMaximum(now) < tiedAtMaximum(before);
+}
+
 Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
                                          const SearchOptions &options,
+                                         const BeamBudget &budget,
                                          SearchContext &ctx) {
   std::vector<double> thresholds = gridThresholds(options);
   std::vector<BeamState> beam(1);
   beam.front().input = std::move(root);
   if (Error err = priceStates(beam, thresholds, ctx))
     return std::move(err);
+  DenseSet<SetKey> visited = {beam.front().input.key};
+  if (budget.seedUniformSplits) {
+    std::vector<BeamState> seeds;
+    for (std::vector<ColumnSlice> &slices : uniformSplits(
+             beam.front().input, ctx.tables, ctx.topology.numDevices())) {
+      BeamState seed;
+      seed.input =
+          makePlacementInput(ctx.tables, ctx.topology, std::move(slices));
+      if (visited.insert(seed.input.key).second)
+        seeds.push_back(std::move(seed));
+    }
+    if (!seeds.empty()) {
+      if (Error err = priceStates(seeds, thresholds, ctx))
+        return std::move(err);
+      for (BeamState &seed : seeds)
+        beam.push_back(std::move(seed));
+      std::stable_sort(beam.begin(), beam.end(),
+                       [](const BeamState &a, const BeamState &b) {
+                         return rankedBefore(a.outcome, b.outcome);
+                       });
+      if (beam.size() > options.beamWidth)
+        beam.resize(options.beamWidth);
+    }
+  }
   BeamState best = beam.front();
-  DenseSet<SetKey> visited = {best.input.key};
   auto report = [&](unsigned level) {
     if (!options.progress)
       return;
     SearchProgress progress;
     progress.level = level;
-    progress.maxLevels = options.maxSteps;
+    progress.maxLevels = budget.levels;
     progress.statesExplored = ctx.stats.statesExplored;
     if (best.outcome.feasible)
       progress.bestMs = best.outcome.costMs;
@@ -203,16 +339,17 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   };
   report(0);
 
-  for (unsigned level = 0; level < options.maxSteps; ++level) {
+  unsigned idleLevels = 0;
+  for (unsigned level = 0; level < budget.levels; ++level) {
     std::vector<BeamState> children;
     for (const BeamState &parent : beam)
-      for (uint32_t candidate :
-           splitCandidates(parent.input, ctx.tables, options.candidates)) {
-        if (!visited.insert(splitKey(parent.input, candidate)).second)
+      for (const std::vector<uint32_t> &move :
+           splitMoves(parent.input, ctx.tables, options.candidates)) {
+        if (!visited.insert(splitKey(parent.input, move)).second)
           continue;
         BeamState &child = children.emplace_back();
         child.input = makePlacementInput(ctx.tables, ctx.topology,
-                                         splitSlice(parent.input, candidate));
+                                         splitSlices(parent.input, move));
       }
     if (children.empty())
       break;
@@ -224,12 +361,11 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
     std::vector<size_t> ranking(children.size());
     std::iota(ranking.begin(), ranking.end(), 0);
     std::stable_sort(ranking.begin(), ranking.end(), [&](size_t a, size_t b) {
-      return children[a].outcome.costMs < children[b].outcome.costMs;
+      return rankedBefore(children[a].outcome, children[b].outcome);
     });
     const BeamState &levelBest = children[ranking.front()];
-    if (levelBest.outcome.feasible &&
-        (!best.outcome.feasible ||
-         levelBest.outcome.costMs < best.outcome.costMs))
+    bool progress = madeProgress(levelBest.outcome, best.outcome);
+    if (rankedBefore(levelBest.outcome, best.outcome))
       best = levelBest;
     std::vector<BeamState> next;
     for (size_t i = 0; i < std::min<size_t>(options.beamWidth, ranking.size());
@@ -237,6 +373,9 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
       next.push_back(std::move(children[ranking[i]]));
     beam = std::move(next);
     report(level + 1);
+    idleLevels = progress ? 0 : idleLevels + 1;
+    if (budget.stopWithoutProgress && idleLevels >= kBeamPatience)
+      break;
   }
 
   if (!best.outcome.feasible)

@@ -9,6 +9,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <numeric>
 
 using namespace llvm;
@@ -451,9 +453,9 @@ static Error runAndKeepBest(std::vector<GreedyRun> &runs,
     return costs.takeError();
   for (auto [run, input, cost] :
        zip_equal(succeeded, inputOfSucceeded, *costs)) {
-    PlacementOutcome &outcome = outcomes[input];
-    if (!outcome.feasible || cost.maxMs < outcome.costMs)
-      outcome = outcomeOf(*run, std::move(cost));
+    PlacementOutcome candidate = outcomeOf(*run, std::move(cost));
+    if (rankedBefore(candidate, outcomes[input]))
+      outcomes[input] = std::move(candidate);
   }
   return Error::success();
 }
@@ -493,6 +495,17 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
   return std::move(outcomes);
 }
 
+bool rankedBefore(const PlacementOutcome &a, const PlacementOutcome &b) {
+  if (a.feasible != b.feasible)
+    return a.feasible;
+  if (!a.feasible)
+    return false;
+  for (auto [x, y] : zip_equal(a.ranked, b.ranked))
+    if (std::abs(x - y) > 1e-9 * std::max(std::abs(x), std::abs(y)))
+      return x < y;
+  return false;
+}
+
 PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
   PlacementOutcome outcome;
   outcome.failedSlice = run.failedSlice;
@@ -501,6 +514,11 @@ PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
     return outcome;
   outcome.feasible = true;
   outcome.costMs = cost.maxMs;
+  outcome.ranked.reserve(cost.devices.size());
+  for (const DeviceCost &device : cost.devices)
+    outcome.ranked.push_back(device.totalMs());
+  std::sort(outcome.ranked.begin(), outcome.ranked.end(),
+            std::greater<double>());
   outcome.deviceOf.resize(run.input->slices.size());
   for (auto [slice, device] : zip_equal(run.input->order, run.placedOn))
     outcome.deviceOf[slice] = device;

@@ -226,12 +226,21 @@ priceRuns(llvm::ArrayRef<const GreedyRun *> runs, SearchContext &ctx);
 struct PlacementOutcome {
   bool feasible = false;
   double costMs = std::numeric_limits<double>::infinity();
+  /// Every device's total cost, slowest first: what plans are ranked by.
+  std::vector<double> ranked;
   std::vector<unsigned> deviceOf;
   PlanCost cost;
   /// If infeasible: the slice the unconstrained greedy could not place.
   int64_t failedSlice = -1;
   uint64_t maxFreeAtFailure = 0;
 };
+
+/// How searches rank plans: infeasible last, then by the slowest device's
+/// cost, the second slowest's, and so on (costs within a relative 1e-9 are
+/// equal). The reported cost stays the maximum; the rest orders plans that
+/// share it, so that relieving one of several devices tied at the maximum
+/// is progress rather than a tie.
+bool rankedBefore(const PlacementOutcome &a, const PlacementOutcome &b);
 
 /// The evenly spaced dim-sum thresholds of the grid search.
 std::vector<double> gridThresholds(const SearchOptions &options);
@@ -256,9 +265,21 @@ llvm::Error placementError(const SearchContext &ctx,
                            const PlacementInput &input,
                            const PlacementOutcome &outcome);
 
+/// How far a beam search goes, resolved from the options.
+struct BeamBudget {
+  /// Most levels; 0 prices the root alone (the greedy grid search).
+  unsigned levels = 0;
+  /// Stop after kBeamPatience levels without progress (automatic budgets).
+  bool stopWithoutProgress = false;
+  /// Also start from the states that split the costliest tables into equal
+  /// pieces.
+  bool seedUniformSplits = false;
+};
+
 /// The column-wise beam search (NeuroShard's algorithm) from `root`.
 llvm::Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
                                                const SearchOptions &options,
+                                               const BeamBudget &budget,
                                                SearchContext &ctx);
 
 /// The random and proxy-greedy baselines on whole tables.

@@ -102,6 +102,10 @@ Error validateSearchOptions(const SearchOptions &options) {
   return Error::success();
 }
 
+unsigned autoSearchSteps(unsigned numDevices) {
+  return std::min<unsigned>(kMaxSteps, std::max(10u, 2 * numDevices));
+}
+
 Expected<SearchOptions> makeSearchOptions(StringRef algorithm,
                                           const SearchOptions &values,
                                           bool progress) {
@@ -240,14 +244,17 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
       makePlacementInput(tables, topology, std::move(*slices));
   Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
     switch (options.algorithm) {
-    case Algorithm::NeuroShard:
-      return runColumnBeamSearch(std::move(root), options, ctx);
-    case Algorithm::TableGreedyGrid: {
-      // The grid search is the beam search's pricing of its root state.
-      SearchOptions gridOnly = options;
-      gridOnly.maxSteps = 0;
-      return runColumnBeamSearch(std::move(root), gridOnly, ctx);
+    case Algorithm::NeuroShard: {
+      BeamBudget budget;
+      budget.levels = options.maxSteps ? options.maxSteps
+                                       : autoSearchSteps(topology.numDevices());
+      budget.stopWithoutProgress = options.maxSteps == 0;
+      budget.seedUniformSplits = true;
+      return runColumnBeamSearch(std::move(root), options, budget, ctx);
     }
+    case Algorithm::TableGreedyGrid:
+      // The grid search is the beam search's pricing of its root state.
+      return runColumnBeamSearch(std::move(root), options, BeamBudget(), ctx);
     default:
       return runBaseline(std::move(root), options, ctx);
     }

@@ -70,7 +70,9 @@ static cl::opt<unsigned>
                         "tried as splits"),
                cl::init(SearchOptions().candidates), cl::cat(category));
 static cl::opt<unsigned> maxSteps("max-steps",
-                                  cl::desc("Beam search: most levels"),
+                                  cl::desc("Beam search: most levels (0: sized "
+                                           "from the problem, stopping when "
+                                           "levels bring no progress)"),
                                   cl::init(SearchOptions().maxSteps),
                                   cl::cat(category));
 static cl::opt<unsigned> gridSteps("grid-steps",

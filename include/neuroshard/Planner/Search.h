@@ -81,8 +81,11 @@ struct SearchOptions {
   /// Beam search: the union of this many largest and this many most
   /// expensive splittable shards are the split candidates of a state.
   unsigned candidates = 10;
-  /// Beam search: most levels (splits added to the unsplit state).
-  unsigned maxSteps = 10;
+  /// Beam search: most levels (splits added to the unsplit state). 0 sizes
+  /// the budget from the problem (autoSearchSteps) and stops the search
+  /// once kBeamPatience levels in a row bring no progress; a number given
+  /// runs every level it allows, as the reference does.
+  unsigned maxSteps = 0;
   /// Grid search: thresholds s evenly spaced over [thresholdMin,
   /// thresholdMax]; a device's dim sum may not exceed s * total dim / N.
   unsigned gridSteps = 11;
@@ -96,13 +99,23 @@ struct SearchOptions {
 };
 
 /// Upper bounds of the search options: each far above what helps (the
-/// defaults are 3, 10, 10 and 11), and low enough that a mistyped value
+/// defaults are 3, 10, auto and 11), and low enough that a mistyped value
 /// cannot make the search run for days or exhaust memory.
 constexpr unsigned kMaxBeamWidth = 256;
 constexpr unsigned kMaxCandidates = 1024;
 constexpr unsigned kMaxSteps = 4096;
 constexpr unsigned kMaxGridSteps = 1000;
 constexpr double kMaxThreshold = 1000.0;
+
+/// Levels without progress after which a search with an automatic budget
+/// stops. Progress is a lower slowest device, or as slow a slowest device
+/// shared by fewer devices (ties at the maximum broken up one by one).
+constexpr unsigned kBeamPatience = 3;
+
+/// The levels an automatic budget (maxSteps = 0) allows on `numDevices`
+/// devices: enough to split the hottest tables over every device one
+/// piece at a time, and never fewer than the reference's 10.
+unsigned autoSearchSteps(unsigned numDevices);
 
 /// Checks option ranges; the error names the option and its value.
 llvm::Error validateSearchOptions(const SearchOptions &options);

@@ -42,7 +42,8 @@ defvar PlanOptions = [
          "Beam search: largest and most expensive shards tried as splits">,
   Option<"maxSteps", "max-steps", "unsigned",
          "::neuroshard::SearchOptions{}.maxSteps",
-         "Beam search: most column splits">,
+         "Beam search: most levels of column splits (0: sized from the "
+         "problem, stopping when levels bring no progress)">,
   Option<"gridSteps", "grid-steps", "unsigned",
          "::neuroshard::SearchOptions{}.gridSteps",
          "Greedy grid search: dim-sum thresholds tried over "
