@@ -9,25 +9,6 @@
 #include <algorithm>
 #include <fstream>
 
-std::string neuroshard::hostCPUModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  const char *blanks = " \t";
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0)
-      continue;
-    size_t colon = line.find(':');
-    if (colon == std::string::npos)
-      continue;
-    size_t first = line.find_first_not_of(blanks, colon + 1);
-    if (first == std::string::npos)
-      continue;
-    size_t last = line.find_last_not_of(blanks);
-    return line.substr(first, last - first + 1);
-  }
-  return "unknown CPU";
-}
-
 /// The first line of a small sysfs file, or "" if it cannot be read.
 static std::string firstLine(const std::string &path) {
   std::ifstream in(path);
@@ -113,6 +94,11 @@ smallNumber(const std::optional<std::string> &text) {
   return std::stoll(*text);
 }
 
+std::string neuroshard::hostCPUModel(const std::string &cpuinfo) {
+  std::optional<std::string> model = cpuinfoValue(cpuinfo, "model name");
+  return model && !model->empty() ? *model : "unknown CPU";
+}
+
 neuroshard::CPUIdentity
 neuroshard::hostCPUIdentity(const std::string &cpuinfo) {
   CPUIdentity identity;
@@ -123,4 +109,34 @@ neuroshard::hostCPUIdentity(const std::string &cpuinfo) {
     if (flags.find(" " + std::string(flag) + " ") != std::string::npos)
       identity.isa.push_back(flag);
   return identity;
+}
+
+bool neuroshard::isOtherChip(const CPUIdentity &recorded, bool recordedISA,
+                             const CPUIdentity &here) {
+  auto differs = [](const std::optional<int64_t> &a,
+                    const std::optional<int64_t> &b) {
+    return a && b && *a != *b;
+  };
+  return differs(recorded.family, here.family) ||
+         differs(recorded.modelNumber, here.modelNumber) ||
+         (recordedISA && recorded.isa != here.isa);
+}
+
+std::string neuroshard::describeCPUIdentity(const CPUIdentity &identity,
+                                            bool withISA) {
+  std::vector<std::string> parts;
+  if (identity.family)
+    parts.push_back("family " + std::to_string(*identity.family));
+  if (identity.modelNumber)
+    parts.push_back("model " + std::to_string(*identity.modelNumber));
+  if (withISA) {
+    std::string flags;
+    for (const std::string &flag : identity.isa)
+      flags += (flags.empty() ? "" : " ") + flag;
+    parts.push_back(flags.empty() ? "no vector extensions listed" : flags);
+  }
+  std::string text;
+  for (const std::string &part : parts)
+    text += (text.empty() ? "" : ", ") + part;
+  return text;
 }

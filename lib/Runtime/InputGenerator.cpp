@@ -171,6 +171,29 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
   return result;
 }
 
+std::vector<int64_t> zipfIndexStream(int64_t rows, double skew, int64_t length,
+                                     uint64_t seed) {
+  Random random(seed);
+  RowPermutation permutation(rows, random);
+  // Inverse-CDF sampling of the bounded power law; skew 1 is the logarithmic
+  // limit of the general formula.
+  double top = double(rows) + 1.0;
+  double exponent = 1.0 - skew;
+  bool logarithmic = std::abs(skew - 1.0) < 1e-9;
+  double span = logarithmic ? 0.0 : std::pow(top, exponent) - 1.0;
+  std::vector<int64_t> indices(
+      static_cast<size_t>(std::max<int64_t>(0, length)));
+  for (int64_t &index : indices) {
+    double u = random.uniform();
+    double x = logarithmic ? std::pow(top, u)
+                           : std::pow(span * u + 1.0, 1.0 / exponent);
+    int64_t rank = static_cast<int64_t>(std::floor(x)) - 1;
+    rank = std::max<int64_t>(0, std::min(rank, rows - 1));
+    index = permutation(rank);
+  }
+  return indices;
+}
+
 std::array<double, kNumAccessBins>
 accessHistogram(const std::vector<int64_t> &indices) {
   std::array<double, kNumAccessBins> hist{};

@@ -76,6 +76,30 @@ TEST(HostInfoTest, TellsChipsWithOneNameApart) {
   CPUIdentity none = hostCPUIdentity(dir.root + "/missing");
   EXPECT_FALSE(none.family.has_value());
   EXPECT_TRUE(none.isa.empty());
+  EXPECT_EQ(hostCPUModel(cpuinfo), "AMD EPYC");
+  EXPECT_EQ(hostCPUModel(dir.root + "/missing"), "unknown CPU");
+}
+
+TEST(HostInfoTest, UnnamedCPUsAreUnknown) {
+  FakeCaches dir;
+  std::string cpuinfo = dir.root + "/cpuinfo";
+  std::ofstream(cpuinfo) << "processor\t: 0\nmodel name\t: \t\n";
+  EXPECT_EQ(hostCPUModel(cpuinfo), "unknown CPU");
+}
+
+TEST(HostInfoTest, OtherChipsDifferInWhatBothKnow) {
+  CPUIdentity here{25, 17, {"avx", "avx2", "fma"}};
+  EXPECT_FALSE(isOtherChip(here, true, here));
+  // Numbers a record leaves out, and flags it does not list, agree.
+  EXPECT_FALSE(isOtherChip(CPUIdentity{25, std::nullopt, {}}, false, here));
+  EXPECT_TRUE(isOtherChip(CPUIdentity{26, std::nullopt, {}}, false, here));
+  EXPECT_TRUE(isOtherChip(CPUIdentity{25, 1, {}}, false, here));
+  EXPECT_TRUE(isOtherChip(CPUIdentity{25, 17, {"avx"}}, true, here));
+  EXPECT_EQ(describeCPUIdentity(here, true), "family 25, model 17, avx avx2 "
+                                             "fma");
+  EXPECT_EQ(describeCPUIdentity(CPUIdentity{26, std::nullopt, {}}, true),
+            "family 26, no vector extensions listed");
+  EXPECT_EQ(describeCPUIdentity(here, false), "family 25, model 17");
 }
 
 } // namespace

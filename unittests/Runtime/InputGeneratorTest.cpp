@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace neuroshard::inputs;
@@ -96,6 +97,29 @@ TEST(InputGenerator, AccessHistogramBins) {
   EXPECT_DOUBLE_EQ(hist[1], 0.25);
   EXPECT_DOUBLE_EQ(hist[2], 0.25);
   EXPECT_DOUBLE_EQ(hist[3], 0.25);
+}
+
+TEST(InputGenerator, ZipfStreamsAreDeterministicAndSkewed) {
+  std::vector<int64_t> a = zipfIndexStream(1000, 1.2, 5000, 4);
+  ASSERT_EQ(a.size(), 5000u);
+  EXPECT_EQ(a, zipfIndexStream(1000, 1.2, 5000, 4));
+  EXPECT_NE(a, zipfIndexStream(1000, 1.2, 5000, 5));
+  for (int64_t index : a) {
+    EXPECT_GE(index, 0);
+    EXPECT_LT(index, 1000);
+  }
+  // The table pool's streams are keyed by these values: pin a few.
+  std::vector<int64_t> pinned = zipfIndexStream(5000, 1.3, 4, 9);
+  EXPECT_EQ(pinned, (std::vector<int64_t>{1635, 1731, 390, 86}));
+  // More skew, fewer distinct rows; skew 1 is the logarithmic case.
+  auto distinct = [](std::vector<int64_t> v) {
+    std::sort(v.begin(), v.end());
+    return std::unique(v.begin(), v.end()) - v.begin();
+  };
+  EXPECT_LT(distinct(zipfIndexStream(100000, 2.0, 20000, 1)) * 4,
+            distinct(zipfIndexStream(100000, 0.0, 20000, 1)));
+  EXPECT_EQ(zipfIndexStream(7, 1.0, 100, 2).size(), 100u);
+  EXPECT_TRUE(zipfIndexStream(7, 1.0, 0, 2).empty());
 }
 
 TEST(InputGenerator, WeightsAreColumnKeyedSoShardsAgree) {

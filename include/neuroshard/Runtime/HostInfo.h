@@ -19,8 +19,9 @@
 
 namespace neuroshard {
 
-/// The host CPU's model name (Linux: /proc/cpuinfo), or "unknown CPU".
-std::string hostCPUModel();
+/// The host CPU's model name: the first "model name" of `cpuinfo` (Linux's
+/// /proc/cpuinfo) with the blanks around it trimmed, or "unknown CPU".
+std::string hostCPUModel(const std::string &cpuinfo = "/proc/cpuinfo");
 
 /// What tells CPUs with one vague model name apart (a virtual machine may
 /// call chips two generations apart "AMD EPYC"): /proc/cpuinfo's first
@@ -39,6 +40,17 @@ inline constexpr const char *kISAFlags[] = {"amx_tile", "avx",     "avx2",
 
 /// This machine's CPUIdentity, from `cpuinfo`.
 CPUIdentity hostCPUIdentity(const std::string &cpuinfo = "/proc/cpuinfo");
+
+/// Whether `recorded`, the identity of the CPU a measurement was taken on,
+/// names another chip than `here`: a family or model number that both know
+/// differs, or, when `recordedISA` (the record lists its flags), the flags
+/// differ. Both lists of flags are sorted.
+bool isOtherChip(const CPUIdentity &recorded, bool recordedISA,
+                 const CPUIdentity &here);
+
+/// "family 25, model 17, avx avx2 fma": the numbers `identity` knows and,
+/// when `withISA`, its flags ("no vector extensions listed" for none).
+std::string describeCPUIdentity(const CPUIdentity &identity, bool withISA);
 
 /// The first core's data and unified caches as (name, KiB) pairs, "L1d",
 /// "L2", "L3" in that order, read from Linux's sysfs under `cacheDir`; a

@@ -76,6 +76,15 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
                             uint64_t seed, uint64_t stream,
                             int64_t rowLimit = 0);
 
+/// `length` row indices in [0, rows) whose popularity follows a bounded power
+/// law: rank r is drawn from a density proportional to x^-skew on
+/// [1, rows + 1) (skew 0 is uniform, larger is more skewed), and ranks are
+/// scattered over the rows by a random affine permutation, so that the hot
+/// rows are not the first ones. The synthetic table pool's index streams
+/// (python/neuroshard/table_pool.py); rows > 0, length >= 0.
+std::vector<int64_t> zipfIndexStream(int64_t rows, double skew, int64_t length,
+                                     uint64_t seed);
+
 /// The 17-bin access histogram of an index stream (DESIGN §3).
 std::array<double, kNumAccessBins>
 accessHistogram(const std::vector<int64_t> &indices);

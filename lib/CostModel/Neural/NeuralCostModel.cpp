@@ -131,7 +131,37 @@ static Error sizeMismatch(StringRef bundleDir, StringRef what, size_t size,
                                         what, size, expected));
 }
 
+/// The thread count for LibTorch's intra-op pool. The networks are tiny, so
+/// one thread beats the pool's synchronisation; NEUROSHARD_TORCH_THREADS
+/// overrides it.
+static int torchThreads() {
+  if (const char *env = std::getenv("NEUROSHARD_TORCH_THREADS")) {
+    int threads = 0;
+    if (!StringRef(env).getAsInteger(10, threads) && threads > 0)
+      return threads;
+  }
+  return 1;
+}
+
+namespace {
+/// LibTorch's intra-op thread count is one setting for the whole process. A
+/// model uses torchThreads() while it lives and restores the program's count
+/// when it goes, so that a program that also runs LibTorch itself (a Python
+/// process that trains with torch) keeps its threads.
+struct TorchThreadsScope {
+  TorchThreadsScope() : previous(at::get_num_threads()) {
+    at::set_num_threads(torchThreads());
+  }
+  ~TorchThreadsScope() { at::set_num_threads(previous); }
+  TorchThreadsScope(const TorchThreadsScope &) = delete;
+  TorchThreadsScope &operator=(const TorchThreadsScope &) = delete;
+  int previous;
+};
+} // namespace
+
 struct NeuralCostModel::Impl {
+  /// First, so that it is destroyed last.
+  TorchThreadsScope threads;
   BundleMeta meta;
   std::string name;
   torch::jit::Module compute;
@@ -300,18 +330,6 @@ static Expected<torch::jit::Module> loadScript(StringRef bundleDir,
   return module;
 }
 
-/// The thread count for LibTorch's intra-op pool. The networks are tiny, so
-/// one thread beats the pool's synchronisation; NEUROSHARD_TORCH_THREADS
-/// overrides it.
-static int torchThreads() {
-  if (const char *env = std::getenv("NEUROSHARD_TORCH_THREADS")) {
-    int threads = 0;
-    if (!StringRef(env).getAsInteger(10, threads) && threads > 0)
-      return threads;
-  }
-  return 1;
-}
-
 /// Runs each model once on zero inputs to check that its methods exist and
 /// honour the shapes of the contract, so that a bad bundle fails at load
 /// time rather than in the middle of a search.
@@ -389,7 +407,6 @@ NeuralCostModel::load(StringRef bundleDir) {
   StringRef trimmed = bundleDir.rtrim(sys::path::get_separator());
   impl->name = sys::path::filename(trimmed.empty() ? bundleDir : trimmed).str();
 
-  at::set_num_threads(torchThreads());
   Expected<torch::jit::Module> compute = loadScript(bundleDir, "compute.pt");
   if (!compute)
     return compute.takeError();
@@ -478,20 +495,6 @@ bool NeuralCostModel::estimatesUncertainty() const {
 
 void NeuralCostModel::setRiskMargin(double sigmas) {
   impl->riskMargin = estimatesUncertainty() ? sigmas : 0.0;
-}
-
-/// "family 26, model 2, avx avx2 avx512f" (what is known of it).
-static std::string identityText(const CPUIdentity &identity, bool withISA) {
-  SmallVector<std::string> parts;
-  if (identity.family)
-    parts.push_back(formatv("family {0}", *identity.family));
-  if (identity.modelNumber)
-    parts.push_back(formatv("model {0}", *identity.modelNumber));
-  if (withISA)
-    parts.push_back(identity.isa.empty()
-                        ? std::string("no vector extensions listed")
-                        : join(identity.isa, " "));
-  return join(parts, ", ");
 }
 
 /// "L2 1024 KiB, L3 32768 KiB".
@@ -610,22 +613,17 @@ std::optional<std::string> NeuralCostModel::Impl::compareMachine() const {
         .str();
   // One model name can cover several generations of chips.
   CPUIdentity identity = hostCPUIdentity();
-  bool otherChip = (meta.hostCPUFamily && identity.family &&
-                    *meta.hostCPUFamily != *identity.family) ||
-                   (meta.hostCPUModelNumber && identity.modelNumber &&
-                    *meta.hostCPUModelNumber != *identity.modelNumber) ||
-                   (meta.hostISA && *meta.hostISA != identity.isa);
-  if (otherChip) {
-    CPUIdentity recorded{meta.hostCPUFamily, meta.hostCPUModelNumber,
-                         meta.hostISA.value_or(std::vector<std::string>())};
+  CPUIdentity recorded{meta.hostCPUFamily, meta.hostCPUModelNumber,
+                       meta.hostISA.value_or(std::vector<std::string>())};
+  if (isOtherChip(recorded, meta.hostISA.has_value(), identity))
     return formatv(
                "cost model '{0}' was measured on '{1}' ({2}), but this "
                "machine's '{1}' is {3}: its compute costs describe the other "
                "chip; {4}",
-               name, measured, identityText(recorded, meta.hostISA.has_value()),
-               identityText(identity, true), calibrate)
+               name, measured,
+               describeCPUIdentity(recorded, meta.hostISA.has_value()),
+               describeCPUIdentity(identity, true), calibrate)
         .str();
-  }
   if (meta.hostCachesKB.empty())
     return std::nullopt;
   std::vector<std::pair<std::string, int64_t>> caches = hostCachesKB();
