@@ -1,0 +1,358 @@
+//===- PlannerBindings.cpp - Tasks and the planner in Python --------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// plan() is neuroshard-plan as a function: the same task reader, options,
+// cost models and planSharding, and the same output (the plan JSON as a
+// dict, the TorchRec plan as a dict, or the readable table as text). Tasks
+// given as Python objects go through the task JSON reader, so that they are
+// checked, and refused, in its words.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bindings.h"
+
+#include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/Search.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <pybind11/stl.h>
+
+#include <limits>
+
+namespace py = pybind11;
+using namespace llvm;
+using namespace neuroshard;
+using namespace neuroshard::python;
+
+static NeuroShardError optionError(const Twine &message) {
+  return NeuroShardError(message.str());
+}
+
+/// The text of a path given as a str or an os.PathLike.
+static std::string pathText(const py::handle &path) {
+  return py::module_::import("os").attr("fspath")(path).cast<std::string>();
+}
+
+/// A task from what plan() and the Task reader accept: a Task, the path of a
+/// task file, a task object ({"tables": [...], "batch_size": B}) or a list of
+/// tables.
+static PlanningTask toTask(const py::handle &task) {
+  if (py::isinstance<PlanningTask>(task))
+    return task.cast<PlanningTask>();
+  if (py::isinstance<py::str>(task) ||
+      py::isinstance(task, py::module_::import("os").attr("PathLike")))
+    return unwrap(readTaskFile(pathText(task)));
+  py::object document;
+  if (py::isinstance<py::dict>(task))
+    document = py::reinterpret_borrow<py::object>(task);
+  else if (py::isinstance<py::list>(task) || py::isinstance<py::tuple>(task))
+    document = py::dict(py::arg("tables") = task);
+  else
+    throw py::type_error(
+        formatv(
+            "a task is a Task, the path of a task file, a dict "
+            "{{\"tables\": [...]} or a list of tables, not {0}",
+            py::str(py::type::of(task).attr("__name__")).cast<std::string>())
+            .str());
+  // NumPy numbers and arrays are written as the numbers they hold.
+  py::cpp_function plain([](py::object value) -> py::object {
+    if (py::hasattr(value, "tolist"))
+      return value.attr("tolist")();
+    throw py::type_error(
+        formatv(
+            "a task holds numbers, strings, lists and dicts, not {0}",
+            py::str(py::type::of(value).attr("__name__")).cast<std::string>())
+            .str());
+  });
+  std::string text = py::str(py::module_::import("json").attr("dumps")(
+      document, py::arg("default") = plain));
+  return unwrap(parseTaskJSON(text));
+}
+
+/// memory_gb as the comma list parseMemoryGBList reads: a number, a sequence
+/// of numbers, or the list itself as text.
+static std::string memoryList(const py::handle &memoryGB) {
+  if (py::isinstance<py::str>(memoryGB))
+    return memoryGB.cast<std::string>();
+  auto number = [](const py::handle &value) {
+    if (py::isinstance<py::bool_>(value) ||
+        !(py::isinstance<py::int_>(value) ||
+          py::isinstance<py::float_>(value) || py::hasattr(value, "__float__")))
+      throw py::type_error(formatv("memory_gb: expected numbers of GB, got {0}",
+                                   py::repr(value).cast<std::string>())
+                               .str());
+    return py::repr(py::float_(py::reinterpret_borrow<py::object>(value)))
+        .cast<std::string>();
+  };
+  if (!py::isinstance<py::sequence>(memoryGB))
+    return number(memoryGB);
+  SmallVector<std::string> values;
+  for (const py::handle &value : memoryGB.cast<py::sequence>())
+    values.push_back(number(value));
+  return join(values, ",");
+}
+
+/// `value` as an unsigned option, or an error naming it.
+static unsigned unsignedOption(StringRef name, int64_t value) {
+  if (value < 0 || value > int64_t(std::numeric_limits<unsigned>::max()))
+    throw optionError(formatv("{0}: expected a non-negative integer below "
+                              "2^32, got {1}",
+                              name, value));
+  return static_cast<unsigned>(value);
+}
+
+namespace {
+/// plan()'s options, as neuroshard-plan's command line gives them.
+struct PlanOptions {
+  std::optional<int64_t> devices;
+  std::string memoryGB;
+  std::string algorithm;
+  std::string costModel;
+  double costRisk = kDefaultRiskMargin;
+  std::optional<int64_t> batchSize;
+  std::string optimizer;
+  double reservedMemory = 0.0;
+  double hbmGBps = 0.0;
+  double interconnectGBps = 0.0;
+  SearchOptions search;
+};
+} // namespace
+
+static Topology buildTopology(const PlanOptions &options,
+                              const PlanningTask &task) {
+  if (StringRef(options.memoryGB).trim().empty())
+    throw optionError("memory_gb: expected a number or a list of numbers");
+  Expected<std::vector<double>> parsed = parseMemoryGBList(options.memoryGB);
+  if (!parsed)
+    throw optionError("memory_gb: " + toString(parsed.takeError()));
+  std::vector<double> capacities = std::move(*parsed);
+  unsigned n = 0;
+  if (options.devices) {
+    if (RuleViolation v = checkDeviceCount(*options.devices))
+      throw optionError("devices: " + *v);
+    n = static_cast<unsigned>(*options.devices);
+  } else {
+    if (capacities.size() == 1)
+      throw optionError("devices is required unless memory_gb lists one "
+                        "value per device");
+    n = capacities.size();
+  }
+  if (capacities.size() == 1)
+    capacities.assign(n, capacities.front());
+  if (capacities.size() != n)
+    throw optionError(formatv("memory_gb lists {0} values but there are {1} "
+                              "devices",
+                              capacities.size(), n));
+  Topology topology;
+  topology.memoryGB = std::move(capacities);
+  std::optional<Optimizer> optimizer = parseOptimizer(options.optimizer);
+  if (!optimizer)
+    throw optionError("optimizer: unknown optimizer '" + options.optimizer +
+                      "'; expected one of " + optimizerNameList());
+  topology.optimizer = *optimizer;
+  if (RuleViolation v = checkReservedFraction(options.reservedMemory))
+    throw optionError("reserved_memory: " + *v);
+  topology.reservedFraction = options.reservedMemory;
+  topology.hbmBandwidthGBps = options.hbmGBps;
+  topology.interconnectBandwidthGBps = options.interconnectGBps;
+  if (options.batchSize)
+    topology.batchSize = *options.batchSize;
+  else if (task.batchSize)
+    topology.batchSize = *task.batchSize;
+  return topology;
+}
+
+enum class PlanFormat { JSON, Table, TorchRec };
+
+static py::object plan(const py::handle &taskObject, PlanOptions options,
+                       const std::string &formatName, bool verbose) {
+  std::optional<PlanFormat> format =
+      StringSwitch<std::optional<PlanFormat>>(formatName)
+          .Case("json", PlanFormat::JSON)
+          .Case("table", PlanFormat::Table)
+          .Case("torchrec", PlanFormat::TorchRec)
+          .Default(std::nullopt);
+  if (!format)
+    throw optionError("format: expected 'json', 'table' or 'torchrec', got '" +
+                      formatName + "'");
+  PlanningTask task = toTask(taskObject);
+  Topology topology = buildTopology(options, task);
+  std::optional<Algorithm> algorithm = parseAlgorithm(options.algorithm);
+  if (!algorithm)
+    throw optionError(formatv("algorithm: unknown algorithm '{0}' (expected "
+                              "one of: {1})",
+                              options.algorithm, algorithmNameList()));
+  options.search.algorithm = *algorithm;
+  throwIfError(validateSearchOptions(options.search));
+  if (std::optional<std::string> problem = checkRiskMargin(options.costRisk))
+    throw optionError("cost_risk: " + *problem);
+
+  std::string output;
+  {
+    // Loading a model and searching take no Python objects; an error unwinds
+    // through `release`, which takes the interpreter back first.
+    py::gil_scoped_release release;
+    CostModelOptions modelOptions;
+    modelOptions.riskMargin = options.costRisk;
+    std::unique_ptr<CostModel> model =
+        unwrap(createCostModel(options.costModel, topology, modelOptions));
+    PlanResult result =
+        unwrap(planSharding(task.tables, topology, options.search, *model));
+    raw_string_ostream os(output);
+    if (*format == PlanFormat::JSON)
+      writePlanJSON(os, task.tables, topology, result);
+    else if (*format == PlanFormat::TorchRec)
+      writeTorchRecPlan(os, task.tables, topology, result);
+    else
+      printPlanTable(os, task.tables, topology, result, verbose);
+  }
+  if (*format == PlanFormat::Table)
+    return py::str(output);
+  return py::module_::import("json").attr("loads")(output);
+}
+
+void neuroshard::python::populatePlanner(py::module_ &m) {
+  py::class_<TableSpec>(m, "Table",
+                        "One table of a task, as the task reader read it.")
+      .def_readonly("name", &TableSpec::name)
+      .def_readonly("rows", &TableSpec::rows)
+      .def_readonly("dim", &TableSpec::dim)
+      .def_readonly("element_bytes", &TableSpec::elementBytes)
+      .def_readonly("pooling_factor", &TableSpec::poolingFactor)
+      .def_readonly("access_hist", &TableSpec::accessHist)
+      .def_readonly("pinned_device", &TableSpec::pinnedDevice)
+      .def_readonly("no_split", &TableSpec::noSplit)
+      .def_property_readonly(
+          "features",
+          [](const TableSpec &table) {
+            std::vector<std::pair<double, std::array<double, kNumAccessBins>>>
+                features;
+            for (unsigned i = 0; i < table.numFeatures(); ++i)
+              features.emplace_back(table.feature(i).poolingFactor,
+                                    table.feature(i).accessHist);
+            return features;
+          },
+          "(pooling_factor, access_hist) of every feature that looks the "
+          "table up, its own first.")
+      .def_property_readonly("bytes", &TableSpec::bytes)
+      .def("__repr__", [](const TableSpec &table) {
+        return formatv("Table('{0}', rows={1}, dim={2})", table.name,
+                       table.rows, table.dim)
+            .str();
+      });
+
+  py::class_<PlanningTask>(m, "Task",
+                           "A task: the tables to place and, if given, the "
+                           "batch size (parse_task, read_task).")
+      .def_readonly("tables", &PlanningTask::tables)
+      .def_readonly("batch_size", &PlanningTask::batchSize)
+      .def("__len__",
+           [](const PlanningTask &task) { return task.tables.size(); })
+      .def("__repr__", [](const PlanningTask &task) {
+        return formatv("Task({0} tables, batch_size={1})", task.tables.size(),
+                       task.batchSize ? std::to_string(*task.batchSize)
+                                      : std::string("None"))
+            .str();
+      });
+
+  m.def(
+      "parse_task",
+      [](const std::string &text) { return unwrap(parseTaskJSON(text)); },
+      py::arg("text"),
+      "The task in the JSON text `text` (docs/planner.md); NeuroShardError "
+      "names the field, the table and the value at fault.");
+  m.def(
+      "read_task",
+      [](const py::handle &path) {
+        return unwrap(readTaskFile(pathText(path)));
+      },
+      py::arg("path"), "The task in the file `path` (parse_task).");
+  std::vector<std::string> algorithms;
+  for (Algorithm algorithm : allAlgorithms())
+    algorithms.push_back(algorithmName(algorithm).str());
+  m.attr("ALGORITHMS") = py::tuple(py::cast(algorithms));
+  m.attr("DEFAULT_COST_MODEL") = kDefaultCostModel;
+  m.attr("MODELS_DIR_VARIABLE") = kModelsDirVariable;
+  m.def("default_model_search_path", &defaultModelSearchPath,
+        "Where cost_model='default' looks for the shipped bundle, in order.");
+  m.def("find_default_model", &findDefaultModel,
+        "The shipped default bundle's directory, or '' when it is in none of "
+        "default_model_search_path().");
+  m.def("neural_cost_models_built", &neuralCostModelsBuilt,
+        "Whether this build has the LibTorch-backed neural cost model.");
+
+  SearchOptions search;
+  Topology topology;
+  m.def(
+      "plan",
+      [](const py::handle &task, std::optional<int64_t> devices,
+         const py::handle &memoryGB, std::string algorithm,
+         const py::handle &costModel, double costRisk,
+         std::optional<int64_t> batchSize, std::string optimizer,
+         double reservedMemory, double hbmGBps, double interconnectGBps,
+         int64_t beamWidth, int64_t candidates, int64_t maxSteps,
+         int64_t gridSteps, double thresholdMin, double thresholdMax,
+         uint64_t seed, const std::string &format, bool verbose) {
+        PlanOptions options;
+        options.devices = devices;
+        options.memoryGB = memoryList(memoryGB);
+        options.algorithm = std::move(algorithm);
+        options.costModel = pathText(costModel);
+        options.costRisk = costRisk;
+        options.batchSize = batchSize;
+        options.optimizer = std::move(optimizer);
+        options.reservedMemory = reservedMemory;
+        options.hbmGBps = hbmGBps;
+        options.interconnectGBps = interconnectGBps;
+        options.search.beamWidth = unsignedOption("beam_width", beamWidth);
+        options.search.candidates = unsignedOption("candidates", candidates);
+        options.search.maxSteps = unsignedOption("max_steps", maxSteps);
+        options.search.gridSteps = unsignedOption("grid_steps", gridSteps);
+        options.search.thresholdMin = thresholdMin;
+        options.search.thresholdMax = thresholdMax;
+        options.search.seed = seed;
+        return plan(task, std::move(options), format, verbose);
+      },
+      py::arg("task"), py::kw_only(), py::arg("devices") = py::none(),
+      py::arg("memory_gb") = 16, py::arg("algorithm") = "neuroshard",
+      py::arg("cost_model") = kDefaultCostModel,
+      py::arg("cost_risk") = kDefaultRiskMargin,
+      py::arg("batch_size") = py::none(), py::arg("optimizer") = "sgd",
+      py::arg("reserved_memory") = 0.0,
+      py::arg("hbm_gbps") = topology.hbmBandwidthGBps,
+      py::arg("interconnect_gbps") = topology.interconnectBandwidthGBps,
+      py::arg("beam_width") = search.beamWidth,
+      py::arg("candidates") = search.candidates,
+      py::arg("max_steps") = search.maxSteps,
+      py::arg("grid_steps") = search.gridSteps,
+      py::arg("threshold_min") = search.thresholdMin,
+      py::arg("threshold_max") = search.thresholdMax,
+      py::arg("seed") = search.seed, py::arg("format") = "json",
+      py::arg("verbose") = false,
+      R"(Plans the sharding of a task's tables, as neuroshard-plan does.
+
+task: a Task, the path of a task file, a dict {"tables": [...],
+"batch_size": B} or a list of table dicts (docs/planner.md). The options are
+neuroshard-plan's, with '_' for '-': devices (default: one per memory_gb
+value when there are several), memory_gb (GB per device: one number, or one
+per device), algorithm, cost_model ('default', 'analytical' or the path of a
+neural bundle), cost_risk, batch_size (default: the task's, else 65536),
+optimizer, reserved_memory, hbm_gbps, interconnect_gbps, and the search's
+beam_width, candidates, max_steps, grid_steps, threshold_min, threshold_max
+and seed.
+
+Returns what neuroshard-plan --format FORMAT writes: for 'json' the plan as
+a dict (its "warnings" hold what the cost model cannot vouch for), for
+'torchrec' the TorchRec plan as a dict, for 'table' the readable table (one
+row per table too with verbose=True). Raises NeuroShardError, a ValueError,
+with the planner's message for a bad task or option and for a problem with
+no valid plan.)");
+}
