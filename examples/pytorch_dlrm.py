@@ -14,8 +14,8 @@ batches, runs the model on them, and then the whole NeuroShard flow:
 
 Exits non-zero if any step fails.
 
-    PYTHONPATH=python /usr/bin/python3 examples/pytorch_dlrm.py \
-        --tools-dir build/bin --out /tmp/pytorch-dlrm
+    PYTHONPATH=python:build/lib/python3/dist-packages /usr/bin/python3 \
+        examples/pytorch_dlrm.py --tools-dir build/bin --out /tmp/pytorch-dlrm
 """
 
 import argparse
@@ -29,11 +29,10 @@ import numpy as np
 import torch
 from torch import nn
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "python"))
+from neuroshard import _core
+from neuroshard import frontend
 
-from neuroshard import frontend  # noqa: E402
-from neuroshard import table_pool as tp  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class DLRM(nn.Module):
@@ -95,10 +94,10 @@ def table_shapes(rng, count):
 
 def sample_batch(rows, pooling, skew, batch, seed):
     """(indices, offsets) of one batch: Poisson bag lengths with mean
-    `pooling` and Zipf-like indices (the pool's index_stream)."""
+    `pooling` and Zipf-like indices (the table pool's zipf_index_stream)."""
     rng = np.random.default_rng(seed)
     lengths = rng.poisson(pooling, size=batch)
-    indices = tp.index_stream(rows, skew, int(lengths.sum()), seed)
+    indices = _core.zipf_index_stream(rows, skew, int(lengths.sum()), seed)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     return (torch.from_numpy(indices.astype(np.int64)),
             torch.from_numpy(offsets.astype(np.int64)))

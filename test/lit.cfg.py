@@ -30,6 +30,10 @@ llvm_config.use_default_substitutions()
 
 if config.neuroshard_has_torch:
     config.available_features.add("torch")
+# `python`: the Python package's C++ module is built, so `%python -m
+# neuroshard.…` runs.
+if config.neuroshard_has_python:
+    config.available_features.add("python")
 if config.neuroshard_has_cuda:
     config.available_features.add("cuda-toolkit")
     config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit_dir))
@@ -74,9 +78,10 @@ llvm_config.add_tool_substitutions(
 llvm_config.with_environment("PATH", config.neuroshard_tools_dir,
                              append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-# `%python -m neuroshard.…` runs the package from the source tree (e.g. to
-# export a cost-model bundle inside a test) without writing bytecode there.
+# `%python -m neuroshard.…` runs the package from the source tree, with its
+# C++ module from the build tree (e.g. to export a cost-model bundle inside
+# a test), without writing bytecode there.
 llvm_config.with_environment(
-    "PYTHONPATH", os.path.join(config.neuroshard_src_root, "python"),
-    append_path=True)
+    "PYTHONPATH", [os.path.join(config.neuroshard_src_root, "python"),
+                   config.neuroshard_python_dir], append_path=True)
 llvm_config.with_environment("PYTHONDONTWRITEBYTECODE", "1")

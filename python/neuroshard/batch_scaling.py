@@ -52,9 +52,9 @@ from typing import Callable, Dict, List, Optional, Sequence, TextIO
 import numpy as np
 import torch
 
+from neuroshard import _core
 from neuroshard import collect
 from neuroshard import cost_model as cm
-from neuroshard import hostinfo
 from neuroshard import jsonio
 from neuroshard import metrics
 from neuroshard import table_pool as tp
@@ -145,7 +145,7 @@ def draw_sets(pool: Dict, seed: int, key: int, count: int,
               memory_cap_bytes: int, split: str) -> Dict[int, List[int]]:
     """`count` sets (id -> pool table ids) of 1..15 tables of `split`, drawn
     by collect.sample_set under mix_seed(seed, key)."""
-    set_seed = tp.mix_seed(seed, key)
+    set_seed = _core.mix_seed(seed, key)
     return {k: collect.sample_set(pool, set_seed, k, memory_cap_bytes,
                                   split=split) for k in range(count)}
 
@@ -303,13 +303,13 @@ def measure(bundle_dir: str, meta: Dict, pool_path: str, options,
             log: TextIO) -> Dict:
     """Measures the curve and its validation; returns meta's
     "batch_scaling" object."""
-    here = hostinfo.cpu_model()
+    here = _core.host_cpu_model()
     if meta["hardware"] != here:
         raise ScalingError(
             "bundle '%s' was measured on '%s', but this machine is '%s': its "
             "batch-scaling curve must be measured on the machine it prices"
             % (bundle_dir, meta["hardware"], here))
-    other = hostinfo.other_chip(meta.get("host"))
+    other = _core.other_chip(meta.get("host"))
     if other:
         raise ScalingError(
             "bundle '%s' was measured on another '%s' chip (%s): its "

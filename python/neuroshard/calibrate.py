@@ -33,9 +33,9 @@ import tempfile
 import time
 from typing import Dict, List, Optional, TextIO
 
+from neuroshard import _core
 from neuroshard import batch_scaling as bs
 from neuroshard import collect
-from neuroshard import hostinfo
 from neuroshard import report
 from neuroshard import table_pool as tp
 from neuroshard import train as tr
@@ -232,7 +232,7 @@ def calibrate(args, log: Optional[TextIO] = None,
     except OSError as e:
         raise CalibrateError("cannot create the work directory '%s': %s" %
                              (work, e.strerror))
-    host = hostinfo.host_description()
+    host = _core.host_description()
     clock.say("start", "calibrating for %s (%d logical CPUs); intermediate "
               "files in %s" % (host["cpu_model"], host["logical_cpus"], work))
     clock.say("start", "plan: collection up to %s, training up to %s, then "

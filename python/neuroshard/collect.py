@@ -40,6 +40,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
 
+from neuroshard import _core
 from neuroshard import jsonio
 from neuroshard import table_pool as tp
 
@@ -77,7 +78,7 @@ def sample_set(pool: Dict, seed: int, sample_id: int,
         raise CollectError("no %s table of the pool fits under the "
                            "memory cap of %.3g GB" %
                            (split, memory_cap_bytes / 2**30))
-    random = tp.SplitMix64(tp.mix_seed(seed, sample_id))
+    random = _core.Random(_core.mix_seed(seed, sample_id))
     count = 1 + random.below(max_tables)
     order = np.argsort(random.uniform_block(len(train)), kind="stable")
     chosen, bases, total = [], set(), 0

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from neuroshard.table_rules import NUM_ACCESS_BINS
+from neuroshard._core import NUM_ACCESS_BINS
 # The table features in the order the models read them (DESIGN §3).
 FEATURE_ORDER = ["rows", "dim", "pooling_factor"] + [
     "bin_%d" % i for i in range(NUM_ACCESS_BINS)

@@ -6,7 +6,8 @@
 """Evaluates the sharding algorithms on held-out synthetic tasks, as the
 paper does (MLSys 2023, §5): tasks drawn from the TEST split of the table
 pool (the cost model never saw those base tables), every algorithm planned
-with `neuroshard-plan` and priced by the same cost model.
+by the C++ planner (neuroshard.plan, as `neuroshard-plan` plans) and priced
+by the same cost model.
 
 Settings (DESIGN §10, issue 7):
   4dev   10..60 tables on 4 devices
@@ -70,6 +71,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from neuroshard import _core
 from neuroshard import table_pool as tp
 
 ALGORITHMS = ("neuroshard", "table-greedy-grid", "random", "size-greedy",
@@ -105,8 +107,8 @@ def make_tasks(pool: Dict, setting: str, count: int, seed: int,
                batch_size: int = BATCH_SIZE) -> List[Dict]:
     """`count` seeded tasks of `setting` from the pool's test split, at a
     global batch of `batch_size` bags (the pool's histograms must describe
-    batches of that many bags). A task holds neuroshard-plan's task JSON
-    fields plus `devices`, `memory_gb` and each table's `pool_id`."""
+    batches of that many bags). A task holds the task JSON's fields
+    (task_json) plus `devices`, `memory_gb` and each table's `pool_id`."""
     if setting not in SETTINGS:
         raise EvaluationError("unknown setting '%s' (expected one of %s)" %
                               (setting, ", ".join(SETTINGS)))
@@ -147,51 +149,28 @@ def make_tasks(pool: Dict, setting: str, count: int, seed: int,
 
 
 def task_json(task: Dict) -> Dict:
-    """The neuroshard-plan task file of a task."""
+    """The planner's task (the task JSON of docs/planner.md) of a task."""
     return {"batch_size": task["batch_size"],
             "tables": [{k: t[k] for k in ("name", "rows", "dim",
                                           "pooling_factor", "access_hist")}
                        for t in task["tables"]]}
 
 
-def plan_command(tool: str, task_path: str, task: Dict, algorithm: str,
-                 cost_model: str,
-                 cost_risk: Optional[float] = None) -> List[str]:
-    command = [tool, task_path, "--devices", str(task["devices"]),
-               "--memory-gb", repr(task["memory_gb"]), "--algorithm",
-               algorithm, "--cost-model", cost_model, "--format=json"]
-    if cost_risk is not None:
-        command.append("--cost-risk=%r" % cost_risk)
-    return command
-
-
-def run_plan(tool: str, task: Dict, algorithm: str, cost_model: str,
-             workdir: str, cost_risk: Optional[float] = None) -> Dict:
+def run_plan(task: Dict, algorithm: str, cost_model: str,
+             cost_risk: Optional[float] = None) -> Dict:
     """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
-    "search_ms", "plan"} or {"valid": False, "error"} when the tool found no
-    plan; a tool that crashes or prints something else is an error."""
-    # Written every time: a task file left in the work directory by a run
-    # with another pool or other options must not stand in for this task.
-    path = os.path.join(workdir, task["name"] + ".json")
-    with open(path, "w") as f:
-        json.dump(task_json(task), f)
-    command = plan_command(tool, path, task, algorithm, cost_model,
-                           cost_risk)
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode == 1 and "error" in result.stderr:
-        return {"valid": False, "error": result.stderr.strip()}
-    if result.returncode != 0:
-        raise EvaluationError("'%s' exited with %d: %s" %
-                              (shlex.join(command), result.returncode,
-                               result.stderr.strip()))
+    "predicted_compute_ms", "search_ms", "plan"}, or {"valid": False,
+    "error"} with the planner's message when it found no plan."""
+    options = {} if cost_risk is None else {"cost_risk": cost_risk}
     try:
-        plan = json.loads(result.stdout)
-        return {"valid": True, "cost_ms": float(plan["cost_ms"]),
-                "predicted_compute_ms": predicted_compute(plan),
-                "search_ms": float(plan["search"]["time_ms"]), "plan": plan}
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-        raise EvaluationError("'%s' printed no plan JSON (%s): %.200s" %
-                              (shlex.join(command), e, result.stdout))
+        plan = _core.plan(task_json(task), devices=task["devices"],
+                          memory_gb=task["memory_gb"], algorithm=algorithm,
+                          cost_model=cost_model, **options)
+    except _core.NeuroShardError as e:
+        return {"valid": False, "error": str(e)}
+    return {"valid": True, "cost_ms": float(plan["cost_ms"]),
+            "predicted_compute_ms": predicted_compute(plan),
+            "search_ms": float(plan["search"]["time_ms"]), "plan": plan}
 
 
 def predicted_compute(plan: Dict) -> float:
@@ -592,14 +571,14 @@ def _load_or_make_pool(args, log) -> str:
 
 
 def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
-                    repo: str, log) -> None:
+                    log) -> None:
     """Warns when the pool is not the one the cost model was trained on:
     its test split would then not be held out from the model."""
     bundle = cost_model
-    if cost_model == "default":
-        bundle = os.path.join(repo, "models", "cpu-zen5-b1024")
+    if cost_model == _core.DEFAULT_COST_MODEL:
+        bundle = _core.find_default_model()
     meta_path = os.path.join(bundle, "meta.json")
-    if not os.path.exists(meta_path):
+    if not bundle or not os.path.exists(meta_path):
         return
     with open(meta_path) as f:
         trained_on = json.load(f).get("training", {}).get("pool")
@@ -612,16 +591,12 @@ def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
 
 def evaluate(args, log=sys.stdout, err=None) -> Dict:
     err = err or sys.stderr
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    plan_tool = _tool(args.tools_dir, "neuroshard-plan")
     collect_tool = _tool(args.tools_dir, "neuroshard-collect") \
         if args.measure_tasks else None
     pool_path = _load_or_make_pool(args, log)
     pool = tp.load_pool(pool_path)
-    _check_held_out(pool, pool_path, args.cost_model, repo, log)
+    _check_held_out(pool, pool_path, args.cost_model, log)
     pool_dims = pool.get("dims", list(tp.POOL_DIMS))
-    os.makedirs(args.work, exist_ok=True)
     settings = {}
     for setting in args.settings:
         count = args.scale_tasks if setting == "scale" else args.tasks
@@ -631,8 +606,7 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
         started = time.time()
         for task in tasks:
             for a in args.algorithms:
-                results[a].append(run_plan(plan_tool, task, a,
-                                           args.cost_model, args.work,
+                results[a].append(run_plan(task, a, args.cost_model,
                                            args.cost_risk))
         measurements, measurement = [], None
         if setting in MEASURED_SETTINGS and args.measure_tasks:
@@ -725,9 +699,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         "and compares their predicted (and measured) plan costs.")
     parser.add_argument("--tools-dir", default=os.environ.get(
         "NEUROSHARD_TOOLS_DIR", "build/bin"),
-        help="directory of neuroshard-plan and neuroshard-collect")
+        help="directory of neuroshard-collect (for --measure-tasks)")
     parser.add_argument("--work", default="build/eval",
-                        help="directory for the pool and task files")
+                        help="directory for the generated pool")
     parser.add_argument("--pool", help="pool JSON (default: generate it "
                         "from --pool-seed and --base-tables in --work)")
     parser.add_argument("--pool-seed", type=int, default=0)
@@ -742,8 +716,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--scale-tasks", type=int, default=2)
     parser.add_argument("--cost-model", default="default")
     parser.add_argument("--cost-risk", type=float, default=None,
-                        help="neuroshard-plan's --cost-risk (default: "
-                        "neuroshard-plan's)")
+                        help="the planner's cost_risk (default: the "
+                        "planner's)")
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE,
                         help="global batch of the tasks and of the "
                         "measurements; the generated pool's histograms "

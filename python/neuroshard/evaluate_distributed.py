@@ -29,6 +29,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
+from neuroshard import _core
 from neuroshard import evaluate as ev
 from neuroshard import table_pool as tp
 
@@ -227,10 +228,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "neuroshard.evaluate_distributed ") + \
             " ".join(shlex.quote(a) for a in (argv if argv is not None
                                               else sys.argv[1:]))
-        with open("/proc/cpuinfo") as f:
-            models = [line.split(":", 1)[1].strip() for line in f
-                      if line.startswith("model name")]
-        machine = "%d x %s" % (len(models), models[0] if models else "?")
+        machine = "%d x %s" % (os.cpu_count() or 1, _core.host_cpu_model())
         block = markdown(summary, command, machine)
         print(block)
         if args.results:

@@ -18,7 +18,7 @@ statistics are measured from the samples the caller passes:
   rows, dim        the module's weight shape;
   pooling_factor   the mean bag length over all sample bags;
   access_hist      the 17-bin histogram (DESIGN §3) of one batch of B bags:
-                   table_pool.access_histogram of each sample batch's
+                   the C++ core's access_histogram of each sample batch's
                    indices, averaged over the batches. Pooling several
                    batches' indices into one histogram would count rows as
                    hotter the more data was sampled, so it is never done.
@@ -66,8 +66,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from neuroshard import table_pool as tp
-from neuroshard import table_rules
+from neuroshard import _core
 
 INDEX_TYPES = ("i64", "i32")
 FUNCTION_NAME = "embeddings"
@@ -245,8 +244,8 @@ def _check_module(path: str, module: nn.EmbeddingBag) -> None:
         raise FrontendError("'%s' has %s weights; only float32 is supported"
                             % (path, module.weight.dtype))
     rows, dim = (int(x) for x in module.weight.shape)
-    _check_rules(path, table_rules.check_dim(dim),
-                 table_rules.check_table_bytes(rows, dim, 4))
+    _check_rules(path, _core.check_dim(dim),
+                 _core.check_table_bytes(rows, dim))
 
 
 def _check_rules(what: str, *violations: Optional[str]) -> None:
@@ -340,19 +339,15 @@ def _measure_feature(path: str, module: nn.EmbeddingBag, rows: int,
             bad = indices.min() if indices.min() < 0 else indices.max()
             raise FrontendError("%s has index %d outside the table's %d "
                                 "rows" % (where, bad, rows))
-        hists.append(tp.access_histogram(indices))
+        hists.append(_core.access_histogram(indices))
         num_indices += int(indices.size)
         total_bags += int(lengths.size)
     feature = FeatureInfo(name=name, pooling_factor=num_indices / total_bags,
                           access_hist=np.mean(np.asarray(hists),
                                               axis=0).tolist(),
                           num_indices=num_indices)
-    _check_rules(label,
-                 table_rules.check_pooling_factor(feature.pooling_factor),
-                 table_rules.check_access_histogram(feature.access_hist),
-                 table_rules.check_access_histogram_for_batch(
-                     feature.access_hist, rows, feature.pooling_factor,
-                     batch["size"]))
+    _check_rules(label, _core.check_access_histogram_for_batch(
+        feature.access_hist, rows, feature.pooling_factor, batch["size"]))
     return feature
 
 
@@ -370,7 +365,7 @@ def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
     if isinstance(devices, bool) or not isinstance(devices, int):
         raise FrontendError("devices must be an integer, got %r" %
                             (devices,))
-    _check_rules("devices", table_rules.check_device_count(devices))
+    _check_rules("devices", _core.check_device_count(devices))
     if isinstance(memory_gb, (int, float)):
         capacities = [float(memory_gb)]
         text = _float_literal(float(memory_gb))
@@ -381,7 +376,7 @@ def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
                                 "devices" % (len(capacities), devices))
         text = "[%s]" % ", ".join(_float_literal(m) for m in capacities)
     for m in capacities:
-        _check_rules("memory_gb", table_rules.check_capacity_gb(m))
+        _check_rules("memory_gb", _core.check_capacity_gb(m))
     return "#neuroshard.topology<devices = %d, memory_gb = %s>" % (devices,
                                                                    text)
 

@@ -9,8 +9,9 @@ and compares a bundle's compute predictions with the measurements
 
 The stress set (stress_tables()) holds tiny hot tables, tables of up to 1e8
 rows, pooling factors up to 300 and widths from 4 to 256, each generated
-from its own seed (table_pool.index_stream at the bundle's batch size, so
-its access histogram is one a batch can make). Every table is timed alone
+from its own seed (the table pool's Zipf-like index stream,
+zipf_index_stream, at the bundle's batch size, so its access histogram is
+one a batch can make). Every table is timed alone
 with neuroshard-collect, as the training samples are, and so are a few sets
 that mix them with ordinary tables. The result is a table of measured and
 predicted ms and their ratio, and the share of predictions within
@@ -31,11 +32,11 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from neuroshard import _core
 from neuroshard import collect
 from neuroshard import cost_model as cm
 from neuroshard import jsonio
 from neuroshard import table_pool as tp
-from neuroshard import table_rules
 
 STRESS_SEED = 0x57E55
 # name, rows, dim, pooling factor, Zipf skew of the index stream.
@@ -71,10 +72,10 @@ def stress_tables(batch_size: int) -> List[Dict]:
     tables = []
     for k, (name, rows, dim, pooling, skew) in enumerate(STRESS_TABLES):
         length = max(1, int(round(batch_size * pooling)))
-        stream = tp.index_stream(rows, skew, length,
-                                 tp.mix_seed(STRESS_SEED, k))
-        hist = tp.access_histogram(stream)
-        problem = table_rules.check_access_histogram_for_batch(
+        stream = _core.zipf_index_stream(rows, skew, length,
+                                         _core.mix_seed(STRESS_SEED, k))
+        hist = _core.access_histogram(stream)
+        problem = _core.check_access_histogram_for_batch(
             hist, rows, pooling, batch_size)
         if problem is not None:
             raise StressError("stress table '%s': %s" % (name, problem))

@@ -18,10 +18,10 @@ The pool re-uses every base table at each width of POOL_DIMS (the access
 pattern does not depend on the width), and splits the base tables into a
 train and a disjoint test part.
 
-Randomness comes from a twin of the C++ generator in
-lib/Runtime/InputGenerator.cpp (SplitMix64, mixSeed), so a stream is the same
-on every machine and numpy version, and access_histogram() is a twin of the
-C++ accessHistogram(): the two agree bin for bin.
+The random numbers, the index streams and their histograms are the C++
+input generator's (neuroshard._core: Random, mix_seed, zipf_index_stream,
+access_histogram; lib/Runtime/InputGenerator.cpp), so a stream is the same
+on every machine and numpy version, and the same as the tools'.
 """
 
 import argparse
@@ -33,9 +33,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from neuroshard import _core
 from neuroshard import jsonio
-from neuroshard import table_rules
-from neuroshard.table_rules import NUM_ACCESS_BINS
 
 POOL_DIMS = (128, 64, 32, 16, 8, 4)
 MIN_ROWS, MAX_ROWS = 1e2, 1e7
@@ -53,119 +52,13 @@ MIN_SKEW, MAX_SKEW = 1.0, 2.2
 DEFAULT_SAMPLE_BAGS = 1024
 DEFAULT_TEST_FRACTION = 0.2
 
-_MASK64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-
-
 class PoolError(Exception):
     """A pool file that cannot be used; the message names the file."""
 
 
-def _mix64(z):
-    """SplitMix64's output function, on Python ints or uint64 arrays."""
-    if isinstance(z, np.ndarray):
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
-
-
-class SplitMix64:
-    """Twin of neuroshard::inputs::Random: the k-th output is
-    mix(seed + k * golden), so a block of outputs is one vector expression."""
-
-    def __init__(self, seed: int):
-        self.state = seed & _MASK64
-
-    def next(self) -> int:
-        self.state = (self.state + _GOLDEN) & _MASK64
-        return _mix64(self.state)
-
-    def uniform(self) -> float:
-        """Uniform in [0, 1), like Random::uniform()."""
-        return (self.next() >> 11) * (1.0 / 9007199254740992.0)
-
-    def below(self, bound: int) -> int:
-        """Uniform in [0, bound), like Random::below()."""
-        return self.next() % bound
-
-    def next_block(self, count: int) -> np.ndarray:
-        """The next `count` outputs as uint64 (what `count` next() calls
-        return)."""
-        steps = np.arange(1, count + 1, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            states = np.uint64(self.state) + steps * np.uint64(_GOLDEN)
-            values = _mix64(states)
-        self.state = (self.state + count * _GOLDEN) & _MASK64
-        return values
-
-    def uniform_block(self, count: int) -> np.ndarray:
-        return (self.next_block(count) >> np.uint64(11)).astype(
-            np.float64) * (1.0 / 9007199254740992.0)
-
-
-def mix_seed(a: int, b: int) -> int:
-    """Twin of neuroshard::inputs::mixSeed."""
-    return SplitMix64(a ^ ((b * _GOLDEN + 0x632BE59BD9B4E019) & _MASK64)).next()
-
-
-def access_histogram(indices: Sequence[int]) -> List[float]:
-    """The 17-bin access histogram of an index stream (DESIGN §3), a twin of
-    the C++ accessHistogram(): bin 0 holds the distinct rows hit exactly
-    once, bin j (1..15) those hit in (2^(j-1), 2^j] times, bin 16 those hit
-    more than 2^15 times; fractions of the distinct rows, all zero for an
-    empty stream."""
-    indices = np.asarray(indices, dtype=np.int64)
-    if indices.size == 0:
-        return [0.0] * NUM_ACCESS_BINS
-    _, counts = np.unique(indices, return_counts=True)
-    # Upper bounds 2^1..2^15 of bins 1..15; a count above 2^15 lands in 16.
-    bounds = np.left_shift(1, np.arange(1, NUM_ACCESS_BINS - 1))
-    bins = np.where(counts == 1, 0,
-                    np.searchsorted(bounds, counts, side="left") + 1)
-    hist = np.bincount(bins, minlength=NUM_ACCESS_BINS).astype(np.float64)
-    return (hist / counts.size).tolist()
-
-
-def _row_permutation(rows: int, random: SplitMix64):
-    """An affine permutation k -> (k * m + o) mod rows with m coprime to
-    rows, drawn like RowPermutation in InputGenerator.cpp."""
-    offset = random.below(rows)
-    multiplier = 1
-    if rows > 1:
-        for _ in range(64):
-            candidate = random.below(rows - 1) + 1
-            if math.gcd(candidate, rows) == 1:
-                multiplier = candidate
-                break
-    return multiplier, offset
-
-
-def index_stream(rows: int, skew: float, length: int,
-                 seed: int) -> np.ndarray:
-    """`length` row indices in [0, rows) whose popularity follows a bounded
-    power law (Zipf exponent `skew`, rank r drawn from a density ~ x^-skew on
-    [1, rows + 1)), ranks scattered over the rows by a random permutation.
-    A pure function of its arguments."""
-    random = SplitMix64(seed)
-    multiplier, offset = _row_permutation(rows, random)
-    u = random.uniform_block(length)
-    top = float(rows) + 1.0
-    if abs(skew - 1.0) < 1e-9:
-        x = np.power(top, u)
-    else:
-        e = 1.0 - skew
-        x = np.power((top**e - 1.0) * u + 1.0, 1.0 / e)
-    ranks = np.minimum(np.floor(x).astype(np.int64) - 1, rows - 1)
-    ranks = np.maximum(ranks, 0)
-    return (ranks * multiplier + offset) % rows
-
-
 def _base_table(seed: int, base: int, sample_bags: int) -> Dict:
     """The statistics of base table `base`, a pure function of (seed, base)."""
-    random = SplitMix64(mix_seed(seed, base))
+    random = _core.Random(_core.mix_seed(seed, base))
     rows = int(round(10.0**(math.log10(MIN_ROWS) + random.uniform() *
                            (math.log10(MAX_ROWS) - math.log10(MIN_ROWS)))))
     # Box-Muller normal for the log-normal pooling factor.
@@ -176,9 +69,9 @@ def _base_table(seed: int, base: int, sample_bags: int) -> Dict:
     pooling = round(pooling, 2)
     skew = round(MIN_SKEW + random.uniform() * (MAX_SKEW - MIN_SKEW), 4)
     length = max(1, int(round(sample_bags * pooling)))
-    stream = index_stream(rows, skew, length, random.next())
+    stream = _core.zipf_index_stream(rows, skew, length, random.next())
     return {"rows": rows, "pooling_factor": pooling, "skew": skew,
-            "access_hist": access_histogram(stream)}
+            "access_hist": _core.access_histogram(stream)}
 
 
 def _test_bases(seed: int, base_tables: int, test_fraction: float) -> set:
@@ -188,7 +81,8 @@ def _test_bases(seed: int, base_tables: int, test_fraction: float) -> set:
     count = int(round(test_fraction * base_tables))
     if base_tables >= 2 and 0.0 < test_fraction < 1.0:
         count = min(max(count, 1), base_tables - 1)
-    keys = SplitMix64(mix_seed(seed, 0x7E57)).uniform_block(base_tables)
+    keys = _core.Random(_core.mix_seed(seed, 0x7E57)).uniform_block(
+        base_tables)
     return set(int(b) for b in np.argsort(keys, kind="stable")[:count])
 
 
@@ -271,6 +165,8 @@ def pool_summary(pool: Dict) -> Dict:
 _TABLE_FIELDS = {"id": int, "base": int, "split": str, "name": str,
                  "rows": int, "dim": int, "pooling_factor": (int, float),
                  "access_hist": list}
+# The fields a pool table shares with the planner's task tables.
+_TASK_FIELDS = ("name", "rows", "dim", "pooling_factor", "access_hist")
 
 
 def load_pool(path: str) -> Dict:
@@ -296,27 +192,29 @@ def load_pool(path: str) -> Dict:
         if table["split"] not in ("train", "test"):
             raise PoolError("%s: split must be \"train\" or \"test\", got %r" %
                             (where, table["split"]))
-        # The rules every reader of tables applies, in their words.
-        hist = table["access_hist"]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                   for v in hist):
-            raise PoolError("%s ('%s'): 'access_hist' must hold numbers, got "
-                            "%r" % (where, table["name"], hist))
-        for violation in (
-                table_rules.check_rows(table["rows"]),
-                table_rules.check_dim(table["dim"]),
-                table_rules.check_table_bytes(table["rows"], table["dim"], 4),
-                table_rules.check_pooling_factor(table["pooling_factor"]),
-                table_rules.check_access_histogram(hist),
-                table_rules.check_access_histogram_for_batch(
-                    hist, table["rows"], table["pooling_factor"],
-                    pool["sample_bags"])):
-            if violation is not None:
-                raise PoolError("%s ('%s'): %s" % (where, table["name"],
-                                                   violation))
         if table["id"] in seen:
             raise PoolError("%s: duplicate table id %d" % (where, table["id"]))
         seen.add(table["id"])
+    bags = pool.get("sample_bags")
+    if not isinstance(bags, int) or isinstance(bags, bool) or bags < 1:
+        raise PoolError("pool '%s': \"sample_bags\" must be a positive "
+                        "integer, got %r" % (path, bags))
+    # The rules every reader of tables applies: the planner's task reader
+    # checks the tables (naming them by index, as here), then each histogram
+    # must be one a batch of sample_bags bags can make.
+    try:
+        _core.parse_task(json.dumps({"tables": [
+            {field: table[field] for field in _TASK_FIELDS}
+            for table in pool["tables"]]}))
+    except _core.NeuroShardError as e:
+        raise PoolError("pool '%s': %s" % (path, e)) from None
+    for i, table in enumerate(pool["tables"]):
+        violation = _core.check_access_histogram_for_batch(
+            table["access_hist"], table["rows"], table["pooling_factor"],
+            bags)
+        if violation is not None:
+            raise PoolError("pool '%s': tables[%d] ('%s'): %s" %
+                            (path, i, table["name"], violation))
     return pool
 
 

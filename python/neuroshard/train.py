@@ -23,9 +23,10 @@ carries comm_fw.pt and comm_bw.pt and meta.json says "comm": "neural" and
 "comm": "analytical".
 
 Every bundle also records the machine the samples were measured on ("host",
-hostinfo.host_description(), taken at training time: training runs on the
-machine that measured, and refuses a dataset measured on another CPU unless
-allowed) and the ranges of the tables it was trained on ("trained_ranges").
+neuroshard._core.host_description(), taken at training time: training runs
+on the machine that measured, and refuses a dataset measured on another CPU
+unless allowed) and the ranges of the tables it was trained on
+("trained_ranges").
 """
 
 import argparse
@@ -39,8 +40,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from neuroshard import _core
 from neuroshard import collect
-from neuroshard import hostinfo
 from neuroshard import jsonio
 from neuroshard import cost_model as cm
 from neuroshard import metrics
@@ -68,8 +69,8 @@ class TrainError(Exception):
 
 def held_out(sample_id: int, seed: int, fraction: float) -> bool:
     """Whether a sample is in the held-out validation split."""
-    key = tp.mix_seed(tp.mix_seed(seed, _SPLIT_KEY), sample_id)
-    return tp.SplitMix64(key).uniform() < fraction
+    key = _core.mix_seed(_core.mix_seed(seed, _SPLIT_KEY), sample_id)
+    return _core.Random(key).uniform() < fraction
 
 
 class SampleSet:
@@ -509,9 +510,9 @@ def measuring_host(hardware: str, data_path: str,
     the dataset was measured on (its CPU model is the samples' "hardware").
     A dataset from another CPU is an error unless allow_other_host, and the
     host is then only {"cpu_model": hardware}."""
-    here = hostinfo.cpu_model()
+    here = _core.host_cpu_model()
     if hardware == here:
-        return hostinfo.host_description()
+        return _core.host_description()
     if not allow_other_host:
         raise TrainError(
             "dataset '%s' was measured on '%s', but this machine is '%s': "

@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
+from neuroshard import _core
 from neuroshard import batch_scaling as bs
 from neuroshard import collect
 from neuroshard import cost_model as cm
-from neuroshard import hostinfo
 from neuroshard import metrics
 from neuroshard import table_pool as tp
 
@@ -86,7 +86,7 @@ def test_check_curve_names_a_non_monotone_pair():
 @pytest.fixture
 def host_tool(fake_tool, monkeypatch):
     """The fake timing tool, reporting this machine's CPU model."""
-    monkeypatch.setenv("FAKE_TOOL_HARDWARE", hostinfo.cpu_model())
+    monkeypatch.setenv("FAKE_TOOL_HARDWARE", _core.host_cpu_model())
     return fake_tool
 
 
@@ -96,7 +96,7 @@ def make_bundle(path, trained=False, batch_size=1024):
                         batch_size=batch_size)
     meta_path = path / "meta.json"
     meta = json.loads(meta_path.read_text())
-    meta.update(hardware=hostinfo.cpu_model(), trained=trained)
+    meta.update(hardware=_core.host_cpu_model(), trained=trained)
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return str(path)
 
@@ -265,7 +265,7 @@ def test_errors_are_one_line(tmp_path, small_pool_path, host_tool,
     meta["hardware"] = "Some Other CPU"
     (tmp_path / "other" / "meta.json").write_text(json.dumps(meta))
     fails("bundle '%s' was measured on 'Some Other CPU', but this machine "
-          "is '%s'" % (other, hostinfo.cpu_model()), bundle=other)
+          "is '%s'" % (other, _core.host_cpu_model()), bundle=other)
     fails("must include the bundle's reference batch 1024",
           "--batch-sizes", "256,4096")
     fails("--validate-batch-sizes 4096 are also curve batch sizes",
@@ -275,7 +275,7 @@ def test_errors_are_one_line(tmp_path, small_pool_path, host_tool,
           "error: cannot allocate set 2")
     monkeypatch.delenv("FAKE_TOOL_FAIL_ID")
     noisy = write_tool(tmp_path / "noisy", NOISY_TOOL.replace(
-        "HARDWARE", json.dumps(hostinfo.cpu_model())))
+        "HARDWARE", json.dumps(_core.host_cpu_model())))
     fails("the batch-scaling curve does not increase: r(1024) = 1 but "
           "r(4096) = 0.9 (medians over 4 sets)", tool=noisy)
     fails("is not a directory", bundle=str(tmp_path / "nothing"))

@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
+from neuroshard import _core
 from neuroshard import calibrate
 from neuroshard import collect
-from neuroshard import hostinfo
 
 import built_tools
 
@@ -37,9 +37,7 @@ def calibrated(tmp_path_factory):
     process = subprocess.run(
         [sys.executable, "-m",
          "neuroshard.calibrate", "--out", out, "--tool", tool] + TINY,
-        capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHONPATH=os.path.join(built_tools.REPO,
-                                                     "python")))
+        capture_output=True, text=True, timeout=300)
     assert process.returncode == 0, process.stderr
     return out, str(root / "cpu-here-work"), process.stdout, process.stderr
 
@@ -52,8 +50,8 @@ def test_calibration_writes_a_complete_bundle(calibrated):
     with open(os.path.join(out, "meta.json")) as f:
         meta = json.load(f)
     assert meta["trained"] is True and meta["batch_size"] == 1024
-    assert meta["hardware"] == hostinfo.cpu_model()
-    assert meta["host"] == hostinfo.host_description()
+    assert meta["hardware"] == _core.host_cpu_model()
+    assert meta["host"] == _core.host_description()
     assert meta["dataset_size"]["compute"] == 30
     assert meta["training"]["epochs"] == 2
     ranges = meta["trained_ranges"]
@@ -73,7 +71,7 @@ def test_calibration_writes_a_complete_bundle(calibrated):
                   "[report]"):
         assert "calibrate: %s" % phase in stderr
     assert "intermediate files in %s" % work in stderr
-    assert "calibrated '%s' for %s" % (out, hostinfo.cpu_model()) in stdout
+    assert "calibrated '%s' for %s" % (out, _core.host_cpu_model()) in stdout
     assert "30 samples at batch 1024, held-out MAPE" in stdout
     assert "batch scaling 256..4096" in stdout
     assert "neuroshard-plan TASK.json --cost-model %s" % out in stdout
@@ -94,7 +92,7 @@ def test_the_planner_loads_the_calibrated_bundle(calibrated, tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "neural cost model 'cpu-here' (measured on %s; batch 1024" % \
-        hostinfo.cpu_model() in result.stdout
+        _core.host_cpu_model() in result.stdout
 
 
 def test_calibration_refuses_to_overwrite(calibrated, tmp_path, capsys):

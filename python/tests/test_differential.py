@@ -30,7 +30,7 @@ import subprocess
 import pytest
 
 from built_tools import tool
-from neuroshard import table_pool as tp
+from neuroshard import _core
 
 NUM_MODULES = int(os.environ.get("NEUROSHARD_DIFFERENTIAL_MODULES", "20"))
 FIRST_SEED = int(os.environ.get("NEUROSHARD_DIFFERENTIAL_SEED", "0"))
@@ -46,7 +46,7 @@ def histogram(rng, rows, pooling, batch):
     count = max(1, round(batch * pooling))
     skew = rng.choice([0.0, 1.0, 2.0])
     weights = [1.0 / (row + 1) ** skew for row in range(rows)]
-    bins = tp.access_histogram(rng.choices(range(rows), weights, k=count))
+    bins = _core.access_histogram(rng.choices(range(rows), weights, k=count))
     # Six decimals and a correction on the largest bin keep the sum exact
     # enough for the verifier's tolerance.
     bins = [round(v, 6) for v in bins]

@@ -88,14 +88,6 @@ def test_tasks_at_a_larger_batch_need_a_pool_of_that_batch(pool):
         small["tables"][0]["access_hist"]
 
 
-def test_plan_command_passes_the_risk_margin_only_when_given():
-    task = {"devices": 4, "memory_gb": 2.0}
-    plain = ev.plan_command("plan", "t.json", task, "neuroshard", "m")
-    assert not any(a.startswith("--cost-risk") for a in plain)
-    risky = ev.plan_command("plan", "t.json", task, "neuroshard", "m", 0.0)
-    assert risky[-1] == "--cost-risk=0.0"
-
-
 def test_device_sets_map_column_shards_to_pool_tables():
     dims = tp.POOL_DIMS
     # Pool table 13 is base 2 at dim 64 (index 1).
@@ -286,16 +278,12 @@ def test_regenerated_results_keep_doctest_annotations(tmp_path):
 
 
 def test_cli_plans_tiny_tasks_with_the_real_planner(tmp_path, pool):
-    tools = os.environ.get("NEUROSHARD_TOOLS_DIR",
-                           os.path.join(REPO, "build", "bin"))
-    if not os.access(os.path.join(tools, "neuroshard-plan"), os.X_OK):
-        pytest.skip("neuroshard-plan is not built in %s" % tools)
     pool_path = tmp_path / "pool.json"
     pool_path.write_text(json.dumps(pool))
     results = tmp_path / "results.md"
     plot = tmp_path / "plot.png"
     out = tmp_path / "all.json"
-    assert ev.main(["--tools-dir", tools, "--work", str(tmp_path / "work"),
+    assert ev.main(["--work", str(tmp_path / "work"),
                     "--pool", str(pool_path), "--settings", "4dev",
                     "--tasks", "2", "--cost-model", "analytical",
                     "--algorithms", "neuroshard,size-greedy,dim-greedy",
@@ -309,33 +297,12 @@ def test_cli_plans_tiny_tasks_with_the_real_planner(tmp_path, pool):
     assert len(data["4dev"]["results"]["neuroshard"]) == 2
 
 
-def test_stale_task_files_in_the_work_directory_are_replaced(tmp_path, pool):
-    """A work directory left by a run with another pool holds task files of
-    the same names; the next run must plan its own tasks, not those."""
-    tools = os.environ.get("NEUROSHARD_TOOLS_DIR",
-                           os.path.join(REPO, "build", "bin"))
-    tool = os.path.join(tools, "neuroshard-plan")
-    if not os.access(tool, os.X_OK):
-        pytest.skip("neuroshard-plan is not built in %s" % tools)
-    task = ev.make_tasks(pool, "4dev", 1, 0)[0]
-    work = tmp_path / "work"
-    work.mkdir()
-    stale = ev.task_json(task)
-    stale["tables"][0]["name"] = "from-another-pool"
-    (work / (task["name"] + ".json")).write_text(json.dumps(stale))
-    result = ev.run_plan(tool, task, "size-greedy", "analytical", str(work))
-    assert result["valid"], result
-    names = {s["table"] for s in result["plan"]["shards"]}
-    assert "from-another-pool" not in names
-
-
 def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
                                                      capsys):
     tools = os.environ.get("NEUROSHARD_TOOLS_DIR",
                            os.path.join(REPO, "build", "bin"))
-    for tool in ("neuroshard-plan", "neuroshard-collect"):
-        if not os.access(os.path.join(tools, tool), os.X_OK):
-            pytest.skip("%s is not built in %s" % (tool, tools))
+    if not os.access(os.path.join(tools, "neuroshard-collect"), os.X_OK):
+        pytest.skip("neuroshard-collect is not built in %s" % tools)
     # Only the pool's small tables (at most 100k rows), so that the timed
     # sets are quick to allocate; ids are kept, as device_sets reads them.
     small = dict(pool, tables=[t for t in pool["tables"]
@@ -378,6 +345,32 @@ def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
 
 def test_cli_names_a_missing_tool(tmp_path, capsys):
     assert ev.main(["--tools-dir", str(tmp_path), "--work",
-                    str(tmp_path / "w"), "--settings", "4dev"]) == 1
-    assert "neuroshard-plan not found in --tools-dir" in \
+                    str(tmp_path / "w"), "--settings", "4dev",
+                    "--measure-tasks", "1"]) == 1
+    assert "neuroshard-collect not found in --tools-dir" in \
         capsys.readouterr().err
+
+
+def test_plans_come_from_the_planner_with_its_options(pool):
+    task = ev.make_tasks(pool, "4dev", 1, 0)[0]
+    result = ev.run_plan(task, "size-greedy", "analytical")
+    assert result["valid"], result
+    plan = result["plan"]
+    assert plan["algorithm"] == "size-greedy" and plan["devices"] == 4
+    assert result["cost_ms"] == plan["cost_ms"]
+    assert {s["table"] for s in plan["shards"]} == \
+        {t["name"] for t in task["tables"]}
+    # The risk margin reaches the planner (the analytical model has no
+    # uncertainty, so only its check shows).
+    assert ev.run_plan(task, "size-greedy", "analytical", 0.0)["valid"]
+    refused = ev.run_plan(task, "size-greedy", "analytical", -1.0)
+    assert not refused["valid"]
+    assert refused["error"].startswith("cost_risk: the risk margin must be")
+
+
+def test_a_task_without_a_plan_is_invalid_with_the_reason(pool):
+    task = dict(ev.make_tasks(pool, "4dev", 1, 0)[0], memory_gb=1e-6)
+    result = ev.run_plan(task, "size-greedy", "analytical")
+    assert not result["valid"]
+    assert "size-greedy" in result["error"] or "GB" in result["error"], \
+        result["error"]

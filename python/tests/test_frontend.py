@@ -357,10 +357,9 @@ def neuroshard_model():
 
 
 def run_frontend(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     return subprocess.run([sys.executable, "-m", "neuroshard.frontend"] +
                           [str(a) for a in args], capture_output=True,
-                          text=True, env=env, timeout=120)
+                          text=True, timeout=120)
 
 
 def test_command_line_lists_and_emits(tmp_path):

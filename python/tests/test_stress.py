@@ -9,9 +9,9 @@ import json
 import pytest
 
 from conftest import fake_set_ms
+from neuroshard import _core
 from neuroshard import cost_model as cm
 from neuroshard import stress
-from neuroshard import table_rules
 
 
 def test_stress_tables_cover_the_issue_ranges_and_are_possible():
@@ -24,7 +24,7 @@ def test_stress_tables_cover_the_issue_ranges_and_are_possible():
     assert min(dims) == 4 and max(dims) == 256
     assert max(pooling) == 300
     for t in tables:
-        assert table_rules.check_access_histogram_for_batch(
+        assert _core.check_access_histogram_for_batch(
             t["access_hist"], t["rows"], t["pooling_factor"], 1024) is None
         assert sum(t["access_hist"]) == pytest.approx(1.0)
     # The tiny hot table is hot: every one of its rows is hit more than

@@ -6,143 +6,17 @@
 
 import json
 import os
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
+from neuroshard import _core
 from neuroshard import table_pool as tp
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # DESIGN §6: aggregate statistics of the public DLRM traces.
 DLRM_HIST = [0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01]
-
-
-def hist_of(counts):
-    """The expected histogram of a stream where distinct row r is hit
-    counts[r] times, written out from the DESIGN §3 rule."""
-    expected = [0.0] * 17
-    for count in counts:
-        if count == 1:
-            b = 0
-        elif count > 2**15:
-            b = 16
-        else:
-            b = next(j for j in range(1, 16) if 2**(j - 1) < count <= 2**j)
-        expected[b] += 1.0 / len(counts)
-    return expected
-
-
-def stream_of(counts):
-    return [row for row, count in enumerate(counts) for _ in range(count)]
-
-
-@pytest.mark.parametrize("counts", [
-    [1], [2], [3], [4], [5], [1, 1, 2, 3], [8, 9, 16, 17],
-    [2**15, 2**15 + 1], [100000, 1, 1], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-])
-def test_histogram_bins_follow_design(counts):
-    assert tp.access_histogram(stream_of(counts)) == pytest.approx(
-        hist_of(counts), abs=1e-12)
-
-
-def test_histogram_by_hand():
-    # Row 5 twice, 7 once, 9 three times, in any order.
-    assert tp.access_histogram([9, 5, 7, 9, 5, 9]) == pytest.approx(
-        [1 / 3, 1 / 3, 1 / 3] + [0.0] * 14)
-    assert tp.access_histogram([]) == [0.0] * 17
-    assert tp.access_histogram([4] * 4 + [6] * 5) == pytest.approx(
-        [0, 0, 0.5, 0.5] + [0.0] * 13)
-
-
-CPP_TWIN = r"""
-#include "neuroshard/Runtime/InputGenerator.h"
-#include <cstdio>
-#include <iostream>
-using namespace neuroshard::inputs;
-int main() {
-  // mixSeed and Random outputs, then the histogram of indices on stdin.
-  std::printf("%llu\n", (unsigned long long)mixSeed(3, 11));
-  Random random(12345);
-  for (int i = 0; i < 3; ++i)
-    std::printf("%llu\n", (unsigned long long)random.next());
-  std::printf("%.17g\n", random.uniform());
-  std::printf("%llu\n", (unsigned long long)random.below(1000003));
-  std::vector<int64_t> indices;
-  long long v;
-  while (std::cin >> v)
-    indices.push_back(v);
-  for (double h : accessHistogram(indices))
-    std::printf("%.17g\n", h);
-}
-"""
-
-
-@pytest.fixture(scope="module")
-def cpp_twin(tmp_path_factory):
-    """The C++ generator compiled with a small driver (plain C++, no
-    dependency); skipped without a C++ compiler."""
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if compiler is None:
-        pytest.skip("no C++ compiler to build the C++ twin")
-    work = tmp_path_factory.mktemp("twin")
-    (work / "main.cpp").write_text(CPP_TWIN)
-    binary = work / "twin"
-    subprocess.run([compiler, "-std=c++17", "-O1",
-                    "-I", os.path.join(REPO, "include"),
-                    str(work / "main.cpp"),
-                    os.path.join(REPO, "lib", "Runtime", "InputGenerator.cpp"),
-                    "-o", str(binary)], check=True)
-    return str(binary)
-
-
-def run_twin(binary, indices):
-    text = " ".join(str(i) for i in indices)
-    out = subprocess.run([binary], input=text, capture_output=True,
-                         text=True, check=True).stdout.split()
-    return out
-
-
-def test_random_is_a_twin_of_the_cpp_generator(cpp_twin):
-    out = run_twin(cpp_twin, [])
-    assert int(out[0]) == tp.mix_seed(3, 11)
-    random = tp.SplitMix64(12345)
-    assert [int(v) for v in out[1:4]] == [random.next() for _ in range(3)]
-    assert float(out[4]) == random.uniform()
-    assert int(out[5]) == random.below(1000003)
-    block = tp.SplitMix64(12345)
-    assert block.next_block(3).tolist() == [int(v) for v in out[1:4]]
-    assert block.uniform_block(1)[0] == float(out[4])
-
-
-@pytest.mark.parametrize("counts", [
-    [1, 1, 1], [2, 3, 4, 5, 9, 17, 33], [2**15, 2**15 + 1, 70000, 1],
-    [7] * 10 + [1] * 25 + [300] * 3,
-])
-def test_histogram_is_a_twin_of_the_cpp_one(cpp_twin, counts):
-    indices = stream_of(counts)
-    np.random.default_rng(0).shuffle(indices)
-    cpp = [float(v) for v in run_twin(cpp_twin, indices)[6:]]
-    assert tp.access_histogram(indices) == cpp
-
-
-def test_histogram_twin_on_a_generated_stream(cpp_twin):
-    stream = tp.index_stream(5000, 1.3, 40000, seed=9)
-    cpp = [float(v) for v in run_twin(cpp_twin, stream.tolist())[6:]]
-    assert tp.access_histogram(stream) == cpp
-
-
-def test_index_stream_is_deterministic_and_in_range():
-    a = tp.index_stream(1000, 1.2, 5000, seed=4)
-    assert np.array_equal(a, tp.index_stream(1000, 1.2, 5000, seed=4))
-    assert not np.array_equal(a, tp.index_stream(1000, 1.2, 5000, seed=5))
-    assert a.min() >= 0 and a.max() < 1000
-    # More skew, fewer distinct rows.
-    flat = tp.index_stream(100000, 0.0, 20000, seed=1)
-    steep = tp.index_stream(100000, 2.0, 20000, seed=1)
-    assert len(np.unique(steep)) < len(np.unique(flat)) / 4
 
 
 @pytest.fixture(scope="module")
@@ -208,13 +82,23 @@ def test_pool_statistics_match_design(pool):
 
 def test_histograms_come_from_the_streams():
     table = tp.generate_pool(seed=5, base_tables=1)["tables"][0]
-    random = tp.SplitMix64(tp.mix_seed(5, 0))
+    random = _core.Random(_core.mix_seed(5, 0))
     for _ in range(4):  # rows, two normals for pooling, skew
         random.uniform()
-    stream = tp.index_stream(table["rows"], table["skew"],
-                             round(tp.DEFAULT_SAMPLE_BAGS *
-                                   table["pooling_factor"]), random.next())
-    assert table["access_hist"] == tp.access_histogram(stream)
+    stream = _core.zipf_index_stream(
+        table["rows"], table["skew"],
+        round(tp.DEFAULT_SAMPLE_BAGS * table["pooling_factor"]),
+        random.next())
+    assert table["access_hist"] == _core.access_histogram(stream)
+
+
+def test_the_shipped_models_pool_is_reproduced(pool):
+    """The shipped bundles were trained on the pool of seed 0 with 400 base
+    tables; its tables, and so its fingerprint, must not drift."""
+    with open(os.path.join(REPO, "models", "cpu-zen5-b1024",
+                           "meta.json")) as f:
+        trained_on = json.load(f)["training"]["pool"]
+    assert tp.pool_fingerprint(pool) == trained_on
 
 
 def test_cli_writes_pool(tmp_path, capsys):
@@ -264,3 +148,26 @@ def test_load_pool_checks_tables(tmp_path):
     path.write_text(json.dumps(pool))
     with pytest.raises(tp.PoolError, match="duplicate table id 0"):
         tp.load_pool(str(path))
+    # The task reader's rules, naming the table by its index in the pool.
+    pool = tp.generate_pool(0, 2)
+    pool["tables"][4]["dim"] = 6
+    path.write_text(json.dumps(pool))
+    with pytest.raises(tp.PoolError) as info:
+        tp.load_pool(str(path))
+    assert str(info.value) == (
+        "pool '%s': tables[4] ('%s'): 'dim' must be a positive multiple of "
+        "4, got 6" % (path, pool["tables"][4]["name"]))
+    # ... and the histogram must be one a batch of sample_bags can make.
+    pool = tp.generate_pool(0, 2)
+    pool["tables"][2]["access_hist"] = [0.0] * 16 + [1.0]
+    path.write_text(json.dumps(pool))
+    with pytest.raises(tp.PoolError, match=r"tables\[2\] \('t0000_d32'\): "
+                       "'access_hist' bin 16 \\(rows hit more than 32768 "
+                       "times\\) is 1"):
+        tp.load_pool(str(path))
+    for bags in (None, 0, "1024"):
+        pool = dict(tp.generate_pool(0, 2), sample_bags=bags)
+        path.write_text(json.dumps(pool))
+        with pytest.raises(tp.PoolError, match="\"sample_bags\" must be a "
+                           "positive integer, got %r" % (bags,)):
+            tp.load_pool(str(path))

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
+from neuroshard import _core
 from neuroshard import collect
 from neuroshard import cost_model as cm
-from neuroshard import hostinfo
 from neuroshard import metrics
 from neuroshard import report
 from neuroshard import table_pool as tp
@@ -204,11 +204,12 @@ def test_training_refuses_samples_of_another_machine(tmp_path,
                    "9000', but this machine is '%s': train on the machine "
                    "that measured it (the bundle records that machine's "
                    "caches), or pass --allow-other-host to record only the "
-                   "dataset's CPU model\n" % (dataset, hostinfo.cpu_model()))
+                   "dataset's CPU model\n" % (dataset, _core.host_cpu_model()))
     assert not os.path.exists(out)
     # On the machine that measured, the bundle records its description.
-    monkeypatch.setattr(hostinfo, "cpu_model",
-                        lambda root="/": "Test CPU 9000")
+    here = dict(_core.host_description(), cpu_model="Test CPU 9000")
+    monkeypatch.setattr(_core, "host_cpu_model", lambda: "Test CPU 9000")
+    monkeypatch.setattr(_core, "host_description", lambda: here)
     meta = train.train_bundle(small_pool_path, dataset, out, epochs=1,
                               seed=0)
     assert meta["host"]["cpu_model"] == "Test CPU 9000"
@@ -317,10 +318,13 @@ def test_train_refuses_impossible_and_malformed_data(tmp_path,
 
     fails(pool_with("pooling.json", pooling_factor=-5), dataset,
           "'pooling_factor' must be a finite number >= 0, got -5")
-    fails(pool_with("rows.json", rows=2 ** 70), dataset,
+    fails(pool_with("rows.json", rows=2 ** 40), dataset,
           "more than the 65536 GB a table may have")
+    fails(pool_with("huge.json", rows=2 ** 70), dataset,
+          "tables[0] ('t0000_d128'): 'rows' must be an integer, got "
+          "1.1805916207174113e+21")
     fails(pool_with("hist.json", access_hist=["a"] * 17), dataset,
-          "'access_hist' must hold numbers")
+          "'access_hist' bin 0 must be a number, got \"a\"")
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100000 + "]" * 100000)
     fails(str(deep), dataset, "the document nests too deeply")

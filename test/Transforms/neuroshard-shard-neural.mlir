@@ -1,7 +1,7 @@
 // The pass with a neural cost-model bundle. The bundle is exported here (an
 // untrained one: random weights, comm models for 4 devices), so the checks
 // are about loading and device counts, not about the plan's costs.
-// REQUIRES: torch
+// REQUIRES: torch, python
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python -m neuroshard.cost_model export-untrained --out %t/nb --seed 1 --devices 4
 

@@ -18,6 +18,7 @@
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -189,14 +190,23 @@ protected:
     raw_string_ostream(query) << queryJson();
     writeFile(joinPath(workDir, "query.json"), query);
 
+    // The package, its C++ module and, in sanitizer builds, what python3
+    // needs to load the instrumented module replace the caller's settings;
+    // the source tree stays free of __pycache__ directories.
+    SmallVector<StringRef> settings;
+    StringRef(NEUROSHARD_TEST_PYTHON_ENVIRONMENT)
+        .split(settings, ' ', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+    settings.push_back("PYTHONPATH=" NEUROSHARD_TEST_PYTHONPATH);
+    settings.push_back("PYTHONDONTWRITEBYTECODE=1");
     std::vector<std::string> env;
-    for (char **var = environ; *var; ++var)
-      if (!StringRef(*var).starts_with("PYTHONPATH=") &&
-          !StringRef(*var).starts_with("PYTHONDONTWRITEBYTECODE="))
+    for (char **var = environ; *var; ++var) {
+      StringRef name = StringRef(*var).split('=').first;
+      if (llvm::none_of(settings, [&](StringRef setting) {
+            return setting.split('=').first == name;
+          }))
         env.push_back(*var);
-    env.push_back("PYTHONPATH=" NEUROSHARD_PYTHON_PACKAGE_DIR);
-    // Keep the source tree free of __pycache__ directories.
-    env.push_back("PYTHONDONTWRITEBYTECODE=1");
+    }
+    env.insert(env.end(), settings.begin(), settings.end());
     std::vector<StringRef> envRefs(env.begin(), env.end());
     std::string log = joinPath(workDir, "python.log");
     std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
@@ -208,7 +218,8 @@ protected:
                                  redirects, /*SecondsToWait=*/300,
                                  /*MemoryLimit=*/0, &message);
     if (rc == 77) {
-      skipReason = "torch cannot be imported by " NEUROSHARD_TEST_PYTHON;
+      skipReason = "torch or the neuroshard package's C++ module cannot be "
+                   "imported by " NEUROSHARD_TEST_PYTHON;
       return;
     }
     if (rc != 0) {

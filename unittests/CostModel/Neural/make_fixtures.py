@@ -16,7 +16,8 @@ Reads WORK_DIR/query.json (written by NeuralCostModelTest.cpp) and writes
   WORK_DIR/no_methods.pt     a TorchScript file without encode/head
   WORK_DIR/19_features.pt    a compute model that reads 19 features
 One process does it all because importing torch dominates the test's time.
-Exits with 77 when torch cannot be imported, so the tests skip."""
+Exits with 77 when torch, or the package's C++ module (a build without the
+Python module), cannot be imported, so the tests skip."""
 
 import json
 import os
@@ -24,6 +25,7 @@ import sys
 
 try:
     import torch
+    from neuroshard import _core  # noqa: F401
 except ImportError:
     sys.exit(77)
 
