@@ -4,11 +4,14 @@
 #
 #===----------------------------------------------------------------------===#
 
+import dataclasses
 import json
 import os
 import stat
 import subprocess
 import sys
+import types
+from typing import List
 
 import pytest
 
@@ -149,3 +152,37 @@ def plan_with_bundle(tmp_path):
                                "--cost-model", bundle, "--format=table"],
                               capture_output=True, text=True)
     return run
+
+
+@pytest.fixture
+def fake_torchrec(monkeypatch):
+    """torchrec.distributed.types with the fields of TorchRec's classes."""
+    @dataclasses.dataclass
+    class ShardMetadata:
+        shard_offsets: List[int]
+        shard_sizes: List[int]
+        placement: str
+
+    @dataclasses.dataclass
+    class EnumerableShardingSpec:
+        shards: List[ShardMetadata]
+
+    @dataclasses.dataclass
+    class ParameterSharding:
+        sharding_type: str
+        compute_kernel: str
+        ranks: List[int]
+        sharding_spec: EnumerableShardingSpec
+
+    @dataclasses.dataclass
+    class ShardingPlan:
+        plan: dict
+
+    module = types.ModuleType("torchrec.distributed.types")
+    for cls in (ShardMetadata, EnumerableShardingSpec, ParameterSharding,
+                ShardingPlan):
+        setattr(module, cls.__name__, cls)
+    for name in ("torchrec", "torchrec.distributed"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "torchrec.distributed.types", module)
+    return module

@@ -4,12 +4,9 @@
 #
 #===----------------------------------------------------------------------===#
 
-import dataclasses
 import json
 import subprocess
 import sys
-import types
-from typing import List
 
 import pytest
 
@@ -27,40 +24,6 @@ def plan_file(tmp_path):
                     "--format", "torchrec", "--output", str(path)],
                    check=True)
     return path
-
-
-@pytest.fixture
-def fake_torchrec(monkeypatch):
-    """torchrec.distributed.types with the fields of TorchRec's classes."""
-    @dataclasses.dataclass
-    class ShardMetadata:
-        shard_offsets: List[int]
-        shard_sizes: List[int]
-        placement: str
-
-    @dataclasses.dataclass
-    class EnumerableShardingSpec:
-        shards: List[ShardMetadata]
-
-    @dataclasses.dataclass
-    class ParameterSharding:
-        sharding_type: str
-        compute_kernel: str
-        ranks: List[int]
-        sharding_spec: EnumerableShardingSpec
-
-    @dataclasses.dataclass
-    class ShardingPlan:
-        plan: dict
-
-    module = types.ModuleType("torchrec.distributed.types")
-    for cls in (ShardMetadata, EnumerableShardingSpec, ParameterSharding,
-                ShardingPlan):
-        setattr(module, cls.__name__, cls)
-    for name in ("torchrec", "torchrec.distributed"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(sys.modules, "torchrec.distributed.types", module)
-    return module
 
 
 def test_objects_follow_the_plan(plan_file, fake_torchrec):
