@@ -1,4 +1,4 @@
-#===- torchrec.py - Planning in TorchRec's terms ---------------------------===#
+#===- torchrec.py - Planning in TorchRec's terms --------------------------===#
 #
 # Part of the NeuroShard project.
 #
@@ -20,9 +20,11 @@ neuroshard._core measures it), and `pooling_factor`, the mean number of
 indices per bag, unless the constraints give TorchRec's `pooling_factors`.
 
 `topology`: an object (TorchRec's `Topology`) or a dict with `world_size`
-(the devices), `hbm_cap` (bytes per device; or `memory_gb`) and optionally
-`batch_size` (the global batch) and TorchRec's bandwidths `hbm_mem_bw` and
-`intra_host_bw` (bytes per ms).
+(the devices), their memory (TorchRec's `devices`, each with
+`storage.hbm` bytes; or `hbm_cap`, bytes per device, as Topology's
+constructor takes it; or `memory_gb`) and optionally `batch_size` (the
+global batch; else give neuroshard.plan's batch_size) and TorchRec's
+bandwidths `hbm_mem_bw` and `intra_host_bw` (bytes per ms).
 
 `constraints`: table name -> an object (TorchRec's `ParameterConstraints`)
 or a dict with `sharding_types` (NeuroShard shards "table_wise" and
@@ -111,12 +113,17 @@ def _table(description: Any, constraint: Any) -> Dict:
 def _topology(topology: Any) -> Dict:
     """neuroshard.plan's options for a TorchRec-style topology."""
     options = {"devices": _required(topology, "world_size", "the topology")}
+    devices = _field(topology, "devices")
     capacity = _field(topology, "hbm_cap")
-    if capacity is not None:
+    if devices is not None:
+        options["memory_gb"] = [d.storage.hbm / _core.BYTES_PER_GB
+                                for d in devices]
+    elif capacity is not None:
         options["memory_gb"] = capacity / _core.BYTES_PER_GB
     else:
-        options["memory_gb"] = _required(topology, "memory_gb",
-                                         "the topology (nor 'hbm_cap')")
+        options["memory_gb"] = _required(
+            topology, "memory_gb", "the topology (nor 'devices' nor "
+            "'hbm_cap')")
     batch = _field(topology, "batch_size")
     if batch is not None:
         options["batch_size"] = batch

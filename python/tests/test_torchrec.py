@@ -118,7 +118,7 @@ def test_descriptions_may_be_dicts_with_torchrec_names(no_torchrec):
     ([{"name": "a", "num_embeddings": 10, "embedding_dim": 8,
        "pooling_factor": 0.01, "access_hist": [1.0] + [0.0] * 16}],
      {"world_size": 2}, {}, ValueError,
-     "the topology (nor 'hbm_cap') has no 'memory_gb'"),
+     "the topology (nor 'devices' nor 'hbm_cap') has no 'memory_gb'"),
     # What the planner refuses, it refuses in its words; TorchRec's
     # bandwidths (bytes per ms) reach it as GB/s.
     ([{"name": "a", "num_embeddings": 10, "embedding_dim": 8,
@@ -145,6 +145,21 @@ def test_descriptions_it_cannot_plan(no_torchrec, described, topology,
     with pytest.raises(error) as info:
         nstr.plan(described, topology, constraints, cost_model="analytical")
     assert message in str(info.value), str(info.value)
+
+
+def test_a_torchrec_topology_gives_each_device_its_memory(no_torchrec):
+    """TorchRec's Topology keeps each device's HBM in devices[i].storage."""
+    def device(gb):
+        return types.SimpleNamespace(storage=types.SimpleNamespace(
+            hbm=int(gb * GB), ddr=0))
+    topology = types.SimpleNamespace(world_size=2, compute_device="cuda",
+                                     devices=[device(0.2), device(0.5)],
+                                     batch_size=1024)
+    plan = nstr.plan(tables(), topology, CONSTRAINTS,
+                     cost_model="analytical")
+    assert plan == neuroshard.plan(TASK, memory_gb=[0.2, 0.5],
+                                   cost_model="analytical",
+                                   format="torchrec")
 
 
 def test_the_topology_is_not_given_twice(no_torchrec):
