@@ -17,7 +17,12 @@ config.test_exec_root = os.path.join(config.neuroshard_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%neuroshard_src_root", config.neuroshard_src_root))
-config.substitutions.append(("%python", config.python_executable))
+# Sanitizer builds preload ASan's runtime for python3, which loads the
+# instrumented module (NEUROSHARD_PYTHON_TEST_ENVIRONMENT).
+config.substitutions.append(
+    ("%python", ("env %s %s" % (config.python_environment,
+                                config.python_executable))
+     if config.python_environment else config.python_executable))
 # The trained bundles shipped in the source tree.
 config.substitutions.append(
     ("%models", os.path.join(config.neuroshard_src_root, "models")))
