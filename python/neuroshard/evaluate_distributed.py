@@ -224,8 +224,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                        row["predicted_ms"], row["step_ms"],
                        time.time() - started), file=sys.stderr, flush=True)
         summary = summarise(rows, algorithms)
-        command = ("PYTHONPATH=python /usr/bin/python3 -m "
-                   "neuroshard.evaluate_distributed ") + \
+        command = ev.PYTHON_COMMAND + "neuroshard.evaluate_distributed " + \
             " ".join(shlex.quote(a) for a in (argv if argv is not None
                                               else sys.argv[1:]))
         machine = "%d x %s" % (os.cpu_count() or 1, _core.host_cpu_model())

@@ -17,7 +17,8 @@ that mix them with ordinary tables. The result is a table of measured and
 predicted ms and their ratio, and the share of predictions within
 --within (default 2x) of the measurement.
 
-  PYTHONPATH=python /usr/bin/python3 -m neuroshard.stress \\
+  PYTHONPATH=python:build/lib/python3/dist-packages \\
+      /usr/bin/python3 -m neuroshard.stress \\
       --bundle build/cpu-here [--bundle models/cpu-zen5-b1024] \\
       [--json build/stress.json]
 """

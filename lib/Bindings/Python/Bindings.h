@@ -1,5 +1,4 @@
-//===- Bindings.h - Shared pieces of the neuroshard._core module -*- C++
-//-*-===//
+//===- Bindings.h - What the parts of neuroshard._core share ----*- C++ -*-===//
 //
 // Part of the NeuroShard project.
 //
