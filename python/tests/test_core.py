@@ -469,6 +469,53 @@ def test_plan_errors_say_what_is_wrong(options, message):
     assert message in str(info.value), str(info.value)
 
 
+def without_search(plan):
+    return {k: v for k, v in plan.items() if k != "search"}
+
+
+@pytest.mark.parametrize("model", ["analytical", "default"])
+def test_a_priced_plan_is_the_plan_again(tmp_path, model):
+    if model == "default" and not _core.neural_cost_models_built():
+        pytest.skip("this build has no neural cost model")
+    plan = neuroshard.plan(TASK, devices=2, memory_gb=0.3, cost_model=model)
+    # The device count comes from the plan; a dict or a file, alike.
+    priced = neuroshard.plan(TASK, price=plan, memory_gb=0.3,
+                             cost_model=model)
+    assert without_search(priced) == without_search(plan)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    assert without_search(neuroshard.plan(
+        TASK, price=path, memory_gb=0.3, cost_model=model)) == \
+        without_search(plan)
+    expected = json.loads(plan_tool(TASK, "--price", str(path), "--memory-gb",
+                                    "0.3", "--cost-model", model))
+    assert without_time(priced) == without_time(expected)
+    # A TorchRec plan names no algorithm.
+    torchrec = neuroshard.plan(TASK, devices=2, memory_gb=0.3,
+                               cost_model=model, format="torchrec")
+    given = neuroshard.plan(TASK, price=torchrec, memory_gb=0.3,
+                            cost_model=model)
+    assert given["algorithm"] == "given"
+    assert given["cost_ms"] == plan["cost_ms"]
+
+
+def test_a_plan_the_validator_refuses_is_not_priced():
+    plan = neuroshard.plan(TASK, devices=2, memory_gb=0.3,
+                           cost_model="analytical")
+    plan["shards"] = [s for s in plan["shards"]
+                      if s["table"] != "sparse.item_id"]
+    with pytest.raises(neuroshard.NeuroShardError,
+                       match="table 'sparse.item_id': columns \\[0, 16\\) "
+                       "are on no device"):
+        neuroshard.plan(TASK, price=plan, memory_gb=0.3,
+                        cost_model="analytical")
+    with pytest.raises(neuroshard.NeuroShardError, match="no-such-plan.json"):
+        neuroshard.plan(TASK, price="no-such-plan.json", devices=2)
+    with pytest.raises(TypeError, match="a plan to price is the path of a "
+                       "plan file or a plan dict, not int"):
+        neuroshard.plan(TASK, price=3, devices=2)
+
+
 def test_plan_refuses_what_is_no_task():
     with pytest.raises(TypeError, match="a task is a Task, the path of a "
                        "task file, a dict"):

@@ -10,8 +10,8 @@
 // returns nothing when the value is allowed, or what is wrong with it,
 // phrased to follow the name of the thing checked: a caller prefixes
 // "table 'user': " or "tables[3] ('user'): ", so that every reader reports a
-// broken rule in the same words. The Python front end states the same rules
-// in python/neuroshard/table_rules.py, and a test holds both to one wording.
+// broken rule in the same words. Python calls these very functions through
+// the module neuroshard._core (lib/Bindings/Python).
 //
 //===----------------------------------------------------------------------===//
 

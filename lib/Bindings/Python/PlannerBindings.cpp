@@ -4,11 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// plan() is neuroshard-plan as a function: the same task reader, options,
-// cost models and planSharding, and the same output (the plan JSON as a
-// dict, the TorchRec plan as a dict, or the readable table as text). Tasks
-// given as Python objects go through the task JSON reader, so that they are
-// checked, and refused, in its words.
+// plan() is neuroshard-plan as a function: the same task and plan readers,
+// options, cost models, planSharding and pricePlan, and the same output (the
+// plan JSON as a dict, the TorchRec plan as a dict, or the readable table as
+// text). Tasks and plans given as Python objects go through the JSON
+// readers, so that they are checked, and refused, in their words.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,40 +41,62 @@ static std::string pathText(const py::handle &path) {
   return py::module_::import("os").attr("fspath")(path).cast<std::string>();
 }
 
+static bool isPath(const py::handle &value) {
+  return py::isinstance<py::str>(value) ||
+         py::isinstance(value, py::module_::import("os").attr("PathLike"));
+}
+
+static std::string typeName(const py::handle &value) {
+  return py::str(py::type::of(value).attr("__name__")).cast<std::string>();
+}
+
+/// `document` as JSON text; `what` names it in errors. NumPy numbers and
+/// arrays are written as the numbers they hold.
+static std::string toJSON(const py::handle &document, StringRef what) {
+  std::string name = what.str();
+  py::cpp_function plain([name](py::object value) -> py::object {
+    if (py::hasattr(value, "tolist"))
+      return value.attr("tolist")();
+    throw py::type_error(formatv("a {0} holds numbers, strings, lists and "
+                                 "dicts, not {1}",
+                                 name, typeName(value))
+                             .str());
+  });
+  return py::str(py::module_::import("json").attr("dumps")(
+      document, py::arg("default") = plain));
+}
+
 /// A task from what plan() and the Task reader accept: a Task, the path of a
 /// task file, a task object ({"tables": [...], "batch_size": B}) or a list of
 /// tables.
 static PlanningTask toTask(const py::handle &task) {
   if (py::isinstance<PlanningTask>(task))
     return task.cast<PlanningTask>();
-  if (py::isinstance<py::str>(task) ||
-      py::isinstance(task, py::module_::import("os").attr("PathLike")))
+  if (isPath(task))
     return unwrap(readTaskFile(pathText(task)));
-  py::object document;
   if (py::isinstance<py::dict>(task))
-    document = py::reinterpret_borrow<py::object>(task);
-  else if (py::isinstance<py::list>(task) || py::isinstance<py::tuple>(task))
-    document = py::dict(py::arg("tables") = task);
-  else
-    throw py::type_error(
-        formatv(
-            "a task is a Task, the path of a task file, a dict "
-            "{{\"tables\": [...]} or a list of tables, not {0}",
-            py::str(py::type::of(task).attr("__name__")).cast<std::string>())
-            .str());
-  // NumPy numbers and arrays are written as the numbers they hold.
-  py::cpp_function plain([](py::object value) -> py::object {
-    if (py::hasattr(value, "tolist"))
-      return value.attr("tolist")();
-    throw py::type_error(
-        formatv(
-            "a task holds numbers, strings, lists and dicts, not {0}",
-            py::str(py::type::of(value).attr("__name__")).cast<std::string>())
-            .str());
-  });
-  std::string text = py::str(py::module_::import("json").attr("dumps")(
-      document, py::arg("default") = plain));
-  return unwrap(parseTaskJSON(text));
+    return unwrap(parseTaskJSON(toJSON(task, "task")));
+  if (py::isinstance<py::list>(task) || py::isinstance<py::tuple>(task))
+    return unwrap(
+        parseTaskJSON(toJSON(py::dict(py::arg("tables") = task), "task")));
+  throw py::type_error(formatv("a task is a Task, the path of a task file, a "
+                               "dict {{\"tables\": [...]} or a list of "
+                               "tables, not {0}",
+                               typeName(task))
+                           .str());
+}
+
+/// A plan to price, of `tables`: the path of a plan file, or a plan as a
+/// dict (the plan JSON or the TorchRec format, as plan() returns them).
+static PlanFile toPlanFile(const py::handle &plan, ArrayRef<TableSpec> tables) {
+  if (isPath(plan))
+    return unwrap(readPlanFile(pathText(plan), tables));
+  if (py::isinstance<py::dict>(plan))
+    return unwrap(parsePlanJSON(toJSON(plan, "plan"), tables));
+  throw py::type_error(formatv("a plan to price is the path of a plan file "
+                               "or a plan dict, not {0}",
+                               typeName(plan))
+                           .str());
 }
 
 /// memory_gb as the comma list parseMemoryGBList reads: a number, a sequence
@@ -122,12 +144,16 @@ struct PlanOptions {
   double reservedMemory = 0.0;
   double hbmGBps = 0.0;
   double interconnectGBps = 0.0;
+  /// The search's numeric settings (makeSearchOptions takes the rest).
   SearchOptions search;
 };
 } // namespace
 
+/// The topology of `options` for `task`, as neuroshard-plan builds it; a
+/// plan to price gives the device count when `devices` does not.
 static Topology buildTopology(const PlanOptions &options,
-                              const PlanningTask &task) {
+                              const PlanningTask &task,
+                              std::optional<unsigned> planDevices) {
   if (StringRef(options.memoryGB).trim().empty())
     throw optionError("memory_gb: expected a number or a list of numbers");
   Expected<std::vector<double>> parsed = parseMemoryGBList(options.memoryGB);
@@ -139,6 +165,8 @@ static Topology buildTopology(const PlanOptions &options,
     if (RuleViolation v = checkDeviceCount(*options.devices))
       throw optionError("devices: " + *v);
     n = static_cast<unsigned>(*options.devices);
+  } else if (planDevices && capacities.size() == 1) {
+    n = *planDevices;
   } else {
     if (capacities.size() == 1)
       throw optionError("devices is required unless memory_gb lists one "
@@ -172,7 +200,8 @@ static Topology buildTopology(const PlanOptions &options,
 
 enum class PlanFormat { JSON, Table, TorchRec };
 
-static py::object plan(const py::handle &taskObject, PlanOptions options,
+static py::object plan(const py::handle &taskObject,
+                       const py::handle &planToPrice, PlanOptions options,
                        const std::string &formatName, bool verbose) {
   std::optional<PlanFormat> format =
       StringSwitch<std::optional<PlanFormat>>(formatName)
@@ -184,14 +213,13 @@ static py::object plan(const py::handle &taskObject, PlanOptions options,
     throw optionError("format: expected 'json', 'table' or 'torchrec', got '" +
                       formatName + "'");
   PlanningTask task = toTask(taskObject);
-  Topology topology = buildTopology(options, task);
-  std::optional<Algorithm> algorithm = parseAlgorithm(options.algorithm);
-  if (!algorithm)
-    throw optionError(formatv("algorithm: unknown algorithm '{0}' (expected "
-                              "one of: {1})",
-                              options.algorithm, algorithmNameList()));
-  options.search.algorithm = *algorithm;
-  throwIfError(validateSearchOptions(options.search));
+  std::optional<PlanFile> given;
+  if (!planToPrice.is_none())
+    given = toPlanFile(planToPrice, task.tables);
+  Topology topology = buildTopology(
+      options, task, given ? std::optional(given->devices) : std::nullopt);
+  SearchOptions search = unwrap(
+      makeSearchOptions(options.algorithm, options.search, /*progress=*/false));
   if (std::optional<std::string> problem = checkRiskMargin(options.costRisk))
     throw optionError("cost_risk: " + *problem);
 
@@ -205,7 +233,8 @@ static py::object plan(const py::handle &taskObject, PlanOptions options,
     std::unique_ptr<CostModel> model =
         unwrap(createCostModel(options.costModel, topology, modelOptions));
     PlanResult result =
-        unwrap(planSharding(task.tables, topology, options.search, *model));
+        unwrap(given ? pricePlan(task.tables, topology, *given, *model)
+                     : planSharding(task.tables, topology, search, *model));
     raw_string_ostream os(output);
     if (*format == PlanFormat::JSON)
       writePlanJSON(os, task.tables, topology, result);
@@ -293,9 +322,9 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
   Topology topology;
   m.def(
       "plan",
-      [](const py::handle &task, std::optional<int64_t> devices,
-         const py::handle &memoryGB, std::string algorithm,
-         const py::handle &costModel, double costRisk,
+      [](const py::handle &task, const py::handle &price,
+         std::optional<int64_t> devices, const py::handle &memoryGB,
+         std::string algorithm, const py::handle &costModel, double costRisk,
          std::optional<int64_t> batchSize, std::string optimizer,
          double reservedMemory, double hbmGBps, double interconnectGBps,
          int64_t beamWidth, int64_t candidates, int64_t maxSteps,
@@ -319,10 +348,11 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         options.search.thresholdMin = thresholdMin;
         options.search.thresholdMax = thresholdMax;
         options.search.seed = seed;
-        return plan(task, std::move(options), format, verbose);
+        return plan(task, price, std::move(options), format, verbose);
       },
-      py::arg("task"), py::kw_only(), py::arg("devices") = py::none(),
-      py::arg("memory_gb") = 16, py::arg("algorithm") = "neuroshard",
+      py::arg("task"), py::kw_only(), py::arg("price") = py::none(),
+      py::arg("devices") = py::none(), py::arg("memory_gb") = 16,
+      py::arg("algorithm") = "neuroshard",
       py::arg("cost_model") = kDefaultCostModel,
       py::arg("cost_risk") = kDefaultRiskMargin,
       py::arg("batch_size") = py::none(), py::arg("optimizer") = "sgd",
@@ -341,18 +371,20 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
 
 task: a Task, the path of a task file, a dict {"tables": [...],
 "batch_size": B} or a list of table dicts (docs/planner.md). The options are
-neuroshard-plan's, with '_' for '-': devices (default: one per memory_gb
-value when there are several), memory_gb (GB per device: one number, or one
-per device), algorithm, cost_model ('default', 'analytical' or the path of a
-neural bundle), cost_risk, batch_size (default: the task's, else 65536),
-optimizer, reserved_memory, hbm_gbps, interconnect_gbps, and the search's
-beam_width, candidates, max_steps, grid_steps, threshold_min, threshold_max
-and seed.
+neuroshard-plan's, with '_' for '-': price (a plan to price instead of
+searching: the path of a plan file, or a plan dict in the plan JSON or the
+TorchRec format), devices (default: one per memory_gb value when there are
+several, else the priced plan's), memory_gb (GB per device: one number, or
+one per device), algorithm, cost_model ('default', 'analytical' or the path
+of a neural bundle), cost_risk, batch_size (default: the task's, else
+65536), optimizer, reserved_memory, hbm_gbps, interconnect_gbps, and the
+search's beam_width, candidates, max_steps, grid_steps, threshold_min,
+threshold_max and seed.
 
 Returns what neuroshard-plan --format FORMAT writes: for 'json' the plan as
 a dict (its "warnings" hold what the cost model cannot vouch for), for
 'torchrec' the TorchRec plan as a dict, for 'table' the readable table (one
 row per table too with verbose=True). Raises NeuroShardError, a ValueError,
-with the planner's message for a bad task or option and for a problem with
-no valid plan.)");
+with the planner's message for a bad task, plan or option and for a problem
+with no valid plan.)");
 }
