@@ -103,9 +103,9 @@ def generate_pool(seed: int, base_tables: int,
         raise ValueError("test_fraction must be in [0, 1), got %g" %
                          test_fraction)
     for dim in dims:
-        if dim <= 0 or dim % 4:
-            raise ValueError("pool dims must be positive multiples of 4, "
-                             "got %d" % dim)
+        violation = _core.check_dim(dim)
+        if violation is not None:
+            raise ValueError("pool dims: %s" % violation)
     test = _test_bases(seed, base_tables, test_fraction)
     tables = []
     for base in range(base_tables):

@@ -115,7 +115,8 @@ def test_cli_writes_pool(tmp_path, capsys):
 def test_generate_rejects_bad_options():
     with pytest.raises(ValueError, match="base_tables"):
         tp.generate_pool(0, 0)
-    with pytest.raises(ValueError, match="multiples of 4"):
+    with pytest.raises(ValueError, match="pool dims: 'dim' must be a "
+                       "positive multiple of 4, got 6"):
         tp.generate_pool(0, 3, dims=(128, 6))
 
 
