@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Registers the dialect, parses the module given on the command line, runs
-// --neuroshard-shard with the default cost model and prints the plan's cost
-// model and cost.
+// --neuroshard-plan and --neuroshard-materialize with the default cost model
+// and prints the plan's cost model and cost.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +36,8 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   mlir::PassManager pm(&context);
-  pm.addPass(mlir::neuroshard::createShardTables());
+  pm.addPass(mlir::neuroshard::createPlan());
+  pm.addPass(mlir::neuroshard::createMaterialize());
   if (mlir::failed(pm.run(*module)))
     return 1;
   auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>(
