@@ -8,6 +8,7 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 using namespace llvm;
 
@@ -62,6 +63,25 @@ Expected<json::Value> parseJSON(StringRef text) {
         formatv("JSON nests deeper than {0} levels (line {1}, column {2})",
                 kMaxJSONDepth, where->first, where->second));
   return json::parse(text);
+}
+
+Expected<json::Value> readJSONFile(StringRef path, StringRef what) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (std::error_code ec = buffer.getError())
+    return createStringError(ec, "cannot read " + what + " '" + path +
+                                     "': " + ec.message());
+  return parseJSONFile((*buffer)->getBuffer(), path, what);
+}
+
+Expected<json::Value> parseJSONFile(StringRef text, StringRef path,
+                                    StringRef what) {
+  Expected<json::Value> value = parseJSON(text);
+  if (!value)
+    return createStringError(
+        inconvertibleErrorCode(),
+        what + " '" + path + "': invalid JSON: " + toString(value.takeError()));
+  return value;
 }
 
 std::optional<int64_t> getInteger(const json::Value &value) {

@@ -95,12 +95,9 @@ namespace {
 }
 
 std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
-  auto buffer = MemoryBuffer::getFile(path);
-  if (!buffer)
-    fail("cannot read pool '" + path + "': " + buffer.getError().message());
-  auto parsed = parseJSON((*buffer)->getBuffer());
+  auto parsed = readJSONFile(path, "pool");
   if (!parsed)
-    fail("pool '" + path + "' is not JSON: " + toString(parsed.takeError()));
+    fail(toString(parsed.takeError()));
   const json::Object *root = parsed->getAsObject();
   const json::Array *tables = root ? root->getArray("tables") : nullptr;
   if (!tables)

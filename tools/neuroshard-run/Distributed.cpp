@@ -21,7 +21,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
@@ -296,13 +295,9 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   ModelData data = std::move(*generated);
   std::optional<json::Value> givenInputs;
   if (!options.inputsPath.empty()) {
-    auto buffer = MemoryBuffer::getFile(options.inputsPath);
-    if (!buffer)
-      failAll("cannot read '" + options.inputsPath +
-              "': " + buffer.getError().message());
-    auto parsed = ::neuroshard::parseJSON((*buffer)->getBuffer());
+    auto parsed = ::neuroshard::readJSONFile(options.inputsPath, "inputs");
     if (!parsed)
-      failAll(options.inputsPath + ": " + toString(parsed.takeError()));
+      failAll(toString(parsed.takeError()));
     if (!parsed->getAsObject())
       failAll(options.inputsPath + ": expected an object of argument arrays");
     givenInputs = std::move(*parsed);

@@ -40,7 +40,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
@@ -304,12 +303,9 @@ int main(int argc, char **argv) {
   ModelData data = std::move(*generated);
   std::optional<json::Value> givenInputs;
   if (!inputsPath.empty()) {
-    auto buffer = MemoryBuffer::getFile(inputsPath);
-    if (!buffer)
-      fail("cannot read '" + inputsPath + "': " + buffer.getError().message());
-    auto parsed = ::neuroshard::parseJSON((*buffer)->getBuffer());
+    auto parsed = ::neuroshard::readJSONFile(inputsPath, "inputs");
     if (!parsed)
-      fail(inputsPath + ": " + toString(parsed.takeError()));
+      fail(toString(parsed.takeError()));
     if (!parsed->getAsObject())
       fail(inputsPath + ": expected an object of argument arrays");
     givenInputs = std::move(*parsed);

@@ -127,8 +127,8 @@ TEST(BundleMetaTest, RefusesDocumentsThatAreNotBundles) {
   EXPECT_EQ(parseError("[1, 2]"),
             std::string(kPrefix) + "expected a JSON object");
   EXPECT_EQ(parseError(std::string(300, '[')),
-            std::string(kPrefix) + "malformed JSON: JSON nests deeper than "
-                                   "256 levels (line 1, column 257)");
+            "neural cost model bundle 'b': metadata 'b/meta.json': invalid "
+            "JSON: JSON nests deeper than 256 levels (line 1, column 257)");
   EXPECT_NE(parseError(metaWith("version", 2))
                 .find("version 2 is not "
                       "supported"),

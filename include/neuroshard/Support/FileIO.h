@@ -30,6 +30,18 @@ constexpr unsigned kMaxJSONDepth = 256;
 /// kMaxJSONDepth: "JSON nests deeper than 256 levels (line 1, column 257)".
 llvm::Expected<llvm::json::Value> parseJSON(llvm::StringRef text);
 
+/// Reads the JSON file at `path` ("-" is standard input) and parses it with
+/// parseJSON. `what` names the file's role ("inputs", "pool"), so that every
+/// reader words its errors alike: "cannot read WHAT 'PATH': <reason>" and
+/// "WHAT 'PATH': invalid JSON: <reason>".
+llvm::Expected<llvm::json::Value> readJSONFile(llvm::StringRef path,
+                                               llvm::StringRef what);
+
+/// The parsing half of readJSONFile, for `text` read from `path` otherwise:
+/// "WHAT 'PATH': invalid JSON: <reason>".
+llvm::Expected<llvm::json::Value>
+parseJSONFile(llvm::StringRef text, llvm::StringRef path, llvm::StringRef what);
+
 /// The value of an integer field: a JSON number written as an integer. Unlike
 /// json::Value::getAsInteger, "4.0" and "4e0" are not integers; a negative
 /// number with a zero fraction cannot be told apart from an integer here,

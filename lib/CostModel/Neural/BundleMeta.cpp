@@ -17,7 +17,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
@@ -57,17 +56,6 @@ static std::optional<unsigned> elementBytesOf(StringRef dtype) {
       .Case("f32", 4)
       .Case("f64", 8)
       .Default(std::nullopt);
-}
-
-Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(bundleFile(bundleDir, "meta.json"),
-                            /*IsText=*/true);
-  if (!buffer)
-    return bundleError(bundleDir,
-                       bundleFile(bundleDir, "meta.json") +
-                           ": cannot read: " + buffer.getError().message());
-  return parseBundleMeta(bundleDir, (*buffer)->getBuffer());
 }
 
 /// An integer field of `root`, written as an integer (4.0 is not one).
@@ -247,15 +235,14 @@ static Error readComputeModel(const json::Object &root, BundleMeta &meta) {
   return Error::success();
 }
 
-Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
+/// Checks the parsed meta.json of the bundle at `bundleDir`.
+static Expected<BundleMeta> checkBundleMeta(StringRef bundleDir,
+                                            const json::Value &document) {
   std::string path = bundleFile(bundleDir, "meta.json");
   auto fail = [&](const Twine &message) {
     return bundleError(bundleDir, path + ": " + message);
   };
-  Expected<json::Value> parsed = parseJSON(text);
-  if (!parsed)
-    return fail("malformed JSON: " + toString(parsed.takeError()));
-  const json::Object *root = parsed->getAsObject();
+  const json::Object *root = document.getAsObject();
   if (!root)
     return fail("expected a JSON object");
 
@@ -339,6 +326,25 @@ Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
   if (Error err = readComputeModel(*root, meta))
     return fail(toString(std::move(err)));
   return meta;
+}
+
+/// What readJSONFile's errors call a bundle's meta.json.
+static constexpr StringLiteral kMetaRole = "metadata";
+
+Expected<BundleMeta> readBundleMeta(StringRef bundleDir) {
+  Expected<json::Value> document =
+      readJSONFile(bundleFile(bundleDir, "meta.json"), kMetaRole);
+  if (!document)
+    return bundleError(bundleDir, toString(document.takeError()));
+  return checkBundleMeta(bundleDir, *document);
+}
+
+Expected<BundleMeta> parseBundleMeta(StringRef bundleDir, StringRef text) {
+  Expected<json::Value> document =
+      parseJSONFile(text, bundleFile(bundleDir, "meta.json"), kMetaRole);
+  if (!document)
+    return bundleError(bundleDir, toString(document.takeError()));
+  return checkBundleMeta(bundleDir, *document);
 }
 
 double batchScaleFactor(const BundleMeta &meta, int64_t batch) {

@@ -94,14 +94,16 @@ std::string bundleFile(llvm::StringRef bundleDir, llvm::StringRef file);
 /// '<dir>': <message>".
 llvm::Error bundleError(llvm::StringRef bundleDir, const llvm::Twine &message);
 
-/// Reads and checks `<bundleDir>/meta.json` with parseBundleMeta.
+/// Reads `<bundleDir>/meta.json` (readJSONFile: "cannot read metadata
+/// '<bundleDir>/meta.json': ...") and checks it as parseBundleMeta does.
 llvm::Expected<BundleMeta> readBundleMeta(llvm::StringRef bundleDir);
 
 /// Checks the text of a bundle's meta.json: the format and version, the
 /// feature order (count and names), batch size, dtype, encoding width (at
 /// most kMaxEncodingDim) and device count (within the topology's bounds).
 /// Integer fields must be written as integers. Errors name
-/// `<bundleDir>/meta.json`.
+/// `<bundleDir>/meta.json`; text that is not JSON is "metadata
+/// '<bundleDir>/meta.json': invalid JSON: ..." (parseJSONFile).
 llvm::Expected<BundleMeta> parseBundleMeta(llvm::StringRef bundleDir,
                                            llvm::StringRef text);
 

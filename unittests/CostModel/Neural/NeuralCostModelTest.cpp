@@ -605,7 +605,8 @@ TEST_F(NeuralCostModelTest, MissingFilesAreNamed) {
 
   std::string noMeta = variant("no-meta", {"compute.pt"});
   message = loadError(noMeta);
-  EXPECT_NE(message.find(joinPath(noMeta, "meta.json") + ": cannot read"),
+  EXPECT_NE(message.find("cannot read metadata '" +
+                         joinPath(noMeta, "meta.json") + "': "),
             std::string::npos)
       << message;
 
@@ -651,7 +652,8 @@ TEST_F(NeuralCostModelTest, CorruptTorchScriptIsReported) {
 TEST_F(NeuralCostModelTest, MalformedMetadataIsReported) {
   std::string bad = variant("bad-json", {"compute.pt"}, "{ \"trained\": ");
   std::string message = loadError(bad);
-  EXPECT_NE(message.find(joinPath(bad, "meta.json") + ": malformed JSON"),
+  EXPECT_NE(message.find("metadata '" + joinPath(bad, "meta.json") +
+                         "': invalid JSON"),
             std::string::npos)
       << message;
 
