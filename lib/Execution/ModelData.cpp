@@ -78,8 +78,8 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
   if (weightBytes > options.maxWeightBytes)
     return llvm::createStringError(
         "the weights of " + llvm::Twine(info.tables.size()) + " tables need " +
-        formatGiB(weightBytes) + ", more than the " +
-        formatGiB(options.maxWeightBytes) +
+        formatGB(weightBytes) + ", more than the " +
+        formatGB(options.maxWeightBytes) +
         " allowed; cap the rows per table with --max-rows");
   if (std::optional<std::string> refused =
           admitMemory(need, options.memoryLimitBytes))

@@ -6,18 +6,10 @@
 
 #include "neuroshard/Runtime/MemoryBudget.h"
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 namespace neuroshard {
-
-std::string formatGiB(double bytes) {
-  double gib = bytes / kBytesPerGiB;
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.3g GiB", gib);
-  return text;
-}
 
 std::optional<double> availableMemoryBytes() {
   std::ifstream in("/proc/meminfo");
@@ -52,11 +44,11 @@ std::optional<std::string> admitMemory(const MemoryNeed &need,
   double total = need.total();
   if (total <= limitBytes)
     return std::nullopt;
-  std::string message = "needs " + formatGiB(total) + " (";
+  std::string message = "needs " + formatGB(total) + " (";
   for (size_t i = 0; i < need.parts.size(); ++i)
     message += (i ? ", " : "") + need.parts[i].first + " " +
-               formatGiB(need.parts[i].second);
-  return message + "), more than the " + formatGiB(limitBytes) + " of " +
+               formatGB(need.parts[i].second);
+  return message + "), more than the " + formatGB(limitBytes) + " of " +
          limitText;
 }
 

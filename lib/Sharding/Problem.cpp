@@ -14,28 +14,6 @@ using namespace llvm;
 
 namespace neuroshard {
 
-std::string formatGB(double bytes, unsigned extraDigits) {
-  double gb = bytes / kBytesPerGB;
-  int digits = static_cast<int>(extraDigits);
-  // Sizes no machine has (a mistyped table) in scientific notation.
-  if (gb >= 1e9)
-    return formatv("{0} GB", format("%.*e", 2 + digits, gb)).str();
-  if (gb >= 10.0)
-    return formatv("{0} GB", format("%.*f", 1 + digits, gb)).str();
-  if (gb >= 1.0)
-    return formatv("{0} GB", format("%.*f", 2 + digits, gb)).str();
-  return formatv("{0} GB", format("%#.*g", 3 + digits, gb)).str();
-}
-
-std::pair<std::string, std::string> formatGBPair(double a, double b) {
-  // A few extra digits separate any sizes that differ by a byte or more
-  // at the scales of tables and devices.
-  unsigned extra = 0;
-  while (extra < 9 && a != b && formatGB(a, extra) == formatGB(b, extra))
-    ++extra;
-  return {formatGB(a, extra), formatGB(b, extra)};
-}
-
 StringRef optimizerName(Optimizer optimizer) {
   switch (optimizer) {
   case Optimizer::SGD:

@@ -77,7 +77,7 @@ static cl::opt<float> learningRate("lr", cl::desc("SGD learning rate"),
 static cl::opt<double> memoryLimitGB(
     "memory-limit-gb",
     cl::desc("Refuse a set whose weights, indices, offsets, outputs and "
-             "flush buffer need more than this (GiB; default: the memory "
+             "flush buffer need more than this (GB; default: the memory "
              "available)"),
     cl::init(0.0), cl::cat(category));
 
@@ -195,7 +195,7 @@ int main(int argc, char **argv) {
   double flushBytes = double(flushMB) * (1 << 20);
   MemoryNeed flushNeed;
   flushNeed.add("flush buffer", flushBytes);
-  if (auto refused = admitMemory(flushNeed, memoryLimitGB * kBytesPerGiB))
+  if (auto refused = admitMemory(flushNeed, memoryLimitGB * kBytesPerGB))
     fail("--flush-mb: the cache flush " + *refused);
   CacheFlusher flusher(static_cast<size_t>(flushBytes));
 
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
     need.add("indices and offsets", indices);
     need.add("outputs", 2.0 * double(batchSize) * width * sizeof(float));
     need.add("flush buffer", flushBytes);
-    if (auto refused = admitMemory(need, memoryLimitGB * kBytesPerGiB))
+    if (auto refused = admitMemory(need, memoryLimitGB * kBytesPerGB))
       fail(where + ": the set " + *refused +
            "; lower --batch-size or cap the rows with --max-rows");
 

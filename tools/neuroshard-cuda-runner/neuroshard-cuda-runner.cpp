@@ -22,6 +22,7 @@
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #include "neuroshard/Runtime/KernelABI.h"
 #include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Units.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -773,10 +774,10 @@ int main(int argc, char **argv) {
   if (!status.ok())
     return fail(status.message());
   const cuda::DeviceInfo &device = rt->device();
-  std::printf("device %d: %s (sm_%d%d, %d SMs, %.1f GiB), driver %d\n",
+  std::printf("device %d: %s (sm_%d%d, %d SMs, %s), driver %d\n",
               device.ordinal, device.name.c_str(), device.computeMajor,
               device.computeMinor, device.multiprocessors,
-              double(device.totalMemory) / double(1ULL << 30),
+              formatGB(double(device.totalMemory)).c_str(),
               device.driverVersion);
   cuda::ModuleHandle module = nullptr;
   status = rt->loadModule(image.data(), image.size(), format, module);

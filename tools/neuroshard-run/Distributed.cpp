@@ -484,7 +484,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   bool bytesMatchPlan = true;
   json::Array ranks;
   for (int d = 0; d < worldSize; ++d) {
-    double gb = bytes[2 * d] / ::neuroshard::kBytesPerGiB;
+    double gb = bytes[2 * d] / ::neuroshard::kBytesPerGB;
     bool matches =
         planGB[d] < 0 || std::fabs(gb - planGB[d]) <= 1e-9 * std::max(1.0, gb);
     bytesMatchPlan &= matches;

@@ -81,12 +81,12 @@ static cl::opt<int64_t>
             cl::init(0), cl::cat(category));
 static cl::opt<double>
     maxWeightGB("max-weight-gb",
-                cl::desc("Refuse weight arenas larger than this (GiB)"),
+                cl::desc("Refuse weight arenas larger than this (GB)"),
                 cl::init(16.0), cl::cat(category));
 static cl::opt<double> memoryLimitGB(
     "memory-limit-gb",
     cl::desc("Refuse a run whose weights, indices, offsets and outputs need "
-             "more than this (GiB; default: the memory available)"),
+             "more than this (GB; default: the memory available)"),
     cl::init(0.0), cl::cat(category));
 static cl::opt<bool>
     backward("backward",
@@ -271,8 +271,8 @@ int main(int argc, char **argv) {
     options.entry = entry;
     options.seed = seed;
     options.maxRows = maxRows;
-    options.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGiB;
-    options.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGiB;
+    options.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGB;
+    options.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGB;
     options.backward = backward;
     options.learningRate = learningRate;
     options.warmup = warmup;
@@ -295,8 +295,8 @@ int main(int argc, char **argv) {
   DataOptions dataOptions;
   dataOptions.seed = seed;
   dataOptions.maxRows = maxRows;
-  dataOptions.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGiB;
-  dataOptions.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGiB;
+  dataOptions.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGB;
+  dataOptions.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGB;
   auto generated = generateData(model.info, dataOptions);
   if (!generated)
     fail(inputPath + ": " + toString(generated.takeError()));

@@ -151,19 +151,6 @@ TEST(ValidateProblemTest, RejectsMalformedTopology) {
             "batch size must be positive, got 0");
 }
 
-TEST(FormatGBTest, ShowsThreeSignificantDigits) {
-  EXPECT_EQ(formatGB(20.3 * kBytesPerGB), "20.3 GB");
-  EXPECT_EQ(formatGB(16 * kBytesPerGB), "16.0 GB");
-  EXPECT_EQ(formatGB(2.03 * kBytesPerGB), "2.03 GB");
-  EXPECT_EQ(formatGB(0.6 * kBytesPerGB), "0.600 GB");
-  EXPECT_EQ(formatGB(0), "0.00 GB");
-  EXPECT_EQ(formatGB(2.03 * kBytesPerGB, 2), "2.0300 GB");
-  EXPECT_EQ(formatGBPair(4.004 * kBytesPerGB, 4 * kBytesPerGB),
-            std::make_pair(std::string("4.004 GB"), std::string("4.000 GB")));
-  EXPECT_EQ(formatGBPair(4 * kBytesPerGB, 4 * kBytesPerGB),
-            std::make_pair(std::string("4.00 GB"), std::string("4.00 GB")));
-}
-
 TEST(EvaluatePlanTest, MatchesAnalyticalFormulas) {
   // Two devices; a slow table alone on device 0, two narrow ones on 1.
   std::vector<TableSpec> tables = {makeTable("big", 1000, 128, 10),

@@ -16,19 +16,14 @@
 #ifndef NEUROSHARD_RUNTIME_MEMORYBUDGET_H
 #define NEUROSHARD_RUNTIME_MEMORYBUDGET_H
 
+#include "neuroshard/Support/Units.h"
+
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace neuroshard {
-
-/// Bytes in one GiB, the unit of the tools' memory options and messages.
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-
-/// Formats bytes as GiB with three significant digits ("0.000305 GiB",
-/// "20.3 GiB", "9.31e+20 GiB").
-std::string formatGiB(double bytes);
 
 /// The memory the system can give a new allocation without swapping
 /// (MemAvailable in /proc/meminfo), or nothing where it is not known.
@@ -43,11 +38,11 @@ struct MemoryNeed {
   double total() const;
 };
 
-/// Nothing when `need` fits, else the error: "needs 24.0 GiB (weights 16.0
-/// GiB, indices 8.00 GiB, offsets 0.00781 GiB, outputs 0.0156 GiB), more than
-/// the 15.2 GiB of memory available (MemAvailable); lower ... or raise
-/// --memory-limit-gb". `limitBytes` > 0 is the user's limit and replaces the
-/// available memory; without either nothing is refused.
+/// Nothing when `need` fits, else the error (sizes by formatGB): "needs
+/// 24.0 GB (weights 16.0 GB, indices 8.00 GB, offsets 0.00781 GB, outputs
+/// 0.0156 GB), more than the 15.2 GB of memory available (MemAvailable);
+/// lower ... or raise --memory-limit-gb". `limitBytes` > 0 is the user's limit
+/// and replaces the available memory; without either nothing is refused.
 std::optional<std::string> admitMemory(const MemoryNeed &need,
                                        double limitBytes);
 

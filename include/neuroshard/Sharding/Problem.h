@@ -8,9 +8,9 @@
 // devices to place them on (Topology), plus the column slices and shards that
 // plans are made of.
 //
-// Units: memory is counted in bytes and reported in GB where GB = 2^30 bytes
-// (as TorchRec's planner does); bandwidths are GB/s with the same GB; costs
-// are milliseconds.
+// Units (Support/Units.h): memory is counted in bytes and reported in GB
+// where GB = 2^30 bytes (kBytesPerGB, as TorchRec's planner does);
+// bandwidths are GB/s with the same GB; costs are milliseconds.
 //
 // This is the vocabulary below both the cost models and the planner: the
 // cost-model library prices these types and the planner arranges them, and
@@ -22,6 +22,7 @@
 #define NEUROSHARD_SHARDING_PROBLEM_H
 
 #include "neuroshard/Sharding/TableRules.h"
+#include "neuroshard/Support/Units.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -34,9 +35,6 @@
 #include <vector>
 
 namespace neuroshard {
-
-/// Bytes in one GB. Capacities and table sizes are reported in these units.
-constexpr double kBytesPerGB = 1024.0 * 1024.0 * 1024.0;
 
 /// How one feature looks a table up: its bags' mean length and the access
 /// histogram of one batch of its lookups.
@@ -186,14 +184,6 @@ struct Shard {
 /// an exabyte per second. Outside them costs overflow to inf or to 0.
 constexpr double kMinBandwidthGBps = 1e-3;
 constexpr double kMaxBandwidthGBps = 1e9;
-
-/// Formats bytes as GB for messages with at least three significant digits
-/// ("20.3 GB", "2.03 GB", "0.600 GB", "1.98e+28 GB"), plus `extraDigits`.
-std::string formatGB(double bytes, unsigned extraDigits = 0);
-
-/// Formats two sizes a message compares ("needs A but has B") with as many
-/// digits as it takes for different sizes to print differently.
-std::pair<std::string, std::string> formatGBPair(double a, double b);
 
 /// Checks that the tables and devices describe a well-formed problem: every
 /// table and capacity satisfies TableRules.h, names are unique and
