@@ -17,6 +17,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -117,9 +118,7 @@ void mlir::neuroshard::addHostBufferizationPasses(OpPassManager &pm) {
   pm.addPass(createExpandStridedCopies());
 }
 
-void mlir::neuroshard::buildNeuroShardToCPUPipeline(OpPassManager &pm) {
-  pm.addPass(createLowerLookupsToCPU());
-  addHostBufferizationPasses(pm);
+void mlir::neuroshard::addLowerToLLVMPasses(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -129,7 +128,14 @@ void mlir::neuroshard::buildNeuroShardToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::neuroshard::buildNeuroShardToCPUPipeline(OpPassManager &pm) {
+  pm.addPass(createLowerLookupsToCPU());
+  addHostBufferizationPasses(pm);
+  addLowerToLLVMPasses(pm);
 }
 
 void mlir::neuroshard::registerNeuroShardToCPUPipeline() {

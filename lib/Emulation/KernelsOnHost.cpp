@@ -14,29 +14,23 @@
 
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/Passes.h"
+#include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/Emulation/SIMTEmulator.h"
+#include "neuroshard/Execution/JIT.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
-#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/Support/TargetSelect.h"
 
 #include "WarpRuntime.h"
 
@@ -56,22 +50,6 @@ bool ::neuroshard::emulation::parseKernelDefect(llvm::StringRef text,
 }
 
 namespace {
-
-/// Collects the diagnostics of a failing step into one message.
-class Diagnostics {
-public:
-  explicit Diagnostics(MLIRContext *context)
-      : handler(context, [this](Diagnostic &diag) {
-          llvm::raw_string_ostream os(messages);
-          os << (messages.empty() ? "" : "\n") << diag.getLocation() << ": "
-             << diag;
-          return success();
-        }) {}
-  std::string messages;
-
-private:
-  ScopedDiagnosticHandler handler;
-};
 
 /// Makes every shuffle of `mode` in `func` return its own value (valid).
 void dropShuffles(func::FuncOp func, gpu::ShuffleMode mode) {
@@ -283,19 +261,6 @@ OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect,
   return host;
 }
 
-void addLoweringPasses(PassManager &pm) {
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(arith::createArithExpandOpsPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-}
-
 } // namespace
 
 EmulatedKernels::~EmulatedKernels() = default;
@@ -304,45 +269,28 @@ llvm::Expected<std::unique_ptr<EmulatedKernels>>
 EmulatedKernels::compile(ModuleOp source, KernelDefect defect) {
   MLIRContext *context = source.getContext();
   context->loadDialect<func::FuncDialect, arith::ArithDialect>();
-  Diagnostics diagnostics(context);
+  execution::DiagnosticCollector diagnostics(context);
   llvm::StringMap<int64_t> maxThreads;
   OwningOpRef<ModuleOp> host = buildHostModule(source, defect, maxThreads);
   if (!host)
     return llvm::createStringError("cannot emulate the kernels:\n" +
                                    diagnostics.messages);
   PassManager pm(context);
-  addLoweringPasses(pm);
+  // The kernels divide with ceildivui, which has no LLVM form; expanding
+  // every arith op would also turn the CPU kernels' umax and umin into
+  // compares and selects, so only this pipeline does it.
+  pm.addPass(arith::createArithExpandOpsPass());
+  mlir::neuroshard::addLowerToLLVMPasses(pm);
   if (failed(pm.run(*host)))
     return llvm::createStringError(
         "lowering the emulated kernels to LLVM failed:\n" +
         diagnostics.messages);
 
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-  registerBuiltinDialectTranslation(*context);
-  registerLLVMDialectTranslation(*context);
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return builder.takeError();
-  auto machine = builder->createTargetMachine();
-  if (!machine)
-    return machine.takeError();
-  // The options hold a function_ref: the transformer must outlive create().
-  std::function<llvm::Error(llvm::Module *)> transformer =
-      makeOptimizingTransformer(2, 0, machine->get());
-  ExecutionEngineOptions options;
-  options.transformer = transformer;
-  options.enableGDBNotificationListener = false;
-  options.enablePerfNotificationListener = false;
-  auto engine = ExecutionEngine::create(*host, options, std::move(*machine));
+  execution::HostCompileOptions options;
+  options.hostSymbols = runtimeSymbols();
+  auto engine = execution::compileForHost(*host, options);
   if (!engine)
-    return llvm::joinErrors(engine.takeError(),
-                            llvm::createStringError(diagnostics.messages));
-  (*engine)->registerSymbols(runtimeSymbols);
+    return engine.takeError();
   std::unique_ptr<EmulatedKernels> kernels(new EmulatedKernels());
   kernels->engine = std::move(*engine);
   kernels->maxThreads = std::move(maxThreads);
@@ -355,7 +303,7 @@ EmulatedKernels::compileGenerated(MLIRContext &context, KernelDefect defect) {
                       arith::ArithDialect, memref::MemRefDialect,
                       scf::SCFDialect, vector::VectorDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
-  Diagnostics diagnostics(&context);
+  execution::DiagnosticCollector diagnostics(&context);
   PassManager pm(&context);
   mlir::neuroshard::ConvertNeuroShardToCUDAOptions options;
   options.host = false;

@@ -14,8 +14,9 @@
 
 #include "neuroshard/Emulation/SIMTEmulator.h"
 
-#include "llvm/ExecutionEngine/Orc/Core.h"
-#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace neuroshard {
 namespace emulation {
@@ -30,8 +31,8 @@ constexpr const char *kGridDimSymbol = "neuroshard_emu_grid_dim";
 /// is gpu::ShuffleMode; `site` numbers the shuffles of a kernel.
 constexpr const char *kShuffleSymbol = "neuroshard_emu_shuffle";
 
-/// The addresses of the runtime symbols, for ExecutionEngine.
-llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner);
+/// The runtime symbols and their addresses, for compileForHost.
+std::vector<std::pair<std::string, void *>> runtimeSymbols();
 
 /// Runs `kernel` (a packed kernel wrapper) on every thread of the grid.
 llvm::Error runGrid(execution::PackedFunction kernel, void **arguments,

@@ -253,12 +253,11 @@ static int64_t emuShuffle(int32_t value, int32_t offset, int32_t width,
 
 } // extern "C"
 
-llvm::orc::SymbolMap
-neuroshard::emulation::runtimeSymbols(llvm::orc::MangleAndInterner interner) {
-  llvm::orc::SymbolMap symbols;
+std::vector<std::pair<std::string, void *>>
+neuroshard::emulation::runtimeSymbols() {
+  std::vector<std::pair<std::string, void *>> symbols;
   auto add = [&](const char *name, auto *function) {
-    symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
-                               llvm::JITSymbolFlags::Exported};
+    symbols.emplace_back(name, reinterpret_cast<void *>(function));
   };
   add(kThreadIdSymbol, &emuThreadId);
   add(kBlockIdSymbol, &emuBlockId);

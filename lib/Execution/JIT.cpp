@@ -26,26 +26,14 @@ using namespace mlir::neuroshard;
 using namespace ::neuroshard::execution;
 namespace ex = ::neuroshard::execution;
 
-namespace {
-
-/// Collects the diagnostics of a failing pass pipeline into one message.
-class DiagnosticCollector {
-public:
-  explicit DiagnosticCollector(MLIRContext *ctx)
-      : handler(ctx, [this](Diagnostic &diag) {
-          llvm::raw_string_ostream os(messages);
-          if (!messages.empty())
-            os << "\n";
-          os << diag.getLocation() << ": " << diag;
-          return success();
-        }) {}
-  std::string messages;
-
-private:
-  ScopedDiagnosticHandler handler;
-};
-
-} // namespace
+DiagnosticCollector::DiagnosticCollector(MLIRContext *context)
+    : handler(context, [this](Diagnostic &diag) {
+        llvm::raw_string_ostream os(messages);
+        if (!messages.empty())
+          os << "\n";
+        os << diag.getLocation() << ": " << diag;
+        return success();
+      }) {}
 
 llvm::Expected<std::unique_ptr<ExecutionEngine>>
 ex::lowerAndCompile(ModuleOp module, const CompileOptions &compileOptions) {
@@ -73,12 +61,27 @@ ex::lowerAndCompile(ModuleOp module, const CompileOptions &compileOptions) {
                                      (cuda ? "CUDA" : "the CPU") +
                                      " failed:\n" + diagnostics.messages);
   }
+  HostCompileOptions hostOptions;
+  hostOptions.hostSymbols = compileOptions.hostSymbols;
+  if (cuda) {
+    if (!llvm::sys::fs::exists(compileOptions.cudaRuntimeLibrary))
+      return llvm::createStringError("NeuroShard's CUDA runtime library '" +
+                                     compileOptions.cudaRuntimeLibrary +
+                                     "' does not exist");
+    hostOptions.sharedLibraries.push_back(compileOptions.cudaRuntimeLibrary);
+  }
+  return compileForHost(module, hostOptions);
+}
+
+llvm::Expected<std::unique_ptr<ExecutionEngine>>
+ex::compileForHost(ModuleOp module, const HostCompileOptions &hostOptions) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     return true;
   }();
   (void)initialized;
+  MLIRContext *ctx = module.getContext();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
 
@@ -89,30 +92,26 @@ ex::lowerAndCompile(ModuleOp module, const CompileOptions &compileOptions) {
   auto machine = builder->createTargetMachine();
   if (!machine)
     return machine.takeError();
-  auto transformer = makeOptimizingTransformer(3, 0, machine->get());
+  // The options hold a function_ref: the transformer must outlive create().
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      makeOptimizingTransformer(3, 0, machine->get());
   ExecutionEngineOptions options;
   options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
-  llvm::SmallVector<llvm::StringRef, 1> libraries;
-  if (cuda) {
-    if (!llvm::sys::fs::exists(compileOptions.cudaRuntimeLibrary))
-      return llvm::createStringError("NeuroShard's CUDA runtime library '" +
-                                     compileOptions.cudaRuntimeLibrary +
-                                     "' does not exist");
-    libraries.push_back(compileOptions.cudaRuntimeLibrary);
-    options.sharedLibPaths = libraries;
-  }
+  llvm::SmallVector<llvm::StringRef> libraries(
+      hostOptions.sharedLibraries.begin(), hostOptions.sharedLibraries.end());
+  options.sharedLibPaths = libraries;
   DiagnosticCollector diagnostics(ctx);
   auto engine = ExecutionEngine::create(module, options, std::move(*machine));
   if (!engine)
     return llvm::joinErrors(engine.takeError(),
                             llvm::createStringError(diagnostics.messages));
-  if (!compileOptions.hostSymbols.empty())
+  if (!hostOptions.hostSymbols.empty())
     (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
       llvm::orc::SymbolMap symbols;
-      for (const auto &[name, address] : compileOptions.hostSymbols)
+      for (const auto &[name, address] : hostOptions.hostSymbols)
         symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
                                    llvm::JITSymbolFlags::Exported};
       return symbols;

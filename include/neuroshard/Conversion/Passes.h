@@ -33,9 +33,16 @@ void populateExpandStridedCopyPatterns(RewritePatternSet &patterns);
 /// ownership-based deallocation, and strided copies expanded to loops.
 void addHostBufferizationPasses(OpPassManager &pm);
 
+/// Appends the conversion of bufferized host code to the LLVM dialect:
+/// structured control flow, affine maps, strided metadata, memrefs, vectors,
+/// arithmetic, index, control flow, functions and `ub`, then unrealized
+/// casts reconciled. The CPU pipeline ends with it, and the warp emulation
+/// lowers its host copies of the CUDA kernels with it.
+void addLowerToLLVMPasses(OpPassManager &pm);
+
 /// Appends `--neuroshard-to-cpu` to `pm`: lookups to generic kernel calls,
 /// bufferization (results become trailing out-parameters), deallocation, and
-/// conversion of everything to the LLVM dialect.
+/// conversion of everything to the LLVM dialect (addLowerToLLVMPasses).
 void buildNeuroShardToCPUPipeline(OpPassManager &pm);
 
 /// Registers the `neuroshard-to-cpu` pipeline (the passes themselves are

@@ -7,7 +7,9 @@
 // Lowers a module with `--neuroshard-to-cpu` (or, for a CUDA GPU,
 // `--neuroshard-cuda-pipeline`), JIT-compiles its host code with MLIR's
 // ExecutionEngine, and calls the generic kernels of KernelABI.h with
-// arguments placed by the ABI's operand list.
+// arguments placed by the ABI's operand list. compileForHost is the one
+// place that sets up LLVM's JIT; the warp emulation's kernels are compiled
+// through it too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -49,9 +52,35 @@ struct CompileOptions {
 };
 
 /// Lowers `module` in place for `options.target` and JIT-compiles its host
-/// code. Errors carry the diagnostics of a failing lowering.
+/// code with compileForHost. Errors carry the diagnostics of a failing
+/// lowering.
 llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
 lowerAndCompile(mlir::ModuleOp module, const CompileOptions &options = {});
+
+/// What compileForHost links a module with.
+struct HostCompileOptions {
+  /// Shared libraries whose functions the code calls.
+  std::vector<std::string> sharedLibraries;
+  /// Functions of this process the code calls, by symbol.
+  std::vector<std::pair<std::string, void *>> hostSymbols;
+};
+
+/// Translates `module`, already in the LLVM dialect, to LLVM IR and
+/// JIT-compiles it with MLIR's ExecutionEngine at LLVM -O3 for the host CPU
+/// and its features (AVX-512 where the host has it).
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+compileForHost(mlir::ModuleOp module, const HostCompileOptions &options);
+
+/// Collects the diagnostics that a step (a pass pipeline, a translation)
+/// reports while it lives, as one message of "location: diagnostic" lines.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext *context);
+  std::string messages;
+
+private:
+  mlir::ScopedDiagnosticHandler handler;
+};
 
 /// A function with a C interface (`llvm.emit_c_interface`), called through
 /// ExecutionEngine's packed wrapper: element i of the argument array points
