@@ -139,6 +139,18 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
   return data;
 }
 
+llvm::Expected<llvm::json::Object> ex::readInputsFile(llvm::StringRef path) {
+  llvm::Expected<llvm::json::Value> document =
+      ::neuroshard::readJSONFile(path, "inputs");
+  if (!document)
+    return document.takeError();
+  llvm::json::Object *arguments = document->getAsObject();
+  if (!arguments)
+    return llvm::createStringError(path +
+                                   ": expected an object of argument arrays");
+  return std::move(*arguments);
+}
+
 llvm::Error ex::replaceInputs(const ModelInfo &info, ModelData &data,
                               const llvm::json::Object &arguments) {
   auto read = [&](unsigned arg, bool i32,

@@ -11,7 +11,6 @@
 #include "neuroshard/Execution/CompiledModel.h"
 #include "neuroshard/Runtime/MPI/MPIExchange.h"
 #include "neuroshard/Runtime/Statistics.h"
-#include "neuroshard/Support/FileIO.h"
 #include "neuroshard/Transforms/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -293,16 +292,13 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
   if (!generated)
     failRank(path + ": " + toString(generated.takeError()));
   ModelData data = std::move(*generated);
-  std::optional<json::Value> givenInputs;
+  std::optional<json::Object> givenInputs;
   if (!options.inputsPath.empty()) {
-    auto parsed = ::neuroshard::readJSONFile(options.inputsPath, "inputs");
-    if (!parsed)
-      failAll(toString(parsed.takeError()));
-    if (!parsed->getAsObject())
-      failAll(options.inputsPath + ": expected an object of argument arrays");
-    givenInputs = std::move(*parsed);
-    if (Error e =
-            replaceInputs(program.info, data, *givenInputs->getAsObject()))
+    auto read = readInputsFile(options.inputsPath);
+    if (!read)
+      failAll(toString(read.takeError()));
+    givenInputs = std::move(*read);
+    if (Error e = replaceInputs(program.info, data, *givenInputs))
       failRank(options.inputsPath + ": " + toString(std::move(e)));
   }
   if (!options.trustInputs)
@@ -385,8 +381,7 @@ int run::runDistributed(MLIRContext &context, const RunOptions &options) {
           failRank(options.comparePath + ": " +
                    toString(otherData.takeError()));
         if (givenInputs)
-          if (Error e =
-                  replaceInputs(info, *otherData, *givenInputs->getAsObject()))
+          if (Error e = replaceInputs(info, *otherData, *givenInputs))
             failRank(options.inputsPath + ": " + toString(std::move(e)));
         std::vector<std::vector<float>> expected;
         if (Error e = (*model)->forward(*otherData, expected))

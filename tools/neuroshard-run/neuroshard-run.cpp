@@ -16,7 +16,6 @@
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Execution/CompiledModel.h"
 #include "neuroshard/Runtime/Statistics.h"
-#include "neuroshard/Support/FileIO.h"
 #ifdef NEUROSHARD_HAS_MPI
 #include "Distributed.h"
 #endif
@@ -301,16 +300,13 @@ int main(int argc, char **argv) {
   if (!generated)
     fail(inputPath + ": " + toString(generated.takeError()));
   ModelData data = std::move(*generated);
-  std::optional<json::Value> givenInputs;
+  std::optional<json::Object> givenInputs;
   if (!inputsPath.empty()) {
-    auto parsed = ::neuroshard::readJSONFile(inputsPath, "inputs");
-    if (!parsed)
-      fail(toString(parsed.takeError()));
-    if (!parsed->getAsObject())
-      fail(inputsPath + ": expected an object of argument arrays");
-    givenInputs = std::move(*parsed);
-    failOn(replaceInputs(model.info, data, *givenInputs->getAsObject()),
-           inputsPath);
+    auto read = readInputsFile(inputsPath);
+    if (!read)
+      fail(toString(read.takeError()));
+    givenInputs = std::move(*read);
+    failOn(replaceInputs(model.info, data, *givenInputs), inputsPath);
   }
   if (!trustInputs)
     if (auto bad = findOutOfRangeIndex(model.info, data))
@@ -357,8 +353,7 @@ int main(int argc, char **argv) {
       fail(comparePath + ": " + toString(otherGenerated.takeError()));
     ModelData otherData = std::move(*otherGenerated);
     if (givenInputs)
-      failOn(replaceInputs(other.info, otherData, *givenInputs->getAsObject()),
-             inputsPath);
+      failOn(replaceInputs(other.info, otherData, *givenInputs), inputsPath);
     if (!trustInputs)
       if (auto bad = findOutOfRangeIndex(other.info, otherData))
         fail(comparePath + ": " + *bad);

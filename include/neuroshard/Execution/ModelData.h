@@ -76,6 +76,12 @@ MemoryNeed estimateMemory(const ModelInfo &info, const DataOptions &options);
 llvm::Expected<ModelData> generateData(const ModelInfo &info,
                                        const DataOptions &options);
 
+/// Reads the lookup inputs a user gives in place of generated ones
+/// (`neuroshard-run --inputs`): a JSON object that maps entry argument
+/// numbers (as strings) to integer arrays. Errors are readJSONFile's and
+/// "PATH: expected an object of argument arrays".
+llvm::Expected<llvm::json::Object> readInputsFile(llvm::StringRef path);
+
 /// Replaces the generated lookup inputs with given ones: `arguments` maps
 /// entry argument numbers (as strings) to integer arrays, and must give both
 /// the indices and the offsets of every lookup input. Offsets are checked
