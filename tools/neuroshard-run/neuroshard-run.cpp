@@ -214,6 +214,16 @@ Loaded load(MLIRContext &context, StringRef path) {
   return loaded;
 }
 
+/// The seed, row cap and memory limits of the run's data.
+DataOptions dataOptions() {
+  DataOptions options;
+  options.seed = seed;
+  options.maxRows = maxRows;
+  options.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGB;
+  options.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGB;
+  return options;
+}
+
 /// One step: forward, then backward with SGD when asked.
 void step(Loaded &loaded, ModelData &data,
           std::vector<std::vector<float>> &outputs) {
@@ -263,23 +273,22 @@ int main(int argc, char **argv) {
     if (device != "cpu")
       fail("--distributed runs on the CPU; --device " + device +
            " is not supported with it");
-    ::neuroshard::run::RunOptions options;
+    DistributedRunOptions options;
     options.modulePath = inputPath;
     options.comparePath = comparePath;
     options.inputsPath = inputsPath;
     options.entry = entry;
-    options.seed = seed;
-    options.maxRows = maxRows;
-    options.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGB;
-    options.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGB;
+    options.data = dataOptions();
     options.backward = backward;
     options.learningRate = learningRate;
     options.warmup = warmup;
     options.iters = iters;
-    options.tolerance = tolerance;
     options.trustInputs = trustInputs;
-    options.json = jsonOutput;
-    return ::neuroshard::run::runDistributed(context, options);
+    options.programName = "neuroshard-run";
+    ::neuroshard::run::ReportOptions report;
+    report.tolerance = tolerance;
+    report.json = jsonOutput;
+    return ::neuroshard::run::runDistributed(context, options, report);
 #else
     fail("--distributed: this neuroshard-run was built without MPI; install "
          "Open MPI (openmpi-bin, libopenmpi-dev) and rebuild");
@@ -291,12 +300,7 @@ int main(int argc, char **argv) {
   Loaded model = load(context, inputPath);
   if (device == "cuda")
     checkCUDADevice();
-  DataOptions dataOptions;
-  dataOptions.seed = seed;
-  dataOptions.maxRows = maxRows;
-  dataOptions.maxWeightBytes = maxWeightGB * ::neuroshard::kBytesPerGB;
-  dataOptions.memoryLimitBytes = memoryLimitGB * ::neuroshard::kBytesPerGB;
-  auto generated = generateData(model.info, dataOptions);
+  auto generated = generateData(model.info, dataOptions());
   if (!generated)
     fail(inputPath + ": " + toString(generated.takeError()));
   ModelData data = std::move(*generated);
@@ -348,7 +352,7 @@ int main(int argc, char **argv) {
            "cannot compare '" + inputPath + "' with '" + comparePath + "'");
     // Same seed and options: identical inputs and weights, and gradients
     // laid out for the other module's lookups.
-    auto otherGenerated = generateData(other.info, dataOptions);
+    auto otherGenerated = generateData(other.info, dataOptions());
     if (!otherGenerated)
       fail(comparePath + ": " + toString(otherGenerated.takeError()));
     ModelData otherData = std::move(*otherGenerated);
