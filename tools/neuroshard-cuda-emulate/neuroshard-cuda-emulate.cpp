@@ -27,8 +27,7 @@
 #include "neuroshard/Emulation/KernelSweep.h"
 #include "neuroshard/Emulation/SIMTEmulator.h"
 #include "neuroshard/Execution/CPUKernels.h"
-
-#include "Manifest.h"
+#include "neuroshard/Runtime/LaunchManifest.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,7 +47,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 
 using namespace mlir;
 namespace emu = ::neuroshard::emulation;
@@ -90,8 +88,7 @@ static llvm::cl::opt<bool> verbose("verbose",
                                    llvm::cl::init(false));
 
 namespace abi = ::neuroshard::kernel_abi;
-namespace inputs = ::neuroshard::inputs;
-namespace runner = ::neuroshard::runner;
+namespace launch_manifest = ::neuroshard::launch_manifest;
 
 /// Emulates every launch of the manifest at `path` against the CPU kernels.
 /// Tables are stored whole (their first `rows` rows), so that the shards of
@@ -100,51 +97,24 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
                                    ::neuroshard::execution::CPUKernels &cpu,
                                    const std::string &path, int64_t rows,
                                    int64_t batch, emu::SweepTotals &totals) {
-  runner::Manifest manifest;
+  launch_manifest::Manifest manifest;
   std::string error;
-  if (!runner::loadManifest(path, manifest, error))
+  if (!launch_manifest::loadManifest(path, manifest, error))
     return llvm::createStringError(error);
   if (batch > 0)
     manifest.batchSize = batch;
+  launch_manifest::LaunchOptions options;
+  options.layout = launch_manifest::WeightLayout::Tables;
+  options.maxRows = rows;
   for (size_t k = 0; k < manifest.launches.size(); ++k) {
-    const runner::LaunchSpec &launch = manifest.launches[k];
-    std::vector<inputs::LookupInputs> generated(manifest.lookups.size());
-    std::vector<const inputs::LookupInputs *> pairs(manifest.lookups.size(),
-                                                    nullptr);
-    std::map<size_t, int64_t> slot;
-    std::vector<int64_t> layout;
-    std::vector<abi::ShardDescriptor> shards;
-    int64_t arena = 0;
-    for (const runner::ShardSpec &shard : launch.shards) {
-      const runner::LookupSpec &lookup = manifest.lookups[shard.lookup];
-      const inputs::TableStats &table = manifest.tables[lookup.table];
-      int64_t kept = std::min(table.rows, rows);
-      if (!pairs[shard.lookup]) {
-        generated[shard.lookup] = inputs::generateLookup(
-            table, manifest.batchSize, manifest.seed, lookup.stream, kept);
-        pairs[shard.lookup] = &generated[shard.lookup];
-      }
-      auto found = slot.find(lookup.table);
-      if (found == slot.end()) {
-        found = slot.emplace(lookup.table, int64_t(layout.size())).first;
-        layout.push_back(arena);
-        arena = (arena + kept * table.dim + 3) / 4 * 4;
-      }
-      abi::ShardDescriptor descriptor;
-      descriptor.table = found->second;
-      descriptor.rowStride = table.dim;
-      descriptor.colBegin = shard.colBegin;
-      descriptor.width = shard.width();
-      descriptor.mode = abi::poolingMode(shard.mean);
-      descriptor.input = shard.lookup;
-      shards.push_back(descriptor);
-    }
-    abi::PackedShardSet<int64_t> packed =
-        abi::packShardSet<int64_t>(shards, pairs);
-    int64_t numShards = packed.layout.numShards();
-    ::neuroshard::execution::PreparedSet set =
-        emu::prepareSet(std::move(packed), std::move(layout), arena,
-                        manifest.batchSize, !launch.index64, manifest.seed + k);
+    const launch_manifest::LaunchSpec &launch = manifest.launches[k];
+    launch_manifest::LaunchBuffers buffers;
+    if (!launch_manifest::buildLaunch(manifest, k, options, buffers, error))
+      return llvm::createStringError(error);
+    int64_t numShards = buffers.packed.layout.numShards();
+    ::neuroshard::execution::PreparedSet set = emu::prepareSet(
+        std::move(buffers.packed), std::move(buffers.layout), buffers.arenaSize,
+        manifest.batchSize, !launch.index64, manifest.seed + k);
     abi::LaunchGeometry geometry = abi::launchGeometry(
         numShards, manifest.batchSize, manifest.threadsPerBlock);
     emu::LaunchConfig config;

@@ -6,14 +6,10 @@
 
 #include "Workload.h"
 
-#include "neuroshard/Runtime/BagInputs.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <map>
-#include <sstream>
 
 namespace neuroshard {
 namespace runner {
@@ -45,148 +41,29 @@ void setIndices(Workload &w, const std::vector<int64_t> &indices,
 
 } // namespace
 
-bool readInputOverrides(const std::string &path, const Manifest &manifest,
-                        InputOverrides &out, std::string &error) {
-  std::ifstream file(path);
-  if (!file) {
-    error = "cannot read inputs '" + path + "'";
-    return false;
-  }
-  std::string line;
-  for (int number = 1; std::getline(file, line); ++number) {
-    std::istringstream words(line.substr(0, line.find('#')));
-    std::string keyword, kind;
-    if (!(words >> keyword))
-      continue;
-    long long lookup = -1;
-    auto fail = [&](const std::string &why) {
-      error =
-          "inputs '" + path + "': line " + std::to_string(number) + ": " + why;
-      return false;
-    };
-    if (keyword != "lookup" || !(words >> lookup >> kind) ||
-        (kind != "offsets" && kind != "indices"))
-      return fail("expected 'lookup K offsets|indices VALUES...'");
-    if (lookup < 0 || size_t(lookup) >= manifest.lookups.size())
-      return fail("lookup " + std::to_string(lookup) +
-                  " but the manifest has " +
-                  std::to_string(manifest.lookups.size()) + " lookup(s)");
-    inputs::LookupInputs &in = out[size_t(lookup)];
-    std::vector<int64_t> &values = kind == "offsets" ? in.offsets : in.indices;
-    std::string word;
-    while (words >> word) {
-      char *end = nullptr;
-      long long value = std::strtoll(word.c_str(), &end, 10);
-      if (word.empty() || *end != '\0')
-        return fail("'" + word + "' is not an integer");
-      values.push_back(value);
-    }
-  }
-  return true;
-}
-
-bool checkLaunchInputs(const Manifest &manifest, const InputOverrides &given,
-                       long long launch, std::string &error) {
-  // A lookup is checked once for each index type that reads it.
-  std::map<std::pair<size_t, bool>, bool> checked;
-  for (size_t k = 0; k < manifest.launches.size(); ++k) {
-    if (launch >= 0 && size_t(launch) != k)
-      continue;
-    const LaunchSpec &spec = manifest.launches[k];
-    for (const ShardSpec &shard : spec.shards) {
-      if (!checked.emplace(std::make_pair(shard.lookup, spec.index64), true)
-               .second)
-        continue;
-      const LookupSpec &lookup = manifest.lookups[shard.lookup];
-      const inputs::TableStats &table = manifest.tables[lookup.table];
-      inputs::LookupInputs generated;
-      auto found = given.find(shard.lookup);
-      const inputs::LookupInputs *in = &generated;
-      if (found != given.end())
-        in = &found->second;
-      else
-        generated = inputs::generateLookup(table, manifest.batchSize,
-                                           manifest.seed, lookup.stream);
-      std::string name = "launch " + std::to_string(k) + ", lookup " +
-                         std::to_string(shard.lookup) + " (table " +
-                         table.name + ")";
-      error = abi::checkBagInputs(
-          name, in->offsets.data(), int64_t(in->offsets.size()),
-          in->indices.data(), int64_t(in->indices.size()), manifest.batchSize,
-          table.rows, !spec.index64);
-      if (!error.empty())
-        return false;
-    }
-  }
-  return true;
-}
-
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
                    const InputOverrides &given, Workload &out,
                    std::string &error) {
-  const LaunchSpec &launch = manifest.launches[which];
+  const launch_manifest::LaunchSpec &launch = manifest.launches[which];
+  launch_manifest::LaunchOptions options;
+  options.layout = layout;
+  options.given = &given;
+  launch_manifest::LaunchBuffers buffers;
+  if (!launch_manifest::buildLaunch(manifest, which, options, buffers, error))
+    return false;
   out = Workload();
   out.batch = manifest.batchSize;
   out.index64 = launch.index64;
   out.lr = float(manifest.lr);
-
-  // The inputs of the lookups the launch uses (input pair = lookup).
-  std::vector<inputs::LookupInputs> generated(manifest.lookups.size());
-  std::vector<const inputs::LookupInputs *> pairs(manifest.lookups.size());
-  std::map<size_t, int64_t> tableSlot;
-  std::vector<abi::ShardDescriptor> shards;
-  int64_t arena = 0;
-  for (const ShardSpec &shard : launch.shards) {
-    const LookupSpec &lookup = manifest.lookups[shard.lookup];
-    const inputs::TableStats &table = manifest.tables[lookup.table];
-    if (!pairs[shard.lookup]) {
-      auto found = given.find(shard.lookup);
-      if (found != given.end())
-        generated[shard.lookup] = found->second;
-      else
-        generated[shard.lookup] = inputs::generateLookup(
-            table, out.batch, manifest.seed, lookup.stream);
-      pairs[shard.lookup] = &generated[shard.lookup];
-    }
-    abi::ShardDescriptor descriptor;
-    descriptor.width = shard.width();
-    descriptor.mode = abi::poolingMode(shard.mean);
-    descriptor.input = shard.lookup;
-    if (layout == WeightLayout::Shards) {
-      descriptor.table = int64_t(out.layout.size());
-      out.layout.push_back(arena);
-      descriptor.rowStride = shard.width();
-      arena = abi::alignArenaOffset(arena + table.rows * descriptor.rowStride);
-    } else {
-      auto found = tableSlot.find(lookup.table);
-      if (found == tableSlot.end()) {
-        found =
-            tableSlot.emplace(lookup.table, int64_t(out.layout.size())).first;
-        out.layout.push_back(arena);
-        arena = abi::alignArenaOffset(arena + table.rows * table.dim);
-      }
-      descriptor.table = found->second;
-      descriptor.rowStride = table.dim;
-      descriptor.colBegin = shard.colBegin;
-    }
-    shards.push_back(descriptor);
-    out.shardNames.push_back(table.name + "[" + std::to_string(shard.colBegin) +
-                             ".." + std::to_string(shard.colEnd) + ")");
-  }
-  abi::PackedShardSet<int64_t> set = abi::packShardSet<int64_t>(shards, pairs);
-  if (!out.index64 && set.indices.size() > 2147483647) {
-    error = "launch " + std::to_string(which) + " has " +
-            std::to_string(set.indices.size()) +
-            " indices, more than i32 offsets can address";
-    return false;
-  }
-  out.meta = std::move(set.layout.meta);
-  out.width = set.layout.width;
-  setIndices(out, set.indices, set.offsets);
+  out.meta = std::move(buffers.packed.layout.meta);
+  out.width = buffers.packed.layout.width;
+  out.layout = std::move(buffers.layout);
+  out.shardNames = std::move(buffers.shardNames);
+  setIndices(out, buffers.packed.indices, buffers.packed.offsets);
 
   // Weights: every slot filled from the table's value function; a table slot
   // holds all columns, a shard slot only its own.
-  out.weights.assign(size_t(arena), 0.0f);
+  out.weights.assign(size_t(buffers.arenaSize), 0.0f);
   std::vector<bool> filled(out.layout.size(), false);
   for (size_t s = 0; s < launch.shards.size(); ++s) {
     const ShardSpec &shard = launch.shards[s];
@@ -200,7 +77,7 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
     uint64_t key = inputs::hashString(table.name);
     int64_t begin = layout == WeightLayout::Shards ? shard.colBegin : 0;
     int64_t width = layout == WeightLayout::Shards ? shard.width() : table.dim;
-    inputs::fillWeights(key, table.rows, begin, width,
+    inputs::fillWeights(key, buffers.slotRows[slot], begin, width,
                         out.weights.data() + out.layout[slot],
                         fields[abi::kRowStride]);
   }

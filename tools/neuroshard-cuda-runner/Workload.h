@@ -1,38 +1,35 @@
-//===- Workload.h - Host buffers and CPU reference of one launch -*- C++
-//-*-===//
+//===- Workload.h - Host buffers and CPU reference of a launch --*- C++ -*-===//
 //
 // Part of the NeuroShard project.
 //
 //===----------------------------------------------------------------------===//
 //
-// Turns one launch of the manifest into the buffers of KernelABI.h (meta,
-// layout, weights arena, concatenated indices and offsets, output gradient)
-// and computes what the kernels must produce with a plain CPU loop.
+// Fills the buffers of one launch of the manifest (LaunchManifest.h builds
+// its metadata, layout and inputs) with the weights and the output gradient
+// of the input generator's value functions, and computes what the kernels
+// must produce with a plain CPU loop.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NEUROSHARD_CUDA_RUNNER_WORKLOAD_H
 #define NEUROSHARD_CUDA_RUNNER_WORKLOAD_H
 
-#include "Manifest.h"
-
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/LaunchManifest.h"
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 namespace neuroshard {
 namespace runner {
 
-/// How the weights arena holds the shards.
-enum class WeightLayout {
-  /// Each shard as its own rows x width block (what a device stores).
-  Shards,
-  /// Each table whole (rows x dim), shards reading their column range of it.
-  Tables
-};
+using launch_manifest::InputOverrides;
+using launch_manifest::LaunchSpec;
+using launch_manifest::LookupSpec;
+using launch_manifest::Manifest;
+using launch_manifest::ShardSpec;
+using launch_manifest::WeightLayout;
 
 struct Workload {
   int64_t batch = 0, width = 0;
@@ -54,23 +51,9 @@ struct Workload {
   size_t indexBytes() const { return index64 ? 8 : 4; }
 };
 
-/// Inputs given for some lookups (by position in the manifest) in place of
-/// generated ones.
-using InputOverrides = std::map<size_t, inputs::LookupInputs>;
-
-/// Reads `path`: lines `lookup K offsets V...` and `lookup K indices V...`
-/// (`#` starts a comment; a lookup's values may span several lines).
-bool readInputOverrides(const std::string &path, const Manifest &manifest,
-                        InputOverrides &out, std::string &error);
-
-/// Checks the inputs of every lookup the selected launches use (all for
-/// `launch` < 0) with kernel_abi::checkBagInputs, before any launch.
-bool checkLaunchInputs(const Manifest &manifest, const InputOverrides &given,
-                       long long launch, std::string &error);
-
-/// Builds launch `which` of the manifest. Inputs are generated from the
-/// tables' statistics with InputGenerator (stream = the lookup's stream);
-/// weights are weightValue(hash(table), row, column) and the gradient
+/// Builds launch `which` of the manifest with launch_manifest::buildLaunch
+/// (inputs given or generated from the tables' statistics); weights are
+/// weightValue(hash(table), row, column) and the gradient
 /// gradientValue(mixSeed(hash(table), stream), bag, column).
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
                    const InputOverrides &given, Workload &out,

@@ -16,7 +16,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Manifest.h"
 #include "Workload.h"
 
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
@@ -36,6 +35,7 @@
 #include <vector>
 
 using namespace neuroshard;
+using namespace neuroshard::launch_manifest;
 using namespace neuroshard::runner;
 using cuda::DevicePtr;
 using cuda::Runtime;

@@ -1,19 +1,20 @@
-//===- Manifest.cpp - The launch manifest of neuroshard-cuda-runner -------===//
+//===- LaunchManifest.cpp - Kernel launches from a manifest ---------------===//
 //
 // Part of the NeuroShard project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Manifest.h"
+#include "neuroshard/Runtime/LaunchManifest.h"
+#include "neuroshard/Runtime/BagInputs.h"
 
-#include "neuroshard/Runtime/KernelABI.h"
-
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 namespace neuroshard {
-namespace runner {
+namespace launch_manifest {
 
 namespace abi = kernel_abi;
 
@@ -311,5 +312,146 @@ bool loadManifest(const std::string &path, Manifest &out, std::string &error) {
   return true;
 }
 
-} // namespace runner
+bool readInputOverrides(const std::string &path, const Manifest &manifest,
+                        InputOverrides &out, std::string &error) {
+  std::ifstream file(path);
+  if (!file) {
+    error = "cannot read inputs '" + path + "'";
+    return false;
+  }
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string keyword, kind;
+    if (!(words >> keyword))
+      continue;
+    long long lookup = -1;
+    auto fail = [&](const std::string &why) {
+      error =
+          "inputs '" + path + "': line " + std::to_string(number) + ": " + why;
+      return false;
+    };
+    if (keyword != "lookup" || !(words >> lookup >> kind) ||
+        (kind != "offsets" && kind != "indices"))
+      return fail("expected 'lookup K offsets|indices VALUES...'");
+    if (lookup < 0 || size_t(lookup) >= manifest.lookups.size())
+      return fail("lookup " + std::to_string(lookup) +
+                  " but the manifest has " +
+                  std::to_string(manifest.lookups.size()) + " lookup(s)");
+    inputs::LookupInputs &in = out[size_t(lookup)];
+    std::vector<int64_t> &values = kind == "offsets" ? in.offsets : in.indices;
+    std::string word;
+    while (words >> word) {
+      char *end = nullptr;
+      long long value = std::strtoll(word.c_str(), &end, 10);
+      if (word.empty() || *end != '\0')
+        return fail("'" + word + "' is not an integer");
+      values.push_back(value);
+    }
+  }
+  return true;
+}
+
+inputs::LookupInputs lookupInputs(const Manifest &manifest, size_t lookup,
+                                  const InputOverrides &given,
+                                  int64_t rowLimit) {
+  auto found = given.find(lookup);
+  if (found != given.end())
+    return found->second;
+  const LookupSpec &spec = manifest.lookups[lookup];
+  return inputs::generateLookup(manifest.tables[spec.table], manifest.batchSize,
+                                manifest.seed, spec.stream, rowLimit);
+}
+
+bool checkLaunchInputs(const Manifest &manifest, const InputOverrides &given,
+                       long long launch, std::string &error) {
+  // A lookup is checked once for each index type that reads it.
+  std::map<std::pair<size_t, bool>, bool> checked;
+  for (size_t k = 0; k < manifest.launches.size(); ++k) {
+    if (launch >= 0 && size_t(launch) != k)
+      continue;
+    const LaunchSpec &spec = manifest.launches[k];
+    for (const ShardSpec &shard : spec.shards) {
+      if (!checked.emplace(std::make_pair(shard.lookup, spec.index64), true)
+               .second)
+        continue;
+      const inputs::TableStats &table =
+          manifest.tables[manifest.lookups[shard.lookup].table];
+      inputs::LookupInputs in = lookupInputs(manifest, shard.lookup, given);
+      std::string name = "launch " + std::to_string(k) + ", lookup " +
+                         std::to_string(shard.lookup) + " (table " +
+                         table.name + ")";
+      error = abi::checkBagInputs(
+          name, in.offsets.data(), int64_t(in.offsets.size()),
+          in.indices.data(), int64_t(in.indices.size()), manifest.batchSize,
+          table.rows, !spec.index64);
+      if (!error.empty())
+        return false;
+    }
+  }
+  return true;
+}
+
+bool buildLaunch(const Manifest &manifest, size_t which,
+                 const LaunchOptions &options, LaunchBuffers &out,
+                 std::string &error) {
+  static const InputOverrides none;
+  const InputOverrides &given = options.given ? *options.given : none;
+  const LaunchSpec &launch = manifest.launches[which];
+  out = LaunchBuffers();
+
+  // The inputs of the lookups the launch uses (input pair = lookup).
+  std::vector<inputs::LookupInputs> generated(manifest.lookups.size());
+  std::vector<const inputs::LookupInputs *> pairs(manifest.lookups.size());
+  std::map<size_t, int64_t> tableSlot;
+  std::vector<abi::ShardDescriptor> shards;
+  for (const ShardSpec &shard : launch.shards) {
+    const LookupSpec &lookup = manifest.lookups[shard.lookup];
+    const inputs::TableStats &table = manifest.tables[lookup.table];
+    int64_t rows = options.maxRows > 0 ? std::min(table.rows, options.maxRows)
+                                       : table.rows;
+    if (!pairs[shard.lookup]) {
+      generated[shard.lookup] =
+          lookupInputs(manifest, shard.lookup, given, options.maxRows);
+      pairs[shard.lookup] = &generated[shard.lookup];
+    }
+    abi::ShardDescriptor descriptor;
+    descriptor.width = shard.width();
+    descriptor.mode = abi::poolingMode(shard.mean);
+    descriptor.input = shard.lookup;
+    if (options.layout == WeightLayout::Shards) {
+      descriptor.table = int64_t(out.layout.size());
+      out.layout.push_back(out.arenaSize);
+      out.slotRows.push_back(rows);
+      descriptor.rowStride = shard.width();
+      out.arenaSize =
+          abi::alignArenaOffset(out.arenaSize + rows * descriptor.rowStride);
+    } else {
+      auto found = tableSlot.find(lookup.table);
+      if (found == tableSlot.end()) {
+        found =
+            tableSlot.emplace(lookup.table, int64_t(out.layout.size())).first;
+        out.layout.push_back(out.arenaSize);
+        out.slotRows.push_back(rows);
+        out.arenaSize = abi::alignArenaOffset(out.arenaSize + rows * table.dim);
+      }
+      descriptor.table = found->second;
+      descriptor.rowStride = table.dim;
+      descriptor.colBegin = shard.colBegin;
+    }
+    shards.push_back(descriptor);
+    out.shardNames.push_back(table.name + "[" + std::to_string(shard.colBegin) +
+                             ".." + std::to_string(shard.colEnd) + ")");
+  }
+  out.packed = abi::packShardSet<int64_t>(shards, pairs);
+  if (!launch.index64 && out.packed.indices.size() > 2147483647) {
+    error = "launch " + std::to_string(which) + " has " +
+            std::to_string(out.packed.indices.size()) +
+            " indices, more than i32 offsets can address";
+    return false;
+  }
+  return true;
+}
+
+} // namespace launch_manifest
 } // namespace neuroshard
