@@ -19,8 +19,8 @@ set(exported
   NeuroShardSupport Support
   NeuroShardSharding Sharding
   NeuroShardRuntime Runtime
-  NeuroShardCostModel CostModelCore
-  NeuroShardCostModels CostModel
+  NeuroShardCostModelCore CostModelCore
+  NeuroShardAvailableCostModels CostModel
   NeuroShardPlanner Planner
   MLIRNeuroShardDialect Dialect
   MLIRNeuroShardSPMD SPMD

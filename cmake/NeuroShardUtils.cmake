@@ -17,5 +17,5 @@ endfunction()
 # Links the cost models into a tool: with LibTorch, the neural model too, and
 # NEUROSHARD_HAS_TORCH so that the tool registers its loader.
 function(neuroshard_link_neural_cost_model target)
-  target_link_libraries(${target} PRIVATE NeuroShardCostModels)
+  target_link_libraries(${target} PRIVATE NeuroShardAvailableCostModels)
 endfunction()

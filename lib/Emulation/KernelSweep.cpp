@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Emulation/KernelSweep.h"
-#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "llvm/Support/FormatVariadic.h"

@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"

@@ -26,7 +26,7 @@
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Emulation/KernelSweep.h"
 #include "neuroshard/Emulation/SIMTEmulator.h"
-#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/LaunchManifest.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

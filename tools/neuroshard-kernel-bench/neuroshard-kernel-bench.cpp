@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/KernelABI.h"
 #include "neuroshard/Runtime/Statistics.h"
 

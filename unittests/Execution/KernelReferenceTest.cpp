@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "gtest/gtest.h"

@@ -17,7 +17,7 @@
 #define NEUROSHARD_EMULATION_KERNELSWEEP_H
 
 #include "neuroshard/Emulation/SIMTEmulator.h"
-#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "llvm/Support/raw_ostream.h"

@@ -1,10 +1,10 @@
-//===- CPUKernels.cpp - The generic kernels called on shard sets ----------===//
+//===- CPUKernelCalls.cpp - Generic kernels called on shard sets ----------===//
 //
 // Part of the NeuroShard project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Execution/CPUKernels.h"
+#include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

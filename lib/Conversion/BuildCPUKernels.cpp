@@ -1,4 +1,4 @@
-//===- CPUKernels.cpp - The generic fused embedding kernels for CPUs ------===//
+//===- BuildCPUKernels.cpp - The generic fused embedding kernels as IR ----===//
 //
 // Part of the NeuroShard project.
 //

@@ -1,17 +1,18 @@
-//===- CPUKernels.h - The generic kernels called on shard sets --*- C++ -*-===//
+//===- CPUKernelCalls.h - Generic kernels called on shard sets --*- C++ -*-===//
 //
 // Part of the NeuroShard project.
 //
 //===----------------------------------------------------------------------===//
 //
-// Compiles only the generic CPU kernels of KernelABI.h and calls them on
-// shard sets given at run time, so that cost-data collection times any
-// number of sets with one compilation.
+// Compiles only the generic CPU kernels of KernelABI.h (the IR that
+// Conversion/BuildCPUKernels.cpp builds) and calls them on shard sets given
+// at run time, so that cost-data collection times any number of sets with
+// one compilation.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_EXECUTION_CPUKERNELS_H
-#define NEUROSHARD_EXECUTION_CPUKERNELS_H
+#ifndef NEUROSHARD_EXECUTION_CPUKERNELCALLS_H
+#define NEUROSHARD_EXECUTION_CPUKERNELCALLS_H
 
 #include "neuroshard/Execution/JIT.h"
 #include "neuroshard/Runtime/Arena.h"
@@ -94,4 +95,4 @@ private:
 } // namespace execution
 } // namespace neuroshard
 
-#endif // NEUROSHARD_EXECUTION_CPUKERNELS_H
+#endif // NEUROSHARD_EXECUTION_CPUKERNELCALLS_H
