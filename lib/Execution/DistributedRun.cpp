@@ -265,10 +265,11 @@ Expected<Program> RankRun::buildProgram(ModuleOp sharded,
   program.module = sharded.clone();
   {
     PassManager pm(&context);
-    mlir::neuroshard::RankProgramOptions rankOptions;
+    mlir::neuroshard::SPMDOptions rankOptions;
     rankOptions.rank = rank;
-    rankOptions.backward = options.backward;
-    pm.addPass(mlir::neuroshard::createRankProgram(rankOptions));
+    pm.addPass(mlir::neuroshard::createSPMD(rankOptions));
+    if (options.backward)
+      pm.addPass(mlir::neuroshard::createSPMDBackward());
     if (failed(pm.run(*program.module)))
       abortJob(path + ": cannot build the program of rank " + Twine(rank));
   }
