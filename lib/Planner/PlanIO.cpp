@@ -12,7 +12,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 using namespace llvm;
 
@@ -247,13 +246,9 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
   return std::move(table);
 }
 
-Expected<PlanningTask> parseTaskJSON(StringRef text) {
-  Expected<json::Value> document = parseJSON(text);
-  if (!document)
-    return createStringError(inconvertibleErrorCode(),
-                             "task: invalid JSON: " +
-                                 toString(document.takeError()));
-  const json::Object *object = document->getAsObject();
+/// The task `document` describes.
+static Expected<PlanningTask> parseTask(const json::Value &document) {
+  const json::Object *object = document.getAsObject();
   if (!object)
     return createStringError(inconvertibleErrorCode(),
                              "task: expected a JSON object at the top level");
@@ -286,13 +281,20 @@ Expected<PlanningTask> parseTaskJSON(StringRef text) {
   return std::move(task);
 }
 
+Expected<PlanningTask> parseTaskJSON(StringRef text) {
+  Expected<json::Value> document = parseJSON(text);
+  if (!document)
+    return createStringError(inconvertibleErrorCode(),
+                             "task: invalid JSON: " +
+                                 toString(document.takeError()));
+  return parseTask(*document);
+}
+
 Expected<PlanningTask> readTaskFile(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (std::error_code ec = buffer.getError())
-    return createStringError(ec, "cannot read task '%s': %s",
-                             path.str().c_str(), ec.message().c_str());
-  Expected<PlanningTask> task = parseTaskJSON((*buffer)->getBuffer());
+  Expected<json::Value> document = readJSONFile(path, "task");
+  if (!document)
+    return document.takeError();
+  Expected<PlanningTask> task = parseTask(*document);
   if (!task)
     return createStringError(inconvertibleErrorCode(),
                              path + ": " + toString(task.takeError()));
@@ -552,13 +554,10 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
   return std::move(plan);
 }
 
-Expected<PlanFile> parsePlanJSON(StringRef text, ArrayRef<TableSpec> tables) {
-  Expected<json::Value> document = parseJSON(text);
-  if (!document)
-    return createStringError(inconvertibleErrorCode(),
-                             "plan: invalid JSON: " +
-                                 toString(document.takeError()));
-  const json::Object *object = document->getAsObject();
+/// The plan of `tables` that `document` describes.
+static Expected<PlanFile> parsePlan(const json::Value &document,
+                                    ArrayRef<TableSpec> tables) {
+  const json::Object *object = document.getAsObject();
   if (!object)
     return createStringError(inconvertibleErrorCode(),
                              "plan: expected a JSON object at the top level");
@@ -583,13 +582,20 @@ Expected<PlanFile> parsePlanJSON(StringRef text, ArrayRef<TableSpec> tables) {
   return plan;
 }
 
+Expected<PlanFile> parsePlanJSON(StringRef text, ArrayRef<TableSpec> tables) {
+  Expected<json::Value> document = parseJSON(text);
+  if (!document)
+    return createStringError(inconvertibleErrorCode(),
+                             "plan: invalid JSON: " +
+                                 toString(document.takeError()));
+  return parsePlan(*document, tables);
+}
+
 Expected<PlanFile> readPlanFile(StringRef path, ArrayRef<TableSpec> tables) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (std::error_code ec = buffer.getError())
-    return createStringError(ec, "cannot read plan '%s': %s",
-                             path.str().c_str(), ec.message().c_str());
-  Expected<PlanFile> plan = parsePlanJSON((*buffer)->getBuffer(), tables);
+  Expected<json::Value> document = readJSONFile(path, "plan");
+  if (!document)
+    return document.takeError();
+  Expected<PlanFile> plan = parsePlan(*document, tables);
   if (!plan)
     return createStringError(inconvertibleErrorCode(),
                              path + ": " + toString(plan.takeError()));

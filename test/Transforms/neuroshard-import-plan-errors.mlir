@@ -6,7 +6,7 @@
 // MISSING: error: cannot read plan '{{.*}}missing.json': No such file or directory
 // RUN: echo '{"devices": 2, "shards": [' > %t.broken.json
 // RUN: not neuroshard-opt %s --neuroshard-import-plan="file=%t.broken.json" 2>&1 | FileCheck %s --check-prefix=BROKEN
-// BROKEN: error: {{.*}}broken.json: plan: invalid JSON:
+// BROKEN: error: plan '{{.*}}broken.json': invalid JSON:
 // RUN: echo '{"devices": 3, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "device": 0}]}' > %t.three.json
 // RUN: not neuroshard-opt %s --neuroshard-import-plan="file=%t.three.json" 2>&1 | FileCheck %s --check-prefix=DEVICES
 // DEVICES: error: {{.*}}three.json: the plan is for 3 devices but the topology has 2
