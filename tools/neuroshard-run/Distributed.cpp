@@ -15,23 +15,13 @@
 using namespace llvm;
 using namespace ::neuroshard::execution;
 namespace run = ::neuroshard::run;
+using namespace ::neuroshard::run;
 
-int run::runDistributed(mlir::MLIRContext &context,
-                        const DistributedRunOptions &options,
-                        const ReportOptions &reportOptions) {
-  MPIJob job;
-  Expected<DistributedRunResult> ran =
-      ::neuroshard::execution::runDistributed(context, options);
-  if (!ran) {
-    // Every rank failed alike; rank 0 says why.
-    std::string message = toString(ran.takeError());
-    if (job.rank() == 0)
-      WithColor::error(errs(), "neuroshard-run") << message << "\n";
-    return 1;
-  }
-  if (job.rank() != 0)
-    return 0;
-  const DistributedRunResult &result = *ran;
+/// Prints rank 0's report of `result`; returns why the run failed, or an
+/// empty string.
+static std::string report(const DistributedRunResult &result,
+                          const DistributedRunOptions &options,
+                          const ReportOptions &reportOptions) {
 
   std::optional<Comparison> comparison;
   if (result.outputDiff) {
@@ -126,13 +116,37 @@ int run::runDistributed(mlir::MLIRContext &context,
                         options.backward ? "forward+backward" : "forward",
                         options.iters, options.warmup);
   }
-  bool mismatch = comparison && comparison->mismatch();
-  if (mismatch || !result.weightsMatchPlan()) {
-    WithColor::error(errs(), "neuroshard-run")
-        << (mismatch ? "results differ beyond the tolerance"
-                     : "a rank's weights differ from the plan's memory")
-        << "\n";
-    return 1;
+  if (comparison && comparison->mismatch())
+    return "results differ beyond the tolerance";
+  if (!result.weightsMatchPlan())
+    return "a rank's weights differ from the plan's memory";
+  return "";
+}
+
+int run::runDistributed(mlir::MLIRContext &context,
+                        const DistributedRunOptions &options,
+                        const ReportOptions &reportOptions) {
+  std::string failure;
+  {
+    MPIJob job;
+    Expected<DistributedRunResult> ran =
+        ::neuroshard::execution::runDistributed(context, options);
+    if (!ran) {
+      // Every rank failed alike; rank 0 says why while every rank is still
+      // in the job, and all leave it with the same status.
+      std::string message = toString(ran.takeError());
+      if (job.rank() == 0)
+        WithColor::error(errs(), "neuroshard-run") << message << "\n";
+      return 1;
+    }
+    if (job.rank() != 0)
+      return 0;
+    failure = report(*ran, options, reportOptions);
   }
-  return 0;
+  // A failed check is rank 0's alone, said once MPI has finished: mpirun
+  // stops the job when a rank exits with an error.
+  if (failure.empty())
+    return 0;
+  WithColor::error(errs(), "neuroshard-run") << failure << "\n";
+  return 1;
 }
