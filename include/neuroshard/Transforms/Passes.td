@@ -134,8 +134,12 @@ def ImportPlan : Pass<"neuroshard-import-plan", "::mlir::ModuleOp"> {
     no `neuroshard.plan`): `neuroshard-plan TASK --price FILE` prices it.
 
     ```sh
-    neuroshard-opt model.mlir --neuroshard-import-plan="file=plan.json" \
-        --neuroshard-materialize
+    build/bin/neuroshard-opt examples/dlrm.mlir --neuroshard-plan \
+        --neuroshard-export-plan="format=torchrec output=build/dlrm.torchrec.json" \
+        -o /dev/null
+    build/bin/neuroshard-opt examples/dlrm.mlir \
+        --neuroshard-import-plan="file=build/dlrm.torchrec.json" \
+        --neuroshard-materialize -o build/dlrm.imported.mlir
     ```
   }];
   let options = [
@@ -187,8 +191,9 @@ def ExportPlan : Pass<"neuroshard-export-plan", "::mlir::ModuleOp"> {
     after `--neuroshard-materialize`.
 
     ```sh
-    neuroshard-opt model.mlir --neuroshard-plan \
-        --neuroshard-export-plan="format=json output=plan.json" -o planned.mlir
+    build/bin/neuroshard-opt examples/dlrm.mlir --neuroshard-plan \
+        --neuroshard-export-plan="format=json output=build/dlrm.plan.json" \
+        -o build/dlrm.planned.mlir
     ```
   }];
   let options = [
@@ -284,8 +289,8 @@ def SPMDBackward : Pass<"neuroshard-spmd-backward", "::mlir::ModuleOp"> {
     `@f_backward` that already exists.
 
     ```sh
-    neuroshard-opt sharded.mlir --neuroshard-spmd="rank=1" \
-        --neuroshard-spmd-backward -o rank1.mlir
+    build/bin/neuroshard-opt build/dlrm.imported.mlir --neuroshard-spmd="rank=1" \
+        --neuroshard-spmd-backward -o build/dlrm.rank1.mlir
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
