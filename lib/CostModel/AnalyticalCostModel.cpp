@@ -33,26 +33,45 @@ static Error batchSizeError(StringRef what, size_t size, size_t expected) {
 }
 
 std::string AnalyticalCostModel::description() const {
-  return formatv("analytical bandwidth model (HBM {0} GB/s, interconnect {1} "
-                 "GB/s, batch {2}, backward = {3} x forward)",
-                 format("%g", topology.hbmBandwidthGBps),
-                 format("%g", topology.interconnectBandwidthGBps),
+  std::string links =
+      topology.numNodes() > 1
+          ? formatv("{0} nodes of {1} devices, intra-node {2} GB/s, "
+                    "inter-node {3} GB/s",
+                    topology.numNodes(), topology.nodeSize(),
+                    format("%g", topology.intraNodeBandwidthGBps),
+                    format("%g", topology.interNodeBandwidthGBps))
+                .str()
+          : formatv("intra-node {0} GB/s",
+                    format("%g", topology.intraNodeBandwidthGBps))
+                .str();
+  return formatv("analytical bandwidth model (HBM {0} GB/s, {1}, batch {2}, "
+                 "backward = {3} x forward)",
+                 format("%g", topology.hbmBandwidthGBps), links,
                  topology.batchSize, format("%g", params.backwardFactor))
       .str();
 }
 
 Error AnalyticalCostModel::prepare(ArrayRef<TableSpec> newTables,
                                    const Topology &newTopology) {
-  if (newTopology.numDevices() == 0 || newTopology.hbmBandwidthGBps <= 0 ||
-      newTopology.interconnectBandwidthGBps <= 0 || newTopology.batchSize <= 0)
+  bool bandwidthsValid =
+      !checkBandwidthGBps(newTopology.hbmBandwidthGBps) &&
+      !checkBandwidthGBps(newTopology.intraNodeBandwidthGBps) &&
+      !checkBandwidthGBps(newTopology.interNodeBandwidthGBps);
+  if (newTopology.numDevices() == 0 || !bandwidthsValid ||
+      newTopology.batchSize <= 0 ||
+      newTopology.numDevices() % newTopology.nodeSize() != 0)
     return createStringError(
         inconvertibleErrorCode(),
-        formatv("analytical cost model: needs at least one device and "
-                "positive bandwidths and batch size, got {0} devices, HBM {1} "
-                "GB/s, interconnect {2} GB/s, batch {3}",
-                newTopology.numDevices(),
+        formatv("analytical cost model: needs at least one device in whole "
+                "nodes, bandwidths in [{0}, {1}] GB/s and a positive batch "
+                "size, got {2} devices in nodes of {3}, HBM {4} GB/s, "
+                "intra-node {5} GB/s, inter-node {6} GB/s, batch {7}",
+                format("%g", kMinBandwidthGBps),
+                format("%g", kMaxBandwidthGBps), newTopology.numDevices(),
+                newTopology.nodeSize(),
                 format("%g", newTopology.hbmBandwidthGBps),
-                format("%g", newTopology.interconnectBandwidthGBps),
+                format("%g", newTopology.intraNodeBandwidthGBps),
+                format("%g", newTopology.interNodeBandwidthGBps),
                 newTopology.batchSize));
   tables.assign(newTables.begin(), newTables.end());
   topology = newTopology;
@@ -125,54 +144,65 @@ Error AnalyticalCostModel::predictComputeFromSums(
   return Error::success();
 }
 
-Error AnalyticalCostModel::transferMs(ArrayRef<double> dimSums,
-                                      MutableArrayRef<double> costsMs) const {
+double AnalyticalCostModel::linkMs(const LinkVolume &volume,
+                                   double bytesPerValue) const {
+  return transferTimeMs(std::max(volume.intraSent, volume.intraReceived) *
+                            bytesPerValue,
+                        topology.intraNodeBandwidthGBps) +
+         transferTimeMs(std::max(volume.interSent, volume.interReceived) *
+                            bytesPerValue,
+                        topology.interNodeBandwidthGBps);
+}
+
+double AnalyticalCostModel::pooledExchangeMs(const LinkVolume &pooled) const {
+  return linkMs(pooled, params.commElementBytes);
+}
+
+double
+AnalyticalCostModel::indexDistributionMs(const LinkVolume &indices) const {
+  return linkMs(indices, params.indexBytes);
+}
+
+Error AnalyticalCostModel::checkLayout(ArrayRef<DeviceTraffic> traffic,
+                                       MutableArrayRef<double> costsMs) const {
   unsigned n = topology.numDevices();
-  if (dimSums.size() % n != 0)
+  if (n == 0 || traffic.size() % n != 0)
     return createStringError(
         inconvertibleErrorCode(),
-        formatv("analytical cost model: {0} dim sums are not a whole number "
-                "of plans on {1} devices",
-                dimSums.size(), n));
-  if (costsMs.size() != dimSums.size())
+        formatv("analytical cost model: the traffic of {0} devices is not a "
+                "whole number of plans on {1} devices",
+                traffic.size(), n));
+  if (costsMs.size() != traffic.size())
     return batchSizeError("the communication cost output", costsMs.size(),
-                          dimSums.size());
-  double bytesPerColumn =
-      static_cast<double>(topology.batchSize) * params.commElementBytes;
-  for (size_t plan = 0; plan < dimSums.size(); plan += n) {
-    ArrayRef<double> dims = dimSums.slice(plan, n);
-    double total = 0.0;
-    for (double dim : dims)
-      total += dim;
-    for (unsigned d = 0; d < n; ++d) {
-      // Device d keeps 1/N of its own pooled columns and sends the rest; it
-      // receives its 1/N of the batch for every other device's columns.
-      double sent = bytesPerColumn * dims[d] * (n - 1) / n;
-      double received = bytesPerColumn * (total - dims[d]) / n;
-      costsMs[plan + d] = transferTimeMs(std::max(sent, received),
-                                         topology.interconnectBandwidthGBps);
-    }
-  }
+                          traffic.size());
   return Error::success();
 }
 
 Error AnalyticalCostModel::predictBackwardComm(
-    ArrayRef<double> dimSums, MutableArrayRef<double> costsMs) {
-  return transferMs(dimSums, costsMs);
+    ArrayRef<DeviceTraffic> traffic, MutableArrayRef<double> costsMs) {
+  if (Error err = checkLayout(traffic, costsMs))
+    return err;
+  // The gradients of the pooled outputs go back the way the outputs came.
+  for (auto [device, cost] : zip_equal(traffic, costsMs))
+    cost = pooledExchangeMs(device.pooled);
+  return Error::success();
 }
 
-Error AnalyticalCostModel::predictForwardComm(ArrayRef<double> dimSums,
+Error AnalyticalCostModel::predictForwardComm(ArrayRef<DeviceTraffic> traffic,
                                               ArrayRef<double> stragglersMs,
                                               MutableArrayRef<double> costsMs) {
-  if (stragglersMs.size() != dimSums.size())
-    return batchSizeError("the straggler times", stragglersMs.size(),
-                          dimSums.size());
-  if (Error err = transferMs(dimSums, costsMs))
+  if (Error err = checkLayout(traffic, costsMs))
     return err;
-  // The all-to-all is a barrier: a device waits until the latest one
+  if (stragglersMs.size() != traffic.size())
+    return batchSizeError("the straggler times", stragglersMs.size(),
+                          traffic.size());
+  for (auto [device, cost] : zip_equal(traffic, costsMs))
+    cost =
+        indexDistributionMs(device.indices) + pooledExchangeMs(device.pooled);
+  // The exchange is a barrier: a device waits until the latest one
   // arrives, i.e. for the largest straggler time minus its own.
   unsigned n = topology.numDevices();
-  for (size_t plan = 0; plan < dimSums.size(); plan += n) {
+  for (size_t plan = 0; plan < traffic.size(); plan += n) {
     ArrayRef<double> late = stragglersMs.slice(plan, n);
     double latest = *std::max_element(late.begin(), late.end());
     for (unsigned d = 0; d < n; ++d)

@@ -39,14 +39,23 @@ Error CostModel::predictComputeFromSums(ArrayRef<double>,
 }
 
 Error checkCostModelSupports(const CostModel &model, const Topology &topology) {
-  std::optional<unsigned> required = model.requiredDevices();
-  if (!required || *required == topology.numDevices())
-    return Error::success();
-  return createStringError(
-      inconvertibleErrorCode(),
-      formatv("cost model '{0}' was trained for {1} devices but the task has "
-              "{2}",
-              model.name(), *required, topology.numDevices()));
+  std::optional<unsigned> devices = model.requiredDevices();
+  if (devices && *devices != topology.numDevices())
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("cost model '{0}' was trained for {1} devices but the task "
+                "has {2}",
+                model.name(), *devices, topology.numDevices()));
+  std::optional<unsigned> nodes = model.requiredNodes();
+  if (nodes && *nodes != topology.numNodes())
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("cost model '{0}' measured its communication on {1} node{2} "
+                "but the task's {3} devices are on {4}; plan with "
+                "cost-model=analytical or a bundle measured on this topology",
+                model.name(), *nodes, *nodes == 1 ? "" : "s",
+                topology.numDevices(), topology.numNodes()));
+  return Error::success();
 }
 
 } // namespace neuroshard

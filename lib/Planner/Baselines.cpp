@@ -7,7 +7,10 @@
 // The baselines of DESIGN §4 place whole tables without consulting the cost
 // model (it prices only the final plan). The proxy greedies are one greedy
 // run whose device cost is the sum of a per-table proxy; random picks a
-// uniformly random device with room.
+// uniformly random device with room. The uniform-split baseline cuts the
+// tables costlier than a device's fair share into equal pieces and balances
+// the sum of the pieces' costs alone, as a planner that splits hot tables
+// evenly and then packs by cost would.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,8 +47,7 @@ static double proxyCost(Algorithm algorithm, const TableSpec &table,
 /// Uses `rng() % choices` rather than std::uniform_int_distribution, whose
 /// algorithm differs between standard libraries, so plans are the same
 /// everywhere.
-static void placeRandomly(GreedyRun &run, uint64_t seed,
-                          ArrayRef<uint64_t> capacities) {
+static void placeRandomly(GreedyRun &run, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const PlacementInput &input = *run.input;
   SmallVector<unsigned> choices;
@@ -53,10 +55,10 @@ static void placeRandomly(GreedyRun &run, uint64_t seed,
     choices.clear();
     for (unsigned d = 0, e = run.loads.size(); d < e; ++d)
       if ((input.pinned[slice] < 0 || input.pinned[slice] == int(d)) &&
-          run.loads[d].bytes + input.bytes[slice] <= capacities[d])
+          run.hasMemoryFor(slice, d))
         choices.push_back(d);
     if (choices.empty()) {
-      run.fail(slice, capacities);
+      run.fail(slice);
       return;
     }
     run.place(slice, choices[rng() % choices.size()]);
@@ -67,20 +69,29 @@ static void placeRandomly(GreedyRun &run, uint64_t seed,
 Expected<PlanResult> runBaseline(PlacementInput input,
                                  const SearchOptions &options,
                                  SearchContext &ctx) {
-  for (const ColumnSlice &slice : input.slices)
-    input.sortCost.push_back(
-        proxyCost(options.algorithm, ctx.tables[slice.table], slice));
+  if (options.algorithm == Algorithm::UniformSplitGreedy) {
+    if (Error err = orderByModelCost({&input}, ctx.cache))
+      return std::move(err);
+    input = makePlacementInput(
+        ctx.tables, ctx.topology,
+        splitAboveFairShare(input, ctx.tables, ctx.topology.numDevices()));
+    if (Error err = orderByModelCost({&input}, ctx.cache))
+      return std::move(err);
+  } else {
+    for (const ColumnSlice &slice : input.slices)
+      input.sortCost.push_back(
+          proxyCost(options.algorithm, ctx.tables[slice.table], slice));
+  }
   // Random's proxy is zero: it places largest first, and a non-empty
   // additiveCost makes priceRuns ask the model for the final device costs.
   input.additiveCost = input.sortCost;
   sortPlacementOrder(input);
 
-  GreedyRun run(input, ctx.topology.numDevices(),
-                std::numeric_limits<double>::infinity());
+  GreedyRun run(input, ctx.capacities, std::numeric_limits<double>::infinity());
   ctx.stats.greedyRuns += 1;
   ctx.stats.statesExplored = 1;
   if (options.algorithm == Algorithm::Random) {
-    placeRandomly(run, options.seed, ctx.capacities);
+    placeRandomly(run, options.seed);
   } else if (Error err = runGreedyLockstep(run, ctx)) {
     return std::move(err);
   }

@@ -44,11 +44,6 @@ struct BeamState {
 };
 } // namespace
 
-static bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
-  return !table.noSplit && !table.pinnedDevice &&
-         slice.width() % (2 * kColumnAlignment) == 0;
-}
-
 /// Indices of the splittable slices among the `count` largest by bytes and
 /// the `count` most expensive alone, in slice order.
 static std::vector<uint32_t> splitCandidates(const PlacementInput &input,
@@ -301,8 +296,11 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   DenseSet<SetKey> visited = {beam.front().input.key};
   if (budget.seedUniformSplits) {
     std::vector<BeamState> seeds;
-    for (std::vector<ColumnSlice> &slices : uniformSplits(
-             beam.front().input, ctx.tables, ctx.topology.numDevices())) {
+    std::vector<std::vector<ColumnSlice>> seedSlices = uniformSplits(
+        beam.front().input, ctx.tables, ctx.topology.numDevices());
+    seedSlices.push_back(splitAboveFairShare(beam.front().input, ctx.tables,
+                                             ctx.topology.numDevices()));
+    for (std::vector<ColumnSlice> &slices : seedSlices) {
       BeamState seed;
       seed.input =
           makePlacementInput(ctx.tables, ctx.topology, std::move(slices));

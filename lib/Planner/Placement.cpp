@@ -205,6 +205,48 @@ PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
   return input;
 }
 
+bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
+  return !table.noSplit && !table.pinnedDevice &&
+         slice.width() % (2 * kColumnAlignment) == 0;
+}
+
+std::vector<ColumnSlice> splitAboveFairShare(const PlacementInput &input,
+                                             ArrayRef<TableSpec> tables,
+                                             unsigned numDevices) {
+  double total = 0.0;
+  for (double cost : input.sortCost)
+    total += cost;
+  double share = total / numDevices;
+  std::vector<ColumnSlice> slices;
+  for (auto [i, slice] : enumerate(input.slices)) {
+    int64_t pieces = 1;
+    const TableSpec &table = tables[slice.table];
+    if (!table.noSplit && !table.pinnedDevice &&
+        slice.width() > kColumnAlignment && input.sortCost[i] > share) {
+      int64_t most =
+          std::min<int64_t>(numDevices, slice.width() / kColumnAlignment);
+      int64_t wanted = std::min<int64_t>(
+          most, static_cast<int64_t>(std::ceil(input.sortCost[i] / share)));
+      auto fits = [&](int64_t p) {
+        return slice.width() % (p * kColumnAlignment) == 0;
+      };
+      // The fewest equal pieces at or above the wanted count, else the most
+      // below it.
+      pieces = wanted;
+      while (pieces <= most && !fits(pieces))
+        ++pieces;
+      if (pieces > most)
+        for (pieces = wanted; !fits(pieces); --pieces) {
+        }
+    }
+    int64_t width = slice.width() / pieces;
+    for (int64_t p = 0; p < pieces; ++p)
+      slices.push_back({slice.table, slice.colBegin + p * width,
+                        slice.colBegin + (p + 1) * width});
+  }
+  return slices;
+}
+
 void sortPlacementOrder(PlacementInput &input) {
   input.order.resize(input.slices.size());
   std::iota(input.order.begin(), input.order.end(), 0);
@@ -214,6 +256,16 @@ void sortPlacementOrder(PlacementInput &input) {
   };
   std::sort(input.order.begin(), input.order.end(),
             [&](uint32_t a, uint32_t b) { return rank(a) < rank(b); });
+  size_t n = input.order.size();
+  input.fewestBytesFrom.assign(n + 1, std::numeric_limits<uint64_t>::max());
+  input.fewestDimsFrom.assign(n + 1, std::numeric_limits<int64_t>::max());
+  for (size_t i = n; i-- > 0;) {
+    uint32_t slice = input.order[i];
+    input.fewestBytesFrom[i] =
+        std::min(input.fewestBytesFrom[i + 1], input.bytes[slice]);
+    input.fewestDimsFrom[i] =
+        std::min(input.fewestDimsFrom[i + 1], input.dims[slice]);
+  }
 }
 
 Error orderByModelCost(ArrayRef<PlacementInput *> inputs,
@@ -255,38 +307,150 @@ Error orderByModelCost(ArrayRef<PlacementInput *> inputs,
 // Greedy runs in lockstep
 //===----------------------------------------------------------------------===//
 
-GreedyRun::GreedyRun(const PlacementInput &input, unsigned numDevices,
-                     double dimLimit, bool recordMembers)
-    : input(&input), dimLimit(dimLimit), loads(numDevices),
-      members(recordMembers ? numDevices : 0) {
+GreedyRun::GreedyRun(const PlacementInput &input, ArrayRef<uint64_t> capacities,
+                     double dimLimit, bool recordMembers,
+                     unsigned affinityNodeSize)
+    : input(&input), capacities(capacities), dimLimit(dimLimit),
+      loads(capacities.size()), members(recordMembers ? capacities.size() : 0),
+      affinityNodeSize(affinityNodeSize),
+      roomyDimLimit(dimLimit * (1.0 + 1e-12)) {
   placedOn.reserve(input.order.size());
+  unsigned numDevices = capacities.size();
+  while (leaves < numDevices)
+    leaves *= 2;
+  best.assign(2 * leaves, kNoDevice);
+  for (unsigned d = 0; d < numDevices; ++d)
+    best[leaves + d] = d;
+  costs.assign(numDevices, 0.0);
+  roomBytes.assign(2 * leaves, 0);
+  roomDims.assign(2 * leaves, -std::numeric_limits<double>::infinity());
+  for (unsigned d = 0; d < numDevices; ++d) {
+    roomBytes[leaves + d] = capacities[d];
+    roomDims[leaves + d] = roomyDimLimit;
+  }
+  for (unsigned node = leaves - 1; node >= 1; --node)
+    combine(node);
+  if (affinityNodeSize) {
+    unsigned numTables = 0;
+    for (const ColumnSlice &slice : input.slices)
+      numTables = std::max(numTables, slice.table + 1);
+    homeNode.assign(numTables, -1);
+    homeDevices.assign(numTables, 0);
+  }
 }
 
-/// Picks the device for `slice`, or returns false if none has room.
-static bool chooseDevice(const GreedyRun &run, uint32_t slice,
-                         ArrayRef<uint64_t> capacities, unsigned &device) {
-  const PlacementInput &input = *run.input;
-  uint64_t bytes = input.bytes[slice];
-  if (input.pinned[slice] >= 0) {
-    device = input.pinned[slice];
-    return run.loads[device].bytes + bytes <= capacities[device];
+bool GreedyRun::ranksBefore(uint32_t a, uint32_t b) const {
+  if (a == kNoDevice || b == kNoDevice)
+    return b == kNoDevice && a != kNoDevice;
+  if (costs[a] != costs[b])
+    return costs[a] < costs[b];
+  if (loads[a].bytes != loads[b].bytes)
+    return loads[a].bytes < loads[b].bytes;
+  return a < b;
+}
+
+void GreedyRun::combine(unsigned node) {
+  unsigned left = 2 * node, right = left + 1;
+  best[node] = ranksBefore(best[right], best[left]) ? best[right] : best[left];
+  roomBytes[node] = std::max(roomBytes[left], roomBytes[right]);
+  roomDims[node] = std::max(roomDims[left], roomDims[right]);
+}
+
+void GreedyRun::setCost(unsigned device, double cost) {
+  const DeviceLoad &load = loads[device];
+  loads[device].cost = cost;
+  costs[device] = cost;
+  unsigned leaf = leaves + device;
+  roomBytes[leaf] = capacities[device] - load.bytes;
+  roomDims[leaf] = roomyDimLimit - static_cast<double>(load.dims);
+  // A device that can take none of the slices left leaves the tree, so
+  // that the search does not pass by it again and again.
+  if (roomBytes[leaf] < input->fewestBytesFrom[next] ||
+      roomDims[leaf] < static_cast<double>(input->fewestDimsFrom[next])) {
+    best[leaf] = kNoDevice;
+    roomBytes[leaf] = 0;
+    roomDims[leaf] = -std::numeric_limits<double>::infinity();
   }
-  double width = static_cast<double>(input.dims[slice]);
-  // Slack so that thresholds like 1.05 are not lost to rounding.
-  double dimLimit = run.dimLimit * (1.0 + 1e-12);
+  for (unsigned node = leaf / 2; node >= 1; node /= 2)
+    combine(node);
+}
+
+bool GreedyRun::hasRoom(uint32_t slice, unsigned device) const {
+  return hasMemoryFor(slice, device) &&
+         static_cast<double>(loads[device].dims) +
+                 static_cast<double>(input->dims[slice]) <=
+             roomyDimLimit;
+}
+
+int GreedyRun::cheapestWithRoom(uint32_t slice) const {
+  uint64_t bytes = input->bytes[slice];
+  double width = static_cast<double>(input->dims[slice]);
+  const uint64_t *freeBytes = roomBytes.data() + leaves;
+  const double *freeDims = roomDims.data() + leaves;
+  auto fits = [&](unsigned d) {
+    return freeBytes[d] >= bytes && freeDims[d] >= width;
+  };
+  if (roomBytes[1] < bytes || roomDims[1] < width)
+    return -1;
+  // The cheapest device usually has room. When it has not (a wide slice
+  // late in the run), a scan of the devices' cost and room, contiguous,
+  // finds the lowest cost among those with room, then the first of them
+  // to use the least memory (ranksBefore's order).
+  if (best[1] != kNoDevice && fits(best[1]))
+    return best[1];
+  double lowest = std::numeric_limits<double>::infinity();
+  const double *cost = costs.data();
+  for (unsigned d = 0, e = loads.size(); d < e; ++d) {
+    bool fit = freeBytes[d] >= bytes && freeDims[d] >= width;
+    lowest = std::min(lowest, fit ? cost[d] : lowest);
+  }
+  uint32_t found = kNoDevice;
+  for (unsigned d = 0, e = loads.size(); d < e; ++d)
+    if (cost[d] == lowest && fits(d) &&
+        (found == kNoDevice || loads[d].bytes < loads[found].bytes))
+      found = d;
+  return found == kNoDevice ? -1 : int(found);
+}
+
+/// The device among [begin, end) with room for `slice` and the lowest cost
+/// (ties: less memory used, then the lower index), or -1; devices whose bit
+/// in `skip` (by their offset from `begin`) is set are passed over.
+static int cheapestInRange(const GreedyRun &run, uint32_t slice, unsigned begin,
+                           unsigned end, uint64_t skip) {
   int best = -1;
-  for (unsigned d = 0, e = run.loads.size(); d < e; ++d) {
-    const DeviceLoad &load = run.loads[d];
-    if (load.bytes + bytes > capacities[d] ||
-        static_cast<double>(load.dims) + width > dimLimit)
+  for (unsigned d = begin; d < end; ++d) {
+    if (skip >> (d - begin) & 1 || !run.hasRoom(slice, d))
       continue;
     if (best < 0)
       best = d;
+    const DeviceLoad &load = run.loads[d];
     const DeviceLoad &incumbent = run.loads[best];
     if (load.cost < incumbent.cost ||
         (load.cost == incumbent.cost && load.bytes < incumbent.bytes))
       best = d;
   }
+  return best;
+}
+
+/// Picks the device for `slice`, or returns false if none has room.
+static bool chooseDevice(const GreedyRun &run, uint32_t slice,
+                         unsigned &device) {
+  const PlacementInput &input = *run.input;
+  if (input.pinned[slice] >= 0) {
+    device = input.pinned[slice];
+    return run.hasMemoryFor(slice, device);
+  }
+  int best = -1;
+  if (run.affinityNodeSize) {
+    unsigned table = input.slices[slice].table;
+    int home = run.homeNode[table];
+    if (home >= 0)
+      best = cheapestInRange(run, slice, home * run.affinityNodeSize,
+                             (home + 1) * run.affinityNodeSize,
+                             run.homeDevices[table]);
+  }
+  if (best < 0)
+    best = run.cheapestWithRoom(slice);
   if (best < 0)
     return false;
   device = best;
@@ -294,6 +458,14 @@ static bool chooseDevice(const GreedyRun &run, uint32_t slice,
 }
 
 void GreedyRun::place(uint32_t slice, unsigned device) {
+  if (affinityNodeSize) {
+    unsigned table = input->slices[slice].table;
+    int &home = homeNode[table];
+    if (home < 0)
+      home = device / affinityNodeSize;
+    if (device / affinityNodeSize == unsigned(home))
+      homeDevices[table] |= uint64_t(1) << (device % affinityNodeSize);
+  }
   DeviceLoad &load = loads[device];
   load.bytes += input->bytes[slice];
   load.dims += input->dims[slice];
@@ -304,7 +476,7 @@ void GreedyRun::place(uint32_t slice, unsigned device) {
   placedOn.push_back(device);
 }
 
-void GreedyRun::fail(uint32_t slice, ArrayRef<uint64_t> capacities) {
+void GreedyRun::fail(uint32_t slice) {
   failedSlice = slice;
   maxFreeAtFailure = 0;
   for (auto [load, capacity] : zip_equal(loads, capacities))
@@ -324,14 +496,14 @@ Error runGreedyLockstep(MutableArrayRef<GreedyRun> runs, SearchContext &ctx) {
       const PlacementInput &input = *run.input;
       uint32_t slice = input.order[run.next++];
       unsigned device;
-      if (!chooseDevice(run, slice, ctx.capacities, device)) {
-        run.fail(slice, ctx.capacities);
+      if (!chooseDevice(run, slice, device)) {
+        run.fail(slice);
         continue;
       }
       run.place(slice, device);
       DeviceLoad &load = run.loads[device];
       if (!input.additiveCost.empty()) {
-        load.cost += input.additiveCost[slice];
+        run.setCost(device, load.cost + input.additiveCost[slice]);
         continue;
       }
       MutableArrayRef<double> sum;
@@ -346,8 +518,11 @@ Error runGreedyLockstep(MutableArrayRef<GreedyRun> runs, SearchContext &ctx) {
         run.pendingDevice = device;
         continue;
       }
-      if (ctx.cache.lookup(load.key, load.cost))
+      double cost;
+      if (ctx.cache.lookup(load.key, cost)) {
+        run.setCost(device, cost);
         continue;
+      }
       if (width) {
         run.ticket = ctx.cache.requestSum(load.key, sum);
       } else {
@@ -365,7 +540,7 @@ Error runGreedyLockstep(MutableArrayRef<GreedyRun> runs, SearchContext &ctx) {
     for (GreedyRun &run : runs) {
       if (run.pendingDevice < 0)
         continue;
-      run.loads[run.pendingDevice].cost = ctx.cache.result(run.ticket);
+      run.setCost(run.pendingDevice, ctx.cache.result(run.ticket));
       run.pendingDevice = -1;
     }
   }
@@ -376,17 +551,24 @@ Expected<std::vector<PlanCost>> priceRuns(ArrayRef<const GreedyRun *> runs,
                                           SearchContext &ctx) {
   unsigned n = ctx.topology.numDevices();
   std::vector<double> computeMs(runs.size() * n, 0.0);
-  std::vector<double> dimSums(runs.size() * n, 0.0);
+  std::vector<DeviceTraffic> traffic;
+  traffic.reserve(runs.size() * n);
+  std::vector<unsigned> deviceOf;
   // Model-priced runs already know their device costs; proxy-priced runs
   // (baselines) ask the model now.
   std::vector<std::pair<size_t, unsigned>> waiting;
   SmallVector<ColumnSlice> setSlices;
   for (auto [r, run] : enumerate(runs)) {
     const PlacementInput &input = *run->input;
+    deviceOf.resize(input.slices.size());
+    for (auto [slice, device] : zip_equal(input.order, run->placedOn))
+      deviceOf[slice] = device;
+    std::vector<DeviceTraffic> runTraffic =
+        computeTraffic(ctx.tables, ctx.topology, input.slices, deviceOf);
+    traffic.insert(traffic.end(), runTraffic.begin(), runTraffic.end());
     for (unsigned d = 0; d < n; ++d) {
       size_t at = r * n + d;
       const DeviceLoad &load = run->loads[d];
-      dimSums[at] = static_cast<double>(load.dims);
       if (load.numSlices == 0)
         continue;
       if (input.additiveCost.empty()) {
@@ -408,7 +590,7 @@ Expected<std::vector<PlanCost>> priceRuns(ArrayRef<const GreedyRun *> runs,
     computeMs[at] = ctx.cache.result(ticket);
   if (!runs.empty())
     ctx.stats.modelCalls += 2;
-  return completePlanCosts(n, computeMs, dimSums, ctx.model);
+  return completePlanCosts(n, computeMs, traffic, ctx.model);
 }
 
 //===----------------------------------------------------------------------===//
@@ -469,29 +651,46 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
   bool recordMembers = ctx.cache.termWidth() == 0;
   std::vector<GreedyRun> runs;
   std::vector<unsigned> inputOfRun;
-  runs.reserve(inputs.size() * thresholds.size());
-  for (auto [i, input] : enumerate(inputs))
-    for (double threshold : thresholds) {
-      runs.emplace_back(*input, n, threshold * averageDim, recordMembers);
+  // Besides the thresholds, one run has no dim limit: the reference gives
+  // up when every threshold fails, and where pooled columns cost less than
+  // the balance of compute (many narrow tables beside a few hot ones), the
+  // limit keeps narrow tables off the devices that should take them all.
+  std::vector<double> limits;
+  for (double threshold : thresholds)
+    limits.push_back(threshold * averageDim);
+  limits.push_back(std::numeric_limits<double>::infinity());
+  // On several nodes, three more runs keep a table's pieces in the node of
+  // its first where there is room, at the lowest and the highest threshold
+  // and without a limit: which is cheaper, together or spread, depends on
+  // how a table's lookups weigh against the balance of the devices.
+  std::vector<double> affinityLimits = {limits.front(), limits.end()[-2],
+                                        limits.back()};
+  affinityLimits.erase(
+      std::unique(affinityLimits.begin(), affinityLimits.end()),
+      affinityLimits.end());
+  bool nodeAffinity = ctx.topology.numNodes() > 1 &&
+                      ctx.topology.nodeSize() <= kMaxAffinityNodeSize;
+  for (auto [i, input] : enumerate(inputs)) {
+    for (double limit : limits) {
+      runs.emplace_back(*input, ctx.capacities, limit, recordMembers);
       inputOfRun.push_back(i);
     }
+    // Without a table in pieces, keeping pieces together changes nothing.
+    bool hasPieces =
+        llvm::adjacent_find(input->slices,
+                            [](const ColumnSlice &a, const ColumnSlice &b) {
+                              return a.table == b.table;
+                            }) != input->slices.end();
+    if (!nodeAffinity || !hasPieces)
+      continue;
+    for (double limit : affinityLimits) {
+      runs.emplace_back(*input, ctx.capacities, limit, recordMembers,
+                        ctx.topology.nodeSize());
+      inputOfRun.push_back(i);
+    }
+  }
   if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
     return std::move(err);
-
-  // The reference gives up when every threshold fails; retrying without the
-  // dim limit still finds plans whenever memory alone allows a greedy one.
-  runs.clear();
-  inputOfRun.clear();
-  for (auto [i, input] : enumerate(inputs)) {
-    if (outcomes[i].feasible)
-      continue;
-    runs.emplace_back(*input, n, std::numeric_limits<double>::infinity(),
-                      recordMembers);
-    inputOfRun.push_back(i);
-  }
-  if (!runs.empty())
-    if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
-      return std::move(err);
   return std::move(outcomes);
 }
 

@@ -13,7 +13,7 @@
 //    runs (different thresholds, different split states) advanced one slice
 //    at a time together, so that each step costs one batched model call;
 //  - runGridSearch: the greedy grid search over dim-sum thresholds for many
-//    split states at once, with an unconstrained fallback.
+//    split states at once, and a run without a dim limit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,6 +142,11 @@ struct PlacementInput {
   /// is the sum of these per-slice proxy costs (baselines).
   std::vector<double> additiveCost;
   std::vector<uint32_t> order;
+  /// The fewest bytes and pooled columns of the slices at order[i] and
+  /// after (size order.size() + 1; the last entries are the largest
+  /// values): a device that cannot take those can take no slice left.
+  std::vector<uint64_t> fewestBytesFrom;
+  std::vector<int64_t> fewestDimsFrom;
   /// Index of each slice's term in the cache (incremental models only).
   std::vector<uint32_t> termOf;
   /// Key of the whole slice set; identifies a column-split state.
@@ -174,10 +179,16 @@ struct DeviceLoad {
 
 /// One table-wise greedy placement in progress (DESIGN §4).
 struct GreedyRun {
+  /// `capacities`: the bytes each device may hold.
   /// `recordMembers`: keep each device's slices, which pricing needs unless
   /// the model prices running sums (ComputeCostCache::termWidth).
-  GreedyRun(const PlacementInput &input, unsigned numDevices, double dimLimit,
-            bool recordMembers = true);
+  /// `affinityNodeSize`: when not 0 (at most kMaxAffinityNodeSize), the
+  /// devices form nodes of this many, and a table's later pieces go to the
+  /// node of its first piece, to a device there without a piece of it,
+  /// while one has room (its lookups then cross the network once).
+  GreedyRun(const PlacementInput &input, llvm::ArrayRef<uint64_t> capacities,
+            double dimLimit, bool recordMembers = true,
+            unsigned affinityNodeSize = 0);
 
   bool finished() const {
     return failedSlice >= 0 || next == input->order.size();
@@ -187,9 +198,23 @@ struct GreedyRun {
   /// caller updates the device's cost. Slices are placed in input order.
   void place(uint32_t slice, unsigned device);
   /// Records that `slice` fit on no device.
-  void fail(uint32_t slice, llvm::ArrayRef<uint64_t> capacities);
+  void fail(uint32_t slice);
+  /// The device with room for `slice` (memory and dim limit) that costs
+  /// least, then uses the least memory, then has the lowest index; -1 if
+  /// none has room.
+  int cheapestWithRoom(uint32_t slice) const;
+  /// Whether `device` has room for `slice`: memory and the dim limit, or
+  /// memory alone.
+  bool hasRoom(uint32_t slice, unsigned device) const;
+  bool hasMemoryFor(uint32_t slice, unsigned device) const {
+    return loads[device].bytes + input->bytes[slice] <= capacities[device];
+  }
+  /// Sets a device's cost, once known, and re-ranks it.
+  void setCost(unsigned device, double cost);
 
   const PlacementInput *input;
+  /// The bytes each device may hold.
+  llvm::ArrayRef<uint64_t> capacities;
   /// A device's dim sum may not exceed this (infinity: no limit).
   double dimLimit;
   std::vector<DeviceLoad> loads;
@@ -208,7 +233,40 @@ struct GreedyRun {
   /// Device whose cost awaits a flush of the cache, or -1.
   int pendingDevice = -1;
   unsigned ticket = 0;
+  /// With node affinity: the node size, the node of each table's first
+  /// piece (-1 before it is placed) and which devices of that node hold a
+  /// piece of the table (a bit per device); otherwise 0 and empty.
+  unsigned affinityNodeSize = 0;
+  std::vector<int> homeNode;
+  std::vector<uint64_t> homeDevices;
+
+private:
+  /// A tournament tree over the devices: leaf `leaves + d` is device d
+  /// (kNoDevice past the last, and for a device that can take no slice
+  /// left), and every inner node holds the best-ranked device below it and
+  /// the most memory and dims any device below it has left. The cheapest
+  /// device is at the root, and re-ranking a device costs O(log N): a scan
+  /// of every device for every slice placed would make the greedy
+  /// O(slices x devices). Only when the cheapest device has no room are
+  /// the leaves' room and the costs, contiguous, scanned. (A descent of
+  /// the tree to the best device with room is slower: the devices the
+  /// dim limit has filled are cheap and spread over every subtree.)
+  static constexpr uint32_t kNoDevice = ~uint32_t(0);
+  bool ranksBefore(uint32_t a, uint32_t b) const;
+  /// Recomputes inner node `node` from its children.
+  void combine(unsigned node);
+  /// dimLimit with slack for rounding, so that thresholds like 1.05 hold.
+  double roomyDimLimit;
+  unsigned leaves = 1;
+  std::vector<uint32_t> best;
+  std::vector<uint64_t> roomBytes;
+  std::vector<double> roomDims;
+  /// Every device's cost, contiguous for ranksBefore.
+  std::vector<double> costs;
 };
+
+/// The largest node for which greedy runs keep a table's pieces together.
+constexpr unsigned kMaxAffinityNodeSize = 64;
 
 /// Places slices until every run has finished. Each step places the next
 /// slice of every unfinished run on the device with the lowest cost among
@@ -246,8 +304,8 @@ bool rankedBefore(const PlacementOutcome &a, const PlacementOutcome &b);
 std::vector<double> gridThresholds(const SearchOptions &options);
 
 /// Runs the greedy grid search on every input at once (all thresholds of
-/// all inputs in lockstep) and keeps each input's cheapest plan; an input
-/// whose every threshold fails is retried without a dim limit.
+/// all inputs, and one run without a dim limit each, in lockstep) and keeps
+/// each input's cheapest plan.
 llvm::Expected<std::vector<PlacementOutcome>>
 runGridSearch(llvm::ArrayRef<const PlacementInput *> inputs,
               llvm::ArrayRef<double> thresholds, SearchContext &ctx);
@@ -282,7 +340,22 @@ llvm::Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
                                                const BeamBudget &budget,
                                                SearchContext &ctx);
 
-/// The random and proxy-greedy baselines on whole tables.
+/// Whether the search may halve `slice` of `table`: the table is neither
+/// pinned nor kept whole, and both halves stay multiples of
+/// kColumnAlignment.
+bool isSplittable(const TableSpec &table, const ColumnSlice &slice);
+
+/// The slices of `input` (ordered by model cost: orderByModelCost) with
+/// every slice whose cost alone exceeds a device's fair share (the total of
+/// the costs alone over `numDevices`) cut into the fewest equal pieces, at
+/// most `numDevices`, that bring each to that share, as far as the slice's
+/// width allows (pieces stay multiples of kColumnAlignment). Pinned and
+/// no-split tables stay whole.
+std::vector<ColumnSlice> splitAboveFairShare(const PlacementInput &input,
+                                             llvm::ArrayRef<TableSpec> tables,
+                                             unsigned numDevices);
+
+/// The random, proxy-greedy and uniform-split baselines.
 llvm::Expected<PlanResult> runBaseline(PlacementInput input,
                                        const SearchOptions &options,
                                        SearchContext &ctx);

@@ -45,22 +45,21 @@ Expected<PlanCost> evaluatePlan(ArrayRef<TableSpec> tables,
   for (auto [d, cost] : zip_equal(deviceOfSet, setCosts))
     computeMs[d] = cost;
   Expected<std::vector<PlanCost>> costs = completePlanCosts(
-      n, computeMs, deviceDimSums(tables, topology, plan), model);
+      n, computeMs, computeTraffic(tables, topology, plan), model);
   if (!costs)
     return costs.takeError();
   return std::move(costs->front());
 }
 
-Expected<std::vector<PlanCost>> completePlanCosts(unsigned numDevices,
-                                                  ArrayRef<double> computeMs,
-                                                  ArrayRef<double> dimSums,
-                                                  CostModel &model) {
+Expected<std::vector<PlanCost>>
+completePlanCosts(unsigned numDevices, ArrayRef<double> computeMs,
+                  ArrayRef<DeviceTraffic> traffic, CostModel &model) {
   std::vector<PlanCost> plans;
   size_t size = computeMs.size();
   if (size == 0)
     return std::move(plans);
   std::vector<double> bwComm(size), stragglers(size), fwComm(size);
-  if (Error err = model.predictBackwardComm(dimSums, bwComm))
+  if (Error err = model.predictBackwardComm(traffic, bwComm))
     return std::move(err);
   for (size_t begin = 0; begin < size; begin += numDevices) {
     double earliest = std::numeric_limits<double>::infinity();
@@ -69,7 +68,7 @@ Expected<std::vector<PlanCost>> completePlanCosts(unsigned numDevices,
     for (size_t at = begin; at < begin + numDevices; ++at)
       stragglers[at] = computeMs[at] + bwComm[at] - earliest;
   }
-  if (Error err = model.predictForwardComm(dimSums, stragglers, fwComm))
+  if (Error err = model.predictForwardComm(traffic, stragglers, fwComm))
     return std::move(err);
   for (size_t begin = 0; begin < size; begin += numDevices) {
     PlanCost &plan = plans.emplace_back();

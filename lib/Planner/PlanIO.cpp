@@ -246,6 +246,105 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
   return std::move(table);
 }
 
+/// The devices a task's "topology" describes. Each field is checked on its
+/// own and against the others the object gives.
+static Expected<TopologyDescription> parseTopology(const json::Value &value) {
+  const json::Object *object = value.getAsObject();
+  if (!object)
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("task: 'topology' must be an object, got {0}", value));
+  FieldReader fields(*object, "topology");
+  if (Error err = fields.checkKnown({"devices", "memory_gb", "nodes",
+                                     "devices_per_node", "hbm_gbps",
+                                     "intra_node_gbps", "inter_node_gbps"}))
+    return std::move(err);
+  TopologyDescription topology;
+  auto readCount = [&](StringRef key, std::optional<unsigned> &out) -> Error {
+    const json::Value *field = fields.find(key);
+    if (!field)
+      return Error::success();
+    int64_t count;
+    if (Error err = fields.readInteger(key, *field, count))
+      return err;
+    if (count < 1 || count > kMaxDevices)
+      return fields.fail(formatv("'{0}' must be between 1 and {1}, got {2}",
+                                 key, kMaxDevices, count));
+    out = static_cast<unsigned>(count);
+    return Error::success();
+  };
+  for (auto [key, out] :
+       {std::make_pair("devices", &topology.devices),
+        std::make_pair("nodes", &topology.nodes),
+        std::make_pair("devices_per_node", &topology.devicesPerNode)})
+    if (Error err = readCount(key, *out))
+      return std::move(err);
+  if (const json::Value *memory = fields.find("memory_gb")) {
+    auto readCapacity = [&](const json::Value &entry) -> Error {
+      double gb;
+      if (Error err = fields.readNumber("memory_gb", entry, gb))
+        return err;
+      if (RuleViolation v = checkCapacityGB(gb))
+        return fields.fail("'memory_gb': " + *v);
+      topology.memoryGB.push_back(gb);
+      return Error::success();
+    };
+    if (const json::Array *list = memory->getAsArray()) {
+      if (list->empty())
+        return fields.fail("'memory_gb' must be a number or a non-empty "
+                           "list of numbers");
+      for (const json::Value &entry : *list)
+        if (Error err = readCapacity(entry))
+          return std::move(err);
+    } else if (Error err = readCapacity(*memory)) {
+      return std::move(err);
+    }
+  }
+  for (auto [key, out] :
+       {std::make_pair("hbm_gbps", &topology.hbmGBps),
+        std::make_pair("intra_node_gbps", &topology.intraNodeGBps),
+        std::make_pair("inter_node_gbps", &topology.interNodeGBps)}) {
+    const json::Value *field = fields.find(key);
+    if (!field)
+      continue;
+    double gbps;
+    if (Error err = fields.readNumber(key, *field, gbps))
+      return std::move(err);
+    if (RuleViolation v = checkBandwidthGBps(gbps))
+      return fields.fail(formatv("'{0}' {1}", key, *v));
+    *out = gbps;
+  }
+
+  std::optional<unsigned> devices = topology.devices;
+  if (devices && topology.memoryGB.size() > 1 &&
+      topology.memoryGB.size() != *devices)
+    return fields.fail(formatv("'memory_gb' lists {0} values but 'devices' "
+                               "is {1}",
+                               topology.memoryGB.size(), *devices));
+  if (!devices && topology.memoryGB.size() > 1)
+    devices = topology.memoryGB.size();
+  if (topology.nodes && topology.devicesPerNode) {
+    unsigned product = *topology.nodes * *topology.devicesPerNode;
+    if (devices && product != *devices)
+      return fields.fail(formatv("'nodes' x 'devices_per_node' must equal "
+                                 "the device count: {0} x {1} is not {2}",
+                                 *topology.nodes, *topology.devicesPerNode,
+                                 *devices));
+    devices = product;
+  }
+  if (devices) {
+    if (topology.nodes)
+      if (RuleViolation v = checkNodeCount(*topology.nodes, *devices))
+        return fields.fail("'nodes': " + *v);
+    if (topology.devicesPerNode)
+      if (RuleViolation v =
+              checkDevicesPerNode(*topology.devicesPerNode, *devices))
+        return fields.fail("'devices_per_node': " + *v);
+  }
+  topology.devices = devices;
+  return std::move(topology);
+}
+
 /// The task `document` describes.
 static Expected<PlanningTask> parseTask(const json::Value &document) {
   const json::Object *object = document.getAsObject();
@@ -253,10 +352,16 @@ static Expected<PlanningTask> parseTask(const json::Value &document) {
     return createStringError(inconvertibleErrorCode(),
                              "task: expected a JSON object at the top level");
   FieldReader fields(*object, "task");
-  if (Error err = fields.checkKnown({"batch_size", "tables"}))
+  if (Error err = fields.checkKnown({"batch_size", "topology", "tables"}))
     return std::move(err);
 
   PlanningTask task;
+  if (const json::Value *topology = fields.find("topology")) {
+    Expected<TopologyDescription> parsed = parseTopology(*topology);
+    if (!parsed)
+      return parsed.takeError();
+    task.topology = std::move(*parsed);
+  }
   if (const json::Value *batch = fields.find("batch_size")) {
     int64_t batchSize;
     if (Error err = fields.readInteger("batch_size", *batch, batchSize))
@@ -370,8 +475,9 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
                                               const PlanReader &reader) {
   FieldReader fields(object, "plan");
   if (Error err = fields.checkKnown(
-          {"algorithm", "cost_model", "warnings", "devices", "optimizer",
-           "reserved_fraction", "cost_ms", "per_device", "shards", "search"}))
+          {"algorithm", "cost_model", "warnings", "devices", "nodes",
+           "devices_per_node", "optimizer", "reserved_fraction", "cost_ms",
+           "per_device", "shards", "search"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -696,6 +802,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.value(warning);
     });
     json.attribute("devices", n);
+    json.attribute("nodes", topology.numNodes());
+    json.attribute("devices_per_node", topology.nodeSize());
     json.attribute("optimizer", optimizerName(topology.optimizer));
     writeNumber(json, "reserved_fraction", topology.reservedFraction);
     writeNumber(json, "cost_ms", result.cost.maxMs);
@@ -752,8 +860,14 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
   unsigned n = topology.numDevices();
   std::vector<uint64_t> memory =
       deviceMemoryBytes(tables, topology, result.plan);
-  os << formatv("NeuroShard plan: {0} on {1} devices, cost {2} ms\n",
-                planOriginName(result), n, format("%.4f", result.cost.maxMs));
+  std::string nodes = topology.numNodes() > 1
+                          ? formatv(" ({0} nodes of {1})", topology.numNodes(),
+                                    topology.nodeSize())
+                                .str()
+                          : std::string();
+  os << formatv("NeuroShard plan: {0} on {1} devices{2}, cost {3} ms\n",
+                planOriginName(result), n, nodes,
+                format("%.4f", result.cost.maxMs));
   os << "cost model: " << result.costModelDescription << "\n";
   if (topology.optimizer != Optimizer::SGD || topology.reservedFraction > 0)
     os << formatv("memory: weights and {0} state; {1}% of each device "

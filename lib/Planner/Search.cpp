@@ -36,6 +36,7 @@ static constexpr AlgorithmInfo kAlgorithms[] = {
     {Algorithm::DimGreedy, "dim-greedy"},
     {Algorithm::LookupGreedy, "lookup-greedy"},
     {Algorithm::SizeLookupGreedy, "size-lookup-greedy"},
+    {Algorithm::UniformSplitGreedy, "uniform-split-greedy"},
 };
 
 StringRef algorithmName(Algorithm algorithm) {
@@ -217,6 +218,53 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
   return std::move(slices);
 }
 
+/// Whether `a` ranks before `b` as the searches rank plans (rankedBefore):
+/// by the slowest device, then the next slowest, and so on.
+static bool cheaperPlan(const PlanCost &a, const PlanCost &b) {
+  PlacementOutcome x, y;
+  for (auto [cost, outcome] : {std::pair(&a, &x), std::pair(&b, &y)}) {
+    outcome->feasible = true;
+    for (const DeviceCost &device : cost->devices)
+      outcome->ranked.push_back(device.totalMs());
+    llvm::sort(outcome->ranked, std::greater<double>());
+  }
+  return rankedBefore(x, y);
+}
+
+/// Prices the plans of every baseline (whole tables or, for
+/// uniform-split-greedy, even pieces, placed by a proxy) from the search's
+/// initial `slices`, and replaces `result`'s plan with the cheapest of them
+/// if it ranks before the plan the search found: NeuroShard's plan is never
+/// worse under its model than a plan any baseline makes. A baseline that
+/// fails (it cannot place the tables) offers no plan.
+static void keepCheaperBaseline(PlanResult &result,
+                                ArrayRef<ColumnSlice> slices,
+                                const SearchOptions &options,
+                                SearchContext &ctx) {
+  uint64_t statesExplored = ctx.stats.statesExplored;
+  for (Algorithm algorithm : allAlgorithms()) {
+    if (algorithm == Algorithm::NeuroShard ||
+        algorithm == Algorithm::TableGreedyGrid)
+      continue;
+    SearchOptions baselineOptions = options;
+    baselineOptions.algorithm = algorithm;
+    Expected<PlanResult> baseline =
+        runBaseline(makePlacementInput(
+                        ctx.tables, ctx.topology,
+                        std::vector<ColumnSlice>(slices.begin(), slices.end())),
+                    baselineOptions, ctx);
+    if (!baseline) {
+      consumeError(baseline.takeError());
+      continue;
+    }
+    if (!cheaperPlan(baseline->cost, result.cost))
+      continue;
+    result.plan = std::move(baseline->plan);
+    result.cost = std::move(baseline->cost);
+  }
+  ctx.stats.statesExplored = statesExplored;
+}
+
 Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                                   const Topology &topology,
                                   const SearchOptions &options,
@@ -228,7 +276,8 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
     return std::move(err);
   if (Error err = checkCostModelSupports(model, topology))
     return std::move(err);
-  bool canSplit = options.algorithm == Algorithm::NeuroShard;
+  bool canSplit = options.algorithm == Algorithm::NeuroShard ||
+                  options.algorithm == Algorithm::UniformSplitGreedy;
   Expected<std::vector<ColumnSlice>> slices =
       initialSlices(tables, topology, canSplit);
   if (!slices)
@@ -240,8 +289,7 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
   ComputeCostCache cache(model, stats);
   SearchContext ctx(tables, topology, model, cache, stats);
   ctx.start = start;
-  PlacementInput root =
-      makePlacementInput(tables, topology, std::move(*slices));
+  PlacementInput root = makePlacementInput(tables, topology, *slices);
   Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
     switch (options.algorithm) {
     case Algorithm::NeuroShard: {
@@ -250,7 +298,12 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                                        : autoSearchSteps(topology.numDevices());
       budget.stopWithoutProgress = options.maxSteps == 0;
       budget.seedUniformSplits = true;
-      return runColumnBeamSearch(std::move(root), options, budget, ctx);
+      Expected<PlanResult> searched =
+          runColumnBeamSearch(std::move(root), options, budget, ctx);
+      if (!searched)
+        return searched;
+      keepCheaperBaseline(*searched, *slices, options, ctx);
+      return searched;
     }
     case Algorithm::TableGreedyGrid:
       // The grid search is the beam search's pricing of its root state.

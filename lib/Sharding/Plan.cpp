@@ -125,14 +125,4 @@ std::string describeUsable(const Topology &topology) {
       .str();
 }
 
-std::vector<double> deviceDimSums(ArrayRef<TableSpec> tables,
-                                  const Topology &topology,
-                                  const ShardingPlan &plan) {
-  std::vector<double> dims(topology.numDevices(), 0.0);
-  for (const Shard &shard : plan.shards)
-    dims[shard.device] +=
-        static_cast<double>(shard.width() * tables[shard.table].numFeatures());
-  return dims;
-}
-
 } // namespace neuroshard

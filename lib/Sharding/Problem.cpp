@@ -81,16 +81,16 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
                                formatv("device {0}: {1}", d, *v));
   if (RuleViolation v = checkReservedFraction(topology.reservedFraction))
     return createStringError(inconvertibleErrorCode(), *v);
+  if (topology.devicesPerNode)
+    if (RuleViolation v = checkDevicesPerNode(topology.devicesPerNode, n))
+      return createStringError(inconvertibleErrorCode(), *v);
   for (auto [name, gbps] :
        {std::make_pair("HBM", topology.hbmBandwidthGBps),
-        std::make_pair("interconnect", topology.interconnectBandwidthGBps)})
-    if (!(gbps >= kMinBandwidthGBps && gbps <= kMaxBandwidthGBps))
-      return createStringError(
-          inconvertibleErrorCode(),
-          formatv("the {0} bandwidth must be between {1} and {2} GB/s, got "
-                  "{3}",
-                  name, format("%g", kMinBandwidthGBps),
-                  format("%g", kMaxBandwidthGBps), format("%g", gbps)));
+        std::make_pair("intra-node", topology.intraNodeBandwidthGBps),
+        std::make_pair("inter-node", topology.interNodeBandwidthGBps)})
+    if (RuleViolation v = checkBandwidthGBps(gbps))
+      return createStringError(inconvertibleErrorCode(),
+                               formatv("the {0} bandwidth {1}", name, *v));
   if (topology.batchSize <= 0)
     return createStringError(
         inconvertibleErrorCode(),

@@ -229,6 +229,37 @@ RuleViolation checkReservedFraction(double fraction) {
       .str();
 }
 
+RuleViolation checkBandwidthGBps(double gbps) {
+  if (gbps >= kMinBandwidthGBps && gbps <= kMaxBandwidthGBps)
+    return std::nullopt;
+  return formatv("must be between {0} and {1} GB/s, got {2}",
+                 number(kMinBandwidthGBps), number(kMaxBandwidthGBps),
+                 number(gbps))
+      .str();
+}
+
+RuleViolation checkDevicesPerNode(int64_t devicesPerNode, int64_t numDevices) {
+  if (devicesPerNode >= 1 && numDevices % devicesPerNode == 0)
+    return std::nullopt;
+  if (devicesPerNode < 1)
+    return formatv("devices per node must be at least 1, got {0}",
+                   devicesPerNode)
+        .str();
+  return formatv("{0} devices do not fill whole nodes of {1} devices",
+                 numDevices, devicesPerNode)
+      .str();
+}
+
+RuleViolation checkNodeCount(int64_t nodes, int64_t numDevices) {
+  if (nodes >= 1 && numDevices % nodes == 0)
+    return std::nullopt;
+  if (nodes < 1)
+    return formatv("the node count must be at least 1, got {0}", nodes).str();
+  return formatv("{0} devices do not split into {1} nodes of equal size",
+                 numDevices, nodes)
+      .str();
+}
+
 RuleViolation checkTable(const TableSpec &table, int64_t numDevices) {
   if (table.elementBytes == 0)
     return std::string("the element size must be positive, got 0");

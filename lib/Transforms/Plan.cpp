@@ -18,6 +18,7 @@
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Planner/TopologyOptions.h"
 #include "neuroshard/Transforms/PlanAnnotation.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -56,56 +57,44 @@ static LogicalResult emitPlannerError(Location loc, llvm::Error error) {
 FailureOr<::neuroshard::Topology> PlanPass::buildTopology(ModuleOp module) {
   TopologyAttr attr = module->getAttrOfType<TopologyAttr>(
       NeuroShardDialect::getTopologyAttrName());
-  unsigned numDevices = devices ? static_cast<unsigned>(devices)
-                        : attr  ? static_cast<unsigned>(attr.getDevices())
-                                : 0;
-  if (numDevices == 0)
+  ::neuroshard::TopologyOptions given;
+  if (devices)
+    given.devices = devices;
+  if (!memoryGb.empty())
+    given.memoryGB = memoryGb;
+  if (nodes)
+    given.nodes = nodes;
+  if (devicesPerNode)
+    given.devicesPerNode = devicesPerNode;
+  for (auto [name, text, gbps] :
+       {std::make_tuple("hbm-gbps", &hbmGbps, &given.hbmGBps),
+        std::make_tuple("intra-node-gbps", &intraNodeGbps,
+                        &given.intraNodeGBps),
+        std::make_tuple("inter-node-gbps", &interNodeGbps,
+                        &given.interNodeGBps)}) {
+    if (text->empty())
+      continue;
+    double value;
+    if (StringRef(*text).trim().getAsDouble(value))
+      return module.emitError()
+             << name << ": '" << *text << "' is not a number of GB/s";
+    *gbps = value;
+  }
+  given.optimizer = optimizer;
+  given.reservedFraction = reservedMemory;
+  if (!attr && !given.devices && !given.nodes && !given.devicesPerNode)
     return module.emitError()
            << "no device count: give the module a 'neuroshard.topology' "
               "attribute or pass devices=N";
-  if (::neuroshard::RuleViolation v =
-          ::neuroshard::checkDeviceCount(numDevices))
-    return module.emitError() << *v;
-
-  std::vector<double> memory;
-  if (!memoryGb.empty()) {
-    llvm::Expected<std::vector<double>> parsed =
-        ::neuroshard::parseMemoryGBList(memoryGb);
-    if (!parsed)
-      return module.emitError()
-             << "memory-gb entry " << llvm::toString(parsed.takeError());
-    memory = std::move(*parsed);
-    if (memory.size() == 1)
-      memory.assign(numDevices, memory.front());
-    if (memory.size() != numDevices)
-      return module.emitError()
-             << "memory-gb lists " << memory.size() << " capacities for "
-             << numDevices << " devices";
-  } else if (attr && attr.getDevices() == numDevices) {
-    ArrayRef<double> capacities = attr.getMemoryGb().asArrayRef();
-    memory.assign(capacities.begin(), capacities.end());
-  } else if (attr && llvm::all_equal(attr.getMemoryGb().asArrayRef())) {
-    memory.assign(numDevices, attr.getMemoryGb()[0]);
-  } else {
-    return module.emitError()
-           << "no memory capacity for " << numDevices
-           << " devices: pass memory-gb=X (one value or a comma list)";
-  }
-
-  ::neuroshard::Topology topology;
-  topology.memoryGB = std::move(memory);
-  std::optional<::neuroshard::Optimizer> parsedOptimizer =
-      ::neuroshard::parseOptimizer(optimizer);
-  if (!parsedOptimizer)
-    return module.emitError()
-           << "unknown optimizer '" << optimizer << "'; expected one of "
-           << ::neuroshard::optimizerNameList();
-  topology.optimizer = *parsedOptimizer;
-  if (::neuroshard::RuleViolation v =
-          ::neuroshard::checkReservedFraction(reservedMemory))
-    return module.emitError() << "reserved-memory: " << *v;
-  topology.reservedFraction = reservedMemory;
-  return topology;
+  ::neuroshard::TopologyDescription input;
+  if (attr)
+    input = ::neuroshard::TopologyDescription::of(topologyOf(attr));
+  llvm::Expected<::neuroshard::Topology> topology = ::neuroshard::makeTopology(
+      given, input, "the module's topology", std::nullopt,
+      [](StringRef name) { return name.str(); });
+  if (!topology)
+    return emitPlannerError(module.getLoc(), topology.takeError());
+  return std::move(*topology);
 }
 
 FailureOr<int64_t> PlanPass::findBatchSize(ModuleOp module,

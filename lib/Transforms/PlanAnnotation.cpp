@@ -137,6 +137,19 @@ void mlir::neuroshard::writeShards(ArrayRef<ModuleTable> tables,
   }
 }
 
+::neuroshard::Topology mlir::neuroshard::topologyOf(TopologyAttr attr) {
+  ::neuroshard::Topology topology;
+  topology.memoryGB.reserve(attr.getDevices());
+  for (int64_t device = 0; device < attr.getDevices(); ++device)
+    topology.memoryGB.push_back(attr.getDeviceMemoryGb(device));
+  if (attr.getNodes() > 1)
+    topology.devicesPerNode = attr.getDevices() / attr.getNodes();
+  topology.hbmBandwidthGBps = attr.getHbmGbps();
+  topology.intraNodeBandwidthGBps = attr.getIntraNodeGbps();
+  topology.interNodeBandwidthGBps = attr.getInterNodeGbps();
+  return topology;
+}
+
 FailureOr<::neuroshard::Topology>
 mlir::neuroshard::readTopology(ModuleOp module, StringRef purpose) {
   auto attr = module->getAttrOfType<TopologyAttr>(
@@ -146,11 +159,7 @@ mlir::neuroshard::readTopology(ModuleOp module, StringRef purpose) {
            << "has no '" << NeuroShardDialect::getTopologyAttrName()
            << "' attribute; " << purpose
            << " needs the devices and their memory";
-  ::neuroshard::Topology topology;
-  topology.memoryGB.reserve(attr.getDevices());
-  for (int64_t device = 0; device < attr.getDevices(); ++device)
-    topology.memoryGB.push_back(attr.getDeviceMemoryGb(device));
-  return topology;
+  return topologyOf(attr);
 }
 
 void mlir::neuroshard::writeTopology(ModuleOp module,
@@ -159,7 +168,10 @@ void mlir::neuroshard::writeTopology(ModuleOp module,
   module->setAttr(
       NeuroShardDialect::getTopologyAttrName(),
       TopologyAttr::get(ctx, topology.numDevices(),
-                        DenseF64ArrayAttr::get(ctx, topology.memoryGB)));
+                        DenseF64ArrayAttr::get(ctx, topology.memoryGB),
+                        topology.numNodes(), topology.hbmBandwidthGBps,
+                        topology.intraNodeBandwidthGBps,
+                        topology.interNodeBandwidthGBps));
 }
 
 //===----------------------------------------------------------------------===//

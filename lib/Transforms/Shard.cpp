@@ -33,6 +33,11 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     PlanOptions options;
     options.devices = devices;
     options.memoryGb = memoryGb;
+    options.nodes = nodes;
+    options.devicesPerNode = devicesPerNode;
+    options.hbmGbps = hbmGbps;
+    options.intraNodeGbps = intraNodeGbps;
+    options.interNodeGbps = interNodeGbps;
     options.optimizer = optimizer;
     options.reservedMemory = reservedMemory;
     options.algorithm = algorithm;

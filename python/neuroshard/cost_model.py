@@ -364,7 +364,9 @@ def bundle_meta(*, trained: bool, hardware: str, batch_size: int,
     ({"compute": ..., "comm": ...}) and held_out holds the validation
     errors (compute_mape, compute_kendall_tau, ...); both are None for an
     untrained bundle. devices is None when the bundle has no comm models;
-    "comm" then says that the planner prices communication analytically."""
+    "comm" then says that the planner prices communication analytically.
+    "nodes" is the node count the comm models were measured on (one
+    machine); the planner refuses them for a cluster of another shape."""
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
@@ -376,6 +378,8 @@ def bundle_meta(*, trained: bool, hardware: str, batch_size: int,
         "encoding_dim": (compute.encoding_width() if compute is not None
                          else ENCODING_DIM),
         "devices": devices,
+        # The comm samples are measured over MPI on one machine.
+        "nodes": 1 if devices is not None else None,
         "comm": "neural" if devices is not None else "analytical",
         "dataset_size": dataset_size,
         "held_out": held_out,

@@ -23,8 +23,10 @@ indices per bag, unless the constraints give TorchRec's `pooling_factors`.
 (the devices), their memory (TorchRec's `devices`, each with
 `storage.hbm` bytes; or `hbm_cap`, bytes per device, as Topology's
 constructor takes it; or `memory_gb`) and optionally `batch_size` (the
-global batch; else give neuroshard.plan's batch_size) and TorchRec's
-bandwidths `hbm_mem_bw` and `intra_host_bw` (bytes per ms).
+global batch; else give neuroshard.plan's batch_size), TorchRec's
+`local_world_size` (the devices of one host: NeuroShard's node) and its
+bandwidths `hbm_mem_bw`, `intra_host_bw` and `inter_host_bw` (bytes per
+ms).
 
 `constraints`: table name -> an object (TorchRec's `ParameterConstraints`)
 or a dict with `sharding_types` (NeuroShard shards "table_wise" and
@@ -127,9 +129,14 @@ def _topology(topology: Any) -> Dict:
     batch = _field(topology, "batch_size")
     if batch is not None:
         options["batch_size"] = batch
+    # TorchRec's hosts are NeuroShard's nodes.
+    local = _field(topology, "local_world_size")
+    if local is not None:
+        options["devices_per_node"] = local
     # TorchRec's bandwidths are bytes per ms; NeuroShard's GB per s.
     for torchrec_name, name in (("hbm_mem_bw", "hbm_gbps"),
-                                ("intra_host_bw", "interconnect_gbps")):
+                                ("intra_host_bw", "intra_node_gbps"),
+                                ("inter_host_bw", "inter_node_gbps")):
         bandwidth = _field(topology, torchrec_name)
         if bandwidth is not None:
             options[name] = bandwidth * 1000.0 / _core.BYTES_PER_GB

@@ -90,10 +90,36 @@ def test_descriptions_may_be_dicts_with_torchrec_names(no_torchrec):
         {"name": "b", "rows": 200000, "dim": 32, "pooling_factor": 0.5,
          "access_hist": [1.0] + [0.0] * 16}]}
     assert plan == neuroshard.plan(task, devices=2, memory_gb=1.0,
-                                   interconnect_gbps=300.0,
+                                   intra_node_gbps=300.0,
                                    cost_model="analytical",
                                    format="torchrec")
     assert plan["tables"]["a"]["ranks"] == [1]
+
+
+def test_hosts_are_nodes(no_torchrec):
+    described = [{"name": "t%d" % i, "num_embeddings": 100000,
+                  "embedding_dim": 64, "pooling_factor": 8.0,
+                  "access_hist": [1.0] + [0.0] * 16} for i in range(6)]
+    topology = types.SimpleNamespace(world_size=4, local_world_size=2,
+                                     hbm_cap=GB, batch_size=4096,
+                                     inter_host_bw=10 * GB / 1000)
+    plan = nstr.plan(described, topology, cost_model="analytical")
+    task = {"batch_size": 4096, "tables": [
+        {"name": "t%d" % i, "rows": 100000, "dim": 64, "pooling_factor": 8.0,
+         "access_hist": [1.0] + [0.0] * 16} for i in range(6)]}
+    assert plan == neuroshard.plan(task, devices=4, devices_per_node=2,
+                                   memory_gb=1.0, inter_node_gbps=10.0,
+                                   cost_model="analytical",
+                                   format="torchrec")
+    priced = neuroshard.plan(task, devices=4, devices_per_node=2,
+                             memory_gb=1.0, inter_node_gbps=10.0,
+                             cost_model="analytical")
+    assert (priced["nodes"], priced["devices_per_node"]) == (2, 2)
+    one_host = neuroshard.plan(task, devices=4, memory_gb=1.0,
+                               inter_node_gbps=10.0, cost_model="analytical")
+    assert one_host["nodes"] == 1
+    # The slow links between hosts make the same tables cost more.
+    assert priced["cost_ms"] > one_host["cost_ms"]
 
 
 @pytest.mark.parametrize("described,topology,constraints,error,message", [
@@ -124,12 +150,11 @@ def test_descriptions_may_be_dicts_with_torchrec_names(no_torchrec):
     ([{"name": "a", "num_embeddings": 10, "embedding_dim": 8,
        "pooling_factor": 0.01, "access_hist": [1.0] + [0.0] * 16}],
      dict(TOPOLOGY, intra_host_bw=GB / 1e9), {}, neuroshard.NeuroShardError,
-     "the interconnect bandwidth must be between 0.001 and 1e+09 GB/s, got "
-     "1e-06"),
+     "intra_node_gbps: must be between 0.001 and 1e+09 GB/s, got 1e-06"),
     ([{"name": "a", "num_embeddings": 10, "embedding_dim": 8,
        "pooling_factor": 0.01, "access_hist": [1.0] + [0.0] * 16}],
      dict(TOPOLOGY, hbm_mem_bw=2 * GB / 1e9), {}, neuroshard.NeuroShardError,
-     "the HBM bandwidth must be between 0.001 and 1e+09 GB/s, got 2e-06"),
+     "hbm_gbps: must be between 0.001 and 1e+09 GB/s, got 2e-06"),
     ([{"name": "a", "num_embeddings": 10, "embedding_dim": 6,
        "pooling_factor": 0.01, "access_hist": [1.0] + [0.0] * 16}],
      TOPOLOGY, {}, neuroshard.NeuroShardError,

@@ -33,8 +33,8 @@
 // JSON: "states_explored": 1
 
 // TABLE: NeuroShard plan: table-greedy-grid on 2 devices, cost {{[0-9.]+}} ms
-// TABLE-NEXT: cost model: analytical bandwidth model (HBM 897 GB/s, interconnect 600 GB/s, batch 16, backward = 2 x forward)
-// TABLE: * slowest device. search: {{.*}}, 1 states explored, 11 greedy runs
+// TABLE-NEXT: cost model: analytical bandwidth model (HBM 897 GB/s, intra-node 600 GB/s, batch 16, backward = 2 x forward)
+// TABLE: * slowest device. search: {{.*}}, 1 states explored, 12 greedy runs
 
 // TORCHREC: "format": "neuroshard-torchrec-1",
 // TORCHREC: "a": {

@@ -13,6 +13,8 @@
 // LOOKUP_GREEDY: neuroshard.plan = {algorithm = "lookup-greedy", cost_model = "analytical"
 // RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=size-lookup-greedy seed=7" | FileCheck %s --check-prefix=SIZE_LOOKUP_GREEDY
 // SIZE_LOOKUP_GREEDY: neuroshard.plan = {algorithm = "size-lookup-greedy", cost_model = "analytical"
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=uniform-split-greedy seed=7" | FileCheck %s --check-prefix=UNIFORM_SPLIT_GREEDY
+// UNIFORM_SPLIT_GREEDY: neuroshard.plan = {algorithm = "uniform-split-greedy", cost_model = "analytical"
 
 // The plan JSON has the neuroshard-plan schema.
 // RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical plan-out=%t.json plan-table=%t.txt" -o /dev/null

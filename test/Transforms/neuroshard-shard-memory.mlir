@@ -40,7 +40,7 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memor
 // ADAM-SAME: reserved_fraction = 1.000000e-01
 // ADAM: neuroshard.table @big : rows 1000, dim 64, f32 shards [#neuroshard.shard<cols = 0 to 32, device = {{[01]}}>, #neuroshard.shard<cols = 32 to 64, device = {{[01]}}>]
 
-// UNKNOWN: error: unknown optimizer 'lamb'; expected one of sgd, adagrad, rowwise-adagrad, adam
+// UNKNOWN: error: optimizer: unknown optimizer 'lamb'; expected one of sgd, adagrad, rowwise-adagrad, adam
 // RESERVE: error: reserved-memory: the reserved memory must be a fraction in [0, 1) of each device, got 1.5
 // RISK: error: cost-risk: the risk margin must be between 0 and 10 standard deviations, got 11
 // FULL: error: {{.*}}(weights and adam state){{.*}}(90% of each device kept free)

@@ -1,12 +1,12 @@
 // Errors in the pass options name the option and the value.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical algorithm=best" 2>&1 | FileCheck %s --check-prefix=ALGO
-// ALGO: error: algorithm: unknown algorithm 'best' (expected one of: neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy)
+// ALGO: error: algorithm: unknown algorithm 'best' (expected one of: neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy, uniform-split-greedy)
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical memory-gb=8,x" 2>&1 | FileCheck %s --check-prefix=MEM
-// MEM: error: memory-gb entry 'x' is not a number of GB
+// MEM: error: memory-gb: 'x' is not a number of GB
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=3 memory-gb=8,8" 2>&1 | FileCheck %s --check-prefix=COUNT
-// COUNT: error: memory-gb lists 2 capacities for 3 devices
+// COUNT: error: memory-gb lists 2 values but there are 3 devices
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=65537" 2>&1 | FileCheck %s --check-prefix=MANY
-// MANY: error: the device count must be between 1 and 65536, got 65537
+// MANY: error: devices: the device count must be between 1 and 65536, got 65537
 // The table is pinned to device 1 of the module's 2; one device has none.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=1" 2>&1 | FileCheck %s --check-prefix=PINNED
 // PINNED: :[[@LINE+20]]:3: error: 'neuroshard.table' op table 'a': 'pinned_device' is 1 but there is only 1 device
@@ -26,7 +26,7 @@
 // RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical threshold-min=1.2 threshold-max=1.1" 2>&1 | FileCheck %s --check-prefix=TMAX
 // TMAX: error: threshold-max must be at least threshold-min (1.2) and at most 1000, got 1.1
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical algorithm=table-greedy-grid grid-steps=3 threshold-min=1.0 threshold-max=1.0" | FileCheck %s --check-prefix=GRID
-// GRID: greedy_runs = 3 : i64
+// GRID: greedy_runs = 4 : i64
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
   neuroshard.table @a : rows 30, dim 8, f32 {pinned_device = 1 : i64, pooling_factor = 1.0 : f64, access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}

@@ -33,14 +33,25 @@ static cl::opt<std::string> inputPath(cl::Positional,
                                       cl::init("-"), cl::cat(category));
 static cl::opt<unsigned>
     devices("devices",
-            cl::desc("Number of devices (default: one per --memory-gb value "
-                     "when several are given)"),
+            cl::desc("Number of devices (default: the task's topology, else "
+                     "one per --memory-gb value when several are given, else "
+                     "--nodes x 8)"),
             cl::cat(category));
 static cl::opt<std::string> memoryGB(
     "memory-gb",
     cl::desc("Memory per device in GB (2^30 bytes): one value for "
-             "all devices or a comma list, one per device (default 16)"),
-    cl::init("16"), cl::cat(category));
+             "all devices or a comma list, one per device (default: the "
+             "task's, else 16 on one node and 80 on several)"),
+    cl::cat(category));
+static cl::opt<unsigned>
+    nodes("nodes",
+          cl::desc("Nodes of the cluster, of equal size; devices are numbered "
+                   "node by node (default: the task's, else one node)"),
+          cl::cat(category));
+static cl::opt<unsigned> devicesPerNode(
+    "devices-per-node",
+    cl::desc("Devices per node, instead of --nodes (default: the task's)"),
+    cl::cat(category));
 // Defined before the option whose description refers to it: statics of one
 // file are initialised in order.
 static const std::string algorithmHelp =
@@ -95,13 +106,25 @@ static cl::opt<int64_t>
               cl::desc("Global batch size (default: the task's batch_size, "
                        "else 65536)"),
               cl::cat(category));
-static cl::opt<double> hbmGBps("hbm-gbps",
-                               cl::desc("Device memory bandwidth in GB/s"),
-                               cl::init(Topology().hbmBandwidthGBps),
-                               cl::cat(category));
-static cl::opt<double> interconnectGBps(
-    "interconnect-gbps", cl::desc("All-to-all bandwidth in GB/s"),
-    cl::init(Topology().interconnectBandwidthGBps), cl::cat(category));
+static cl::opt<double>
+    hbmGBps("hbm-gbps",
+            cl::desc("Device memory bandwidth in GB/s (default: the task's, "
+                     "else 897)"),
+            cl::cat(category));
+static cl::opt<double> intraNodeGBps(
+    "intra-node-gbps",
+    cl::desc("Bandwidth between the devices of a node in GB/s (default: "
+             "the task's, else 600)"),
+    cl::cat(category));
+static cl::alias interconnectGBps(
+    "interconnect-gbps",
+    cl::desc("Alias for --intra-node-gbps (its name before nodes)"),
+    cl::aliasopt(intraNodeGBps), cl::cat(category));
+static cl::opt<double> interNodeGBps(
+    "inter-node-gbps",
+    cl::desc("Bandwidth from a device to the devices of other nodes in GB/s "
+             "(default: the task's, else 50)"),
+    cl::cat(category));
 static cl::opt<std::string> optimizer(
     "optimizer",
     cl::desc("Optimizer whose state shares the devices with the weights: "
@@ -150,51 +173,37 @@ static Error optionError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
 
-/// The topology the options describe; `planDevices`, the device count of a
-/// plan to price, stands in for --devices when that is not given.
+/// An option's value, if it was given.
+template <typename T> static std::optional<T> given(const cl::opt<T> &option) {
+  if (!option.getNumOccurrences())
+    return std::nullopt;
+  return option.getValue();
+}
+
+/// The topology the options describe over the task's; `planDevices`, the
+/// device count of a plan to price, stands in for --devices when nothing
+/// else gives the count.
 static Expected<Topology> buildTopology(const PlanningTask &task,
                                         std::optional<unsigned> planDevices) {
-  if (StringRef(memoryGB).trim().empty())
-    return optionError("--memory-gb: expected a number or a comma list");
-  Expected<std::vector<double>> parsed = parseMemoryGBList(memoryGB);
-  if (!parsed)
-    return optionError("--memory-gb: " + toString(parsed.takeError()));
-  std::vector<double> capacities = std::move(*parsed);
-  unsigned n = devices.getNumOccurrences() ? unsigned(devices) : 0;
-  if (devices.getNumOccurrences())
-    if (RuleViolation v = checkDeviceCount(n))
-      return optionError("--devices: " + *v);
-  if (n == 0 && planDevices && capacities.size() == 1)
-    n = *planDevices;
-  if (n == 0) {
-    if (capacities.size() == 1)
-      return optionError("--devices is required unless --memory-gb lists one "
-                         "value per device");
-    n = capacities.size();
-  }
-  if (capacities.size() == 1)
-    capacities.assign(n, capacities.front());
-  if (capacities.size() != n)
-    return optionError(formatv("--memory-gb lists {0} values but there are "
-                               "{1} devices",
-                               capacities.size(), n));
-  Topology topology;
-  topology.memoryGB = std::move(capacities);
-  std::optional<Optimizer> parsedOptimizer = parseOptimizer(optimizer);
-  if (!parsedOptimizer)
-    return optionError("--optimizer: unknown optimizer '" + optimizer +
-                       "'; expected one of " + optimizerNameList());
-  topology.optimizer = *parsedOptimizer;
-  if (RuleViolation v = checkReservedFraction(reservedMemory))
-    return optionError("--reserved-memory: " + *v);
-  topology.reservedFraction = reservedMemory;
-  topology.hbmBandwidthGBps = hbmGBps;
-  topology.interconnectBandwidthGBps = interconnectGBps;
+  TopologyOptions options;
+  options.devices = given(devices);
+  options.memoryGB = given(memoryGB);
+  options.nodes = given(nodes);
+  options.devicesPerNode = given(devicesPerNode);
+  options.hbmGBps = given(hbmGBps);
+  options.intraNodeGBps = given(intraNodeGBps);
+  options.interNodeGBps = given(interNodeGBps);
+  options.optimizer = optimizer;
+  options.reservedFraction = reservedMemory;
+  Expected<Topology> topology = makeTopology(options, task.topology, "the task",
+                                             planDevices, commandLineSpelling);
+  if (!topology)
+    return topology.takeError();
   if (batchSize.getNumOccurrences())
-    topology.batchSize = batchSize;
+    topology->batchSize = batchSize;
   else if (task.batchSize)
-    topology.batchSize = *task.batchSize;
-  return std::move(topology);
+    topology->batchSize = *task.batchSize;
+  return topology;
 }
 
 static Expected<SearchOptions> buildSearchOptions() {

@@ -28,7 +28,7 @@ protected:
     topology = Topology::uniform(2, 16);
     topology.batchSize = 1000;
     topology.hbmBandwidthGBps = 2;
-    topology.interconnectBandwidthGBps = 4;
+    topology.intraNodeBandwidthGBps = 4;
     ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
   }
 
@@ -78,39 +78,64 @@ TEST_F(AnalyticalCostModelTest, PricesManySetsInOneCall) {
 }
 
 TEST_F(AnalyticalCostModelTest, CommunicationOfABatchOfPlans) {
-  // Plan 0: dim sums 64 and 32. Device 0 sends half of its 64 columns
-  // (B * 64 * 4 / 2 bytes) and receives B/2 bags of device 1's 32; device 1
-  // the reverse. Plan 1: everything on device 0.
-  std::vector<double> dims = {64, 32, 96, 0};
+  // Plan 0: table a on device 0, b on device 1; plan 1: both on device 0.
+  // A device sends and receives half of the other's pooled values, and the
+  // indices of the other's bags.
+  std::vector<DeviceTraffic> traffic =
+      computeTraffic(tables, topology, {{0, 0, 256}, {1, 0, 64}}, {0, 1});
+  std::vector<DeviceTraffic> together =
+      computeTraffic(tables, topology, {{0, 0, 256}, {1, 0, 64}}, {0, 0});
+  traffic.insert(traffic.end(), together.begin(), together.end());
   std::vector<double> bw(4);
-  ASSERT_EQ(errorMessage(model.predictBackwardComm(dims, bw)), "");
-  double big = ms(1000 * 64 * 4 / 2.0, 4);
+  ASSERT_EQ(errorMessage(model.predictBackwardComm(traffic, bw)), "");
+  double big = ms(1000 * 256 * 4 / 2.0, 4), whole = ms(1000 * 320 * 4 / 2.0, 4);
   EXPECT_DOUBLE_EQ(bw[0], big);
   EXPECT_DOUBLE_EQ(bw[1], big);
-  EXPECT_DOUBLE_EQ(bw[2], ms(1000 * 96 * 4 / 2.0, 4));
-  EXPECT_DOUBLE_EQ(bw[3], ms(1000 * 96 * 4 / 2.0, 4));
+  EXPECT_DOUBLE_EQ(bw[2], whole);
+  EXPECT_DOUBLE_EQ(bw[3], whole);
 
-  // Forward adds the wait for the latest device.
+  // Forward adds the index distribution (device 0 receives the 1000 x 2 / 2
+  // lookups of a from device 1's bags and sends it half of b's 1000 x 4)
+  // and the wait for the latest device.
   std::vector<double> late = {0, 0.5, 0.25, 0};
   std::vector<double> fw(4);
-  ASSERT_EQ(errorMessage(model.predictForwardComm(dims, late, fw)), "");
-  EXPECT_DOUBLE_EQ(fw[0], big + 0.5);
-  EXPECT_DOUBLE_EQ(fw[1], big);
-  EXPECT_DOUBLE_EQ(fw[2], bw[2]);
-  EXPECT_DOUBLE_EQ(fw[3], bw[3] + 0.25);
+  ASSERT_EQ(errorMessage(model.predictForwardComm(traffic, late, fw)), "");
+  double indices = ms(1000 * 4 / 2.0 * 4, 4);
+  EXPECT_DOUBLE_EQ(fw[0], big + indices + 0.5);
+  EXPECT_DOUBLE_EQ(fw[1], big + indices);
+  EXPECT_DOUBLE_EQ(fw[2], whole + ms(1000 * 6 / 2.0 * 4, 4));
+  EXPECT_DOUBLE_EQ(fw[3], whole + ms(1000 * 6 / 2.0 * 4, 4) + 0.25);
 
-  std::vector<double> odd = {1, 2, 3};
+  std::vector<DeviceTraffic> odd(3);
   std::vector<double> out(3);
   EXPECT_EQ(errorMessage(model.predictBackwardComm(odd, out)),
-            "analytical cost model: 3 dim sums are not a whole number of "
-            "plans on 2 devices");
+            "analytical cost model: the traffic of 3 devices is not a whole "
+            "number of plans on 2 devices");
+}
+
+TEST_F(AnalyticalCostModelTest, LinksTakeTheirTurns) {
+  // Each kind of link carries the larger direction at its own bandwidth;
+  // the intra-node and inter-node parts add up.
+  Topology cluster = Topology::uniform(4, 16);
+  cluster.devicesPerNode = 2;
+  cluster.intraNodeBandwidthGBps = 8;
+  cluster.interNodeBandwidthGBps = 2;
+  ASSERT_EQ(errorMessage(model.prepare(tables, cluster)), "");
+  LinkVolume volume{1000, 3000, 700, 500};
+  EXPECT_DOUBLE_EQ(model.pooledExchangeMs(volume),
+                   ms(3000 * 4, 8) + ms(700 * 4, 2));
+  EXPECT_DOUBLE_EQ(model.indexDistributionMs(volume),
+                   ms(3000 * 4, 8) + ms(700 * 4, 2));
 }
 
 TEST_F(AnalyticalCostModelTest, OneDeviceCommunicatesNothing) {
-  ASSERT_EQ(errorMessage(model.prepare(tables, Topology::uniform(1, 16))), "");
-  std::vector<double> dims = {320}, bw(1), fw(1), late = {0};
-  ASSERT_EQ(errorMessage(model.predictBackwardComm(dims, bw)), "");
-  ASSERT_EQ(errorMessage(model.predictForwardComm(dims, late, fw)), "");
+  Topology one = Topology::uniform(1, 16);
+  ASSERT_EQ(errorMessage(model.prepare(tables, one)), "");
+  std::vector<DeviceTraffic> traffic =
+      computeTraffic(tables, one, {{0, 0, 256}, {1, 0, 64}}, {0, 0});
+  std::vector<double> bw(1), fw(1), late = {0};
+  ASSERT_EQ(errorMessage(model.predictBackwardComm(traffic, bw)), "");
+  ASSERT_EQ(errorMessage(model.predictForwardComm(traffic, late, fw)), "");
   EXPECT_EQ(bw[0], 0.0);
   EXPECT_EQ(fw[0], 0.0);
 }
@@ -119,14 +144,28 @@ TEST_F(AnalyticalCostModelTest, DescribesItself) {
   EXPECT_EQ(model.name(), "analytical");
   EXPECT_EQ(model.requiredDevices(), std::nullopt);
   EXPECT_EQ(model.description(),
-            "analytical bandwidth model (HBM 2 GB/s, interconnect 4 GB/s, "
+            "analytical bandwidth model (HBM 2 GB/s, intra-node 4 GB/s, "
             "batch 1000, backward = 2 x forward)");
   Topology broken = topology;
   broken.batchSize = 0;
   EXPECT_EQ(errorMessage(model.prepare(tables, broken)),
-            "analytical cost model: needs at least one device and positive "
-            "bandwidths and batch size, got 2 devices, HBM 2 GB/s, "
-            "interconnect 4 GB/s, batch 0");
+            "analytical cost model: needs at least one device in whole "
+            "nodes, bandwidths in [0.001, 1e+09] GB/s and a positive batch "
+            "size, got 2 devices in nodes of 2, HBM 2 GB/s, intra-node 4 "
+            "GB/s, inter-node 50 GB/s, batch 0");
+  broken = topology;
+  broken.interNodeBandwidthGBps = 0;
+  EXPECT_NE(errorMessage(model.prepare(tables, broken)), "");
+
+  Topology cluster = Topology::uniform(16, 80);
+  cluster.devicesPerNode = 8;
+  ASSERT_EQ(errorMessage(model.prepare(tables, cluster)), "");
+  EXPECT_EQ(model.description(),
+            "analytical bandwidth model (HBM 897 GB/s, 2 nodes of 8 devices, "
+            "intra-node 600 GB/s, inter-node 50 GB/s, batch 65536, backward "
+            "= 2 x forward)");
+  cluster.devicesPerNode = 3;
+  EXPECT_NE(errorMessage(model.prepare(tables, cluster)), "");
 }
 
 } // namespace

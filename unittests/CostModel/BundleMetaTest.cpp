@@ -99,6 +99,25 @@ TEST(BundleMetaTest, RefusesDeviceCountsOutOfRange) {
                 "\"devices\" must be a positive integer or null, got 2");
 }
 
+TEST(BundleMetaTest, ReadsTheNodesOfTheCommModels) {
+  Expected<BundleMeta> meta = parseBundleMeta("b", metaWith());
+  ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
+  EXPECT_EQ(meta->info.nodes, 1u);
+  meta = parseBundleMeta("b", metaWith("nodes", 2));
+  ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
+  EXPECT_EQ(meta->info.nodes, 2u);
+  meta = parseBundleMeta("b", metaWith("nodes", nullptr));
+  ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
+  EXPECT_EQ(meta->info.nodes, 1u);
+  EXPECT_EQ(parseError(metaWith("nodes", 3)),
+            std::string(kPrefix) +
+                "\"nodes\": 2 devices do not split into 3 nodes of equal "
+                "size");
+  EXPECT_EQ(parseError(metaWith("nodes", "two")),
+            std::string(kPrefix) +
+                "\"nodes\" must be a positive integer, got \"two\"");
+}
+
 TEST(BundleMetaTest, RefusesEncodingWidthsOutOfRange) {
   // 2^32 + 32 used to be truncated to 32.
   EXPECT_EQ(parseError(metaWith("encoding_dim", int64_t(4294967328))),

@@ -91,13 +91,13 @@ public:
     return llvm::Error::success();
   }
   llvm::Error
-  predictBackwardComm(llvm::ArrayRef<double>,
+  predictBackwardComm(llvm::ArrayRef<DeviceTraffic>,
                       llvm::MutableArrayRef<double> costsMs) override {
     std::fill(costsMs.begin(), costsMs.end(), 0.0);
     return llvm::Error::success();
   }
   llvm::Error
-  predictForwardComm(llvm::ArrayRef<double>, llvm::ArrayRef<double>,
+  predictForwardComm(llvm::ArrayRef<DeviceTraffic>, llvm::ArrayRef<double>,
                      llvm::MutableArrayRef<double> costsMs) override {
     std::fill(costsMs.begin(), costsMs.end(), 0.0);
     return llvm::Error::success();

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Placement.h"
 #include "TestProblems.h"
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
@@ -21,9 +22,13 @@
 
 #include "gtest/gtest.h"
 
+#include <set>
+
 using namespace llvm;
 using namespace neuroshard;
 using namespace neuroshard::testing;
+
+namespace placement = neuroshard::detail;
 
 namespace {
 
@@ -79,23 +84,36 @@ double neuroShardCost(ArrayRef<TableSpec> tables, const Topology &topology,
   return result ? result->cost.maxMs : 0.0;
 }
 
+/// `devices` devices of 80 GB, in nodes of `nodeSize` (0: one node).
+Topology cluster(unsigned devices, unsigned nodeSize) {
+  Topology topology = Topology::uniform(devices, 80);
+  if (nodeSize && devices > nodeSize)
+    topology.devicesPerNode = nodeSize;
+  return topology;
+}
+
 TEST(ClusterSearchTest, TiedHotTablesReachTheEvenSplit) {
-  for (unsigned k : {2u, 3u, 5u, 8u, 16u}) {
-    std::vector<TableSpec> tables = hotTables(k);
-    double previous = std::numeric_limits<double>::infinity();
-    for (unsigned devices : {2u, 4u, 8u, 16u, 32u, 64u}) {
-      Topology topology = Topology::uniform(devices, 80);
-      AnalyticalCostModel model;
-      double cost = neuroShardCost(tables, topology, model);
-      double optimum = obviousOptimum(tables, k, topology, model);
-      EXPECT_LE(cost, optimum * 1.02)
-          << k << " hot tables on " << devices << " devices";
-      // More devices for the same tables never cost more.
-      EXPECT_LE(cost, previous * 1.01)
-          << k << " hot tables on " << devices << " devices";
-      previous = cost;
+  // One node, and nodes of 8 devices (on which the network between nodes
+  // is 12 times slower than inside one).
+  for (unsigned nodeSize : {0u, 8u})
+    for (unsigned k : {2u, 3u, 5u, 8u, 16u}) {
+      std::vector<TableSpec> tables = hotTables(k);
+      double previous = std::numeric_limits<double>::infinity();
+      for (unsigned devices : {2u, 4u, 8u, 16u, 32u, 64u}) {
+        Topology topology = cluster(devices, nodeSize);
+        AnalyticalCostModel model;
+        double cost = neuroShardCost(tables, topology, model);
+        double optimum = obviousOptimum(tables, k, topology, model);
+        EXPECT_LE(cost, optimum * 1.02)
+            << k << " hot tables on " << devices << " devices in "
+            << topology.numNodes() << " nodes";
+        // More devices for the same tables never cost more.
+        EXPECT_LE(cost, previous * 1.01)
+            << k << " hot tables on " << devices << " devices in "
+            << topology.numNodes() << " nodes";
+        previous = cost;
+      }
     }
-  }
 }
 
 // The case the search used to stall on: five hot tables on 16 devices
@@ -109,6 +127,60 @@ TEST(ClusterSearchTest, FiveHotTablesOnSixteenDevices) {
   double onSixteen = neuroShardCost(tables, sixteen, model);
   EXPECT_LT(onSixteen, onEight * 0.75);
   EXPECT_LE(onSixteen, obviousOptimum(tables, 5, sixteen, model) * 1.02);
+}
+
+// Node affinity: y (cost 96) takes device 0 and x's first half (20) device
+// 1; the free greedy puts x's second half on the cheapest device, 2, in
+// the other node, so x's lookups cross the network twice. Keeping x in its
+// node puts the half on node 0's device without x, device 0.
+TEST(ClusterSearchTest, GreedyKeepsPiecesInTheirNodeWhenAsked) {
+  std::vector<TableSpec> tables = {makeTable("y", 10, 8, 12),
+                                   makeTable("x", 10, 8, 5)};
+  Topology topology = cluster(4, 2);
+  SliceCostModel model;
+  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  SearchStats stats;
+  placement::ComputeCostCache cache(model, stats);
+  placement::SearchContext ctx(tables, topology, model, cache, stats);
+  placement::PlacementInput input = placement::makePlacementInput(
+      tables, topology, {{0, 0, 8}, {1, 0, 4}, {1, 4, 8}});
+  ASSERT_EQ(errorMessage(placement::orderByModelCost({&input}, cache)), "");
+  std::vector<placement::GreedyRun> runs;
+  double noLimit = std::numeric_limits<double>::infinity();
+  runs.emplace_back(input, ctx.capacities, noLimit, true, 0);
+  runs.emplace_back(input, ctx.capacities, noLimit, true, 2);
+  ASSERT_EQ(errorMessage(placement::runGreedyLockstep(runs, ctx)), "");
+  auto devices = [&](const placement::GreedyRun &run) {
+    std::vector<unsigned> deviceOf(input.slices.size());
+    for (auto [slice, device] : zip_equal(input.order, run.placedOn))
+      deviceOf[slice] = device;
+    return deviceOf;
+  };
+  EXPECT_EQ(devices(runs[0]), (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(devices(runs[1]), (std::vector<unsigned>{0, 1, 0}));
+}
+
+// The search makes both kinds of run and keeps what the model prices
+// lower: on TorchRec's default network between nodes (12.5 GB/s per GPU),
+// every hot table's pieces share a node.
+TEST(ClusterSearchTest, SlowNetworksKeepPiecesInANode) {
+  std::vector<TableSpec> tables = hotTables(3);
+  Topology topology = cluster(8, 4);
+  topology.interNodeBandwidthGBps = 12.5;
+  AnalyticalCostModel model;
+  Expected<PlanResult> result =
+      planSharding(tables, topology, SearchOptions(), model);
+  ASSERT_EQ(errorMessage(result), "");
+  for (unsigned t = 0; t < 3; ++t) {
+    std::set<unsigned> nodes, pieces;
+    for (const Shard &shard : result->plan.shards)
+      if (shard.table == t) {
+        nodes.insert(topology.nodeOf(shard.device));
+        pieces.insert(shard.device);
+      }
+    EXPECT_GT(pieces.size(), 1u) << "hot" << t << " is split";
+    EXPECT_EQ(nodes.size(), 1u) << "hot" << t << " stays in one node";
+  }
 }
 
 } // namespace

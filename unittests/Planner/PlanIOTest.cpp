@@ -139,7 +139,7 @@ TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
             "task: 'batch_size' must be positive, got 0");
   EXPECT_EQ(parseError(R"({"devices": 4})"),
             "task: unknown field 'devices' (expected one of: batch_size, "
-            "tables)");
+            "topology, tables)");
   EXPECT_EQ(parseError("[1]"), "task: expected a JSON object at the top level");
   EXPECT_EQ(parseError("{").substr(0, 20), "task: invalid JSON: ");
   EXPECT_EQ(parseError(R"({"tables": [3]})"), "tables[0]: expected an object");
@@ -176,10 +176,10 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   for (const auto &entry : plan)
     keys.push_back(entry.first.str());
   llvm::sort(keys);
-  EXPECT_EQ(keys, (std::vector<std::string>{"algorithm", "cost_model",
-                                            "cost_ms", "devices", "optimizer",
-                                            "per_device", "reserved_fraction",
-                                            "search", "shards", "warnings"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "algorithm", "cost_model", "cost_ms", "devices",
+                      "devices_per_node", "nodes", "optimizer", "per_device",
+                      "reserved_fraction", "search", "shards", "warnings"}));
   EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
   EXPECT_EQ(plan.getString("cost_model"), "analytical");
   EXPECT_EQ(plan.getInteger("devices"), 2);

@@ -62,10 +62,10 @@ TEST(AlgorithmNamesTest, RoundTrip) {
   for (Algorithm algorithm : allAlgorithms())
     EXPECT_EQ(parseAlgorithm(algorithmName(algorithm)), algorithm);
   EXPECT_EQ(parseAlgorithm("greedy"), std::nullopt);
-  EXPECT_EQ(allAlgorithms().size(), 7u);
+  EXPECT_EQ(allAlgorithms().size(), 8u);
   EXPECT_EQ(algorithmNameList(),
             "neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, "
-            "lookup-greedy, size-lookup-greedy");
+            "lookup-greedy, size-lookup-greedy, uniform-split-greedy");
 }
 
 TEST(SearchOptionsTest, RejectsBadValues) {
@@ -109,7 +109,7 @@ TEST(SearchOptionsTest, FrontEndsBuildThemFromNames) {
   EXPECT_EQ(errorMessage(options),
             "algorithm: unknown algorithm 'best' (expected one of: "
             "neuroshard, table-greedy-grid, random, size-greedy, dim-greedy, "
-            "lookup-greedy, size-lookup-greedy)");
+            "lookup-greedy, size-lookup-greedy, uniform-split-greedy)");
   values.candidates = 0;
   options = makeSearchOptions("neuroshard", values, /*progress=*/false);
   EXPECT_EQ(errorMessage(options),
@@ -142,7 +142,8 @@ TEST(TableGreedyGridTest, BreaksTiesByMemoryThenIndexWithinDimLimit) {
 
 // Order by cost: a (400), b (200), w1 (8), w2 (8); a -> 0, b -> 1, w1 -> 1.
 // Total dim 24: at s = 1.0 and 1.5 device 1 may hold 12 and 18 columns, so
-// w2 must join a (cost 408); at s = 2.0 it joins b and the plan costs 400.
+// w2 must join a (cost 408); at s = 2.0, or without a limit, it joins b and
+// the plan costs 400.
 TEST(TableGreedyGridTest, KeepsTheCheapestThreshold) {
   std::vector<TableSpec> tables = {
       makeTable("a", 10, 4, 100), makeTable("w1", 10, 8, 1),
@@ -155,14 +156,17 @@ TEST(TableGreedyGridTest, KeepsTheCheapestThreshold) {
   PlanResult result = plan(tables, topology, options, model);
   EXPECT_EQ(devicesOfTables(result.plan), (std::vector<unsigned>{0, 1, 1, 1}));
   EXPECT_EQ(result.cost.maxMs, 400);
-  EXPECT_EQ(result.stats.greedyRuns, 3u);
+  // Three thresholds and the run without a limit.
+  EXPECT_EQ(result.stats.greedyRuns, 4u);
   options.gridSteps = 2;
   options.thresholdMax = 1.5;
-  EXPECT_EQ(plan(tables, topology, options, model).cost.maxMs, 408);
+  result = plan(tables, topology, options, model);
+  EXPECT_EQ(result.cost.maxMs, 400);
+  EXPECT_EQ(result.stats.greedyRuns, 3u);
 }
 
 // Table a (32 columns) exceeds every dim limit (40 / 2 * 1.5 = 30), so all
-// thresholds fail; the search retries without a limit instead of failing:
+// thresholds fail; the run without a limit places it instead of failing:
 // b (400) -> 0, a (320) -> 1, c (4) -> 1.
 TEST(TableGreedyGridTest, FallsBackWhenEveryThresholdFails) {
   std::vector<TableSpec> tables = {makeTable("a", 10, 32, 10),
@@ -317,14 +321,14 @@ public:
                        MutableArrayRef<double> costsMs) override {
     return model.predictCompute(sets, costsMs);
   }
-  Error predictBackwardComm(ArrayRef<double> dimSums,
+  Error predictBackwardComm(ArrayRef<DeviceTraffic> traffic,
                             MutableArrayRef<double> costsMs) override {
-    return model.predictBackwardComm(dimSums, costsMs);
+    return model.predictBackwardComm(traffic, costsMs);
   }
-  Error predictForwardComm(ArrayRef<double> dimSums,
+  Error predictForwardComm(ArrayRef<DeviceTraffic> traffic,
                            ArrayRef<double> stragglersMs,
                            MutableArrayRef<double> costsMs) override {
-    return model.predictForwardComm(dimSums, stragglersMs, costsMs);
+    return model.predictForwardComm(traffic, stragglersMs, costsMs);
   }
 
 private:
@@ -383,6 +387,34 @@ TEST(BaselineTest, ProxyGreediesRankByTheirProxy) {
   EXPECT_EQ(devices(Algorithm::LookupGreedy), (std::vector<unsigned>{2, 1, 0}));
   EXPECT_EQ(devices(Algorithm::SizeLookupGreedy),
             (std::vector<unsigned>{1, 2, 0}));
+}
+
+// Costs alone (width x pooling): a 96, b 8, c 8; the fair share of 2
+// devices is 56, so a is cut into 2 pieces of 48 (96 / 56 rounds up to 2),
+// which go to devices 0 and 1, then b -> 0 and c -> 1. A 12-column table
+// that should be cut in 2 is not: 12 columns make no 2 pieces of whole
+// groups of 4, and 3 pieces are more than the devices.
+TEST(BaselineTest, UniformSplitGreedyCutsTablesAboveTheFairShare) {
+  std::vector<TableSpec> tables = {makeTable("a", 10, 16, 6),
+                                   makeTable("b", 10, 8, 1),
+                                   makeTable("c", 10, 8, 1)};
+  Topology topology = Topology::uniform(2, 1);
+  SliceCostModel model;
+  PlanResult result = plan(tables, topology,
+                           withAlgorithm(Algorithm::UniformSplitGreedy), model);
+  std::vector<Shard> expected = {
+      {0, 0, 8, 0}, {0, 8, 16, 1}, {1, 0, 8, 0}, {2, 0, 8, 1}};
+  EXPECT_EQ(result.plan.shards, expected);
+  EXPECT_EQ(result.cost.maxMs, 56);
+
+  tables[0].dim = 12;
+  result = plan(tables, topology, withAlgorithm(Algorithm::UniformSplitGreedy),
+                model);
+  EXPECT_EQ(result.plan.shards.size(), 3u);
+  // Three devices take three pieces of 4 columns.
+  result = plan(tables, Topology::uniform(3, 1),
+                withAlgorithm(Algorithm::UniformSplitGreedy), model);
+  EXPECT_EQ(result.plan.shards.size(), 5u);
 }
 
 // Sizes 4, 3, 2, 1: a -> 0, b -> 1, c -> 1 (3 < 4), d -> 0 (4 < 5).

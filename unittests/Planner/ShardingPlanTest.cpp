@@ -159,7 +159,7 @@ TEST(EvaluatePlanTest, MatchesAnalyticalFormulas) {
   Topology topology = Topology::uniform(2, 1);
   topology.batchSize = 1000;
   topology.hbmBandwidthGBps = 1;
-  topology.interconnectBandwidthGBps = 2;
+  topology.intraNodeBandwidthGBps = 2;
   ShardingPlan plan = {{{0, 0, 128, 0}, {1, 0, 32, 1}, {2, 0, 64, 1}}};
   AnalyticalCostModel model;
   Expected<PlanCost> cost = evaluatePlan(tables, topology, plan, model);
@@ -182,11 +182,16 @@ TEST(EvaluatePlanTest, MatchesAnalyticalFormulas) {
   double bw1 = ms(std::max(1000 * 96 * 4 / 2.0, 1000 / 2.0 * 4 * 128), 2);
   EXPECT_DOUBLE_EQ(d0.bwCommMs, bw0);
   EXPECT_DOUBLE_EQ(d1.bwCommMs, bw1);
-  // The earlier device waits for the later one in the forward all-to-all.
+  // The forward adds the index distribution: device 0 receives device 1's
+  // half of big's 10 lookups per bag and sends it half of x's and y's 3;
+  // device 1 the other way round. And the earlier device waits for the
+  // later one.
+  double indices0 = ms(std::max(1000 / 2.0 * 10, 1000 / 2.0 * 3) * 4, 2);
+  double indices1 = indices0;
   double arrive0 = big + bw0, arrive1 = x + y + bw1;
   double latest = std::max(arrive0, arrive1);
-  EXPECT_DOUBLE_EQ(d0.fwCommMs, bw0 + latest - arrive0);
-  EXPECT_DOUBLE_EQ(d1.fwCommMs, bw1 + latest - arrive1);
+  EXPECT_DOUBLE_EQ(d0.fwCommMs, indices0 + bw0 + latest - arrive0);
+  EXPECT_DOUBLE_EQ(d1.fwCommMs, indices1 + bw1 + latest - arrive1);
   EXPECT_DOUBLE_EQ(cost->maxMs, std::max(d0.totalMs(), d1.totalMs()));
 }
 
@@ -219,7 +224,7 @@ TEST(EvaluatePlanTest, SharedTablesCountEveryFeature) {
               1e-9 * separateCost->devices[0].computeMs);
   EXPECT_EQ(deviceMemoryBytes(one, topology, {{{0, 0, 32, 0}}})[0],
             1000u * 32 * 4);
-  EXPECT_EQ(deviceDimSums(one, topology, {{{0, 0, 32, 0}}})[0], 64.0);
+  EXPECT_EQ(computeTraffic(one, topology, {{{0, 0, 32, 0}}})[0].dimSum, 64.0);
 }
 
 TEST(EvaluatePlanTest, RejectsInvalidPlans) {

@@ -6,7 +6,8 @@
 //
 // A deterministic bandwidth model in the style of TorchRec's planner: the
 // fused kernel's bytes over HBM bandwidth with a penalty for narrow slices,
-// backward = 2 x forward, and all-to-all bytes over interconnect bandwidth.
+// backward = 2 x forward, and all-to-all bytes over the topology's links
+// (intra-node and inter-node bandwidth).
 // It needs no files and is always available. docs/cost-model.md gives the
 // formulas.
 //
@@ -59,12 +60,18 @@ public:
   predictComputeFromSums(llvm::ArrayRef<double> sums,
                          llvm::MutableArrayRef<double> costsMs) override;
   llvm::Error
-  predictBackwardComm(llvm::ArrayRef<double> dimSums,
+  predictBackwardComm(llvm::ArrayRef<DeviceTraffic> traffic,
                       llvm::MutableArrayRef<double> costsMs) override;
   llvm::Error
-  predictForwardComm(llvm::ArrayRef<double> dimSums,
+  predictForwardComm(llvm::ArrayRef<DeviceTraffic> traffic,
                      llvm::ArrayRef<double> stragglersMs,
                      llvm::MutableArrayRef<double> costsMs) override;
+
+  /// Milliseconds a device takes to exchange `pooled` values of the pooled
+  /// outputs (or their gradients), and to receive and send `indices`
+  /// lookups, over the prepared topology's links. Requires prepare().
+  double pooledExchangeMs(const LinkVolume &pooled) const;
+  double indexDistributionMs(const LinkVolume &indices) const;
 
   /// Forward + backward cost of one slice in ms; a set costs the sum of its
   /// slices. Requires prepare().
@@ -73,10 +80,14 @@ public:
 private:
   /// Fails if `slice` names a table prepare() was not given.
   llvm::Error checkPrepared(const ColumnSlice &slice) const;
-  /// Time for each device of each plan to send and receive its pooled
-  /// outputs in one all-to-all (no waiting).
-  llvm::Error transferMs(llvm::ArrayRef<double> dimSums,
-                         llvm::MutableArrayRef<double> costsMs) const;
+  /// Milliseconds to move `volume` values of `bytesPerValue` bytes: each
+  /// kind of link carries the larger of its two directions, and the
+  /// inter-node part and the intra-node part take their turns.
+  double linkMs(const LinkVolume &volume, double bytesPerValue) const;
+  /// Fails unless `traffic` is whole plans of the prepared device count
+  /// and `costsMs` as long.
+  llvm::Error checkLayout(llvm::ArrayRef<DeviceTraffic> traffic,
+                          llvm::MutableArrayRef<double> costsMs) const;
 
   AnalyticalCostParams params;
   std::vector<TableSpec> tables;

@@ -6,8 +6,9 @@
 //
 // A cost model predicts, in milliseconds, the three terms of a plan's cost
 // (DESIGN §3): the compute cost of one device's fused embedding kernel for a
-// set of column slices, and the backward and forward all-to-all costs of each
-// device from the per-device dim sums and straggler times.
+// set of column slices, and the backward and forward exchange costs of each
+// device from what it exchanges over which links (Sharding/Traffic.h) and
+// the straggler times.
 //
 // Every query is batched: the search asks for many shard sets (or many plans'
 // communication) in one call, so that a neural model can encode each table
@@ -22,6 +23,7 @@
 #define NEUROSHARD_COSTMODEL_COSTMODEL_H
 
 #include "neuroshard/Sharding/Problem.h"
+#include "neuroshard/Sharding/Traffic.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -47,6 +49,9 @@ public:
   virtual std::optional<unsigned> requiredDevices() const {
     return std::nullopt;
   }
+  /// The node count of the cluster the communication terms were measured
+  /// on, if they are tied to one (with requiredDevices); nullopt for any.
+  virtual std::optional<unsigned> requiredNodes() const { return std::nullopt; }
   /// What a plan report should say about how far the model's predictions
   /// hold for the problem prepare() last bound, one sentence each: a batch
   /// size outside the measured range, tables outside the trained ranges, a
@@ -102,27 +107,28 @@ public:
   predictComputeFromSums(llvm::ArrayRef<double> sums,
                          llvm::MutableArrayRef<double> costsMs);
 
-  /// Predicts the backward all-to-all cost of every device of a batch of
-  /// plans. dimSums holds K plans of N values each (N = device count of the
-  /// prepared topology): dimSums[k * N + d] is the total width of the slices
-  /// on device d of plan k. costsMs has the same layout.
+  /// Predicts the backward exchange cost of every device of a batch of
+  /// plans. `traffic` holds K plans of N devices each (N = device count of
+  /// the prepared topology): traffic[k * N + d] is what device d of plan k
+  /// exchanges (Sharding/Traffic.h). costsMs has the same layout.
   virtual llvm::Error
-  predictBackwardComm(llvm::ArrayRef<double> dimSums,
+  predictBackwardComm(llvm::ArrayRef<DeviceTraffic> traffic,
                       llvm::MutableArrayRef<double> costsMs) = 0;
 
-  /// Predicts the forward all-to-all cost of every device of a batch of
-  /// plans, including the time each device waits for the slowest one.
-  /// stragglersMs[k * N + d] is how much later device d of plan k reaches the
-  /// collective than the earliest device: (compute + backward comm)(d) minus
-  /// its minimum over devices. Layout as for predictBackwardComm.
+  /// Predicts the forward exchange cost of every device of a batch of plans
+  /// (the index distribution and the pooled exchange), including the time
+  /// each device waits for the slowest one. stragglersMs[k * N + d] is how
+  /// much later device d of plan k reaches the collective than the earliest
+  /// device: (compute + backward comm)(d) minus its minimum over devices.
+  /// Layout as for predictBackwardComm.
   virtual llvm::Error
-  predictForwardComm(llvm::ArrayRef<double> dimSums,
+  predictForwardComm(llvm::ArrayRef<DeviceTraffic> traffic,
                      llvm::ArrayRef<double> stragglersMs,
                      llvm::MutableArrayRef<double> costsMs) = 0;
 };
 
-/// Fails, naming the model and both counts, if `model` is tied to a device
-/// count other than the topology's.
+/// Fails, naming the model and both shapes, if `model` is tied to a device
+/// or node count other than the topology's.
 llvm::Error checkCostModelSupports(const CostModel &model,
                                    const Topology &topology);
 

@@ -43,6 +43,8 @@ struct NeuralBundleInfo {
   /// Device count of the comm models; nullopt when the bundle has none and
   /// the analytical comm terms are used.
   std::optional<unsigned> devices;
+  /// The nodes those devices were on ("nodes" in meta.json, 1 when absent).
+  unsigned nodes = 1;
 };
 
 /// A neural cost model loaded from a bundle. Not thread-safe: it memoises
@@ -63,6 +65,7 @@ public:
   llvm::StringRef name() const override;
   std::string description() const override;
   std::optional<unsigned> requiredDevices() const override;
+  std::optional<unsigned> requiredNodes() const override;
   std::vector<std::string> warnings() const override;
   /// True for a bundle whose compute.pt exports spread() (the standard
   /// deviation of an ensemble's members) with more than one member.
@@ -94,10 +97,13 @@ public:
   predictComputeFromSums(llvm::ArrayRef<double> sums,
                          llvm::MutableArrayRef<double> costsMs) override;
   llvm::Error
-  predictBackwardComm(llvm::ArrayRef<double> dimSums,
+  predictBackwardComm(llvm::ArrayRef<DeviceTraffic> traffic,
                       llvm::MutableArrayRef<double> costsMs) override;
+  /// The comm models price the pooled exchange they were measured on; the
+  /// index distribution, which they did not measure, is the analytical
+  /// model's.
   llvm::Error
-  predictForwardComm(llvm::ArrayRef<double> dimSums,
+  predictForwardComm(llvm::ArrayRef<DeviceTraffic> traffic,
                      llvm::ArrayRef<double> stragglersMs,
                      llvm::MutableArrayRef<double> costsMs) override;
 

@@ -13,6 +13,7 @@
 #define NEUROSHARD_PLANNER_PLANEVALUATION_H
 
 #include "neuroshard/Sharding/Plan.h"
+#include "neuroshard/Sharding/Traffic.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -31,13 +32,13 @@ llvm::Expected<PlanCost> evaluatePlan(llvm::ArrayRef<TableSpec> tables,
                                       CostModel &model);
 
 /// Completes the cost of a batch of K plans on N devices from their
-/// per-device compute costs and dim sums (K * N values each, plan-major):
+/// per-device compute costs and traffic (K * N values each, plan-major):
 /// asks the model for backward comm, derives straggler times, asks for
 /// forward comm. Shared by evaluatePlan and the search so both price plans
 /// identically.
 llvm::Expected<std::vector<PlanCost>>
 completePlanCosts(unsigned numDevices, llvm::ArrayRef<double> computeMs,
-                  llvm::ArrayRef<double> dimSums, CostModel &model);
+                  llvm::ArrayRef<DeviceTraffic> traffic, CostModel &model);
 
 } // namespace neuroshard
 

@@ -9,6 +9,10 @@
 //
 // Task input:
 //   {"batch_size": 65536,                       (optional)
+//    "topology": {"devices": 16, "nodes": 2,    (optional, every field too)
+//                 "devices_per_node": 8, "memory_gb": 80 or [80, ...],
+//                 "hbm_gbps": 897, "intra_node_gbps": 600,
+//                 "inter_node_gbps": 50},
 //    "tables": [{"name": "t0", "rows": 100000, "dim": 64,
 //                "dtype": "f32",                 (optional: f32 f16 bf16 f64
 //                                                 i8)
@@ -24,6 +28,7 @@
 #define NEUROSHARD_PLANNER_PLANIO_H
 
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Planner/TopologyOptions.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -34,10 +39,13 @@
 
 namespace neuroshard {
 
-/// A task as read from JSON: the tables and, if given, the batch size.
+/// A task as read from JSON: the tables and, if given, the batch size and
+/// what it says of the devices (makeTopology resolves it with a front end's
+/// options).
 struct PlanningTask {
   std::vector<TableSpec> tables;
   std::optional<int64_t> batchSize;
+  TopologyDescription topology;
 };
 
 /// Parses a task. Errors name the field, the table (by index and name) and
@@ -82,7 +90,8 @@ llvm::Error validatePlanFile(llvm::ArrayRef<TableSpec> tables,
 llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
 
 /// Writes the plan as
-///   {"algorithm", "cost_model", "warnings", "devices", "optimizer",
+///   {"algorithm", "cost_model", "warnings", "devices", "nodes",
+///    "devices_per_node", "optimizer",
 ///    "reserved_fraction", "cost_ms",
 ///    "per_device": [{"device", "memory_used_gb", "weights_gb",
 ///                    "capacity_gb", "usable_gb", "compute_ms",

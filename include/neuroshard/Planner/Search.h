@@ -44,11 +44,15 @@ enum class Algorithm {
   DimGreedy,
   LookupGreedy,
   SizeLookupGreedy,
+  /// Every table whose cost alone (the model's) exceeds the mean device
+  /// cost cut into equal column pieces first, then largest first on the
+  /// device with the lowest sum of the pieces' costs alone.
+  UniformSplitGreedy,
 };
 
 /// The name used everywhere (API, CLI, pass options): "neuroshard",
 /// "table-greedy-grid", "random", "size-greedy", "dim-greedy",
-/// "lookup-greedy", "size-lookup-greedy".
+/// "lookup-greedy", "size-lookup-greedy", "uniform-split-greedy".
 llvm::StringRef algorithmName(Algorithm algorithm);
 /// Parses a name printed by algorithmName; nullopt for an unknown name.
 std::optional<Algorithm> parseAlgorithm(llvm::StringRef name);

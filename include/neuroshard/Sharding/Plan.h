@@ -69,12 +69,6 @@ std::string describeStorage(const Topology &topology);
 /// For messages about capacity: " (15% of each device kept free)", or "".
 std::string describeUsable(const Topology &topology);
 
-/// Computes the pooled columns each device of `plan` sends to the exchange:
-/// its slices' widths, each times its table's feature count.
-std::vector<double> deviceDimSums(llvm::ArrayRef<TableSpec> tables,
-                                  const Topology &topology,
-                                  const ShardingPlan &plan);
-
 } // namespace neuroshard
 
 #endif // NEUROSHARD_SHARDING_PLAN_H

@@ -102,20 +102,36 @@ std::optional<Optimizer> parseOptimizer(llvm::StringRef name);
 /// The names above, comma-separated, for messages.
 std::string optimizerNameList();
 
-/// The devices a plan places tables on, and what the analytical cost model
-/// needs to know about them and about the training step.
+/// Defaults of a topology that a front end was not told: one node of
+/// devices of kDefaultMemoryGB each, as planning has always assumed; a
+/// cluster (a topology given its nodes) is made of nodes of
+/// kDefaultDevicesPerNode H100-class devices of kDefaultClusterMemoryGB.
+constexpr double kDefaultMemoryGB = 16.0;
+constexpr unsigned kDefaultDevicesPerNode = 8;
+constexpr double kDefaultClusterMemoryGB = 80.0;
+
+/// The devices a plan places tables on, how they are grouped into nodes, and
+/// what the analytical cost model needs to know about them and about the
+/// training step.
 struct Topology {
   /// Memory capacity of each device in GB; its size is the device count.
   std::vector<double> memoryGB;
+  /// Devices per node: devices are numbered node by node, and the devices
+  /// of a node share its fast links (NVLink-class); 0 puts every device on
+  /// one node.
+  unsigned devicesPerNode = 0;
   /// Device memory (HBM) bandwidth in GB/s (TorchRec's default).
   double hbmBandwidthGBps = 897.0;
-  /// Device-to-device bandwidth used by all-to-all, in GB/s (TorchRec's
-  /// intra-node default).
-  double interconnectBandwidthGBps = 600.0;
+  /// Bandwidth of a device to the other devices of its node, in GB/s
+  /// (TorchRec's intra-node default, NVLink-class).
+  double intraNodeBandwidthGBps = 600.0;
+  /// Bandwidth of a device to the devices of other nodes, in GB/s (one
+  /// 400 Gb/s InfiniBand or RoCE port per GPU).
+  double interNodeBandwidthGBps = 50.0;
   /// Global batch size B: every device's fused kernel runs all B bags.
   int64_t batchSize = 65536;
 
-  /// N devices with the same capacity.
+  /// N devices with the same capacity, on one node.
   static Topology uniform(unsigned numDevices, double memoryGBPerDevice) {
     Topology topology;
     topology.memoryGB.assign(numDevices, memoryGBPerDevice);
@@ -128,6 +144,15 @@ struct Topology {
   double reservedFraction = 0.0;
 
   unsigned numDevices() const { return memoryGB.size(); }
+  /// Devices per node (all of them on one node).
+  unsigned nodeSize() const {
+    return devicesPerNode ? devicesPerNode : numDevices();
+  }
+  unsigned numNodes() const {
+    return nodeSize() ? numDevices() / nodeSize() : 0;
+  }
+  /// The node `device` is on.
+  unsigned nodeOf(unsigned device) const { return device / nodeSize(); }
   /// A device's whole memory.
   uint64_t memoryBytes(unsigned device) const {
     return static_cast<uint64_t>(memoryGB[device] * kBytesPerGB);
@@ -180,16 +205,12 @@ struct Shard {
   }
 };
 
-/// Bounds on a topology's bandwidths (GB/s): a megabyte per second up to
-/// an exabyte per second. Outside them costs overflow to inf or to 0.
-constexpr double kMinBandwidthGBps = 1e-3;
-constexpr double kMaxBandwidthGBps = 1e9;
-
 /// Checks that the tables and devices describe a well-formed problem: every
 /// table and capacity satisfies TableRules.h, names are unique and
-/// non-empty, bandwidths lie within [kMinBandwidthGBps, kMaxBandwidthGBps]
-/// and the batch size is positive. It does not check
-/// that a plan exists (planSharding reports that with the numbers involved).
+/// non-empty, the nodes divide the devices evenly, bandwidths lie within
+/// [kMinBandwidthGBps, kMaxBandwidthGBps] and the batch size is positive.
+/// It does not check that a plan exists (planSharding reports that with the
+/// numbers involved).
 llvm::Error validateProblem(llvm::ArrayRef<TableSpec> tables,
                             const Topology &topology);
 

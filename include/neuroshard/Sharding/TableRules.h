@@ -102,6 +102,19 @@ RuleViolation checkDeviceCount(int64_t numDevices);
 RuleViolation checkCapacityGB(double gb);
 /// The fraction of every device's memory kept free of shards: in [0, 1).
 RuleViolation checkReservedFraction(double fraction);
+/// Bounds on a topology's bandwidths (GB/s): a megabyte per second up to
+/// an exabyte per second. Outside them costs overflow to inf or to 0.
+constexpr double kMinBandwidthGBps = 1e-3;
+constexpr double kMaxBandwidthGBps = 1e9;
+/// A bandwidth in [kMinBandwidthGBps, kMaxBandwidthGBps]: "must be between
+/// 0.001 and 1e+09 GB/s, got 0" (the caller names the link).
+RuleViolation checkBandwidthGBps(double gbps);
+/// `numDevices` devices in nodes of `devicesPerNode` (at least 1): "16
+/// devices do not fill whole nodes of 3 devices".
+RuleViolation checkDevicesPerNode(int64_t devicesPerNode, int64_t numDevices);
+/// `numDevices` devices in `nodes` nodes of equal size (at least 1): "16
+/// devices do not split into 3 nodes of equal size".
+RuleViolation checkNodeCount(int64_t nodes, int64_t numDevices);
 
 /// Every rule above that applies to `table` on `numDevices` devices, in the
 /// order listed; the first broken one.

@@ -15,7 +15,22 @@ defvar PlanOptions = [
   Option<"devices", "devices", "unsigned", "0",
          "Number of devices (0: take it from the module's topology)">,
   Option<"memoryGb", "memory-gb", "std::string", "\"\"",
-         "Memory per device in GB: one value for all, or a comma list">,
+         "Memory per device in GB: one value for all, or a comma list "
+         "(default: the module's, else 16 on one node, 80 on several)">,
+  Option<"nodes", "nodes", "unsigned", "0",
+         "Nodes of the cluster, of equal size, devices numbered node by node "
+         "(0: the module's, else one node; 8 devices per node when devices "
+         "are not given)">,
+  Option<"devicesPerNode", "devices-per-node", "unsigned", "0",
+         "Devices per node, instead of nodes (0: the module's node size)">,
+  Option<"hbmGbps", "hbm-gbps", "std::string", "\"\"",
+         "Device memory bandwidth in GB/s (default: the module's, else 897)">,
+  Option<"intraNodeGbps", "intra-node-gbps", "std::string", "\"\"",
+         "Bandwidth between the devices of a node in GB/s (default: the "
+         "module's, else 600)">,
+  Option<"interNodeGbps", "inter-node-gbps", "std::string", "\"\"",
+         "Bandwidth from a device to other nodes in GB/s (default: the "
+         "module's, else 50)">,
   Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
          "Optimizer whose state shares the devices with the weights: sgd, "
          "adagrad, rowwise-adagrad, adam">,
@@ -25,7 +40,8 @@ defvar PlanOptions = [
   Option<"algorithm", "algorithm", "std::string",
          "::neuroshard::algorithmName(::neuroshard::SearchOptions{}.algorithm).str()",
          "Search algorithm: neuroshard, table-greedy-grid, random, "
-         "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy">,
+         "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy, "
+         "uniform-split-greedy">,
   Option<"costModel", "cost-model", "std::string", "\"default\"",
          "Cost model: 'default' (the shipped trained model, or the "
          "analytical model in builds without LibTorch), 'analytical', or "

@@ -53,12 +53,17 @@ buildTableSpec(const ModuleTable &table, unsigned numDevices, bool statistics);
 void writeShards(ArrayRef<ModuleTable> tables,
                  const ::neuroshard::ShardingPlan &plan);
 
-/// The devices and their memory from the module's `neuroshard.topology`;
-/// fails at the module, saying what `purpose` needs it for, if it has none.
+/// The devices, their memory, nodes and bandwidths `attr` describes (the
+/// training step's optimizer, reserve and batch are the defaults).
+::neuroshard::Topology topologyOf(TopologyAttr attr);
+
+/// The topology of the module's `neuroshard.topology` (topologyOf); fails
+/// at the module, saying what `purpose` needs it for, if it has none.
 FailureOr<::neuroshard::Topology> readTopology(ModuleOp module,
                                                StringRef purpose);
 
-/// Records the topology's devices and memory as `neuroshard.topology`.
+/// Records the topology's devices, memory, nodes and bandwidths as
+/// `neuroshard.topology`.
 void writeTopology(ModuleOp module, const ::neuroshard::Topology &topology);
 
 /// Records `result` (a plan of `tables` over `topology`) as the module's

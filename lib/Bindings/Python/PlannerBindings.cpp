@@ -134,63 +134,32 @@ static unsigned unsignedOption(StringRef name, int64_t value) {
 namespace {
 /// plan()'s options, as neuroshard-plan's command line gives them.
 struct PlanOptions {
-  std::optional<int64_t> devices;
-  std::string memoryGB;
+  TopologyOptions topology;
   std::string algorithm;
   std::string costModel;
   double costRisk = kDefaultRiskMargin;
   std::optional<int64_t> batchSize;
-  std::string optimizer;
-  double reservedMemory = 0.0;
-  double hbmGBps = 0.0;
-  double interconnectGBps = 0.0;
   /// The search's numeric settings (makeSearchOptions takes the rest).
   SearchOptions search;
 };
 } // namespace
 
+/// A count option given as a Python int, if given.
+static std::optional<unsigned> countOption(StringRef name,
+                                           std::optional<int64_t> value) {
+  if (!value)
+    return std::nullopt;
+  return unsignedOption(name, *value);
+}
+
 /// The topology of `options` for `task`, as neuroshard-plan builds it; a
-/// plan to price gives the device count when `devices` does not.
+/// plan to price gives the device count when nothing else does.
 static Topology buildTopology(const PlanOptions &options,
                               const PlanningTask &task,
                               std::optional<unsigned> planDevices) {
-  if (StringRef(options.memoryGB).trim().empty())
-    throw optionError("memory_gb: expected a number or a list of numbers");
-  Expected<std::vector<double>> parsed = parseMemoryGBList(options.memoryGB);
-  if (!parsed)
-    throw optionError("memory_gb: " + toString(parsed.takeError()));
-  std::vector<double> capacities = std::move(*parsed);
-  unsigned n = 0;
-  if (options.devices) {
-    if (RuleViolation v = checkDeviceCount(*options.devices))
-      throw optionError("devices: " + *v);
-    n = static_cast<unsigned>(*options.devices);
-  } else if (planDevices && capacities.size() == 1) {
-    n = *planDevices;
-  } else {
-    if (capacities.size() == 1)
-      throw optionError("devices is required unless memory_gb lists one "
-                        "value per device");
-    n = capacities.size();
-  }
-  if (capacities.size() == 1)
-    capacities.assign(n, capacities.front());
-  if (capacities.size() != n)
-    throw optionError(formatv("memory_gb lists {0} values but there are {1} "
-                              "devices",
-                              capacities.size(), n));
-  Topology topology;
-  topology.memoryGB = std::move(capacities);
-  std::optional<Optimizer> optimizer = parseOptimizer(options.optimizer);
-  if (!optimizer)
-    throw optionError("optimizer: unknown optimizer '" + options.optimizer +
-                      "'; expected one of " + optimizerNameList());
-  topology.optimizer = *optimizer;
-  if (RuleViolation v = checkReservedFraction(options.reservedMemory))
-    throw optionError("reserved_memory: " + *v);
-  topology.reservedFraction = options.reservedMemory;
-  topology.hbmBandwidthGBps = options.hbmGBps;
-  topology.interconnectBandwidthGBps = options.interconnectGBps;
+  Topology topology =
+      unwrap(makeTopology(options.topology, task.topology, "the task",
+                          planDevices, pythonSpelling));
   if (options.batchSize)
     topology.batchSize = *options.batchSize;
   else if (task.batchSize)
@@ -319,28 +288,40 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         "Whether this build has the LibTorch-backed neural cost model.");
 
   SearchOptions search;
-  Topology topology;
   m.def(
       "plan",
       [](const py::handle &task, const py::handle &price,
          std::optional<int64_t> devices, const py::handle &memoryGB,
+         std::optional<int64_t> nodes, std::optional<int64_t> devicesPerNode,
          std::string algorithm, const py::handle &costModel, double costRisk,
          std::optional<int64_t> batchSize, std::string optimizer,
-         double reservedMemory, double hbmGBps, double interconnectGBps,
-         int64_t beamWidth, int64_t candidates, int64_t maxSteps,
-         int64_t gridSteps, double thresholdMin, double thresholdMax,
-         uint64_t seed, const std::string &format, bool verbose) {
+         double reservedMemory, std::optional<double> hbmGBps,
+         std::optional<double> intraNodeGBps,
+         std::optional<double> interNodeGBps,
+         std::optional<double> interconnectGBps, int64_t beamWidth,
+         int64_t candidates, int64_t maxSteps, int64_t gridSteps,
+         double thresholdMin, double thresholdMax, uint64_t seed,
+         const std::string &format, bool verbose) {
         PlanOptions options;
-        options.devices = devices;
-        options.memoryGB = memoryList(memoryGB);
+        options.topology.devices = countOption("devices", devices);
+        if (!memoryGB.is_none())
+          options.topology.memoryGB = memoryList(memoryGB);
+        options.topology.nodes = countOption("nodes", nodes);
+        options.topology.devicesPerNode =
+            countOption("devices_per_node", devicesPerNode);
+        options.topology.hbmGBps = hbmGBps;
+        if (intraNodeGBps && interconnectGBps)
+          throw optionError("intra_node_gbps and interconnect_gbps (its "
+                            "former name) were both given");
+        options.topology.intraNodeGBps =
+            intraNodeGBps ? intraNodeGBps : interconnectGBps;
+        options.topology.interNodeGBps = interNodeGBps;
+        options.topology.optimizer = std::move(optimizer);
+        options.topology.reservedFraction = reservedMemory;
         options.algorithm = std::move(algorithm);
         options.costModel = pathText(costModel);
         options.costRisk = costRisk;
         options.batchSize = batchSize;
-        options.optimizer = std::move(optimizer);
-        options.reservedMemory = reservedMemory;
-        options.hbmGBps = hbmGBps;
-        options.interconnectGBps = interconnectGBps;
         options.search.beamWidth = unsignedOption("beam_width", beamWidth);
         options.search.candidates = unsignedOption("candidates", candidates);
         options.search.maxSteps = unsignedOption("max_steps", maxSteps);
@@ -351,14 +332,16 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         return plan(task, price, std::move(options), format, verbose);
       },
       py::arg("task"), py::kw_only(), py::arg("price") = py::none(),
-      py::arg("devices") = py::none(), py::arg("memory_gb") = 16,
+      py::arg("devices") = py::none(), py::arg("memory_gb") = py::none(),
+      py::arg("nodes") = py::none(), py::arg("devices_per_node") = py::none(),
       py::arg("algorithm") = "neuroshard",
       py::arg("cost_model") = kDefaultCostModel,
       py::arg("cost_risk") = kDefaultRiskMargin,
       py::arg("batch_size") = py::none(), py::arg("optimizer") = "sgd",
-      py::arg("reserved_memory") = 0.0,
-      py::arg("hbm_gbps") = topology.hbmBandwidthGBps,
-      py::arg("interconnect_gbps") = topology.interconnectBandwidthGBps,
+      py::arg("reserved_memory") = 0.0, py::arg("hbm_gbps") = py::none(),
+      py::arg("intra_node_gbps") = py::none(),
+      py::arg("inter_node_gbps") = py::none(),
+      py::arg("interconnect_gbps") = py::none(),
       py::arg("beam_width") = search.beamWidth,
       py::arg("candidates") = search.candidates,
       py::arg("max_steps") = search.maxSteps,
@@ -370,16 +353,19 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       R"(Plans the sharding of a task's tables, as neuroshard-plan does.
 
 task: a Task, the path of a task file, a dict {"tables": [...],
-"batch_size": B} or a list of table dicts (docs/planner.md). The options are
-neuroshard-plan's, with '_' for '-': price (a plan to price instead of
-searching: the path of a plan file, or a plan dict in the plan JSON or the
-TorchRec format), devices (default: one per memory_gb value when there are
-several, else the priced plan's), memory_gb (GB per device: one number, or
-one per device), algorithm, cost_model ('default', 'analytical' or the path
-of a neural bundle), cost_risk, batch_size (default: the task's, else
-65536), optimizer, reserved_memory, hbm_gbps, interconnect_gbps, and the
-search's beam_width, candidates, max_steps, grid_steps, threshold_min,
-threshold_max and seed.
+"batch_size": B, "topology": {...}} or a list of table dicts
+(docs/planner.md). The options are neuroshard-plan's, with '_' for '-', and
+override the task's topology: price (a plan to price instead of searching:
+the path of a plan file, or a plan dict in the plan JSON or the TorchRec
+format), devices (default: the task's, else one per memory_gb value when
+there are several, else the priced plan's, else nodes x 8), memory_gb (GB
+per device: one number, or one per device; default 16 on one node, 80 on
+several), nodes or devices_per_node (the cluster's shape; default one
+node), algorithm, cost_model ('default', 'analytical' or the path of a
+neural bundle), cost_risk, batch_size (default: the task's, else 65536),
+optimizer, reserved_memory, hbm_gbps, intra_node_gbps (interconnect_gbps is
+its former name), inter_node_gbps, and the search's beam_width, candidates,
+max_steps, grid_steps, threshold_min, threshold_max and seed.
 
 Returns what neuroshard-plan --format FORMAT writes: for 'json' the plan as
 a dict (its "warnings" hold what the cost model cannot vouch for), for

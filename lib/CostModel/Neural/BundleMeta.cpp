@@ -314,6 +314,18 @@ static Expected<BundleMeta> checkBundleMeta(StringRef bundleDir,
       return fail("\"devices\": " + *v);
     info.devices = static_cast<unsigned>(*count);
   }
+  // The nodes the comm models were measured on; without comm models
+  // ("devices" null) there is nothing they describe.
+  const json::Value *nodes = root->get("nodes");
+  if (nodes && !nodes->getAsNull() && info.devices) {
+    std::optional<int64_t> count = getInteger(*nodes);
+    if (!count)
+      return fail(
+          formatv("\"nodes\" must be a positive integer, got {0}", *nodes));
+    if (RuleViolation v = checkNodeCount(*count, *info.devices))
+      return fail("\"nodes\": " + *v);
+    info.nodes = static_cast<unsigned>(*count);
+  }
 
   if (const json::Object *heldOut = root->getObject("held_out"))
     meta.computeMape = heldOut->getNumber("compute_mape");

@@ -186,7 +186,8 @@ struct NeuralCostModel::Impl {
   std::vector<std::string> warnings;
   /// compareMachine(), from load().
   std::optional<std::string> machineWarning;
-  /// Comm terms of bundles without comm models.
+  /// Comm terms of bundles without comm models, and the index
+  /// distribution of all.
   AnalyticalCostModel analyticalComm;
 
   /// (table, width) -> row of `encodings` (rows of encodingDim floats).
@@ -474,7 +475,10 @@ std::string NeuralCostModel::description() const {
                   meta.ensemble ? formatv("{0}-member ", *meta.ensemble).str()
                                 : std::string(),
                   format("%g", impl->riskMargin));
-  if (info.devices)
+  if (info.devices && info.nodes > 1)
+    os << "; comm: neural, " << *info.devices << " devices on " << info.nodes
+       << " nodes)";
+  else if (info.devices)
     os << "; comm: neural, " << *info.devices << " devices)";
   else
     os << "; comm: analytical)";
@@ -483,6 +487,12 @@ std::string NeuralCostModel::description() const {
 
 std::optional<unsigned> NeuralCostModel::requiredDevices() const {
   return impl->meta.info.devices;
+}
+
+std::optional<unsigned> NeuralCostModel::requiredNodes() const {
+  if (!impl->meta.info.devices)
+    return std::nullopt;
+  return impl->meta.info.nodes;
 }
 
 std::vector<std::string> NeuralCostModel::warnings() const {
@@ -655,15 +665,22 @@ Error NeuralCostModel::prepare(ArrayRef<TableSpec> tables,
                        formatv("the comm models were trained for {0} devices "
                                "but the topology has {1}",
                                *info.devices, topology.numDevices()));
+  if (info.devices && info.nodes != topology.numNodes())
+    return bundleError(m.dir(),
+                       formatv("the comm models were measured on {0} node{1} "
+                               "but the topology has {2}",
+                               info.nodes, info.nodes == 1 ? "" : "s",
+                               topology.numNodes()));
   for (const TableSpec &table : tables)
     if (table.elementBytes != m.meta.elementBytes)
       return bundleError(m.dir(),
                          formatv("table '{0}' has {1}-byte elements but the "
                                  "models were measured on {2} tables",
                                  table.name, table.elementBytes, info.dtype));
-  if (!info.devices)
-    if (Error err = m.analyticalComm.prepare(tables, topology))
-      return err;
+  // The analytical model prices the comm terms of bundles without comm
+  // models, and the index distribution of every bundle.
+  if (Error err = m.analyticalComm.prepare(tables, topology))
+    return err;
   m.tables.assign(tables.begin(), tables.end());
   m.numDevices = topology.numDevices();
   m.batchFactor = batchScaleFactor(m.meta, topology.batchSize);
@@ -813,28 +830,42 @@ Error NeuralCostModel::predictComputeFromSums(ArrayRef<double> sums,
   return m.runHead(costsMs);
 }
 
-Error NeuralCostModel::predictBackwardComm(ArrayRef<double> dimSums,
+/// The dim sums of `traffic`, the comm models' input.
+static std::vector<double> dimSumsOf(ArrayRef<DeviceTraffic> traffic) {
+  std::vector<double> dimSums;
+  dimSums.reserve(traffic.size());
+  for (const DeviceTraffic &device : traffic)
+    dimSums.push_back(device.dimSum);
+  return dimSums;
+}
+
+Error NeuralCostModel::predictBackwardComm(ArrayRef<DeviceTraffic> traffic,
                                            MutableArrayRef<double> costsMs) {
   Impl &m = *impl;
   if (!m.prepared)
     return notPrepared(m.dir());
   if (!m.commBw)
-    return m.analyticalComm.predictBackwardComm(dimSums, costsMs);
-  return m.runComm(*m.commBw, "comm_bw.pt", {dimSums}, costsMs);
+    return m.analyticalComm.predictBackwardComm(traffic, costsMs);
+  return m.runComm(*m.commBw, "comm_bw.pt", {dimSumsOf(traffic)}, costsMs);
 }
 
-Error NeuralCostModel::predictForwardComm(ArrayRef<double> dimSums,
+Error NeuralCostModel::predictForwardComm(ArrayRef<DeviceTraffic> traffic,
                                           ArrayRef<double> stragglersMs,
                                           MutableArrayRef<double> costsMs) {
   Impl &m = *impl;
   if (!m.prepared)
     return notPrepared(m.dir());
   if (!m.commFw)
-    return m.analyticalComm.predictForwardComm(dimSums, stragglersMs, costsMs);
-  if (stragglersMs.size() != dimSums.size())
+    return m.analyticalComm.predictForwardComm(traffic, stragglersMs, costsMs);
+  if (stragglersMs.size() != traffic.size())
     return sizeMismatch(m.dir(), "the straggler times", stragglersMs.size(),
-                        dimSums.size());
-  return m.runComm(*m.commFw, "comm_fw.pt", {dimSums, stragglersMs}, costsMs);
+                        traffic.size());
+  if (Error err = m.runComm(*m.commFw, "comm_fw.pt",
+                            {dimSumsOf(traffic), stragglersMs}, costsMs))
+    return err;
+  for (auto [device, cost] : zip_equal(traffic, costsMs))
+    cost += m.analyticalComm.indexDistributionMs(device.indices);
+  return Error::success();
 }
 
 static Expected<std::unique_ptr<CostModel>>

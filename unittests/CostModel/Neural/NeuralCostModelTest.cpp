@@ -117,6 +117,20 @@ const std::vector<double> kDimSums = {64, 128, 32,  16,  /**/ 0, 0,
 const std::vector<double> kStragglersMs = {0.0, 0.5, 1.25,   0.1, /**/ 3, 2,
                                            1,   0,   /**/ 0, 0,   0,      0};
 
+/// The traffic of devices with the dim sums `dims`: the comm models read the
+/// dim sums, the analytical model the volumes, made up but distinct.
+std::vector<DeviceTraffic> trafficOf(ArrayRef<double> dims) {
+  std::vector<DeviceTraffic> traffic;
+  for (double dim : dims) {
+    DeviceTraffic &device = traffic.emplace_back();
+    device.dimSum = dim;
+    device.pooled = {dim * 700, dim * 500, 0, 0};
+    device.indices = {dim * 90, dim * 300, 0, 0};
+  }
+  return traffic;
+}
+const std::vector<DeviceTraffic> kTraffic = trafficOf(kDimSums);
+
 json::Value queryJson() {
   json::Array tables;
   for (const TableSpec &table : fixtureTables())
@@ -399,10 +413,15 @@ TEST_F(NeuralCostModelTest, MatchesPythonModules) {
     expectClose(compute[i], commReference.compute[i],
                 "compute cost of set " + std::to_string(i));
 
+  // The forward comm adds the analytical index distribution to the comm
+  // model's output; without indices it is the comm model's alone.
+  std::vector<DeviceTraffic> traffic = kTraffic;
+  for (DeviceTraffic &device : traffic)
+    device.indices = {};
   std::vector<double> bw(kDimSums.size()), fw(kDimSums.size());
-  ASSERT_EQ(errorMessage(model->predictBackwardComm(kDimSums, bw)), "");
-  ASSERT_EQ(
-      errorMessage(model->predictForwardComm(kDimSums, kStragglersMs, fw)), "");
+  ASSERT_EQ(errorMessage(model->predictBackwardComm(traffic, bw)), "");
+  ASSERT_EQ(errorMessage(model->predictForwardComm(traffic, kStragglersMs, fw)),
+            "");
   ASSERT_EQ(commReference.commBw.size(), kDimSums.size());
   ASSERT_EQ(commReference.commFw.size(), kDimSums.size());
   for (size_t i = 0; i < kDimSums.size(); ++i) {
@@ -501,14 +520,15 @@ TEST_F(NeuralCostModelTest, WithoutCommModelsUsesAnalyticalComm) {
   ASSERT_EQ(errorMessage(analytical.prepare(fixtureTables(), topology)), "");
   size_t n = kDimSums.size();
   std::vector<double> bw(n), fw(n), expectedBw(n), expectedFw(n);
-  ASSERT_EQ(errorMessage(model->predictBackwardComm(kDimSums, bw)), "");
+  ASSERT_EQ(errorMessage(model->predictBackwardComm(kTraffic, bw)), "");
   ASSERT_EQ(
-      errorMessage(model->predictForwardComm(kDimSums, kStragglersMs, fw)), "");
-  ASSERT_EQ(errorMessage(analytical.predictBackwardComm(kDimSums, expectedBw)),
+      errorMessage(model->predictForwardComm(kTraffic, kStragglersMs, fw)), "");
+  ASSERT_EQ(errorMessage(analytical.predictBackwardComm(kTraffic, expectedBw)),
             "");
-  ASSERT_EQ(errorMessage(analytical.predictForwardComm(kDimSums, kStragglersMs,
+  ASSERT_EQ(errorMessage(analytical.predictForwardComm(kTraffic, kStragglersMs,
                                                        expectedFw)),
             "");
+  EXPECT_GT(fw[1], 0.0);
   EXPECT_EQ(bw, expectedBw);
   EXPECT_EQ(fw, expectedFw);
 }
@@ -525,7 +545,47 @@ TEST_F(NeuralCostModelTest, FactoryLoadsBundlesAndChecksDeviceCount) {
   std::string message = errorMessage(wrong);
   EXPECT_NE(message.find("4 devices"), std::string::npos) << message;
   EXPECT_NE(message.find("8"), std::string::npos) << message;
+
+  // Comm models measured on one node do not price a cluster of nodes.
+  Topology cluster = Topology::uniform(kDevices, 16.0);
+  cluster.devicesPerNode = 2;
+  Expected<std::unique_ptr<CostModel>> nodes =
+      createCostModel(commBundle(), cluster);
+  EXPECT_EQ(errorMessage(nodes),
+            "cost model 'comm4' measured its communication on 1 node but the "
+            "task's 4 devices are on 2; plan with cost-model=analytical or a "
+            "bundle measured on this topology");
+  // Without comm models, a cluster is priced analytically.
+  Expected<std::unique_ptr<CostModel>> noComm =
+      createCostModel(noCommBundle(), cluster);
+  EXPECT_EQ(errorMessage(noComm), "");
   registerNeuralCostModelLoader(nullptr);
+}
+
+// The comm models were measured on the pooled exchange alone: the forward
+// comm adds the analytical model's index distribution to theirs.
+TEST_F(NeuralCostModelTest, ForwardCommAddsTheIndexDistribution) {
+  std::unique_ptr<NeuralCostModel> model = loadPrepared(commBundle());
+  ASSERT_TRUE(model);
+  std::vector<DeviceTraffic> withoutIndices = kTraffic;
+  for (DeviceTraffic &device : withoutIndices)
+    device.indices = {};
+  size_t n = kTraffic.size();
+  std::vector<double> fw(n), pooledOnly(n);
+  ASSERT_EQ(
+      errorMessage(model->predictForwardComm(kTraffic, kStragglersMs, fw)), "");
+  ASSERT_EQ(errorMessage(model->predictForwardComm(withoutIndices,
+                                                   kStragglersMs, pooledOnly)),
+            "");
+  AnalyticalCostModel analytical;
+  ASSERT_EQ(errorMessage(analytical.prepare(fixtureTables(),
+                                            Topology::uniform(kDevices, 16.0))),
+            "");
+  for (size_t i = 0; i < n; ++i)
+    EXPECT_NEAR(fw[i] - pooledOnly[i],
+                analytical.indexDistributionMs(kTraffic[i].indices),
+                1e-9 * std::max(1.0, fw[i]))
+        << "device " << i;
 }
 
 TEST_F(NeuralCostModelTest, PrepareRejectsOtherDeviceCountsAndDtypes) {
@@ -584,7 +644,8 @@ TEST_F(NeuralCostModelTest, BadSlicesFailWithoutCorruptingTheMemo) {
             std::string::npos)
       << message;
 
-  std::vector<double> ragged(5), out(5);
+  std::vector<DeviceTraffic> ragged(5);
+  std::vector<double> out(5);
   message = errorMessage(model->predictBackwardComm(ragged, out));
   EXPECT_NE(message.find("5 dim sums are not a whole number of plans on 4"),
             std::string::npos)

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Sharding/Problem.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -49,9 +50,44 @@ LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // TopologyAttr
 //===----------------------------------------------------------------------===//
 
+/// The bandwidths of a topology that names none (Topology's defaults).
+static const ::neuroshard::Topology kDefaultTopology;
+
+TopologyAttr TopologyAttr::get(MLIRContext *context, int64_t devices,
+                               DenseF64ArrayAttr memoryGb, int64_t nodes,
+                               double hbmGbps, double intraNodeGbps,
+                               double interNodeGbps) {
+  return Base::get(context, devices, memoryGb, nodes, APFloat(hbmGbps),
+                   APFloat(intraNodeGbps), APFloat(interNodeGbps));
+}
+
+TopologyAttr TopologyAttr::get(MLIRContext *context, int64_t devices,
+                               DenseF64ArrayAttr memoryGb) {
+  return get(context, devices, memoryGb, int64_t{1},
+             kDefaultTopology.hbmBandwidthGBps,
+             kDefaultTopology.intraNodeBandwidthGBps,
+             kDefaultTopology.interNodeBandwidthGBps);
+}
+
+TopologyAttr
+TopologyAttr::getChecked(function_ref<InFlightDiagnostic()> emitError,
+                         MLIRContext *context, int64_t devices,
+                         DenseF64ArrayAttr memoryGb) {
+  return Base::getChecked(emitError, context, devices, memoryGb, int64_t{1},
+                          APFloat(kDefaultTopology.hbmBandwidthGBps),
+                          APFloat(kDefaultTopology.intraNodeBandwidthGBps),
+                          APFloat(kDefaultTopology.interNodeBandwidthGBps));
+}
+
 LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t devices,
-                                   DenseF64ArrayAttr memoryGbAttr) {
+                                   DenseF64ArrayAttr memoryGbAttr,
+                                   int64_t nodes, APFloat hbmBandwidth,
+                                   APFloat intraNodeBandwidth,
+                                   APFloat interNodeBandwidth) {
+  double hbmGbps = hbmBandwidth.convertToDouble();
+  double intraNodeGbps = intraNodeBandwidth.convertToDouble();
+  double interNodeGbps = interNodeBandwidth.convertToDouble();
   if (!memoryGbAttr)
     return emitError() << "topology needs memory capacities";
   ArrayRef<double> memoryGb = memoryGbAttr.asArrayRef();
@@ -63,6 +99,14 @@ LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (auto [device, gb] : llvm::enumerate(memoryGb))
     if (::neuroshard::RuleViolation v = ::neuroshard::checkCapacityGB(gb))
       return emitError() << "topology: device " << device << ": " << *v;
+  if (::neuroshard::RuleViolation v =
+          ::neuroshard::checkNodeCount(nodes, devices))
+    return emitError() << "topology: " << *v;
+  for (auto [name, gbps] : {std::make_pair("hbm_gbps", hbmGbps),
+                            std::make_pair("intra_node_gbps", intraNodeGbps),
+                            std::make_pair("inter_node_gbps", interNodeGbps)})
+    if (::neuroshard::RuleViolation v = ::neuroshard::checkBandwidthGBps(gbps))
+      return emitError() << "topology: " << name << " " << *v;
   return success();
 }
 
@@ -111,11 +155,35 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
     if (devices >= 1 && devices <= ::neuroshard::kMaxDevices)
       memory.assign(devices, memory.front());
   }
+  int64_t nodes = 1;
+  double hbm = kDefaultTopology.hbmBandwidthGBps;
+  double intraNode = kDefaultTopology.intraNodeBandwidthGBps;
+  double interNode = kDefaultTopology.interNodeBandwidthGBps;
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    SMLoc keyLoc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    ParseResult parsed =
+        key == "nodes"             ? parser.parseInteger(nodes)
+        : key == "hbm_gbps"        ? parser.parseFloat(hbm)
+        : key == "intra_node_gbps" ? parser.parseFloat(intraNode)
+        : key == "inter_node_gbps"
+            ? parser.parseFloat(interNode)
+            : (parser.emitError(keyLoc)
+                   << "unknown topology field '" << key
+                   << "' (expected nodes, hbm_gbps, intra_node_gbps or "
+                      "inter_node_gbps)",
+               failure());
+    if (failed(parsed))
+      return {};
+  }
   if (parser.parseGreater())
     return {};
   return TopologyAttr::getChecked(
       [&] { return parser.emitError(loc); }, parser.getContext(), devices,
-      DenseF64ArrayAttr::get(parser.getContext(), memory));
+      DenseF64ArrayAttr::get(parser.getContext(), memory), nodes, APFloat(hbm),
+      APFloat(intraNode), APFloat(interNode));
 }
 
 void TopologyAttr::print(AsmPrinter &printer) const {
@@ -128,5 +196,19 @@ void TopologyAttr::print(AsmPrinter &printer) const {
                         [&](double gb) { printRoundTripDouble(printer, gb); });
   if (!uniform)
     printer << "]";
+  if (getNodes() != 1)
+    printer << ", nodes = " << getNodes();
+  for (auto [name, gbps, byDefault] :
+       {std::make_tuple("hbm_gbps", getHbmGbps(),
+                        kDefaultTopology.hbmBandwidthGBps),
+        std::make_tuple("intra_node_gbps", getIntraNodeGbps(),
+                        kDefaultTopology.intraNodeBandwidthGBps),
+        std::make_tuple("inter_node_gbps", getInterNodeGbps(),
+                        kDefaultTopology.interNodeBandwidthGBps)}) {
+    if (gbps == byDefault)
+      continue;
+    printer << ", " << name << " = ";
+    printRoundTripDouble(printer, gbps);
+  }
   printer << ">";
 }

@@ -72,18 +72,48 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
     bytes). One capacity applies to every device; a list gives one capacity
     per device, so devices may differ.
 
+    A cluster is `nodes` nodes of equal size, its devices numbered node by
+    node (default: one node). The bandwidths, in GB/s, price the exchange:
+    `intra_node_gbps` between the devices of a node (default 600,
+    NVLink-class), `inter_node_gbps` from a device to other nodes (default
+    50, one 400 Gb/s port per GPU) and `hbm_gbps` of each device's memory
+    (default 897). A field equal to its default is not printed.
+
     ```mlir
     #neuroshard.topology<devices = 4, memory_gb = 16.0>
     #neuroshard.topology<devices = 3, memory_gb = [16.0, 16.0, 8.0]>
+    #neuroshard.topology<devices = 16, memory_gb = 80.0, nodes = 2,
+                         inter_node_gbps = 25.0>
     ```
   }];
   let parameters = (ins "int64_t":$devices,
-                        "DenseF64ArrayAttr":$memoryGb);
+                        "DenseF64ArrayAttr":$memoryGb,
+                        "int64_t":$nodes,
+                        APFloatParameter<"HBM GB/s">:$hbmBandwidth,
+                        APFloatParameter<"intra-node GB/s">:$intraNodeBandwidth,
+                        APFloatParameter<"inter-node GB/s">:$interNodeBandwidth);
+  let builders = [
+    // One node, with the default bandwidths.
+    AttrBuilder<(ins "int64_t":$devices, "DenseF64ArrayAttr":$memoryGb)>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Memory capacity of `device` in GB.
     double getDeviceMemoryGb(int64_t device) const;
+    /// The bandwidths in GB/s.
+    double getHbmGbps() const { return getHbmBandwidth().convertToDouble(); }
+    double getIntraNodeGbps() const {
+      return getIntraNodeBandwidth().convertToDouble();
+    }
+    double getInterNodeGbps() const {
+      return getInterNodeBandwidth().convertToDouble();
+    }
+    /// The topology with bandwidths in GB/s.
+    static TopologyAttr get(::mlir::MLIRContext *context, int64_t devices,
+                            ::mlir::DenseF64ArrayAttr memoryGb, int64_t nodes,
+                            double hbmGbps, double intraNodeGbps,
+                            double interNodeGbps);
   }];
 }
 
