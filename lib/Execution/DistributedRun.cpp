@@ -399,6 +399,16 @@ Expected<DistributedRunResult> RankRun::run() {
                              "; run it with one rank per device: mpirun -np " +
                              Twine(devices) + " neuroshard-run " + path +
                              " --distributed");
+  // The nodes the exchange runs on: as asked, else the plan's, else the
+  // machines'.
+  int ranksPerNode = static_cast<int>(options.devicesPerNode);
+  if (ranksPerNode == 0 && topology.getNodes() > 1)
+    ranksPerNode = static_cast<int>(devices / topology.getNodes());
+  if (ranksPerNode == 0)
+    ranksPerNode = mpi::sharedMemoryRanksPerNode();
+  if (std::string why = mpi::groupRanksIntoNodes(ranksPerNode); !why.empty())
+    return createStringError("ranks per node: " + why);
+  result.ranksPerNode = mpi::ranksPerNode();
   Expected<ModelInfo> analyzed = analyze(*sharded, path, /*everyRank=*/true);
   if (!analyzed)
     return analyzed.takeError();
@@ -461,6 +471,7 @@ Expected<DistributedRunResult> RankRun::run() {
                                            : why);
   }
   std::vector<std::vector<float>> outputs;
+  mpi::resetExchangeStatistics();
   auto step = [&] {
     if (Error e = program.model->forward(data, outputs))
       abortJob("forward: " + toString(std::move(e)));
@@ -471,6 +482,7 @@ Expected<DistributedRunResult> RankRun::run() {
       abortJob("backward: " + toString(std::move(e)));
   };
   step();
+  mpi::ExchangeBytes stepBytes = mpi::exchangeBytes();
 
   // Results, whole, on rank 0.
   for (const std::vector<float> &output : outputs) {
@@ -511,7 +523,7 @@ Expected<DistributedRunResult> RankRun::run() {
     std::vector<double> steps, exchanges, computes;
     for (unsigned i = 0; i < options.warmup + options.iters; ++i) {
       MPI_Barrier(MPI_COMM_WORLD);
-      mpi::resetExchangeSeconds();
+      mpi::resetExchangeStatistics();
       double start = MPI_Wtime();
       step();
       double seconds = MPI_Wtime() - start;
@@ -531,14 +543,14 @@ Expected<DistributedRunResult> RankRun::run() {
 
   // Weight bytes per rank: the shards' full size (what the plan counts) and
   // what was allocated (rows capped by the data options).
-  double mineBytes[2] = {0.0, 0.0};
+  double mineBytes[4] = {0.0, 0.0, stepBytes.intraNode, stepBytes.interNode};
   for (auto [t, table] : llvm::enumerate(program.info.tables)) {
     mineBytes[0] += double(table.stats.rows) * table.stats.dim * sizeof(float);
     mineBytes[1] +=
         double(data.allocatedRows[t]) * table.stats.dim * sizeof(float);
   }
-  std::vector<double> bytes(rank == 0 ? 2 * size_t(size) : 0);
-  MPI_Gather(mineBytes, 2, MPI_DOUBLE, bytes.data(), 2, MPI_DOUBLE, 0,
+  std::vector<double> bytes(rank == 0 ? 4 * size_t(size) : 0);
+  MPI_Gather(mineBytes, 4, MPI_DOUBLE, bytes.data(), 4, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);
   int shardCount = static_cast<int>(program.info.tables.size());
   std::vector<int> shardCounts(rank == 0 ? size_t(size) : 0);
@@ -551,8 +563,10 @@ Expected<DistributedRunResult> RankRun::run() {
   for (int d = 0; d < size; ++d) {
     RankReport report;
     report.shards = shardCounts[d];
-    report.weightBytes = bytes[2 * d];
-    report.allocatedWeightBytes = bytes[2 * d + 1];
+    report.weightBytes = bytes[4 * d];
+    report.allocatedWeightBytes = bytes[4 * d + 1];
+    report.intraNodeBytes = bytes[4 * d + 2];
+    report.interNodeBytes = bytes[4 * d + 3];
     if (planGB[d] >= 0) {
       double gb = report.weightBytes / ::neuroshard::kBytesPerGB;
       report.planWeightsGB = planGB[d];

@@ -99,3 +99,138 @@ void neuroshard::exchange_abi::packColumns(const ExchangeLayout &layout,
                   sizeof(float) * size_t(w));
   }
 }
+
+std::string
+neuroshard::exchange_abi::checkRanksPerNode(const ExchangeLayout &layout,
+                                            int64_t ranksPerNode) {
+  if (ranksPerNode >= 1 && layout.ranks() % ranksPerNode == 0)
+    return "";
+  return std::to_string(layout.ranks()) + " ranks do not fill whole nodes of " +
+         std::to_string(ranksPerNode) + " ranks";
+}
+
+NodeExchange
+neuroshard::exchange_abi::planNodeExchange(const ExchangeLayout &layout,
+                                           int64_t ranksPerNode) {
+  NodeExchange plan;
+  int64_t p = ranksPerNode, nodes = layout.ranks() / p;
+  plan.ranksPerNode = p;
+  plan.node = layout.rank / p;
+  plan.local = layout.rank % p;
+  auto nodeRowBegin = [&](int64_t h) { return layout.rowBegin(h * p); };
+  auto nodeRows = [&](int64_t h) {
+    return layout.rowBegin((h + 1) * p) - layout.rowBegin(h * p);
+  };
+  int64_t width = layout.widths[layout.rank];
+  for (int64_t h = 0; h < nodes; ++h) {
+    plan.interSendOffsets.push_back(nodeRowBegin(h) * width);
+    plan.interSendCounts.push_back(nodeRows(h) * width);
+    int64_t count = nodeRows(plan.node) * layout.widths[h * p + plan.local];
+    plan.interRecvOffsets.push_back(plan.stagingSize);
+    plan.interRecvCounts.push_back(count);
+    plan.stagingSize += count;
+  }
+  // The columns a local rank stages: its peers' widths, summed over nodes.
+  auto stagedWidth = [&](int64_t local) {
+    int64_t columns = 0;
+    for (int64_t h = 0; h < nodes; ++h)
+      columns += layout.widths[h * p + local];
+    return columns;
+  };
+  int64_t mine = stagedWidth(plan.local);
+  for (int64_t local = 0; local < p; ++local) {
+    int64_t rows = layout.batches[plan.node * p + local];
+    plan.intraSendOffsets.push_back(plan.gatheredSize);
+    plan.intraSendCounts.push_back(rows * mine);
+    plan.gatheredSize += rows * mine;
+    int64_t count = layout.batches[layout.rank] * stagedWidth(local);
+    plan.intraRecvOffsets.push_back(plan.packedSize);
+    plan.intraRecvCounts.push_back(count);
+    plan.packedSize += count;
+  }
+  return plan;
+}
+
+namespace {
+
+/// Calls `copy(staged, gathered, rows, width)` for every run of rows a
+/// local rank takes from a staged block: `rows` rows of `width` columns at
+/// `staged` in the staging buffer and `gathered` in the gathered buffer.
+template <typename Copy>
+void forEachNodeRows(const ExchangeLayout &layout, const NodeExchange &plan,
+                     Copy copy) {
+  int64_t p = plan.ranksPerNode, nodes = layout.ranks() / p;
+  int64_t first = plan.node * p;
+  for (int64_t local = 0; local < p; ++local) {
+    int64_t rows = layout.batches[first + local];
+    int64_t rowInNode = layout.rowBegin(first + local) - layout.rowBegin(first);
+    int64_t gathered = plan.intraSendOffsets[local];
+    for (int64_t h = 0; h < nodes; ++h) {
+      int64_t width = layout.widths[h * p + plan.local];
+      copy(plan.interRecvOffsets[h] + rowInNode * width, gathered,
+           rows * width);
+      gathered += rows * width;
+    }
+  }
+}
+
+/// Calls `copy(packedAt, column, width)` for every block of the packed
+/// buffer: `width` columns of B_rank rows at `packedAt`, which are the
+/// result's columns from `column`.
+template <typename Copy>
+void forEachNodeBlock(const ExchangeLayout &layout, const NodeExchange &plan,
+                      Copy copy) {
+  int64_t p = plan.ranksPerNode, nodes = layout.ranks() / p;
+  for (int64_t local = 0; local < p; ++local) {
+    int64_t packed = plan.intraRecvOffsets[local];
+    for (int64_t h = 0; h < nodes; ++h) {
+      int64_t d = h * p + local, width = layout.widths[d];
+      copy(packed, layout.columnBegin(d), width);
+      packed += layout.batches[layout.rank] * width;
+    }
+  }
+}
+
+} // namespace
+
+void neuroshard::exchange_abi::gatherNodeRows(const ExchangeLayout &layout,
+                                              const NodeExchange &plan,
+                                              const float *staging,
+                                              float *gathered) {
+  forEachNodeRows(layout, plan, [&](int64_t from, int64_t to, int64_t count) {
+    std::memcpy(gathered + to, staging + from, sizeof(float) * size_t(count));
+  });
+}
+
+void neuroshard::exchange_abi::scatterNodeRows(const ExchangeLayout &layout,
+                                               const NodeExchange &plan,
+                                               const float *gathered,
+                                               float *staging) {
+  forEachNodeRows(layout, plan, [&](int64_t to, int64_t from, int64_t count) {
+    std::memcpy(staging + to, gathered + from, sizeof(float) * size_t(count));
+  });
+}
+
+void neuroshard::exchange_abi::unpackNodeColumns(const ExchangeLayout &layout,
+                                                 const NodeExchange &plan,
+                                                 const float *packed,
+                                                 float *result) {
+  int64_t rows = layout.batches[layout.rank], total = layout.totalWidth();
+  forEachNodeBlock(layout, plan, [&](int64_t at, int64_t column, int64_t w) {
+    for (int64_t b = 0; w > 0 && b < rows; ++b)
+      std::memcpy(result + b * total + column, packed + at + b * w,
+                  sizeof(float) * size_t(w));
+  });
+}
+
+void neuroshard::exchange_abi::packNodeColumns(const ExchangeLayout &layout,
+                                               const NodeExchange &plan,
+                                               const float *result,
+                                               float *packed) {
+  int64_t rows = layout.batches[layout.rank], total = layout.totalWidth();
+  forEachNodeBlock(layout, plan, [&](int64_t at, int64_t column, int64_t w) {
+    for (int64_t b = 0; w > 0 && b < rows; ++b)
+      std::memcpy(packed + at + b * w, result + b * total + column,
+                  sizeof(float) * size_t(w));
+  });
+}

@@ -38,7 +38,9 @@ static std::string report(const DistributedRunResult &result,
         {"rank", int64_t(d)},
         {"shards", rank.shards},
         {"weight_bytes", int64_t(rank.weightBytes)},
-        {"allocated_weight_bytes", int64_t(rank.allocatedWeightBytes)}};
+        {"allocated_weight_bytes", int64_t(rank.allocatedWeightBytes)},
+        {"intra_node_bytes", int64_t(rank.intraNodeBytes)},
+        {"inter_node_bytes", int64_t(rank.interNodeBytes)}};
     if (rank.planWeightsGB) {
       entry["plan_weights_gb"] = *rank.planWeightsGB;
       entry["matches_plan"] = rank.matchesPlan;
@@ -60,6 +62,7 @@ static std::string report(const DistributedRunResult &result,
                         {"max_rows", options.data.maxRows},
                         {"backward", options.backward},
                         {"ranks", result.ranks},
+                        {"ranks_per_node", result.ranksPerNode},
                         {"per_rank", std::move(ranks)},
                         {"results", std::move(resultRows)}};
     if (comparison)
@@ -108,6 +111,19 @@ static std::string report(const DistributedRunResult &result,
                      ? "equal the plan's per-device weights"
                      : "DIFFER from the plan's per-device weights")
              << "\n";
+    double intra = 0.0, inter = 0.0;
+    for (const RankReport &rank : result.perRank) {
+      intra += rank.intraNodeBytes;
+      inter += rank.interNodeBytes;
+    }
+    outs() << formatv("exchange on {0} {1} of {2} {3}: one step sends {4} "
+                      "MiB inside nodes and {5} MiB between them\n",
+                      result.ranks / result.ranksPerNode,
+                      result.ranks == result.ranksPerNode ? "node" : "nodes",
+                      result.ranksPerNode,
+                      result.ranksPerNode == 1 ? "rank" : "ranks",
+                      format("%.3f", intra / double(1 << 20)),
+                      format("%.3f", inter / double(1 << 20)));
     if (comparison)
       comparison->print(outs());
     if (timed)

@@ -121,6 +121,13 @@ static cl::opt<std::string> inputsPath(
     cl::cat(category));
 static cl::opt<bool> jsonOutput("json", cl::desc("Print the report as JSON"),
                                 cl::cat(category));
+static cl::opt<unsigned> devicesPerNode(
+    "devices-per-node",
+    cl::desc("--distributed: ranks per node of the exchange, which runs "
+             "between the nodes and then inside each (default: the plan's "
+             "node size when it has several nodes, else the ranks that share "
+             "a machine)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> distributed(
     "distributed",
     cl::desc("Run a sharded module on one MPI rank per device (under mpirun "
@@ -284,6 +291,7 @@ int main(int argc, char **argv) {
     options.warmup = warmup;
     options.iters = iters;
     options.trustInputs = trustInputs;
+    options.devicesPerNode = devicesPerNode;
     options.programName = "neuroshard-run";
     ::neuroshard::run::ReportOptions report;
     report.tolerance = tolerance;

@@ -76,6 +76,11 @@ struct DistributedRunOptions {
   unsigned warmup = 0, iters = 0;
   /// Skips the check of every index against its table's rows.
   bool trustInputs = false;
+  /// Ranks per node for the exchange, which runs between nodes and then
+  /// inside each when there are several. 0: the plan's node size when the
+  /// module's topology has several nodes, else the ranks that share a
+  /// machine (MPI_COMM_TYPE_SHARED).
+  unsigned devicesPerNode = 0;
   /// Names the program in the error of a rank that fails alone.
   std::string programName;
 };
@@ -98,6 +103,9 @@ struct RankReport {
   std::optional<double> planWeightsGB;
   bool matchesPlan = true;
   std::optional<RankTiming> timing;
+  /// Bytes the rank sent to other ranks of its node and to other nodes in
+  /// the checked step's exchanges (forward, and backward with it).
+  double intraNodeBytes = 0, interNodeBytes = 0;
 };
 
 /// The outcome of runDistributed. Every rank gets its rank, the job's size
@@ -105,6 +113,8 @@ struct RankReport {
 /// per-rank reports are gathered on rank 0 only.
 struct DistributedRunResult {
   int rank = 0, ranks = 1;
+  /// Ranks per node of the exchange (`ranks` on one node).
+  int ranksPerNode = 1;
   /// The entry of the sharded module and its lookup inputs and tables.
   std::string entry;
   size_t lookupInputs = 0, tables = 0;

@@ -92,6 +92,58 @@ void unpackColumns(const ExchangeLayout &layout, const float *packed,
 void packColumns(const ExchangeLayout &layout, const float *result,
                  float *packed);
 
+/// The exchange in two phases on nodes of P consecutive ranks (N = M x P
+/// ranks; rank r = g * P + l is rank l of node g). First, between nodes:
+/// rank r sends rank h * P + l, its peer in every node h, the rows of node
+/// h's slice of the batch (one contiguous block), and receives node g's
+/// rows of every peer's columns into a staging buffer, block h after block
+/// h - 1. Then, inside node g: rank r sends every rank g * P + l' of its
+/// node that rank's rows of every staged block, and receives from every
+/// rank g * P + l'' its rows of the columns that rank staged. Each value
+/// crosses between nodes at most once, in one message per pair of peers
+/// rather than one per pair of ranks. The backward runs both phases in
+/// reverse order, each in reverse. Counts and offsets are in elements; all
+/// messages are indexed by the rank's position in the communicator of the
+/// phase: the node for the first phase, the local rank for the second.
+struct NodeExchange {
+  int64_t ranksPerNode = 1, node = 0, local = 0;
+  /// Between nodes: sent from the rank's B x W_r buffer, received into the
+  /// staging buffer (block h: node g's rows x W_{h*P+l}).
+  std::vector<int64_t> interSendCounts, interSendOffsets;
+  std::vector<int64_t> interRecvCounts, interRecvOffsets;
+  int64_t stagingSize = 0;
+  /// Inside the node: sent from the gathered buffer (for rank l', its rows
+  /// of every staged block in node order), received into the packed buffer
+  /// (from rank l'', B_r x W_{h*P+l''} for every node h in order).
+  std::vector<int64_t> intraSendCounts, intraSendOffsets;
+  std::vector<int64_t> intraRecvCounts, intraRecvOffsets;
+  int64_t gatheredSize = 0, packedSize = 0;
+};
+
+/// Why `ranksPerNode` cannot group the ranks of `layout` into nodes (it is
+/// below 1 or does not divide the rank count), or empty.
+std::string checkRanksPerNode(const ExchangeLayout &layout,
+                              int64_t ranksPerNode);
+
+/// The two phases for this rank of `layout` (checkExchangeLayout and
+/// checkRanksPerNode hold).
+NodeExchange planNodeExchange(const ExchangeLayout &layout,
+                              int64_t ranksPerNode);
+
+/// Forward, between the phases: every node rank's rows of the staged blocks
+/// into the gathered buffer, and its inverse (backward).
+void gatherNodeRows(const ExchangeLayout &layout, const NodeExchange &plan,
+                    const float *staging, float *gathered);
+void scatterNodeRows(const ExchangeLayout &layout, const NodeExchange &plan,
+                     const float *gathered, float *staging);
+
+/// Forward, after the second phase: the packed blocks into the columns of
+/// the B_rank x sum(W) result, and its inverse (backward, before).
+void unpackNodeColumns(const ExchangeLayout &layout, const NodeExchange &plan,
+                       const float *packed, float *result);
+void packNodeColumns(const ExchangeLayout &layout, const NodeExchange &plan,
+                     const float *result, float *packed);
+
 } // namespace exchange_abi
 } // namespace neuroshard
 

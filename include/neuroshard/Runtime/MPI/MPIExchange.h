@@ -6,9 +6,10 @@
 //
 // The exchange of ExchangeABI.h on MPI_COMM_WORLD, one rank per device: an
 // MPI_Alltoallv of contiguous blocks, with the column blocks packed and
-// unpacked on the receiving side. Both directions are also what the lowered
-// code of a rank's program calls (the C interfaces of kExchangeF32 and
-// kExchangeGradientF32).
+// unpacked on the receiving side; on ranks grouped into nodes, two
+// MPI_Alltoallv, one between the nodes and one inside each. Both directions are
+// also what the lowered code of a rank's program calls (the C interfaces of
+// kExchangeF32 and kExchangeGradientF32).
 //
 // MPI must be initialised by the caller. Errors of the collective itself
 // follow MPI's error handler (by default the job aborts).
@@ -37,10 +38,29 @@ std::string exchangeForward(const exchange_abi::ExchangeLayout &layout,
 std::string exchangeBackward(const exchange_abi::ExchangeLayout &layout,
                              const float *gradient, float *bufferGradient);
 
+/// Groups the job's ranks into nodes of `ranksPerNode` consecutive ranks,
+/// so that the exchanges run in two phases (NodeExchange in
+/// ExchangeABI.h): between nodes, then inside each. 0 (or the job's size)
+/// puts every rank on one node, and the exchange in one phase. Collective:
+/// every rank calls it with the same value. Returns why it cannot (empty
+/// on success): a count that does not divide the job.
+std::string groupRanksIntoNodes(int ranksPerNode);
+/// The ranks of a node as grouped (the job's size on one node).
+int ranksPerNode();
+/// The ranks that share this machine's memory (MPI_COMM_TYPE_SHARED), when
+/// every machine runs as many consecutive ranks; 0 when they do not.
+/// Collective.
+int sharedMemoryRanksPerNode();
+
 /// Seconds spent in exchanges (both directions, waiting for other ranks
-/// included) since the last reset.
+/// included), and the bytes this rank sent to the other ranks of its node
+/// and to other nodes, since the last reset.
 double exchangeSeconds();
-void resetExchangeSeconds();
+struct ExchangeBytes {
+  double intraNode = 0.0, interNode = 0.0;
+};
+ExchangeBytes exchangeBytes();
+void resetExchangeStatistics();
 
 /// The address of the C interface of kExchangeF32, for a JIT to resolve
 /// `_mlir_ciface_neuroshard_exchange_f32` to. A failure prints the reason
