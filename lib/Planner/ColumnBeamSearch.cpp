@@ -245,21 +245,64 @@ static std::optional<ShardingPlan> mergeTable(const ShardingPlan &plan,
 /// device, keeping each merge that does not make the plan's cost worse: a
 /// merged piece reads its indices once instead of once per piece, and the
 /// search, which only halves slices, cannot join pieces it split apart.
-static Error mergePiecesOnOneDevice(PlanResult &result, SearchContext &ctx) {
+static Error mergePiecesOnOneDevice(ShardingPlan &plan, PlanCost &planCost,
+                                    SearchContext &ctx) {
   for (unsigned table = 0; table < ctx.tables.size(); ++table) {
-    std::optional<ShardingPlan> merged = mergeTable(result.plan, table);
+    std::optional<ShardingPlan> merged = mergeTable(plan, table);
     if (!merged)
       continue;
     Expected<PlanCost> cost =
         evaluatePlan(ctx.tables, ctx.topology, *merged, ctx.model);
     if (!cost)
       return cost.takeError();
-    if (cost->maxMs > result.cost.maxMs)
+    if (cost->maxMs > planCost.maxMs)
       continue;
-    result.plan = std::move(*merged);
-    result.cost = std::move(*cost);
+    plan = std::move(*merged);
+    planCost = std::move(*cost);
   }
   return Error::success();
+}
+
+/// The `count` best feasible states seen so far, best first.
+namespace {
+class KeptStates {
+public:
+  explicit KeptStates(unsigned count) : count(count) {}
+  void consider(ArrayRef<BeamState> states) {
+    for (const BeamState &state : states) {
+      if (!state.outcome.feasible)
+        continue;
+      if (kept.size() == count &&
+          (count == 0 || !rankedBefore(state.outcome, kept.back().outcome)))
+        continue;
+      auto at = llvm::upper_bound(kept, state,
+                                  [](const BeamState &a, const BeamState &b) {
+                                    return rankedBefore(a.outcome, b.outcome);
+                                  });
+      kept.insert(at, state);
+      if (kept.size() > count)
+        kept.pop_back();
+    }
+  }
+  ArrayRef<BeamState> states() const { return kept; }
+
+private:
+  unsigned count;
+  std::vector<BeamState> kept;
+};
+} // namespace
+
+/// The candidate of a feasible state: its plan with pieces on one device
+/// merged.
+static Expected<PlanCandidate>
+candidateOf(const BeamState &state, StringRef origin, SearchContext &ctx) {
+  PlanCandidate candidate;
+  candidate.origin = origin.str();
+  candidate.plan = makePlan(state.input, state.outcome);
+  candidate.cost = state.outcome.cost;
+  if (Error err = mergePiecesOnOneDevice(candidate.plan, candidate.cost, ctx))
+    return std::move(err);
+  return std::move(candidate);
 }
 
 /// How many of the devices share the slowest device's cost.
@@ -293,6 +336,13 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   beam.front().input = std::move(root);
   if (Error err = priceStates(beam, thresholds, ctx))
     return std::move(err);
+  // States that differ may make the same plan: keep enough to fill the
+  // candidates after duplicates are dropped.
+  KeptStates kept(budget.keepCandidates ? 2 * budget.keepCandidates + 2 : 0);
+  kept.consider(beam);
+  std::optional<BeamState> unsplit;
+  if (budget.keepCandidates)
+    unsplit = beam.front();
   DenseSet<SetKey> visited = {beam.front().input.key};
   if (budget.seedUniformSplits) {
     std::vector<BeamState> seeds;
@@ -310,6 +360,7 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
     if (!seeds.empty()) {
       if (Error err = priceStates(seeds, thresholds, ctx))
         return std::move(err);
+      kept.consider(seeds);
       for (BeamState &seed : seeds)
         beam.push_back(std::move(seed));
       std::stable_sort(beam.begin(), beam.end(),
@@ -353,6 +404,7 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
       break;
     if (Error err = priceStates(children, thresholds, ctx))
       return std::move(err);
+    kept.consider(children);
 
     // Infeasible states rank last (their cost is infinite) but may still
     // lead to feasible children when memory is what stands in the way.
@@ -381,8 +433,24 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   PlanResult result;
   result.plan = makePlan(best.input, best.outcome);
   result.cost = std::move(best.outcome.cost);
-  if (Error err = mergePiecesOnOneDevice(result, ctx))
+  if (Error err = mergePiecesOnOneDevice(result.plan, result.cost, ctx))
     return std::move(err);
+  for (const BeamState &state : kept.states()) {
+    Expected<PlanCandidate> candidate = candidateOf(state, "neuroshard", ctx);
+    if (!candidate)
+      return candidate.takeError();
+    result.candidates.push_back(std::move(*candidate));
+  }
+  // The root state whole is the table-wise plan (table-greedy-grid), unless
+  // tables too large for any device were split up front.
+  if (unsplit && unsplit->outcome.feasible &&
+      unsplit->input.slices.size() == ctx.tables.size()) {
+    Expected<PlanCandidate> candidate =
+        candidateOf(*unsplit, algorithmName(Algorithm::TableGreedyGrid), ctx);
+    if (!candidate)
+      return candidate.takeError();
+    result.candidates.push_back(std::move(*candidate));
+  }
   return std::move(result);
 }
 

@@ -332,6 +332,9 @@ struct BeamBudget {
   /// Also start from the states that split the costliest tables into equal
   /// pieces.
   bool seedUniformSplits = false;
+  /// Return the `keepCandidates` best states seen, and the root's plan, as
+  /// PlanResult::candidates (in the model's order, not yet deduplicated).
+  unsigned keepCandidates = 0;
 };
 
 /// The column-wise beam search (NeuroShard's algorithm) from `root`.

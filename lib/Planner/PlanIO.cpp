@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -307,7 +308,7 @@ static Expected<TopologyDescription> parseTopology(const json::Value &value) {
     const json::Value *field = fields.find(key);
     if (!field)
       continue;
-    double gbps;
+    double gbps = 0.0;
     if (Error err = fields.readNumber(key, *field, gbps))
       return std::move(err);
     if (RuleViolation v = checkBandwidthGBps(gbps))
@@ -477,7 +478,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
   if (Error err = fields.checkKnown(
           {"algorithm", "cost_model", "warnings", "devices", "nodes",
            "devices_per_node", "optimizer", "reserved_fraction", "cost_ms",
-           "per_device", "shards", "search"}))
+           "per_device", "shards", "search", "verification"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -729,11 +730,14 @@ Error validatePlanFile(ArrayRef<TableSpec> tables, const Topology &topology,
 
 /// Real numbers with 6 significant digits: enough to compare plans, and
 /// free of the 17-digit noise of exact round-trip printing.
-static void writeNumber(json::OStream &json, StringRef key, double value) {
-  json.attributeBegin(key);
+static void writeNumberValue(json::OStream &json, double value) {
   json.rawValue([&](raw_ostream &os) {
     os << format("%.6g", value == 0.0 ? 0.0 : value);
   });
+}
+static void writeNumber(json::OStream &json, StringRef key, double value) {
+  json.attributeBegin(key);
+  writeNumberValue(json, value);
   json.attributeEnd();
 }
 
@@ -843,6 +847,27 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
       json.attribute("cache_hits", int64_t(result.stats.cacheHits));
       json.attribute("states_explored", int64_t(result.stats.statesExplored));
     });
+    if (const std::optional<PlanVerification> &verification =
+            result.verification)
+      json.attributeObject("verification", [&] {
+        json.attribute("host", verification->host);
+        json.attribute("sets", int64_t(verification->sets));
+        json.attribute("rounds", int64_t(verification->rounds));
+        writeNumber(json, "seconds", verification->seconds);
+        json.attribute("chosen", int64_t(verification->chosen));
+        json.attributeArray("candidates", [&] {
+          for (const CandidateMeasurement &candidate : verification->candidates)
+            json.object([&] {
+              json.attribute("origin", candidate.origin);
+              writeNumber(json, "predicted_ms", candidate.predicted.maxMs);
+              writeNumber(json, "measured_ms", candidate.measured.maxMs);
+              json.attributeArray("measured_compute_ms", [&] {
+                for (const DeviceCost &device : candidate.measured.devices)
+                  writeNumberValue(json, device.computeMs);
+              });
+            });
+        });
+      });
   });
   os << "\n";
 }
@@ -941,6 +966,21 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 format("%.1f", stats.timeMs), stats.costQueries,
                 stats.cacheHits, stats.modelCalls, stats.statesExplored,
                 stats.greedyRuns);
+  if (!result.verification)
+    return;
+  const PlanVerification &verification = *result.verification;
+  os << formatv("\nverified on '{0}': {1} device sets timed in {2} rounds, "
+                "{3} s\n",
+                verification.host, verification.sets, verification.rounds,
+                format("%.1f", verification.seconds));
+  os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}\n", "candidate", "origin",
+                "predicted (ms)", "measured (ms)");
+  for (auto [i, candidate] : enumerate(verification.candidates))
+    os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}\n",
+                  i == verification.chosen ? ">" : " ", i + 1, candidate.origin,
+                  format("%.4f", candidate.predicted.maxMs),
+                  format("%.4f", candidate.measured.maxMs));
+  os << describeVerification(verification) << "\n";
 }
 
 } // namespace neuroshard

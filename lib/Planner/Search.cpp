@@ -100,6 +100,9 @@ Error validateSearchOptions(const SearchOptions &options) {
                            format("%g", options.thresholdMin),
                            format("%g", kMaxThreshold)),
                    options.thresholdMax);
+  if (options.keepCandidates > kMaxKeepCandidates)
+    return invalid("verify-top", between(0, kMaxKeepCandidates),
+                   options.keepCandidates);
   return Error::success();
 }
 
@@ -237,10 +240,10 @@ static bool cheaperPlan(const PlanCost &a, const PlanCost &b) {
 /// if it ranks before the plan the search found: NeuroShard's plan is never
 /// worse under its model than a plan any baseline makes. A baseline that
 /// fails (it cannot place the tables) offers no plan.
-static void keepCheaperBaseline(PlanResult &result,
-                                ArrayRef<ColumnSlice> slices,
-                                const SearchOptions &options,
-                                SearchContext &ctx) {
+static std::optional<PlanCandidate>
+keepCheaperBaseline(PlanResult &result, ArrayRef<ColumnSlice> slices,
+                    const SearchOptions &options, SearchContext &ctx) {
+  std::optional<PlanCandidate> best;
   uint64_t statesExplored = ctx.stats.statesExplored;
   for (Algorithm algorithm : allAlgorithms()) {
     if (algorithm == Algorithm::NeuroShard ||
@@ -257,12 +260,79 @@ static void keepCheaperBaseline(PlanResult &result,
       consumeError(baseline.takeError());
       continue;
     }
+    if (!best || cheaperPlan(baseline->cost, best->cost))
+      best = PlanCandidate{algorithmName(algorithm).str(), baseline->plan,
+                           baseline->cost};
     if (!cheaperPlan(baseline->cost, result.cost))
       continue;
     result.plan = std::move(baseline->plan);
     result.cost = std::move(baseline->cost);
   }
   ctx.stats.statesExplored = statesExplored;
+  return best;
+}
+
+/// What makes two plans the same candidate: each device's shards, and on
+/// one node not which device holds which set (the devices are alike).
+static std::vector<std::vector<Shard>>
+candidateSignature(const ShardingPlan &plan, const Topology &topology) {
+  std::vector<std::vector<Shard>> devices(topology.numDevices());
+  for (const Shard &shard : plan.shards)
+    devices[shard.device].push_back(
+        {shard.table, shard.colBegin, shard.colEnd, 0});
+  for (std::vector<Shard> &shards : devices)
+    llvm::sort(shards, [](const Shard &a, const Shard &b) {
+      return a.slice() < b.slice();
+    });
+  if (topology.numNodes() == 1)
+    llvm::sort(devices, [](const auto &a, const auto &b) {
+      return std::lexicographical_compare(
+          a.begin(), a.end(), b.begin(), b.end(),
+          [](const Shard &x, const Shard &y) { return x.slice() < y.slice(); });
+    });
+  return devices;
+}
+
+/// The `count` candidates a NeuroShard search returns: the distinct plans
+/// of `found` (the beam's best states and the table-wise plan) and the
+/// best baseline's, in the model's order, always keeping the table-wise
+/// plan and the baseline's and filling the rest with the beam's best. The
+/// returned plan is first.
+static std::vector<PlanCandidate>
+selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
+                 std::optional<PlanCandidate> baseline, unsigned count,
+                 const Topology &topology) {
+  std::vector<PlanCandidate> all;
+  all.push_back(
+      {algorithmName(Algorithm::NeuroShard).str(), result.plan, result.cost});
+  if (baseline)
+    found.push_back(std::move(*baseline));
+  std::vector<std::vector<std::vector<Shard>>> seen = {
+      candidateSignature(result.plan, topology)};
+  for (PlanCandidate &candidate : found) {
+    auto signature = candidateSignature(candidate.plan, topology);
+    auto same = llvm::find(seen, signature);
+    if (same != seen.end()) {
+      // The returned plan may be the baseline's or the table-wise one.
+      if (same == seen.begin() && candidate.origin != "neuroshard")
+        all.front().origin = candidate.origin;
+      continue;
+    }
+    seen.push_back(std::move(signature));
+    all.push_back(std::move(candidate));
+  }
+  std::vector<PlanCandidate> chosen;
+  chosen.push_back(std::move(all.front()));
+  for (bool fromBeam : {false, true})
+    for (PlanCandidate &candidate : MutableArrayRef(all).drop_front())
+      if ((candidate.origin == "neuroshard") == fromBeam &&
+          chosen.size() < count)
+        chosen.push_back(std::move(candidate));
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [](const PlanCandidate &a, const PlanCandidate &b) {
+                     return cheaperPlan(a.cost, b.cost);
+                   });
+  return chosen;
 }
 
 Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
@@ -298,11 +368,17 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                                        : autoSearchSteps(topology.numDevices());
       budget.stopWithoutProgress = options.maxSteps == 0;
       budget.seedUniformSplits = true;
+      budget.keepCandidates = options.keepCandidates;
       Expected<PlanResult> searched =
           runColumnBeamSearch(std::move(root), options, budget, ctx);
       if (!searched)
         return searched;
-      keepCheaperBaseline(*searched, *slices, options, ctx);
+      std::optional<PlanCandidate> baseline =
+          keepCheaperBaseline(*searched, *slices, options, ctx);
+      if (options.keepCandidates)
+        searched->candidates = selectCandidates(
+            *searched, std::move(searched->candidates), std::move(baseline),
+            options.keepCandidates, topology);
       return searched;
     }
     case Algorithm::TableGreedyGrid:

@@ -71,7 +71,7 @@ static cl::opt<unsigned>
     flushMB("flush-mb",
             cl::desc("Cache-flush buffer written before every timed run "
                      "(MiB; 0: no flush)"),
-            cl::init(64), cl::cat(category));
+            cl::init(kDefaultFlushMB), cl::cat(category));
 static cl::opt<float> learningRate("lr", cl::desc("SGD learning rate"),
                                    cl::init(0.01f), cl::cat(category));
 static cl::opt<double> memoryLimitGB(
@@ -146,16 +146,6 @@ std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
   }
   return pool;
 }
-
-/// Touches a buffer larger than the last-level cache.
-struct CacheFlusher {
-  explicit CacheFlusher(size_t bytes) : buffer(bytes / sizeof(int64_t), 0) {}
-  void flush() {
-    for (size_t i = 0; i < buffer.size(); i += 8)
-      buffer[i] += 1;
-  }
-  std::vector<int64_t> buffer;
-};
 
 } // namespace
 

@@ -12,7 +12,9 @@
 
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/CostModel/InitCostModels.h"
+#include "neuroshard/Execution/SetTiming.h"
 #include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Support/FileIO.h"
 #include "neuroshard/Support/Version.h"
@@ -101,6 +103,18 @@ static cl::opt<double> thresholdMax("threshold-max",
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random baseline"),
                               cl::init(SearchOptions().seed),
                               cl::cat(category));
+static cl::opt<unsigned> verifyTop(
+    "verify-top",
+    cl::desc("Time the device sets of the K best distinct plans on this "
+             "machine's CPU (the table-wise and the best baseline's among "
+             "them) and return the one that measures fastest (default 0: "
+             "never)"),
+    cl::value_desc("K"), cl::cat(category));
+static cl::opt<double> verifySeconds(
+    "verify-seconds",
+    cl::desc("Seconds the timed rounds of --verify-top may take (at least "
+             "3 rounds are timed)"),
+    cl::init(VerifyOptions().seconds), cl::cat(category));
 static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Global batch size (default: the task's batch_size, "
@@ -240,6 +254,11 @@ static Error run() {
   Expected<SearchOptions> options = buildSearchOptions();
   if (!options)
     return options.takeError();
+  if (std::optional<std::string> problem = checkVerifySeconds(verifySeconds))
+    return optionError("--verify-seconds " + *problem);
+  if (given && verifyTop)
+    return optionError("--verify-top: a plan given with --price is priced, "
+                       "not chosen among candidates");
   if (std::optional<std::string> problem = checkRiskMargin(costRisk))
     return optionError("--cost-risk: " + *problem);
   CostModelOptions modelOptions;
@@ -248,11 +267,39 @@ static Error run() {
       createCostModel(costModel, *topology, modelOptions);
   if (!model)
     return model.takeError();
+  unsigned verifyCount = 0;
+  if (!given) {
+    verifyCount = verifyTop;
+    if (std::optional<std::string> problem =
+            checkVerifyTop(verifyCount, options->algorithm))
+      return optionError("--verify-top: " + *problem);
+    options->keepCandidates = verifyCount;
+    if (Error err = validateSearchOptions(*options))
+      return optionError("--" + toString(std::move(err)));
+  }
   Expected<PlanResult> result =
       given ? pricePlan(task->tables, *topology, *given, **model)
             : planSharding(task->tables, *topology, *options, **model);
   if (!result)
     return result.takeError();
+  if (verifyCount) {
+    if (!(*model)->describesThisHost())
+      result->warnings.push_back(
+          formatv("the candidates are timed on this machine, which cost "
+                  "model '{0}' does not describe: the plan is chosen for "
+                  "this machine's CPU",
+                  (*model)->name())
+              .str());
+    Expected<std::unique_ptr<SetTimer>> timer =
+        execution::createKernelSetTimer();
+    if (!timer)
+      return timer.takeError();
+    VerifyOptions verifyOptions;
+    verifyOptions.seconds = verifySeconds;
+    if (Error err = verifyCandidates(*result, task->tables, *topology, **model,
+                                     **timer, verifyOptions))
+      return err;
+  }
   for (const std::string &warning : result->warnings)
     WithColor::warning(errs(), "neuroshard-plan") << warning << "\n";
 

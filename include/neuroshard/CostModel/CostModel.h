@@ -58,6 +58,11 @@ public:
   /// model measured on another machine. Empty by default.
   virtual std::vector<std::string> warnings() const { return {}; }
 
+  /// Whether the model's compute costs were measured on this very machine
+  /// (a trained CPU bundle whose recorded host is this one), so that plans
+  /// made with it can be checked by timing their device sets here.
+  virtual bool describesThisHost() const { return false; }
+
   /// Whether the model estimates how uncertain its compute costs are (a
   /// neural bundle with an ensemble of corrections does).
   virtual bool estimatesUncertainty() const { return false; }

@@ -69,6 +69,7 @@ public:
   std::vector<std::string> warnings() const override;
   /// True for a bundle whose compute.pt exports spread() (the standard
   /// deviation of an ensemble's members) with more than one member.
+  bool describesThisHost() const override;
   bool estimatesUncertainty() const override;
   void setRiskMargin(double sigmas) override;
 

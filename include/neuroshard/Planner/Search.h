@@ -97,6 +97,10 @@ struct SearchOptions {
   double thresholdMax = 1.5;
   /// Seed of the random baseline.
   uint64_t seed = 0;
+  /// NeuroShard: how many distinct plans to return as candidates for
+  /// measured selection (PlanResult::candidates), always including the
+  /// best table-wise plan and the best baseline's; 0 returns the plan alone.
+  unsigned keepCandidates = 0;
   /// Called after each step of the beam and grid searches (not by the
   /// table-wise baselines, which take one step), for progress output.
   std::function<void(const SearchProgress &)> progress;
@@ -110,6 +114,7 @@ constexpr unsigned kMaxCandidates = 1024;
 constexpr unsigned kMaxSteps = 4096;
 constexpr unsigned kMaxGridSteps = 1000;
 constexpr double kMaxThreshold = 1000.0;
+constexpr unsigned kMaxKeepCandidates = 64;
 
 /// Levels without progress after which a search with an automatic budget
 /// stops. Progress is a lower slowest device, or as slow a slowest device
@@ -150,6 +155,36 @@ struct SearchStats {
   uint64_t greedyRuns = 0;
 };
 
+/// A plan the search kept as a candidate for measured selection.
+struct PlanCandidate {
+  /// Where it came from: "neuroshard" (a state of the beam),
+  /// "table-greedy-grid" (the best table-wise plan) or the baseline's name.
+  std::string origin;
+  ShardingPlan plan;
+  PlanCost cost;
+};
+
+/// What measuring the candidates on this host found (PlanVerification.h).
+struct CandidateMeasurement {
+  std::string origin;
+  /// The model's cost of the candidate, and the same with every device's
+  /// compute replaced by its measured median (communication still the
+  /// model's).
+  PlanCost predicted, measured;
+};
+struct PlanVerification {
+  std::vector<CandidateMeasurement> candidates;
+  /// The index of the candidate returned.
+  size_t chosen = 0;
+  /// Distinct device sets timed, timed rounds over all of them, and the
+  /// time verification took (compiling the kernels included).
+  size_t sets = 0;
+  unsigned rounds = 0;
+  double seconds = 0.0;
+  /// The host the sets were timed on.
+  std::string host;
+};
+
 struct PlanResult {
   /// The algorithm that made the plan; none for a plan made elsewhere and
   /// priced here (pricePlan) whose file does not name one.
@@ -165,6 +200,12 @@ struct PlanResult {
   SearchStats stats;
   /// False for a plan priced by pricePlan rather than found by a search.
   bool searched = true;
+  /// With SearchOptions::keepCandidates: the distinct plans kept, in the
+  /// model's order (the first is `plan`).
+  std::vector<PlanCandidate> candidates;
+  /// Set when the candidates were measured and `plan` is the one that
+  /// measured fastest.
+  std::optional<PlanVerification> verification;
 };
 
 /// Plans the sharding of `tables` over the topology's devices with the

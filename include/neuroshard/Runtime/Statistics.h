@@ -35,6 +35,20 @@ struct Timing {
   double median = 0, min = 0, max = 0;
 };
 
+/// Touches a buffer larger than the last-level cache, so that a timed run
+/// starts from cold caches as the cost models' samples did.
+struct CacheFlusher {
+  explicit CacheFlusher(size_t bytes) : buffer(bytes / sizeof(long long), 0) {}
+  void flush() {
+    for (size_t i = 0; i < buffer.size(); i += 8)
+      buffer[i] += 1;
+  }
+  std::vector<long long> buffer;
+};
+
+/// The cache flush of the CPU samples (MiB): neuroshard-collect's default.
+constexpr unsigned kDefaultFlushMB = 64;
+
 /// Runs `step` `warmup` times, then `iters` (>= 1) times timed, calling
 /// `beforeEach` (untimed; e.g. a cache flush) before every run.
 inline Timing timeRuns(unsigned warmup, unsigned iters,

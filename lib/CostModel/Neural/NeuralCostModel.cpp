@@ -647,6 +647,10 @@ std::optional<std::string> NeuralCostModel::Impl::compareMachine() const {
       .str();
 }
 
+bool NeuralCostModel::describesThisHost() const {
+  return impl->meta.info.trained && !impl->machineWarning;
+}
+
 const NeuralBundleInfo &NeuralCostModel::info() const {
   return impl->meta.info;
 }

@@ -1,0 +1,154 @@
+//===- SetTiming.cpp - Timing device sets with the fused CPU kernels ------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Execution/SetTiming.h"
+
+#include "neuroshard/Execution/CPUKernelCalls.h"
+#include "neuroshard/Runtime/HostInfo.h"
+#include "neuroshard/Runtime/InputGenerator.h"
+#include "neuroshard/Runtime/MemoryBudget.h"
+#include "neuroshard/Runtime/Statistics.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <map>
+
+using namespace llvm;
+
+namespace neuroshard {
+namespace execution {
+namespace {
+
+/// The learning rate of the timed update (its value does not change the
+/// time).
+constexpr float kLearningRate = 0.01f;
+
+class KernelSetTimer final : public SetTimer {
+public:
+  KernelSetTimer(std::unique_ptr<CPUKernels> kernels,
+                 const KernelSetTimerOptions &options)
+      : kernels(std::move(kernels)), options(options),
+        flusher(size_t(options.flushMB) << 20) {}
+
+  Error prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
+                ArrayRef<std::vector<ColumnSlice>> sets) override;
+  double time(size_t index) override;
+  std::string host() const override { return hostCPUModel(); }
+
+private:
+  std::unique_ptr<CPUKernels> kernels;
+  KernelSetTimerOptions options;
+  runtime::CacheFlusher flusher;
+  /// One index stream per lookup (table and feature), shared by its sets.
+  std::map<std::pair<unsigned, unsigned>, inputs::LookupInputs> streams;
+  std::vector<PreparedSet> prepared;
+  /// One weight arena for every set: only one runs at a time, and the
+  /// kernels' time does not depend on the weights' values.
+  runtime::WeightVector arena;
+};
+
+Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
+                              ArrayRef<std::vector<ColumnSlice>> sets) {
+  streams.clear();
+  prepared.clear();
+  // What the sets take before any of it is allocated: the largest set's
+  // weights (the arena), and every set's packed indices and buffers with
+  // the streams they copy.
+  double largestWeights = 0.0, indices = 0.0, outputs = 0.0;
+  std::map<std::pair<unsigned, unsigned>, double> streamBytes;
+  for (const std::vector<ColumnSlice> &set : sets) {
+    double weights = 0.0, width = 0.0;
+    for (const ColumnSlice &slice : set) {
+      const TableSpec &table = tables[slice.table];
+      for (unsigned f = 0; f < table.numFeatures(); ++f) {
+        double pooling = f == 0 ? table.poolingFactor
+                                : table.moreFeatures[f - 1].poolingFactor;
+        double bytes = (double(batchSize) * pooling + double(batchSize) + 1) *
+                       sizeof(int64_t);
+        streamBytes[{slice.table, f}] = bytes;
+        indices += bytes;
+        weights += double(table.sliceBytes(slice.width()));
+        width += double(slice.width());
+      }
+    }
+    largestWeights = std::max(largestWeights, weights);
+    outputs += 2.0 * double(batchSize) * width * sizeof(float);
+  }
+  for (const auto &entry : streamBytes)
+    indices += entry.second;
+  MemoryNeed need;
+  need.add("weights of the largest set", largestWeights);
+  need.add("indices and offsets", indices);
+  need.add("outputs and gradients", outputs);
+  need.add("cache flush", double(options.flushMB) * (1 << 20));
+  if (std::optional<std::string> refused =
+          admitMemory(need, options.memoryLimitBytes))
+    return createStringError(inconvertibleErrorCode(),
+                             "timing the candidates' device sets " + *refused);
+
+  int64_t arenaSize = 0;
+  for (const std::vector<ColumnSlice> &slices : sets) {
+    std::vector<KernelShard> shards;
+    for (const ColumnSlice &slice : slices) {
+      const TableSpec &table = tables[slice.table];
+      // A table that several features look up is one lookup per feature
+      // (each with weights of its own: the kernels take one lookup per
+      // shard).
+      for (unsigned f = 0; f < table.numFeatures(); ++f) {
+        auto [stream, added] = streams.try_emplace({slice.table, f});
+        if (added) {
+          inputs::TableStats stats;
+          stats.name = table.name;
+          stats.rows = table.rows;
+          stats.dim = table.dim;
+          stats.poolingFactor = f == 0
+                                    ? table.poolingFactor
+                                    : table.moreFeatures[f - 1].poolingFactor;
+          stats.accessHist =
+              f == 0 ? table.accessHist : table.moreFeatures[f - 1].accessHist;
+          stream->second = inputs::generateLookup(
+              stats, batchSize, options.seed,
+              inputs::mixSeed(inputs::hashString(table.name), f));
+        }
+        shards.push_back({nullptr, table.rows, slice.width(), kernel_abi::kSum,
+                          &stream->second});
+      }
+    }
+    PreparedSet &set = prepared.emplace_back();
+    arenaSize =
+        std::max(arenaSize,
+                 CPUKernels::packInputs(set, shards, batchSize, options.seed));
+  }
+  arena.assign(size_t(arenaSize), 0.0f);
+  inputs::fillWeights(0x5eed, 1, 0, arenaSize, arena.data(), 0);
+  return Error::success();
+}
+
+double KernelSetTimer::time(size_t index) {
+  PreparedSet &set = prepared[index];
+  set.weights.swap(arena);
+  flusher.flush();
+  auto start = std::chrono::steady_clock::now();
+  kernels->forward(set);
+  kernels->backward(set, kLearningRate);
+  auto stop = std::chrono::steady_clock::now();
+  set.weights.swap(arena);
+  return std::chrono::duration<double, std::milli>(stop - start).count();
+}
+
+} // namespace
+
+Expected<std::unique_ptr<SetTimer>>
+createKernelSetTimer(const KernelSetTimerOptions &options) {
+  Expected<std::unique_ptr<CPUKernels>> kernels = CPUKernels::compile();
+  if (!kernels)
+    return kernels.takeError();
+  return std::make_unique<KernelSetTimer>(std::move(*kernels), options);
+}
+
+} // namespace execution
+} // namespace neuroshard
