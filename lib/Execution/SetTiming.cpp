@@ -65,9 +65,8 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
     for (const ColumnSlice &slice : set) {
       const TableSpec &table = tables[slice.table];
       for (unsigned f = 0; f < table.numFeatures(); ++f) {
-        double pooling = f == 0 ? table.poolingFactor
-                                : table.moreFeatures[f - 1].poolingFactor;
-        double bytes = (double(batchSize) * pooling + double(batchSize) + 1) *
+        double bytes = (double(batchSize) * table.feature(f).poolingFactor +
+                        double(batchSize) + 1) *
                        sizeof(int64_t);
         streamBytes[{slice.table, f}] = bytes;
         indices += bytes;
@@ -101,15 +100,13 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
       for (unsigned f = 0; f < table.numFeatures(); ++f) {
         auto [stream, added] = streams.try_emplace({slice.table, f});
         if (added) {
+          FeatureStats feature = table.feature(f);
           inputs::TableStats stats;
           stats.name = table.name;
           stats.rows = table.rows;
           stats.dim = table.dim;
-          stats.poolingFactor = f == 0
-                                    ? table.poolingFactor
-                                    : table.moreFeatures[f - 1].poolingFactor;
-          stats.accessHist =
-              f == 0 ? table.accessHist : table.moreFeatures[f - 1].accessHist;
+          stats.poolingFactor = feature.poolingFactor;
+          stats.accessHist = feature.accessHist;
           stream->second = inputs::generateLookup(
               stats, batchSize, options.seed,
               inputs::mixSeed(inputs::hashString(table.name), f));

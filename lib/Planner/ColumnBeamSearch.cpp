@@ -154,10 +154,7 @@ splitMoves(const PlacementInput &input, ArrayRef<TableSpec> tables,
 static std::vector<std::vector<ColumnSlice>>
 uniformSplits(const PlacementInput &input, ArrayRef<TableSpec> tables,
               unsigned numDevices) {
-  double total = 0.0;
-  for (double cost : input.sortCost)
-    total += cost;
-  double share = total / numDevices;
+  double share = fairShare(input, numDevices);
   std::vector<std::vector<ColumnSlice>> states;
   int64_t reached = 1;
   for (int64_t cap = 2; cap <= numDevices && reached == cap / 2; cap *= 2) {
@@ -436,7 +433,8 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   if (Error err = mergePiecesOnOneDevice(result.plan, result.cost, ctx))
     return std::move(err);
   for (const BeamState &state : kept.states()) {
-    Expected<PlanCandidate> candidate = candidateOf(state, "neuroshard", ctx);
+    Expected<PlanCandidate> candidate =
+        candidateOf(state, algorithmName(Algorithm::NeuroShard), ctx);
     if (!candidate)
       return candidate.takeError();
     result.candidates.push_back(std::move(*candidate));

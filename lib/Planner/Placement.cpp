@@ -210,13 +210,17 @@ bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
          slice.width() % (2 * kColumnAlignment) == 0;
 }
 
-std::vector<ColumnSlice> splitAboveFairShare(const PlacementInput &input,
-                                             ArrayRef<TableSpec> tables,
-                                             unsigned numDevices) {
+double fairShare(const PlacementInput &input, unsigned numDevices) {
   double total = 0.0;
   for (double cost : input.sortCost)
     total += cost;
-  double share = total / numDevices;
+  return total / numDevices;
+}
+
+std::vector<ColumnSlice> splitAboveFairShare(const PlacementInput &input,
+                                             ArrayRef<TableSpec> tables,
+                                             unsigned numDevices) {
+  double share = fairShare(input, numDevices);
   std::vector<ColumnSlice> slices;
   for (auto [i, slice] : enumerate(input.slices)) {
     int64_t pieces = 1;
@@ -412,24 +416,14 @@ int GreedyRun::cheapestWithRoom(uint32_t slice) const {
   return found == kNoDevice ? -1 : int(found);
 }
 
-/// The device among [begin, end) with room for `slice` and the lowest cost
-/// (ties: less memory used, then the lower index), or -1; devices whose bit
-/// in `skip` (by their offset from `begin`) is set are passed over.
-static int cheapestInRange(const GreedyRun &run, uint32_t slice, unsigned begin,
-                           unsigned end, uint64_t skip) {
-  int best = -1;
-  for (unsigned d = begin; d < end; ++d) {
-    if (skip >> (d - begin) & 1 || !run.hasRoom(slice, d))
-      continue;
-    if (best < 0)
-      best = d;
-    const DeviceLoad &load = run.loads[d];
-    const DeviceLoad &incumbent = run.loads[best];
-    if (load.cost < incumbent.cost ||
-        (load.cost == incumbent.cost && load.bytes < incumbent.bytes))
-      best = d;
-  }
-  return best;
+int GreedyRun::cheapestInRange(uint32_t slice, unsigned begin, unsigned end,
+                               uint64_t skip) const {
+  uint32_t found = kNoDevice;
+  for (unsigned d = begin; d < end; ++d)
+    if (!(skip >> (d - begin) & 1) && hasRoom(slice, d) &&
+        ranksBefore(d, found))
+      found = d;
+  return found == kNoDevice ? -1 : int(found);
 }
 
 /// Picks the device for `slice`, or returns false if none has room.
@@ -445,9 +439,9 @@ static bool chooseDevice(const GreedyRun &run, uint32_t slice,
     unsigned table = input.slices[slice].table;
     int home = run.homeNode[table];
     if (home >= 0)
-      best = cheapestInRange(run, slice, home * run.affinityNodeSize,
-                             (home + 1) * run.affinityNodeSize,
-                             run.homeDevices[table]);
+      best = run.cheapestInRange(slice, home * run.affinityNodeSize,
+                                 (home + 1) * run.affinityNodeSize,
+                                 run.homeDevices[table]);
   }
   if (best < 0)
     best = run.cheapestWithRoom(slice);
@@ -694,15 +688,33 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
   return std::move(outcomes);
 }
 
+/// Whether costs ranked slowest first come before `b`'s (rankedBefore).
+static bool rankedBefore(ArrayRef<double> a, ArrayRef<double> b) {
+  for (auto [x, y] : zip_equal(a, b))
+    if (std::abs(x - y) > 1e-9 * std::max(std::abs(x), std::abs(y)))
+      return x < y;
+  return false;
+}
+
 bool rankedBefore(const PlacementOutcome &a, const PlacementOutcome &b) {
   if (a.feasible != b.feasible)
     return a.feasible;
   if (!a.feasible)
     return false;
-  for (auto [x, y] : zip_equal(a.ranked, b.ranked))
-    if (std::abs(x - y) > 1e-9 * std::max(std::abs(x), std::abs(y)))
-      return x < y;
-  return false;
+  return rankedBefore(a.ranked, b.ranked);
+}
+
+std::vector<double> rankedCosts(const PlanCost &cost) {
+  std::vector<double> ranked;
+  ranked.reserve(cost.devices.size());
+  for (const DeviceCost &device : cost.devices)
+    ranked.push_back(device.totalMs());
+  std::sort(ranked.begin(), ranked.end(), std::greater<double>());
+  return ranked;
+}
+
+bool rankedBefore(const PlanCost &a, const PlanCost &b) {
+  return rankedBefore(rankedCosts(a), rankedCosts(b));
 }
 
 PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
@@ -713,11 +725,7 @@ PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
     return outcome;
   outcome.feasible = true;
   outcome.costMs = cost.maxMs;
-  outcome.ranked.reserve(cost.devices.size());
-  for (const DeviceCost &device : cost.devices)
-    outcome.ranked.push_back(device.totalMs());
-  std::sort(outcome.ranked.begin(), outcome.ranked.end(),
-            std::greater<double>());
+  outcome.ranked = rankedCosts(cost);
   outcome.deviceOf.resize(run.input->slices.size());
   for (auto [slice, device] : zip_equal(run.input->order, run.placedOn))
     outcome.deviceOf[slice] = device;

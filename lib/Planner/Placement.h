@@ -209,6 +209,10 @@ struct GreedyRun {
   bool hasMemoryFor(uint32_t slice, unsigned device) const {
     return loads[device].bytes + input->bytes[slice] <= capacities[device];
   }
+  /// cheapestWithRoom among the devices [begin, end), passing over those
+  /// whose bit in `skip` (by their offset from `begin`) is set.
+  int cheapestInRange(uint32_t slice, unsigned begin, unsigned end,
+                      uint64_t skip) const;
   /// Sets a device's cost, once known, and re-ranks it.
   void setCost(unsigned device, double cost);
 
@@ -299,6 +303,10 @@ struct PlacementOutcome {
 /// share it, so that relieving one of several devices tied at the maximum
 /// is progress rather than a tie.
 bool rankedBefore(const PlacementOutcome &a, const PlacementOutcome &b);
+/// Every device's total cost, slowest first.
+std::vector<double> rankedCosts(const PlanCost &cost);
+/// rankedBefore for the costs of two feasible plans.
+bool rankedBefore(const PlanCost &a, const PlanCost &b);
 
 /// The evenly spaced dim-sum thresholds of the grid search.
 std::vector<double> gridThresholds(const SearchOptions &options);
@@ -347,6 +355,10 @@ llvm::Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
 /// pinned nor kept whole, and both halves stay multiples of
 /// kColumnAlignment.
 bool isSplittable(const TableSpec &table, const ColumnSlice &slice);
+
+/// A device's fair share of `input`'s cost: the total of its slices' costs
+/// alone (sortCost) over `numDevices`.
+double fairShare(const PlacementInput &input, unsigned numDevices);
 
 /// The slices of `input` (ordered by model cost: orderByModelCost) with
 /// every slice whose cost alone exceeds a device's fair share (the total of

@@ -221,19 +221,6 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
   return std::move(slices);
 }
 
-/// Whether `a` ranks before `b` as the searches rank plans (rankedBefore):
-/// by the slowest device, then the next slowest, and so on.
-static bool cheaperPlan(const PlanCost &a, const PlanCost &b) {
-  PlacementOutcome x, y;
-  for (auto [cost, outcome] : {std::pair(&a, &x), std::pair(&b, &y)}) {
-    outcome->feasible = true;
-    for (const DeviceCost &device : cost->devices)
-      outcome->ranked.push_back(device.totalMs());
-    llvm::sort(outcome->ranked, std::greater<double>());
-  }
-  return rankedBefore(x, y);
-}
-
 /// Prices the plans of every baseline (whole tables or, for
 /// uniform-split-greedy, even pieces, placed by a proxy) from the search's
 /// initial `slices`, and replaces `result`'s plan with the cheapest of them
@@ -260,10 +247,10 @@ keepCheaperBaseline(PlanResult &result, ArrayRef<ColumnSlice> slices,
       consumeError(baseline.takeError());
       continue;
     }
-    if (!best || cheaperPlan(baseline->cost, best->cost))
+    if (!best || rankedBefore(baseline->cost, best->cost))
       best = PlanCandidate{algorithmName(algorithm).str(), baseline->plan,
                            baseline->cost};
-    if (!cheaperPlan(baseline->cost, result.cost))
+    if (!rankedBefore(baseline->cost, result.cost))
       continue;
     result.plan = std::move(baseline->plan);
     result.cost = std::move(baseline->cost);
@@ -302,9 +289,9 @@ static std::vector<PlanCandidate>
 selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
                  std::optional<PlanCandidate> baseline, unsigned count,
                  const Topology &topology) {
+  StringRef neuroshard = algorithmName(Algorithm::NeuroShard);
   std::vector<PlanCandidate> all;
-  all.push_back(
-      {algorithmName(Algorithm::NeuroShard).str(), result.plan, result.cost});
+  all.push_back({neuroshard.str(), result.plan, result.cost});
   if (baseline)
     found.push_back(std::move(*baseline));
   std::vector<std::vector<std::vector<Shard>>> seen = {
@@ -314,7 +301,7 @@ selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
     auto same = llvm::find(seen, signature);
     if (same != seen.end()) {
       // The returned plan may be the baseline's or the table-wise one.
-      if (same == seen.begin() && candidate.origin != "neuroshard")
+      if (same == seen.begin() && candidate.origin != neuroshard)
         all.front().origin = candidate.origin;
       continue;
     }
@@ -325,12 +312,11 @@ selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
   chosen.push_back(std::move(all.front()));
   for (bool fromBeam : {false, true})
     for (PlanCandidate &candidate : MutableArrayRef(all).drop_front())
-      if ((candidate.origin == "neuroshard") == fromBeam &&
-          chosen.size() < count)
+      if ((candidate.origin == neuroshard) == fromBeam && chosen.size() < count)
         chosen.push_back(std::move(candidate));
   std::stable_sort(chosen.begin(), chosen.end(),
                    [](const PlanCandidate &a, const PlanCandidate &b) {
-                     return cheaperPlan(a.cost, b.cost);
+                     return rankedBefore(a.cost, b.cost);
                    });
   return chosen;
 }
