@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -82,7 +83,36 @@ std::string findDefaultModel() {
   return "";
 }
 
+/// The bundles shipped under the model search path, by name: directories
+/// that hold a meta.json, each name once.
+static std::vector<std::string> shippedModelNames() {
+  std::vector<std::string> names;
+  for (const std::string &dir : defaultModelSearchPath()) {
+    std::error_code ec;
+    for (sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      SmallString<256> meta(it->path());
+      sys::path::append(meta, "meta.json");
+      std::string name = sys::path::filename(it->path()).str();
+      if (sys::fs::exists(meta) && llvm::find(names, name) == names.end())
+        names.push_back(name);
+    }
+  }
+  llvm::sort(names);
+  return names;
+}
+
 std::string resolveCostModelSpec(StringRef spec) {
+  // A shipped bundle may be named rather than given by its path.
+  if (spec != kDefaultCostModel && spec != "analytical" &&
+      !sys::fs::exists(spec) && !spec.contains('/')) {
+    for (const std::string &dir : defaultModelSearchPath()) {
+      SmallString<256> bundle(dir);
+      sys::path::append(bundle, spec);
+      if (sys::fs::is_directory(bundle))
+        return std::string(bundle);
+    }
+  }
   if (spec != kDefaultCostModel)
     return spec.str();
   if (!neuralLoader)
@@ -135,12 +165,17 @@ createCostModel(StringRef requested, const Topology &topology,
   if (spec == "analytical") {
     model = std::make_unique<AnalyticalCostModel>();
   } else {
-    if (!sys::fs::exists(spec))
+    if (!sys::fs::exists(spec)) {
+      std::vector<std::string> shipped = shippedModelNames();
       return createStringError(
           inconvertibleErrorCode(),
           formatv("cost model '{0}' does not exist (expected 'default', "
-                  "'analytical' or the path of a neural cost model bundle)",
-                  spec));
+                  "'analytical', the name of a shipped bundle{1} or the "
+                  "path of a neural cost model bundle)",
+                  spec,
+                  shipped.empty() ? std::string()
+                                  : " (" + join(shipped, ", ") + ")"));
+    }
     if (!neuralLoader)
       return createStringError(
           inconvertibleErrorCode(),

@@ -74,7 +74,7 @@ public:
 
   Error readInteger(StringRef key, const json::Value &value,
                     int64_t &out) const {
-    std::optional<int64_t> integer = getInteger(value);
+    std::optional<int64_t> integer = getWholeNumber(value);
     if (!integer)
       return fail(formatv("'{0}' must be an integer, got {1}", key, value));
     out = *integer;
@@ -102,9 +102,11 @@ private:
 };
 } // namespace
 
-/// Reads the statistics of one feature, `pooling_factor` and
-/// `access_hist`, from `fields` (a table or an entry of its `features`).
-static Error readFeatureStats(const FieldReader &fields, FeatureStats &stats) {
+/// Reads the statistics of one feature from `fields` (a table or an entry
+/// of its `features`): `pooling_factor`, and `access_hist` with its
+/// `hist_batch_size` or else `zipf_alpha`.
+static Error readFeatureStats(const FieldReader &fields, FeatureStats &stats,
+                              HistogramSource &source) {
   const json::Value *field;
   if (Error err = fields.require("pooling_factor", field))
     return err;
@@ -114,8 +116,21 @@ static Error readFeatureStats(const FieldReader &fields, FeatureStats &stats) {
   if (Error err = fields.check(checkPoolingFactor(stats.poolingFactor)))
     return err;
 
-  if (Error err = fields.require("access_hist", field))
-    return err;
+  if (const json::Value *alpha = fields.find("zipf_alpha")) {
+    if (fields.find("access_hist"))
+      return fields.fail("give 'access_hist' or 'zipf_alpha', not both: the "
+                         "skew only stands in for a missing histogram");
+    if (Error err = fields.readNumber("zipf_alpha", *alpha, source.zipfAlpha))
+      return err;
+    return fields.check(checkZipfAlpha(source.zipfAlpha));
+  }
+  field = fields.find("access_hist");
+  if (!field) {
+    if (fields.find("hist_batch_size"))
+      return fields.fail("'hist_batch_size' names the batch of an "
+                         "'access_hist', which is not given");
+    return Error::success();
+  }
   const json::Array *hist = field->getAsArray();
   if (!hist)
     return fields.fail(formatv("'access_hist' must be an array of {0} "
@@ -131,11 +146,22 @@ static Error readFeatureStats(const FieldReader &fields, FeatureStats &stats) {
   }
   if (Error err = fields.check(checkAccessHistogram(bins)))
     return err;
-  llvm::copy(bins, stats.accessHist.begin());
+  source.given.emplace();
+  llvm::copy(bins, source.given->begin());
+  if (const json::Value *batch = fields.find("hist_batch_size")) {
+    int64_t batchSize;
+    if (Error err = fields.readInteger("hist_batch_size", *batch, batchSize))
+      return err;
+    if (batchSize <= 0)
+      return fields.fail(
+          formatv("'hist_batch_size' must be positive, got {0}", batchSize));
+    source.batchSize = batchSize;
+  }
   return Error::success();
 }
 
-static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
+static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
+                                      std::vector<HistogramSource> &sources) {
   std::string where = formatv("tables[{0}]", index).str();
   const json::Object *object = value.getAsObject();
   if (!object)
@@ -144,9 +170,10 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
   if (std::optional<StringRef> name = object->getString("name"))
     where += formatv(" ('{0}')", *name).str();
   FieldReader fields(*object, where);
-  if (Error err = fields.checkKnown({"name", "rows", "dim", "dtype",
-                                     "pooling_factor", "access_hist",
-                                     "features", "pinned_device", "no_split"}))
+  if (Error err =
+          fields.checkKnown({"name", "rows", "dim", "dtype", "pooling_factor",
+                             "access_hist", "hist_batch_size", "zipf_alpha",
+                             "features", "pinned_device", "no_split"}))
     return std::move(err);
 
   TableSpec table;
@@ -188,9 +215,12 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
     return std::move(err);
 
   if (const json::Value *features = fields.find("features")) {
-    if (fields.find("pooling_factor") || fields.find("access_hist"))
-      return fields.fail("give 'pooling_factor' and 'access_hist' either for "
-                         "the table or per entry of 'features', not both");
+    for (StringRef key :
+         {"pooling_factor", "access_hist", "hist_batch_size", "zipf_alpha"})
+      if (fields.find(key))
+        return fields.fail(formatv("give '{0}' either for the table or per "
+                                   "entry of 'features', not both",
+                                   key));
     const json::Array *list = features->getAsArray();
     if (!list || list->empty())
       return fields.fail(formatv("'features' must be a non-empty array of "
@@ -204,13 +234,14 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
                                  at + ": expected an object");
       FieldReader feature(*object, at);
       if (Error err =
-              feature.checkKnown({"name", "pooling_factor", "access_hist"}))
+              feature.checkKnown({"name", "pooling_factor", "access_hist",
+                                  "hist_batch_size", "zipf_alpha"}))
         return std::move(err);
       if (const json::Value *name = feature.find("name");
           name && !name->getAsString())
         return feature.fail(formatv("'name' must be a string, got {0}", *name));
       FeatureStats stats;
-      if (Error err = readFeatureStats(feature, stats))
+      if (Error err = readFeatureStats(feature, stats, sources.emplace_back()))
         return std::move(err);
       if (f == 0) {
         table.poolingFactor = stats.poolingFactor;
@@ -221,7 +252,7 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index) {
     }
   } else {
     FeatureStats stats;
-    if (Error err = readFeatureStats(fields, stats))
+    if (Error err = readFeatureStats(fields, stats, sources.emplace_back()))
       return std::move(err);
     table.poolingFactor = stats.poolingFactor;
     table.accessHist = stats.accessHist;
@@ -379,12 +410,55 @@ static Expected<PlanningTask> parseTask(const json::Value &document) {
   if (!tables || tables->empty())
     return fields.fail("'tables' must be a non-empty array");
   for (auto [index, value] : enumerate(*tables)) {
-    Expected<TableSpec> table = parseTable(value, index);
+    Expected<TableSpec> table =
+        parseTable(value, index, task.histograms.emplace_back());
     if (!table)
       return table.takeError();
     task.tables.push_back(std::move(*table));
   }
+  if (Error err = setHistogramBatch(
+          task, task.batchSize.value_or(Topology().batchSize)))
+    return std::move(err);
   return std::move(task);
+}
+
+Error setHistogramBatch(PlanningTask &task, int64_t batchSize) {
+  for (auto [index, table] : enumerate(task.tables)) {
+    for (unsigned f = 0; f < table.numFeatures(); ++f) {
+      auto fail = [&](const Twine &message) {
+        std::string where = formatv("tables[{0}] ('{1}')", index, table.name);
+        if (table.numFeatures() > 1)
+          where += formatv(": features[{0}]", f).str();
+        return createStringError(inconvertibleErrorCode(),
+                                 where + ": " + message);
+      };
+      const HistogramSource &source = task.histograms[index][f];
+      FeatureStats stats = table.feature(f);
+      if (!source.given) {
+        stats.accessHist = expectedAccessHistogram(
+            table.rows, double(batchSize) * stats.poolingFactor,
+            source.zipfAlpha);
+      } else {
+        // A histogram names the batch it describes, or takes the task's;
+        // it must be possible there before it is carried anywhere.
+        int64_t from = source.batchSize.value_or(task.batchSize.value_or(0));
+        if (from && from != batchSize) {
+          if (RuleViolation v = checkAccessHistogramForBatch(
+                  *source.given, table.rows, stats.poolingFactor, from))
+            return fail(formatv("at its batch of {0} bags: {1}", from, *v));
+          stats.accessHist = rescaleAccessHistogram(
+              *source.given, table.rows, stats.poolingFactor, from, batchSize);
+        } else {
+          stats.accessHist = *source.given;
+        }
+      }
+      if (f == 0)
+        table.accessHist = stats.accessHist;
+      else
+        table.moreFeatures[f - 1] = stats;
+    }
+  }
+  return Error::success();
 }
 
 Expected<PlanningTask> parseTaskJSON(StringRef text) {
@@ -478,7 +552,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
   if (Error err = fields.checkKnown(
           {"algorithm", "cost_model", "warnings", "devices", "nodes",
            "devices_per_node", "optimizer", "reserved_fraction", "cost_ms",
-           "per_device", "shards", "search", "verification"}))
+           "imbalance", "per_device", "shards", "search", "verification"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -790,9 +864,48 @@ void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
   os << "\n";
 }
 
+std::vector<double> stragglerWaitMs(const PlanCost &cost) {
+  double latest = 0.0;
+  for (const DeviceCost &device : cost.devices)
+    latest = std::max(latest, device.computeMs + device.bwCommMs);
+  std::vector<double> waits;
+  for (const DeviceCost &device : cost.devices)
+    waits.push_back(
+        std::min(device.fwCommMs,
+                 std::max(0.0, latest - (device.computeMs + device.bwCommMs))));
+  return waits;
+}
+
+Imbalance planImbalance(const PlanCost &cost) {
+  std::vector<double> waits = stragglerWaitMs(cost);
+  Imbalance imbalance;
+  double busySum = 0.0, busyMax = 0.0, computeSum = 0.0, computeMax = 0.0;
+  double busyMin = HUGE_VAL;
+  for (auto [d, device] : enumerate(cost.devices)) {
+    double busy = device.totalMs() - waits[d];
+    busySum += busy;
+    busyMin = std::min(busyMin, busy);
+    computeSum += device.computeMs;
+    computeMax = std::max(computeMax, device.computeMs);
+    if (busy > busyMax) {
+      busyMax = busy;
+      imbalance.busiestDevice = d;
+    }
+  }
+  double n = double(cost.devices.size());
+  if (busySum > 0.0)
+    imbalance.busy = busyMax / (busySum / n);
+  if (computeSum > 0.0)
+    imbalance.compute = computeMax / (computeSum / n);
+  if (busyMax > 0.0)
+    imbalance.busyOverLeast = busyMin > 0.0 ? busyMax / busyMin : HUGE_VAL;
+  return imbalance;
+}
+
 void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result) {
   unsigned n = topology.numDevices();
+  std::vector<double> waits = stragglerWaitMs(result.cost);
   std::vector<uint64_t> memory =
       deviceMemoryBytes(tables, topology, result.plan);
   std::vector<uint64_t> weights =
@@ -811,6 +924,16 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
     json.attribute("optimizer", optimizerName(topology.optimizer));
     writeNumber(json, "reserved_fraction", topology.reservedFraction);
     writeNumber(json, "cost_ms", result.cost.maxMs);
+    Imbalance imbalance = planImbalance(result.cost);
+    json.attributeObject("imbalance", [&] {
+      writeNumber(json, "busy_max_over_mean", imbalance.busy);
+      if (std::isfinite(imbalance.busyOverLeast))
+        writeNumber(json, "busy_max_over_min", imbalance.busyOverLeast);
+      else
+        json.attribute("busy_max_over_min", nullptr);
+      writeNumber(json, "compute_max_over_mean", imbalance.compute);
+      json.attribute("busiest_device", imbalance.busiestDevice);
+    });
     json.attributeArray("per_device", [&] {
       for (unsigned d = 0; d < n; ++d) {
         const DeviceCost &cost = result.cost.devices[d];
@@ -823,6 +946,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
           writeNumber(json, "compute_ms", cost.computeMs);
           writeNumber(json, "bw_comm_ms", cost.bwCommMs);
           writeNumber(json, "fw_comm_ms", cost.fwCommMs);
+          writeNumber(json, "wait_ms", waits[d]);
+          writeNumber(json, "busy_ms", cost.totalMs() - waits[d]);
           writeNumber(json, "total_ms", cost.totalMs());
           json.attributeArray("shards", [&] {
             for (auto [i, shard] : enumerate(result.plan.shards))
@@ -881,7 +1006,7 @@ static std::string shardLabel(const TableSpec &table, const Shard &shard) {
 
 void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                     const Topology &topology, const PlanResult &result,
-                    bool perTable) {
+                    bool perTable, bool withWarnings) {
   unsigned n = topology.numDevices();
   std::vector<uint64_t> memory =
       deviceMemoryBytes(tables, topology, result.plan);
@@ -900,13 +1025,17 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                   optimizerName(topology.optimizer),
                   format("%g", 100.0 * topology.reservedFraction),
                   format("%g", 100.0 * (1.0 - topology.reservedFraction)));
-  for (const std::string &warning : result.warnings)
-    os << "warning: " << warning << "\n";
+  if (withWarnings)
+    for (const std::string &warning : result.warnings)
+      os << "warning: " << warning << "\n";
   os << "\n";
-  os << formatv("{0,6}  {1,-23}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n",
+  os << formatv("{0,6}  {1,-23}  {2,12}  {3,12}  {4,12}  {5,10}  {6,12}  "
+                "{7}\n",
                 "device", "memory used (GB)", "compute (ms)", "bw comm (ms)",
-                "fw comm (ms)", "total (ms)", "shards");
-  double totalMs = 0.0, usedGB = 0.0, capacityGB = 0.0;
+                "fw comm (ms)", "wait (ms)", "total (ms)", "shards");
+  std::vector<double> waits = stragglerWaitMs(result.cost);
+  Imbalance imbalance = planImbalance(result.cost);
+  double usedGB = 0.0, capacityGB = 0.0;
   for (unsigned d = 0; d < n; ++d) {
     const DeviceCost &cost = result.cost.devices[d];
     SmallVector<std::string> labels;
@@ -918,21 +1047,28 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
     std::string memoryText = formatv(
         "{0} / {1} ({2}%)", format("%.2f", used), format("%.2f", capacity),
         format("%.0f", capacity > 0 ? 100.0 * used / capacity : 0.0));
-    bool slowest = cost.totalMs() == result.cost.maxMs;
-    os << formatv("{0,6}  {1,-23}  {2,12}  {3,12}  {4,12}  {5,12}  {6}\n", d,
-                  memoryText, format("%.4f", cost.computeMs),
-                  format("%.4f", cost.bwCommMs), format("%.4f", cost.fwCommMs),
-                  format("%.4f%s", cost.totalMs(), slowest ? "*" : " "),
+    bool busiest = d == imbalance.busiestDevice;
+    os << formatv("{0,6}  {1,-23}  {2,12}  {3,12}  {4,12}  {5,10}  {6,12}  "
+                  "{7}\n",
+                  d, memoryText, format("%.4f", cost.computeMs),
+                  format("%.4f", cost.bwCommMs),
+                  format("%.4f", cost.fwCommMs - waits[d]),
+                  format("%.4f", waits[d]),
+                  format("%.4f%s", cost.totalMs(), busiest ? "*" : " "),
                   join(labels, ", "));
-    totalMs += cost.totalMs();
     usedGB += used;
     capacityGB += capacity;
   }
-  double meanMs = n ? totalMs / n : 0.0;
+  std::string least = std::isfinite(imbalance.busyOverLeast)
+                          ? formatv("{0} x the least busy",
+                                    format("%.3f", imbalance.busyOverLeast))
+                                .str()
+                          : std::string("while a device is idle");
   os << formatv(
-      "\nimbalance: the slowest device takes {0} x the mean device "
-      "time; memory: {1} of {2} GB used ({3}%)\n",
-      format("%.3f", meanMs > 0 ? result.cost.maxMs / meanMs : 1.0),
+      "\nimbalance: the busiest device (*) works {0} x the mean device and "
+      "{1} (compute and its own exchange; {2} x the mean in compute alone); "
+      "the others wait for it. memory: {3} of {4} GB used ({5}%)\n",
+      format("%.3f", imbalance.busy), least, format("%.3f", imbalance.compute),
       format("%.2f", usedGB), format("%.2f", capacityGB),
       format("%.0f", capacityGB > 0 ? 100.0 * usedGB / capacityGB : 0.0));
   if (perTable) {
@@ -956,11 +1092,11 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
   }
   const SearchStats &stats = result.stats;
   if (!result.searched) {
-    os << formatv("\n* slowest device. priced in {0} ms\n",
+    os << formatv("\n* busiest device. priced in {0} ms\n",
                   format("%.1f", stats.timeMs));
     return;
   }
-  os << formatv("\n* slowest device. search: {0} ms, {1} cost queries ({2} "
+  os << formatv("\n* busiest device. search: {0} ms, {1} cost queries ({2} "
                 "cache hits), {3} model calls, {4} states explored, {5} "
                 "greedy runs\n",
                 format("%.1f", stats.timeMs), stats.costQueries,

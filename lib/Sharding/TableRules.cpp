@@ -118,26 +118,18 @@ RuleViolation checkAccessHistogram(ArrayRef<double> bins) {
       .str();
 }
 
-/// Fewest and most hits of one row in bin `bin` (the most of bin 16 is
-/// unbounded).
-static double fewestHits(unsigned bin) {
-  return bin == 0 ? 1.0 : std::ldexp(1.0, bin - 1) + 1.0;
-}
-static double mostHits(unsigned bin) {
-  return bin + 1 == kNumAccessBins ? HUGE_VAL : std::ldexp(1.0, bin);
-}
-
 /// "rows hit once", "rows hit 3 to 4 times", "rows hit more than 32768
 /// times".
 static std::string binMeaning(unsigned bin) {
   if (bin == 0)
     return "rows hit once";
   if (bin + 1 == kNumAccessBins)
-    return formatv("rows hit more than {0} times", number(fewestHits(bin) - 1));
+    return formatv("rows hit more than {0} times",
+                   number(fewestHitsInBin(bin) - 1));
   if (bin == 1)
     return "rows hit twice";
-  return formatv("rows hit {0} to {1} times", number(fewestHits(bin)),
-                 number(mostHits(bin)));
+  return formatv("rows hit {0} to {1} times", number(fewestHitsInBin(bin)),
+                 number(mostHitsInBin(bin)));
 }
 
 RuleViolation checkAccessHistogramForBatch(ArrayRef<double> bins, int64_t rows,
@@ -155,7 +147,7 @@ RuleViolation checkAccessHistogramForBatch(ArrayRef<double> bins, int64_t rows,
     if (fraction <= 0.0)
       continue;
     highest = bin;
-    mostLookupsPerRow += fraction * mostHits(bin);
+    mostLookupsPerRow += fraction * mostHitsInBin(bin);
   }
   if (!highest) {
     if (lookups < 1.0)
@@ -168,7 +160,7 @@ RuleViolation checkAccessHistogramForBatch(ArrayRef<double> bins, int64_t rows,
   // B x pooling_factor is a mean and a batch makes a whole number of
   // lookups, so each bound allows the rounding that is looser for it: the
   // ceiling against a bin's fewest hits, the floor against the rows' most.
-  if (fewestHits(*highest) > std::ceil(lookups) * slack)
+  if (fewestHitsInBin(*highest) > std::ceil(lookups) * slack)
     return formatv("'access_hist' bin {0} ({1}) is {2}, but {3} only {4} "
                    "lookups",
                    *highest, binMeaning(*highest), number(bins[*highest]),

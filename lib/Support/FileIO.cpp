@@ -10,6 +10,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 namespace neuroshard {
@@ -96,6 +98,16 @@ std::optional<int64_t> getInteger(const json::Value &value) {
   if (!number || !(*number < 0) || *number < double(INT64_MIN))
     return std::nullopt;
   return value.getAsInteger();
+}
+
+std::optional<int64_t> getWholeNumber(const json::Value &value) {
+  if (std::optional<int64_t> integer = getInteger(value))
+    return integer;
+  std::optional<double> number = value.getAsNumber();
+  if (!number || !std::isfinite(*number) || std::floor(*number) != *number ||
+      std::fabs(*number) > kLargestExactInteger)
+    return std::nullopt;
+  return static_cast<int64_t>(*number);
 }
 
 /// Flushes `os` and takes its error, if any, so that the stream's destructor

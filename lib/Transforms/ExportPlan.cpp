@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/PlanPlot.h"
 #include "neuroshard/Support/FileIO.h"
 #include "neuroshard/Transforms/Passes.h"
 #include "neuroshard/Transforms/PlanAnnotation.h"
@@ -26,7 +27,7 @@ using namespace mlir::neuroshard;
 
 namespace {
 
-enum class PlanFormat { JSON, Table, TorchRec };
+enum class PlanFormat { JSON, Table, TorchRec, SVG };
 
 struct ExportPlanPass
     : public mlir::neuroshard::impl::ExportPlanBase<ExportPlanPass> {
@@ -39,10 +40,12 @@ struct ExportPlanPass
             .Case("json", PlanFormat::JSON)
             .Case("table", PlanFormat::Table)
             .Case("torchrec", PlanFormat::TorchRec)
+            .Case("svg", PlanFormat::SVG)
             .Default(std::nullopt);
     if (!parsed) {
       module.emitError() << "--neuroshard-export-plan: unknown format '"
-                         << format << "'; expected json, table or torchrec";
+                         << format
+                         << "'; expected json, table, torchrec or svg";
       return signalPassFailure();
     }
     FailureOr<RecordedPlan> plan = readRecordedPlan(
@@ -61,6 +64,9 @@ struct ExportPlanPass
           case PlanFormat::TorchRec:
             return ::neuroshard::writeTorchRecPlan(
                 os, plan->tables, plan->topology, plan->result);
+          case PlanFormat::SVG:
+            return ::neuroshard::writePlanSVG(os, plan->tables, plan->topology,
+                                              plan->result);
           }
         });
     if (written) {

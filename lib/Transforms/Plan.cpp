@@ -213,8 +213,9 @@ void PlanPass::runOnOperation() {
     (void)emitPlannerError(module.getLoc(), result.takeError());
     return signalPassFailure();
   }
-  for (const std::string &warning : result->warnings)
-    mlir::emitWarning(module.getLoc()) << warning;
+  if (modelWarnings)
+    for (const std::string &warning : result->warnings)
+      mlir::emitWarning(module.getLoc()) << warning;
 
   // Options override the module's topology, so record the one that was
   // planned for.

@@ -51,6 +51,7 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.thresholdMax = thresholdMax;
     options.seed = seed;
     options.progress = progress;
+    options.modelWarnings = modelWarnings;
     return options;
   }
 
@@ -59,7 +60,7 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     pipeline.addPass(createPlan(planOptions()));
     for (auto [format, output] :
          {std::pair{"json", &planOut}, std::pair{"table", &planTable},
-          std::pair{"torchrec", &torchrecOut}})
+          std::pair{"torchrec", &torchrecOut}, std::pair{"svg", &plot}})
       if (!output->empty())
         pipeline.addPass(createExportPlan({format, *output}));
     pipeline.addPass(createMaterialize());

@@ -381,9 +381,16 @@ def _topology(devices: int, memory_gb: Union[float, Sequence[float]]) -> str:
                                                                    text)
 
 
-def _stats_attributes(feature: FeatureInfo) -> List[str]:
-    """The pooling_factor and access_hist attributes of `feature`."""
-    bins = ", ".join(_float_literal(v) for v in feature.access_hist)
+def _stats_attributes(feature: FeatureInfo, rows: int, sampled: int,
+                      batch: int) -> List[str]:
+    """The pooling_factor and access_hist attributes of `feature` of a table
+    of `rows` rows, measured on batches of `sampled` bags, for a function of
+    `batch` bags: the histogram is carried to that batch."""
+    hist = feature.access_hist
+    if batch != sampled:
+        hist = _core.rescale_access_histogram(
+            hist, rows, feature.pooling_factor, sampled, batch)
+    bins = ", ".join(_float_literal(v) for v in hist)
     return ["pooling_factor = %s : f64" % _float_literal(feature.pooling_factor),
             "access_hist = array<f64: %s>" % bins]
 
@@ -408,7 +415,8 @@ def emit_module(tables: Sequence[TableInfo], devices: int = 4,
     """The NeuroShard MLIR module text for measured tables: one
     neuroshard.table per table and one lookup per table in
     func.func @embeddings (arguments %idxN, %offN; results BxDxf32).
-    `batch_size` overrides the sampled batch size."""
+    `batch_size` overrides the sampled batch size; the histograms are then
+    carried to it (rescale_access_histogram)."""
     if not tables:
         raise FrontendError("no tables to emit")
     if index_type not in INDEX_TYPES:
@@ -445,7 +453,8 @@ def emit_module(tables: Sequence[TableInfo], devices: int = 4,
             out.append("  // %s%s: nn.EmbeddingBag(%d, %d, mode='%s'), %d "
                        "sample indices" % (t.path, also, t.rows, t.dim,
                                            t.mode, t.num_indices))
-        attrs = [] if shared else _stats_attributes(features[0])
+        attrs = [] if shared else _stats_attributes(features[0], t.rows,
+                                                     t.batch_size, b)
         if t.symbol != t.path:
             # The symbol spells the path in a symbol-safe form; the path
             # itself names the table in plans and reports.
@@ -468,7 +477,8 @@ def emit_module(tables: Sequence[TableInfo], devices: int = 4,
             if len(features) > 1:
                 body.append("    // feature '%s', %d sample indices" %
                             (f.name, f.num_indices))
-                own = " {" + ",\n        ".join(_stats_attributes(f)) + "}"
+                own = " {" + ",\n        ".join(
+                    _stats_attributes(f, t.rows, t.batch_size, b)) + "}"
             body.append("    %%e%d = neuroshard.embedding_bag @%s(%%idx%d, "
                         "%%off%d) %s%s" % (i, t.symbol, i, i, t.mode, own))
             body.append("        : (%s, %s) -> %s" % (idx, off, result))

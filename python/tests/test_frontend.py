@@ -143,6 +143,29 @@ def test_emitted_module_parses_and_shards():
     assert "module_path = \"dicts.ad-id\"" in sharded.stdout
 
 
+@pytest.mark.parametrize("batch_size", [1, 3, 4096, 65536])
+def test_any_batch_size_writes_a_module_the_pass_takes(batch_size):
+    # Sampled at 3 bags, the histograms describe 3 bags; at another batch
+    # they are carried there, so the verifier's batch rule holds.
+    text = frontend.model_to_mlir(Nested(), nested_samples(), devices=2,
+                                  memory_gb=1.0, batch_size=batch_size)
+    assert "-> tensor<%dx8xf32>" % batch_size in text
+    sharded = subprocess.run(
+        [tool("neuroshard-opt"),
+         "--neuroshard-shard=cost-model=analytical plan-table=-"],
+        input=text, capture_output=True, text=True)
+    assert sharded.returncode == 0, sharded.stderr
+    hists = re.findall(r"access_hist = array<f64: ([^>]*)>", text)
+    assert len(hists) == 4
+    if batch_size == 3:
+        assert "array<f64: 0.75, 0.0, 0.25" in text
+    if batch_size >= 4096:
+        # 30 rows take 8192 lookups or more: hardly a row is hit once.
+        ad = re.search(r"@dicts_ad_id[^>]*access_hist = array<f64: "
+                       r"([^>]*)>", text).group(1)
+        assert float(ad.split(", ")[0]) < 1e-6
+
+
 def test_float_literals_parse_in_mlir():
     """printf writes 1e-05 without a '.', which MLIR's parser rejects; every
     literal the front end prints must parse back to the same value."""

@@ -34,7 +34,7 @@
 
 // TABLE: NeuroShard plan: table-greedy-grid on 2 devices, cost {{[0-9.]+}} ms
 // TABLE-NEXT: cost model: analytical bandwidth model (HBM 897 GB/s, intra-node 600 GB/s, batch 16, backward = 2 x forward)
-// TABLE: * slowest device. search: {{.*}}, 1 states explored, 12 greedy runs
+// TABLE: * busiest device. search: {{.*}}, 1 states explored, 12 greedy runs
 
 // TORCHREC: "format": "neuroshard-torchrec-1",
 // TORCHREC: "a": {
@@ -50,7 +50,7 @@
 
 // NOCOST: error: has no 'neuroshard.plan': only a module planned by --neuroshard-plan records the plan's costs (neuroshard-plan TASK --price PLAN prices a plan made elsewhere)
 // NOSHARDS: error: 'neuroshard.table' op table 'a' has no shards; export a module whose tables a plan has placed (--neuroshard-plan or --neuroshard-import-plan)
-// FORMAT: error: --neuroshard-export-plan: unknown format 'yaml'; expected json, table or torchrec
+// FORMAT: error: --neuroshard-export-plan: unknown format 'yaml'; expected json, table, torchrec or svg
 // MALFORMED: error: has a malformed 'neuroshard.plan': the plan needs 'cost_ms' (a float)
 // ALGORITHM: error: has a malformed 'neuroshard.plan': the plan names the unknown algorithm 'magic'
 

@@ -16,10 +16,18 @@
 // CHECK: neuroshard.table @b : rows 5000, dim 32, f32 shards [#neuroshard.shard<
 // CHECK: neuroshard.fused_embedding_bag device
 
-// The pass reports the model's warnings as diagnostics on the module: the
-// bundle was measured at batch 65536 only, the module's batch is 16.
-// RUN: neuroshard-opt %s --neuroshard-shard="devices=4 cost-model=%t/nb" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WARN
-// WARN: warning: cost model 'nb' was measured at batch size 65536 only and has no batch-scaling curve; its compute costs are scaled in proportion to batch size 16
+// The pass reports the model's warnings as diagnostics on the module, once
+// each, naming the file, and not again in the plan table: the bundle was
+// measured at batch 65536 only, the module's batch is 16.
+// model-warnings=false silences them.
+// RUN: neuroshard-opt %s --neuroshard-shard="devices=4 cost-model=%t/nb plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WARN
+// WARN: neuroshard-shard-neural.mlir:{{[0-9]+}}:{{[0-9]+}}: warning: cost model 'nb' was measured at batch size 65536 only and has no batch-scaling curve; its compute costs are scaled in proportion to batch size 16
+// WARN-NOT: batch-scaling curve
+// WARN: NeuroShard plan:
+// WARN-NOT: batch-scaling curve
+// RUN: neuroshard-opt %s --neuroshard-shard="devices=4 cost-model=%t/nb plan-table=- model-warnings=false" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SILENT
+// SILENT-NOT: warning
+// SILENT: NeuroShard plan:
 
 // The same bundle through the module's topology (2 devices) is refused too.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=%t/nb" 2>&1 | FileCheck %s --check-prefix=TOPOLOGY

@@ -24,6 +24,12 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
 int main(int argc, char **argv) {
   neuroshard::addVersionPrinter();
   mlir::registerAllPasses();
@@ -41,6 +47,15 @@ int main(int argc, char **argv) {
   // dialects need their translation interfaces.
   mlir::registerAllGPUToLLVMIRTranslations(registry);
 
+  // An error names its op's location; printing the op as well would dump
+  // the whole module for an error on the module. Asked for, it still can be.
+  std::vector<char *> args(argv, argv + argc);
+  std::string quiet = "--mlir-print-op-on-diagnostic=false";
+  if (llvm::none_of(args, [](const char *arg) {
+        return llvm::StringRef(arg).contains("print-op-on-diagnostic");
+      }))
+    args.insert(args.begin() + 1, quiet.data());
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "NeuroShard optimizer driver\n", registry));
+      mlir::MlirOptMain(int(args.size()), args.data(),
+                        "NeuroShard optimizer driver\n", registry));
 }

@@ -14,6 +14,7 @@
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Execution/SetTiming.h"
 #include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/PlanPlot.h"
 #include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Support/FileIO.h"
@@ -166,6 +167,12 @@ static cl::opt<bool>
             cl::desc("--format table: add one row per table (size, pooling "
                      "factor, where its columns are)"),
             cl::cat(category));
+static cl::opt<bool> modelWarnings(
+    "model-warnings",
+    cl::desc("Print the cost model's warnings on stderr (default true); "
+             "--model-warnings=false silences warnings already acknowledged "
+             "(the JSON keeps them)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool>
     progress("progress",
              cl::desc("Print a line to stderr after each step of the search "
@@ -182,6 +189,11 @@ static cl::opt<std::string>
                cl::value_desc("file"), cl::init("-"), cl::cat(category));
 static cl::alias outputAlias("o", cl::desc("Alias for --output"),
                              cl::aliasopt(outputPath), cl::cat(category));
+static cl::opt<std::string>
+    plotPath("plot",
+             cl::desc("Also draw the plan as an SVG picture: per-device time "
+                      "and memory, split by table (docs/planner.md)"),
+             cl::value_desc("file.svg"), cl::cat(category));
 
 static Error optionError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
@@ -251,6 +263,8 @@ static Error run() {
       *task, given ? std::optional(given->devices) : std::nullopt);
   if (!topology)
     return topology.takeError();
+  if (Error err = setHistogramBatch(*task, topology->batchSize))
+    return err;
   Expected<SearchOptions> options = buildSearchOptions();
   if (!options)
     return options.takeError();
@@ -300,9 +314,15 @@ static Error run() {
                                      **timer, verifyOptions))
       return err;
   }
-  for (const std::string &warning : result->warnings)
-    WithColor::warning(errs(), "neuroshard-plan") << warning << "\n";
+  if (modelWarnings)
+    for (const std::string &warning : result->warnings)
+      WithColor::warning(errs(), "neuroshard-plan") << warning << "\n";
 
+  if (!plotPath.empty())
+    if (Error err = writeOutputFile(plotPath, [&](raw_ostream &os) {
+          writePlanSVG(os, task->tables, *topology, *result);
+        }))
+      return err;
   return writeOutputFile(outputPath, [&](raw_ostream &os) {
     if (outputFormat == OutputFormat::JSON)
       writePlanJSON(os, task->tables, *topology, *result);

@@ -11,6 +11,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
 
 #include <cstdlib>
@@ -52,10 +54,14 @@ TEST_F(CostModelFactoryTest, CreatesTheAnalyticalModel) {
 }
 
 TEST_F(CostModelFactoryTest, ExplainsMissingPathsAndMissingLibTorch) {
-  EXPECT_EQ(
-      factoryError("/no/such/bundle", 4),
-      "cost model '/no/such/bundle' does not exist (expected "
-      "'default', 'analytical' or the path of a neural cost model bundle)");
+  std::string missing = factoryError("/no/such/bundle", 4);
+  EXPECT_TRUE(StringRef(missing).starts_with(
+      "cost model '/no/such/bundle' does not exist (expected 'default', "
+      "'analytical', the name of a shipped bundle"))
+      << missing;
+  EXPECT_TRUE(StringRef(missing).ends_with(
+      "or the path of a neural cost model bundle)"))
+      << missing;
   EXPECT_EQ(factoryError(bundle, 4),
             "cost model '" + bundle.str().str() +
                 "': neural cost models need LibTorch support, which this "
@@ -130,6 +136,33 @@ TEST_F(CostModelFactoryTest, UsesTheRegisteredLoaderAndChecksDevices) {
   EXPECT_EQ(factoryError(bundle, 4),
             "cost model 'slice-test' was trained for 8 devices but the task "
             "has 4");
+}
+
+/// A shipped bundle is found by its name in the model search path, and a
+/// name found nowhere lists the names there are.
+TEST_F(CostModelFactoryTest, FindsShippedBundlesByName) {
+  SmallString<128> named(bundle);
+  sys::path::append(named, "tiny-b64");
+  ASSERT_FALSE(sys::fs::create_directories(named));
+  SmallString<128> meta(named);
+  sys::path::append(meta, "meta.json");
+  std::error_code ec;
+  { raw_fd_ostream(meta, ec) << "{}"; }
+  ASSERT_FALSE(ec);
+  const char *saved = std::getenv(kModelsDirVariable);
+  std::string previous = saved ? saved : "";
+  ::setenv(kModelsDirVariable, bundle.c_str(), 1);
+  EXPECT_EQ(resolveCostModelSpec("tiny-b64"), std::string(named));
+  EXPECT_EQ(resolveCostModelSpec("analytical"), "analytical");
+  EXPECT_EQ(factoryError("tiny-b65536", 4),
+            "cost model 'tiny-b65536' does not exist (expected 'default', "
+            "'analytical', the name of a shipped bundle (tiny-b64) or the "
+            "path of a neural cost model bundle)");
+  if (saved)
+    ::setenv(kModelsDirVariable, previous.c_str(), 1);
+  else
+    ::unsetenv(kModelsDirVariable);
+  sys::fs::remove_directories(bundle);
 }
 
 } // namespace

@@ -33,12 +33,19 @@ std::string parseError(StringRef text) {
   return errorMessage(task);
 }
 
-// Integer fields are written as integers: json::Value::getAsInteger would
-// take 4.0 and 1e5 too.
-TEST(ParseTaskTest, RefusesFractionsForIntegers) {
-  EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 1e5, "dim": 8,
-      "pooling_factor": 1, "access_hist": [1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}]})"),
-            "tables[0] ('t'): 'rows' must be an integer, got 100000");
+// Integer fields take any whole number, in exponent form too, but no
+// fraction.
+TEST(ParseTaskTest, ReadsWholeNumbersAsIntegers) {
+  Expected<PlanningTask> task = parseTaskJSON(
+      R"({"batch_size": 1.024e3, "tables": [{"name": "t", "rows": 5e6,
+      "dim": 8.0, "pooling_factor": 1}]})");
+  ASSERT_EQ(errorMessage(task), "");
+  EXPECT_EQ(task->tables[0].rows, 5000000);
+  EXPECT_EQ(task->tables[0].dim, 8);
+  EXPECT_EQ(task->batchSize, 1024);
+  EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 1.5e0, "dim": 8,
+      "pooling_factor": 1}]})"),
+            "tables[0] ('t'): 'rows' must be an integer, got 1.5");
 }
 
 // Numbers beyond int64_t's range, written with a fraction or an exponent,
@@ -123,8 +130,9 @@ TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
             "tables[0] ('t0'): missing field 'pooling_factor'");
   EXPECT_EQ(parseError(taskWithTable(R"(, "pooling": 3)")),
             "tables[0] ('t0'): unknown field 'pooling' (expected one of: "
-            "name, rows, dim, dtype, pooling_factor, access_hist, features, "
-            "pinned_device, no_split)");
+            "name, rows, dim, dtype, pooling_factor, access_hist, "
+            "hist_batch_size, zipf_alpha, features, pinned_device, "
+            "no_split)");
   EXPECT_EQ(parseError(taskWithTable(R"(, "dtype": "f8")")),
             "tables[0] ('t0'): 'dtype' must be one of f32, f16, bf16, got "
             "'f8'");
@@ -178,8 +186,9 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   llvm::sort(keys);
   EXPECT_EQ(keys, (std::vector<std::string>{
                       "algorithm", "cost_model", "cost_ms", "devices",
-                      "devices_per_node", "nodes", "optimizer", "per_device",
-                      "reserved_fraction", "search", "shards", "warnings"}));
+                      "devices_per_node", "imbalance", "nodes", "optimizer",
+                      "per_device", "reserved_fraction", "search", "shards",
+                      "warnings"}));
   EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
   EXPECT_EQ(plan.getString("cost_model"), "analytical");
   EXPECT_EQ(plan.getInteger("devices"), 2);
@@ -196,10 +205,14 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   for (const json::Value &device : *plan.getArray("per_device")) {
     const json::Object &entry = *device.getAsObject();
     int64_t index = *entry.getInteger("device");
-    for (const char *key :
-         {"memory_used_gb", "weights_gb", "capacity_gb", "usable_gb",
-          "compute_ms", "bw_comm_ms", "fw_comm_ms", "total_ms"})
+    for (const char *key : {"memory_used_gb", "weights_gb", "capacity_gb",
+                            "usable_gb", "compute_ms", "bw_comm_ms",
+                            "fw_comm_ms", "wait_ms", "busy_ms", "total_ms"})
       EXPECT_TRUE(entry.getNumber(key)) << key;
+    // The wait is part of the forward exchange; busy is the rest.
+    EXPECT_LE(*entry.getNumber("wait_ms"), *entry.getNumber("fw_comm_ms"));
+    EXPECT_NEAR(*entry.getNumber("busy_ms") + *entry.getNumber("wait_ms"),
+                *entry.getNumber("total_ms"), 1e-4);
     maxTotal = std::max(maxTotal, *entry.getNumber("total_ms"));
     for (const json::Value &shard : *entry.getArray("shards")) {
       ++listed;
@@ -372,8 +385,8 @@ TEST(ParseTaskTest, ReadsTheFeaturesOfASharedTable) {
               R"(, "features": [{{"pooling_factor": 1, "access_hist": {0}}])",
               kHist)
               .str())),
-      "tables[0] ('t0'): give 'pooling_factor' and 'access_hist' either "
-      "for the table or per entry of 'features', not both");
+      "tables[0] ('t0'): give 'pooling_factor' either for the table or "
+      "per entry of 'features', not both");
   EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 100, "dim": 8,
       "features": []}]})"),
             "tables[0] ('t'): 'features' must be a non-empty array of "
@@ -384,5 +397,6 @@ TEST(ParseTaskTest, ReadsTheFeaturesOfASharedTable) {
   EXPECT_EQ(parseError(R"({"tables": [{"name": "t", "rows": 100, "dim": 8,
       "features": [{"pooling_factor": 1, "weight": 2}]}]})"),
             "tables[0] ('t'): features[0]: unknown field 'weight' (expected "
-            "one of: name, pooling_factor, access_hist)");
+            "one of: name, pooling_factor, access_hist, hist_batch_size, "
+            "zipf_alpha)");
 }

@@ -64,8 +64,9 @@ void addDefaultModelSearchDir(llvm::StringRef dir);
 std::string findDefaultModel();
 
 /// The spec `spec` stands for: "default" resolved as above ("default" itself
-/// when the neural model is built but its bundle or loader is missing),
-/// anything else unchanged.
+/// when the neural model is built but its bundle or loader is missing), the
+/// name of a bundle in one of the places above (`cpu-zen3-b1024`) as its
+/// directory, anything else unchanged.
 std::string resolveCostModelSpec(llvm::StringRef spec);
 
 /// The standard deviations a model with an uncertainty estimate adds to its

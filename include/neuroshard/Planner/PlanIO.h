@@ -16,7 +16,10 @@
 //    "tables": [{"name": "t0", "rows": 100000, "dim": 64,
 //                "dtype": "f32",                 (optional: f32 f16 bf16 f64
 //                                                 i8)
-//                "pooling_factor": 12.5, "access_hist": [17 numbers],
+//                "pooling_factor": 12.5,
+//                "access_hist": [17 numbers],    (optional; or "zipf_alpha")
+//                "hist_batch_size": 4096,        (optional: the batch the
+//                                                 histogram describes)
 //                "pinned_device": 0,             (optional constraint)
 //                "no_split": true}, ...]}        (optional constraint)
 //
@@ -29,6 +32,7 @@
 
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Planner/TopologyOptions.h"
+#include "neuroshard/Sharding/AccessEstimate.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -39,14 +43,34 @@
 
 namespace neuroshard {
 
+/// Where a task takes one feature's access histogram from: the histogram it
+/// gives and the batch size that histogram describes (nothing: the batch
+/// the task is planned at), or, when it gives none, the skew of the power
+/// law its index stream follows.
+struct HistogramSource {
+  std::optional<AccessBins> given;
+  std::optional<int64_t> batchSize;
+  double zipfAlpha = kDefaultZipfAlpha;
+};
+
 /// A task as read from JSON: the tables and, if given, the batch size and
 /// what it says of the devices (makeTopology resolves it with a front end's
-/// options).
+/// options). The tables' histograms describe one batch of the task's batch
+/// size (of the default batch when the task gives none) until
+/// setHistogramBatch carries them to another.
 struct PlanningTask {
   std::vector<TableSpec> tables;
   std::optional<int64_t> batchSize;
   TopologyDescription topology;
+  /// Per table, per feature (the table's own first).
+  std::vector<std::vector<HistogramSource>> histograms;
 };
+
+/// Sets every feature's access histogram to one of a batch of `batchSize`
+/// bags: derived from its skew, carried from the batch it was given for
+/// (rescaleAccessHistogram), or as given when it describes that batch or
+/// names none. Front ends call it once they know the batch they plan for.
+llvm::Error setHistogramBatch(PlanningTask &task, int64_t batchSize);
 
 /// Parses a task. Errors name the field, the table (by index and name) and
 /// the offending value; unknown fields are errors so that typos surface.
@@ -105,6 +129,24 @@ llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
 /// the device's memory and "usable_gb" what plans may fill of it (the names
 /// the IR's plan attribute uses too, but for usable_gb), "table" is the
 /// table name and "cost_ms" the maximum "total_ms". Real numbers are written
+/// How long each device of a priced plan waits at the forward exchange for
+/// the device that reaches it last (a part of its fwCommMs, by the cost
+/// model contract): the latest compute + backward exchange minus its own.
+std::vector<double> stragglerWaitMs(const PlanCost &cost);
+
+/// How unevenly a plan loads its devices, without the waits that even out
+/// their totals: busy time is a device's total minus its wait.
+struct Imbalance {
+  /// The busiest device's busy time over the mean busy time.
+  double busy = 1.0;
+  /// ... over the least busy device's (infinite when one is idle).
+  double busyOverLeast = 1.0;
+  /// The largest compute time over the mean.
+  double compute = 1.0;
+  unsigned busiestDevice = 0;
+};
+Imbalance planImbalance(const PlanCost &cost);
+
 /// with 6 significant digits.
 void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result);
@@ -125,13 +167,15 @@ void writeTorchRecPlan(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                        const Topology &topology, const PlanResult &result);
 
 /// Prints the same plan as a readable per-device table (one row per device:
-/// memory used / capacity and its percentage, the cost terms, the shards
-/// placed there), the imbalance (slowest over mean device time) and total
-/// memory use, with `perTable` one row per table (size, pooling factor,
-/// where its columns are), then the search statistics.
+/// memory used / capacity and its percentage, the cost terms with the
+/// straggler wait apart, the shards placed there), the imbalance
+/// (planImbalance) and total memory use, with `perTable` one row per table
+/// (size, pooling factor, where its columns are), then the search
+/// statistics. The cost model's warnings are printed above the devices only
+/// `withWarnings`: the tools report them once, on stderr or as diagnostics.
 void printPlanTable(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                     const Topology &topology, const PlanResult &result,
-                    bool perTable = false);
+                    bool perTable = false, bool withWarnings = false);
 
 } // namespace neuroshard
 

@@ -49,6 +49,15 @@ parseJSONFile(llvm::StringRef text, llvm::StringRef path, llvm::StringRef what);
 /// by its own rule).
 std::optional<int64_t> getInteger(const llvm::json::Value &value);
 
+/// The largest integer every double up to which is exact: 2^53.
+constexpr double kLargestExactInteger = 9007199254740992.0;
+
+/// The value of an integer field a person writes (a task, a plan): any JSON
+/// number with a whole value ("5000000", "5e6", "5.0e6"), up to 2^53 in
+/// magnitude when written with a fraction or an exponent. "4.5", "1e300"
+/// and NaN are not integers. Files the tools write use getInteger.
+std::optional<int64_t> getWholeNumber(const llvm::json::Value &value);
+
 /// Writes an output file through `write`. "-" is standard output; a regular
 /// file is written to a temporary file beside it that replaces it only once
 /// complete, so a failed write leaves no half-written file; other files

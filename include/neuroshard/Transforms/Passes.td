@@ -74,7 +74,11 @@ defvar PlanOptions = [
          "Seed of the random baseline">,
   Option<"progress", "progress", "bool", "false",
          "Print a line to stderr after each step of the search (level, "
-         "states priced, best cost, time)">
+         "states priced, best cost, time)">,
+  Option<"modelWarnings", "model-warnings", "bool", "true",
+         "Emit the cost model's warnings (another chip, another batch, "
+         "tables outside its training ranges); false silences warnings "
+         "already acknowledged: the plan record keeps them">
 ];
 
 def Plan : Pass<"neuroshard-plan", "::mlir::ModuleOp"> {
@@ -96,7 +100,8 @@ def Plan : Pass<"neuroshard-plan", "::mlir::ModuleOp"> {
     `--neuroshard-materialize` turns the annotated module into per-device
     fused lookups; `--neuroshard-export-plan` writes the recorded plan as
     JSON, a TorchRec plan or a readable table. The cost model's warnings
-    are emitted as warnings at the module.
+    are emitted once, as warnings at the module (`model-warnings=false`
+    silences them; the plan record keeps them).
 
     Refused with a diagnostic, leaving the module unchanged: a table that
     already has shards or a module with fused lookups, a table without the
@@ -199,9 +204,11 @@ def ExportPlan : Pass<"neuroshard-export-plan", "::mlir::ModuleOp"> {
   let description = [{
     Writes the plan recorded on the module, and nothing else: the module is
     not changed. `format=json` writes the plan JSON of `neuroshard-plan`
-    (docs/planner.md), `format=table` the readable per-device table and
-    `format=torchrec` the TorchRec `ParameterSharding` fields per table. The
-    JSON and the table need the costs `--neuroshard-plan` records in
+    (docs/planner.md), `format=table` the readable per-device table,
+    `format=torchrec` the TorchRec `ParameterSharding` fields per table and
+    `format=svg` a picture of the plan (every device's time and memory,
+    split by table; `neuroshard-plan --plot` draws the same). The JSON, the
+    table and the picture need the costs `--neuroshard-plan` records in
     `neuroshard.plan`; the TorchRec plan needs only the tables' `shards`, so
     an imported or hand-annotated module exports too. Works before and
     after `--neuroshard-materialize`.
@@ -214,7 +221,7 @@ def ExportPlan : Pass<"neuroshard-export-plan", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"format", "format", "std::string", "\"json\"",
-           "What to write: json, table or torchrec">,
+           "What to write: json, table, torchrec or svg">,
     Option<"output", "output", "std::string", "\"-\"",
            "The file to write ('-' for standard output)">
   ];
@@ -233,7 +240,8 @@ def Shard : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
     `plan-out`, `plan-table` and `torchrec-out` are kept for one release as
     aliases of `--neuroshard-export-plan` run between the two steps
     (`format=json`, `table` and `torchrec`); new pipelines should spell the
-    export pass out.
+    export pass out. `plot` draws the plan the same way, with
+    `format=svg`, for a picture of the plan a one-flag pipeline makes.
   }];
   let options = !listconcat(PlanOptions, [
     Option<"planOut", "plan-out", "std::string", "\"\"",
@@ -244,7 +252,10 @@ def Shard : Pass<"neuroshard-shard", "::mlir::ModuleOp"> {
            "\"format=table output=FILE\" ('-' for standard output)">,
     Option<"torchrecOut", "torchrec-out", "std::string", "\"\"",
            "Deprecated alias: also run --neuroshard-export-plan="
-           "\"format=torchrec output=FILE\"">
+           "\"format=torchrec output=FILE\"">,
+    Option<"plot", "plot", "std::string", "\"\"",
+           "Also run --neuroshard-export-plan=\"format=svg output=FILE\": "
+           "a picture of the plan">
   ]);
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }

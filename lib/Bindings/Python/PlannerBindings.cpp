@@ -187,6 +187,7 @@ static py::object plan(const py::handle &taskObject,
     given = toPlanFile(planToPrice, task.tables);
   Topology topology = buildTopology(
       options, task, given ? std::optional(given->devices) : std::nullopt);
+  throwIfError(setHistogramBatch(task, topology.batchSize));
   SearchOptions search = unwrap(
       makeSearchOptions(options.algorithm, options.search, /*progress=*/false));
   if (std::optional<std::string> problem = checkRiskMargin(options.costRisk))
@@ -210,7 +211,8 @@ static py::object plan(const py::handle &taskObject,
     else if (*format == PlanFormat::TorchRec)
       writeTorchRecPlan(os, task.tables, topology, result);
     else
-      printPlanTable(os, task.tables, topology, result, verbose);
+      printPlanTable(os, task.tables, topology, result, verbose,
+                     /*withWarnings=*/true);
   }
   if (*format == PlanFormat::Table)
     return py::str(output);

@@ -12,6 +12,7 @@
 
 #include "Bindings.h"
 
+#include "neuroshard/Sharding/AccessEstimate.h"
 #include "neuroshard/Sharding/Problem.h"
 #include "neuroshard/Sharding/TableRules.h"
 
@@ -84,6 +85,24 @@ void neuroshard::python::populateTableRules(py::module_ &m) {
       "check_statistics, then: the histogram of one batch of batch_size bags "
       "must be one that batch can make, given the table's rows and pooling "
       "factor.");
+  m.attr("DEFAULT_ZIPF_ALPHA") = kDefaultZipfAlpha;
+  m.def("check_zipf_alpha", &checkZipfAlpha, py::arg("alpha"));
+  m.def("expected_access_histogram", &expectedAccessHistogram, py::arg("rows"),
+        py::arg("lookups"), py::arg("zipf_alpha") = kDefaultZipfAlpha,
+        "The expected histogram of one batch of `lookups` (batch size x "
+        "pooling factor) indices drawn from a power law of exponent "
+        "zipf_alpha over `rows` rows (AccessEstimate.h).");
+  m.def(
+      "rescale_access_histogram",
+      [](const std::vector<double> &bins, int64_t rows, double poolingFactor,
+         int64_t fromBatch, int64_t toBatch) {
+        return rescaleAccessHistogram(bins, rows, poolingFactor, fromBatch,
+                                      toBatch);
+      },
+      py::arg("bins"), py::arg("rows"), py::arg("pooling_factor"),
+      py::arg("from_batch"), py::arg("to_batch"),
+      "The histogram `bins` of one batch of from_batch bags, carried to a "
+      "batch of to_batch bags (AccessEstimate.h).");
   m.def("check_pinned_device", &checkPinnedDevice, py::arg("device"),
         py::arg("num_devices"));
   m.def("check_device_count", &checkDeviceCount, py::arg("num_devices"));

@@ -1,0 +1,80 @@
+//===- AccessEstimate.h - Access histograms a task need not give -*- C++ -*-//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A table's access histogram (DESIGN §3) describes one batch of B bags. A
+// user often knows only a table's rows and pooling factor, or has a
+// histogram measured at another batch size. This file derives the histogram
+// in both cases:
+//
+//  - expectedAccessHistogram: the expected histogram of B x pooling factor
+//    lookups drawn independently from a bounded power law over the rows
+//    (rank r in [0, rows) has probability proportional to the integral of
+//    x^-alpha over [r + 1, r + 2), the law inputs::zipfIndexStream draws);
+//  - rescaleAccessHistogram: a histogram of one batch size carried to
+//    another.
+//
+// Both count a row's hits in a batch as Poisson with the row's expected
+// count (the binomial's limit for a row that takes a small share of the
+// lookups; a row with a large share lands in one bin either way).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEUROSHARD_SHARDING_ACCESSESTIMATE_H
+#define NEUROSHARD_SHARDING_ACCESSESTIMATE_H
+
+#include "neuroshard/Sharding/AccessHistogram.h"
+#include "neuroshard/Sharding/TableRules.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <array>
+#include <cstdint>
+
+namespace neuroshard {
+
+using AccessBins = std::array<double, kNumAccessBins>;
+
+/// The skew a table's index stream is assumed to have when a task gives
+/// neither a histogram nor `zipf_alpha`: slightly steeper than Zipf's law,
+/// within the range measured on public click logs.
+constexpr double kDefaultZipfAlpha = 1.05;
+/// The skews a task may give: 0 (uniform) to far steeper than any
+/// recommendation workload.
+constexpr double kMaxZipfAlpha = 4.0;
+
+/// "'zipf_alpha' must be a number in [0, 4], got 9".
+RuleViolation checkZipfAlpha(double alpha);
+
+/// The expected one-batch histogram of `lookups` (B x pooling factor)
+/// indices drawn from the bounded power law of exponent `alpha` over `rows`
+/// rows: the expected number of distinct rows in each hit-count bin over the
+/// expected number of distinct rows. All zero when fewer than one lookup is
+/// expected. Exact over the first rows, over log-spaced groups of rows
+/// beyond (the rate varies by under 1% in a group); a few milliseconds for
+/// any table.
+AccessBins expectedAccessHistogram(int64_t rows, double lookups, double alpha);
+
+/// The exponent of the power law whose expected histogram of `lookups`
+/// lookups over `rows` rows is closest to `bins` (least squares over the
+/// bins), in [0, kMaxZipfAlpha].
+double fitZipfAlpha(llvm::ArrayRef<double> bins, int64_t rows, double lookups);
+
+/// `bins`, a histogram of one batch of `fromBatch` bags with `poolingFactor`
+/// indices per bag over `rows` rows, carried to a batch of `toBatch` bags.
+/// A smaller batch keeps each lookup of the larger with probability
+/// toBatch / fromBatch (binomial thinning, a bin's rows spread evenly over
+/// its hit counts). A larger batch also reaches rows the given one never
+/// hit, which the histogram cannot show: its histogram is that of the power
+/// law fitZipfAlpha finds in `bins`. An all-zero histogram (a table a batch
+/// never hit) becomes the default power law's. Expects a histogram that
+/// checkAccessHistogramForBatch accepts at `fromBatch`.
+AccessBins rescaleAccessHistogram(llvm::ArrayRef<double> bins, int64_t rows,
+                                  double poolingFactor, int64_t fromBatch,
+                                  int64_t toBatch);
+
+} // namespace neuroshard
+
+#endif // NEUROSHARD_SHARDING_ACCESSESTIMATE_H

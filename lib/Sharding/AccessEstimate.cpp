@@ -1,0 +1,299 @@
+//===- AccessEstimate.cpp - Access histograms a task need not give --------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Sharding/AccessEstimate.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace llvm;
+
+namespace neuroshard {
+
+RuleViolation checkZipfAlpha(double alpha) {
+  if (std::isfinite(alpha) && alpha >= 0.0 && alpha <= kMaxZipfAlpha)
+    return std::nullopt;
+  return formatv("'zipf_alpha' must be a number in [0, {0}], got {1}",
+                 format("%g", kMaxZipfAlpha), format("%g", alpha))
+      .str();
+}
+
+/// The bin of a hit count >= 1.
+static unsigned binOf(int64_t hits) {
+  unsigned bin = 0;
+  while (bin + 1 < kNumAccessBins && double(hits) > mostHitsInBin(bin))
+    ++bin;
+  return bin;
+}
+
+/// Above this mean, a row's hit count is taken as normal rather than summed
+/// term by term.
+constexpr double kNormalFromMean = 200.0;
+
+/// Adds to `rowsPerBin` the expected number of `rows` rows whose hit count,
+/// normal of `mean` and `sd` rounded to a whole count, falls in each bin.
+static void addNormalRows(double mean, double sd, double rows,
+                          AccessBins &rowsPerBin) {
+  auto atMost = [&](double hits) {
+    return 0.5 * std::erfc(-(hits + 0.5 - mean) / (sd * std::sqrt(2.0)));
+  };
+  double below = atMost(0.0);
+  for (unsigned bin = 0; bin < kNumAccessBins; ++bin) {
+    double upTo = bin + 1 == kNumAccessBins ? 1.0 : atMost(mostHitsInBin(bin));
+    rowsPerBin[bin] += rows * std::max(0.0, upTo - below);
+    below = upTo;
+  }
+}
+
+/// Adds to `rowsPerBin` the expected number of `rows` rows, each hit a
+/// Poisson number of times of mean `mean`, whose hit count falls in each bin
+/// (rows never hit are in no bin).
+static void addPoissonRows(double mean, double rows, AccessBins &rowsPerBin) {
+  if (!(mean > 0.0) || rows <= 0.0)
+    return;
+  if (mean > kNormalFromMean)
+    return addNormalRows(mean, std::sqrt(mean), rows, rowsPerBin);
+  // Terms beyond 12 standard deviations add nothing a double keeps.
+  double spread = 12.0 * std::sqrt(mean) + 20.0;
+  int64_t first = std::max<int64_t>(1, static_cast<int64_t>(mean - spread));
+  int64_t last = static_cast<int64_t>(std::ceil(mean + spread));
+  double term = std::exp(-mean + double(first) * std::log(mean) -
+                         std::lgamma(double(first) + 1.0));
+  unsigned bin = binOf(first);
+  double top = mostHitsInBin(bin);
+  for (int64_t hits = first; hits <= last; ++hits) {
+    if (double(hits) > top)
+      top = mostHitsInBin(bin = binOf(hits));
+    rowsPerBin[bin] += rows * term;
+    term *= mean / double(hits + 1);
+  }
+}
+
+/// Adds to `rowsPerBin` the expected number of `rows` rows, each hit a
+/// binomial number of times (`trials` lookups that each hit the row with
+/// probability `chance`), whose hit count falls in each bin.
+static void addBinomialRows(int64_t trials, double chance, double rows,
+                            AccessBins &rowsPerBin) {
+  double mean = double(trials) * chance;
+  double variance = mean * (1.0 - chance);
+  if (!(mean > 0.0) || rows <= 0.0)
+    return;
+  if (variance < 1e-6) {
+    if (int64_t hits = std::llround(mean); hits >= 1)
+      rowsPerBin[binOf(hits)] += rows;
+    return;
+  }
+  double sd = std::sqrt(variance);
+  if (mean > kNormalFromMean)
+    return addNormalRows(mean, sd, rows, rowsPerBin);
+  double spread = 12.0 * sd + 20.0;
+  int64_t first = std::max<int64_t>(1, static_cast<int64_t>(mean - spread));
+  int64_t last =
+      std::min<int64_t>(trials, static_cast<int64_t>(std::ceil(mean + spread)));
+  double logChance = std::log(chance), logMiss = std::log1p(-chance);
+  double logAll = std::lgamma(double(trials) + 1.0);
+  for (int64_t hits = first; hits <= last; ++hits)
+    rowsPerBin[binOf(hits)] +=
+        rows *
+        std::exp(logAll - std::lgamma(double(hits) + 1.0) -
+                 std::lgamma(double(trials - hits) + 1.0) +
+                 double(hits) * logChance + double(trials - hits) * logMiss);
+}
+
+constexpr double kNegligibleShare = 1e-9;
+
+/// Expected rows per bin as fractions of the rows hit, with no row in a bin
+/// that needs more hits than a batch of `lookups` has: such mass moves to
+/// the highest bin the batch can fill. All zero when no row is expected to
+/// be hit.
+static AccessBins normalizedWithin(AccessBins rowsPerBin, double lookups) {
+  unsigned highest = 0;
+  while (highest + 1 < kNumAccessBins &&
+         fewestHitsInBin(highest + 1) <= std::ceil(lookups))
+    ++highest;
+  for (unsigned bin = highest + 1; bin < kNumAccessBins; ++bin) {
+    rowsPerBin[highest] += rowsPerBin[bin];
+    rowsPerBin[bin] = 0.0;
+  }
+  double total = 0.0;
+  for (double rows : rowsPerBin)
+    total += rows;
+  AccessBins fractions{};
+  if (!(total > 0.0))
+    return fractions;
+  // Shares below kNegligibleShare are rounding and far tails: dropped, so
+  // that a histogram reads as the bins that matter.
+  double kept = 0.0;
+  for (double &rows : rowsPerBin) {
+    if (rows < kNegligibleShare * total)
+      rows = 0.0;
+    kept += rows;
+  }
+  for (unsigned bin = 0; bin < kNumAccessBins; ++bin)
+    fractions[bin] = rowsPerBin[bin] / kept;
+  return fractions;
+}
+
+namespace {
+/// The bounded power law of zipfIndexStream: rank r has the mass of
+/// x^-alpha over [r + 1, r + 2) out of [1, rows + 1).
+class PowerLaw {
+public:
+  PowerLaw(int64_t rows, double alpha)
+      : exponent(1.0 - alpha), logarithmic(std::abs(alpha - 1.0) < 1e-9),
+        whole(span(0, rows)) {}
+
+  /// The probability of a rank in [first, end).
+  double mass(int64_t first, int64_t end) const {
+    return span(first, end) / whole;
+  }
+
+private:
+  /// The integral of x^-alpha over [first + 1, end + 1), up to the constant
+  /// factor the ratio cancels, computed without subtracting close values.
+  double span(int64_t first, int64_t end) const {
+    double logRatio = std::log1p(double(end - first) / double(first + 1));
+    if (logarithmic)
+      return logRatio;
+    return std::exp(exponent * std::log(double(first + 1))) *
+           std::expm1(exponent * logRatio) / exponent;
+  }
+
+  double exponent;
+  bool logarithmic;
+  double whole;
+};
+} // namespace
+
+/// Ranks priced one by one; beyond them, groups whose last rank is at most
+/// 1% past their first.
+constexpr int64_t kExactRanks = 1024;
+constexpr double kGroupGrowth = 1.01;
+/// Rows with at least this share of the lookups are counted as binomial.
+constexpr double kBinomialFromChance = 0.01;
+
+AccessBins expectedAccessHistogram(int64_t rows, double lookups, double alpha) {
+  if (rows <= 0 || !(lookups >= 1.0))
+    return AccessBins{};
+  PowerLaw law(rows, alpha);
+  AccessBins rowsPerBin{};
+  int64_t first = 0;
+  while (first < rows) {
+    int64_t end = first + 1;
+    if (first >= kExactRanks)
+      end = std::max(
+          end, static_cast<int64_t>(std::ceil(double(first) * kGroupGrowth)));
+    end = std::min(end, rows);
+    double count = double(end - first);
+    double chance = law.mass(first, end) / count;
+    // A row that takes a large share of the lookups varies less than a
+    // Poisson count would.
+    if (chance >= kBinomialFromChance)
+      addBinomialRows(std::llround(lookups), chance, count, rowsPerBin);
+    else
+      addPoissonRows(lookups * chance, count, rowsPerBin);
+    first = end;
+  }
+  return normalizedWithin(rowsPerBin, lookups);
+}
+
+/// Hit counts a bin's rows are spread over when a histogram is thinned: the
+/// bin's whole range up to this many, else this many evenly spaced.
+constexpr int64_t kCountsPerBin = 8;
+
+double fitZipfAlpha(ArrayRef<double> bins, int64_t rows, double lookups) {
+  auto distance = [&](double alpha) {
+    AccessBins model = expectedAccessHistogram(rows, lookups, alpha);
+    double squares = 0.0;
+    for (unsigned bin = 0; bin < kNumAccessBins && bin < bins.size(); ++bin)
+      squares += (model[bin] - bins[bin]) * (model[bin] - bins[bin]);
+    return squares;
+  };
+  // A grid finds the basin; golden sections refine inside it.
+  constexpr double step = 0.1;
+  double best = 0.0, bestDistance = distance(0.0);
+  for (double alpha = step; alpha <= kMaxZipfAlpha + 1e-9; alpha += step)
+    if (double d = distance(alpha); d < bestDistance) {
+      best = alpha;
+      bestDistance = d;
+    }
+  double low = std::max(0.0, best - step);
+  double high = std::min(kMaxZipfAlpha, best + step);
+  const double ratio = 0.5 * (std::sqrt(5.0) - 1.0);
+  for (int i = 0; i < 16; ++i) {
+    double a = high - ratio * (high - low), b = low + ratio * (high - low);
+    if (distance(a) < distance(b))
+      high = b;
+    else
+      low = a;
+  }
+  double refined = 0.5 * (low + high);
+  return distance(refined) < bestDistance ? refined : best;
+}
+
+AccessBins rescaleAccessHistogram(ArrayRef<double> bins, int64_t rows,
+                                  double poolingFactor, int64_t fromBatch,
+                                  int64_t toBatch) {
+  double lookups = double(toBatch) * poolingFactor;
+  double total = 0.0;
+  for (double fraction : bins)
+    total += fraction;
+  AccessBins given{};
+  for (unsigned bin = 0; bin < kNumAccessBins && bin < bins.size(); ++bin)
+    given[bin] = total > 0.0 ? bins[bin] / total : 0.0;
+  if (fromBatch == toBatch)
+    return given;
+  if (!(total > 0.0) || toBatch > fromBatch)
+    return expectedAccessHistogram(
+        rows, lookups,
+        total > 0.0
+            ? fitZipfAlpha(given, rows, double(fromBatch) * poolingFactor)
+            : kDefaultZipfAlpha);
+
+  // A smaller batch keeps each lookup of the larger one with probability
+  // toBatch / fromBatch. A bin's rows are spread evenly over its counts,
+  // over the upper part of them where the histogram needs more hits than
+  // an even spread gives its rows (a table of few rows).
+  AccessBins bottom{}, top{};
+  double mean = 0.0, room = 0.0;
+  for (unsigned bin = 0; bin < kNumAccessBins; ++bin) {
+    bottom[bin] = fewestHitsInBin(bin);
+    top[bin] = bin + 1 == kNumAccessBins ? 2.0 * mostHitsInBin(bin - 1)
+                                         : mostHitsInBin(bin);
+    mean += given[bin] * 0.5 * (bottom[bin] + top[bin]);
+    room += given[bin] * 0.5 * (top[bin] - bottom[bin]);
+  }
+  double need = double(fromBatch) * poolingFactor / double(rows) - mean;
+  if (need > 0.0) {
+    double share = room > 0.0 ? std::min(1.0, need / room) : 1.0;
+    for (unsigned bin = 0; bin < kNumAccessBins; ++bin)
+      bottom[bin] += share * (top[bin] - bottom[bin]);
+    unsigned last = kNumAccessBins - 1;
+    if (need > room && given[last] > 0.0) {
+      double raise = (need - room) / given[last];
+      bottom[last] += raise;
+      top[last] += raise;
+    }
+  }
+  double keep = double(toBatch) / double(fromBatch);
+  AccessBins rowsPerBin{};
+  for (unsigned bin = 0; bin < kNumAccessBins; ++bin) {
+    if (given[bin] <= 0.0)
+      continue;
+    int64_t low = std::llround(bottom[bin]), high = std::llround(top[bin]);
+    int64_t counts = std::min(kCountsPerBin, high - low + 1);
+    for (int64_t i = 0; i < counts; ++i) {
+      int64_t hits = counts == 1 ? low : low + (high - low) * i / (counts - 1);
+      addBinomialRows(hits, keep, given[bin] / double(counts), rowsPerBin);
+    }
+  }
+  return normalizedWithin(rowsPerBin, lookups);
+}
+
+} // namespace neuroshard

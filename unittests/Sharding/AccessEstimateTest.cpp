@@ -1,0 +1,163 @@
+//===- AccessEstimateTest.cpp - Histograms a task need not give -----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The estimates are checked against streams the runtime draws
+// (inputs::zipfIndexStream, inputs::accessHistogram), and against the rule
+// every histogram must pass at its batch size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "neuroshard/Sharding/AccessEstimate.h"
+#include "neuroshard/Runtime/InputGenerator.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <string>
+
+using namespace neuroshard;
+
+namespace {
+
+/// The mean histogram of `draws` streams of `lookups` indices.
+AccessBins drawnHistogram(int64_t rows, double alpha, int64_t lookups,
+                          unsigned draws) {
+  AccessBins mean{};
+  for (unsigned d = 0; d < draws; ++d) {
+    std::array<double, kNumAccessBins> hist = inputs::accessHistogram(
+        inputs::zipfIndexStream(rows, alpha, lookups, 17 + d));
+    for (unsigned bin = 0; bin < kNumAccessBins; ++bin)
+      mean[bin] += hist[bin] / draws;
+  }
+  return mean;
+}
+
+std::string describe(const AccessBins &bins) {
+  std::string text;
+  for (double v : bins)
+    text += std::to_string(v).substr(0, 6) + " ";
+  return text;
+}
+
+/// The largest difference of two histograms in one bin.
+double largestGap(const AccessBins &a, const AccessBins &b) {
+  double gap = 0.0;
+  for (unsigned bin = 0; bin < kNumAccessBins; ++bin)
+    gap = std::max(gap, std::abs(a[bin] - b[bin]));
+  return gap;
+}
+
+double sum(const AccessBins &bins) {
+  double total = 0.0;
+  for (double v : bins)
+    total += v;
+  return total;
+}
+
+struct Case {
+  int64_t rows;
+  double alpha;
+  int64_t lookups;
+};
+
+TEST(AccessEstimateTest, MatchesDrawnStreams) {
+  for (Case c : {Case{500, 1.05, 30720}, Case{100000, 1.05, 10240},
+                 Case{100000, 0.0, 50000}, Case{2000000, 1.2, 200000},
+                 Case{5000, 0.5, 100000}, Case{1000000, 2.0, 100000},
+                 Case{20000000, 1.05, 400000}}) {
+    AccessBins expected = expectedAccessHistogram(c.rows, c.lookups, c.alpha);
+    AccessBins drawn = drawnHistogram(c.rows, c.alpha, c.lookups, 4);
+    SCOPED_TRACE("rows " + std::to_string(c.rows) + ", alpha " +
+                 std::to_string(c.alpha) + ", lookups " +
+                 std::to_string(c.lookups) + "\n expected " +
+                 describe(expected) + "\n drawn    " + describe(drawn));
+    EXPECT_NEAR(sum(expected), 1.0, 1e-9);
+    EXPECT_LT(largestGap(expected, drawn), 0.02);
+  }
+}
+
+TEST(AccessEstimateTest, RescaledMatchesDrawnStreams) {
+  for (Case c : {Case{500, 1.05, 30720}, Case{100000, 1.05, 100000},
+                 Case{2000000, 1.2, 400000}, Case{5000, 0.5, 100000}}) {
+    for (int64_t divisor : {2, 8, 64}) {
+      AccessBins large = drawnHistogram(c.rows, c.alpha, c.lookups, 4);
+      AccessBins small =
+          drawnHistogram(c.rows, c.alpha, c.lookups / divisor, 4);
+      AccessBins down = rescaleAccessHistogram(large, c.rows, 1.0, c.lookups,
+                                               c.lookups / divisor);
+      AccessBins up = rescaleAccessHistogram(small, c.rows, 1.0,
+                                             c.lookups / divisor, c.lookups);
+      SCOPED_TRACE("rows " + std::to_string(c.rows) + ", alpha " +
+                   std::to_string(c.alpha) + ", lookups " +
+                   std::to_string(c.lookups) + " / " + std::to_string(divisor) +
+                   "\n small " + describe(small) + "\n down  " +
+                   describe(down) + "\n large " + describe(large) +
+                   "\n up    " + describe(up));
+      EXPECT_LT(largestGap(down, small), 0.05);
+      // A small batch shows little of the law a large one reaches.
+      EXPECT_LT(largestGap(up, large), divisor < 64 ? 0.05 : 0.12);
+    }
+  }
+}
+
+TEST(AccessEstimateTest, FitFindsTheSkew) {
+  for (double alpha : {0.0, 0.6, 1.05, 1.5, 2.5})
+    EXPECT_NEAR(fitZipfAlpha(expectedAccessHistogram(1000000, 200000, alpha),
+                             1000000, 200000),
+                alpha, 0.02);
+  EXPECT_NEAR(
+      fitZipfAlpha(drawnHistogram(1000000, 1.2, 200000, 2), 1000000, 200000),
+      1.2, 0.05);
+}
+
+/// Every estimate is a histogram the rules accept at the batch it is for,
+/// from one row to billions, from under one lookup per row to thousands.
+TEST(AccessEstimateTest, EstimatesPassTheRules) {
+  for (int64_t rows : {int64_t(1), int64_t(7), int64_t(500), int64_t(100000),
+                       int64_t(5000000000)})
+    for (double pooling : {0.0, 0.001, 1.0, 30.0})
+      for (int64_t batch : {int64_t(1), int64_t(1024), int64_t(65536)})
+        for (double alpha : {0.0, 1.05, 3.0}) {
+          AccessBins bins =
+              expectedAccessHistogram(rows, double(batch) * pooling, alpha);
+          SCOPED_TRACE("rows " + std::to_string(rows) + ", pooling " +
+                       std::to_string(pooling) + ", batch " +
+                       std::to_string(batch) + ", alpha " +
+                       std::to_string(alpha) + ": " + describe(bins));
+          EXPECT_EQ(checkAccessHistogram(bins), std::nullopt);
+          EXPECT_EQ(checkAccessHistogramForBatch(bins, rows, pooling, batch),
+                    std::nullopt);
+          for (int64_t other : {int64_t(1), int64_t(512), int64_t(262144)}) {
+            AccessBins moved =
+                rescaleAccessHistogram(bins, rows, pooling, batch, other);
+            SCOPED_TRACE("to batch " + std::to_string(other) + ": " +
+                         describe(moved));
+            EXPECT_EQ(checkAccessHistogram(moved), std::nullopt);
+            EXPECT_EQ(checkAccessHistogramForBatch(moved, rows, pooling, other),
+                      std::nullopt);
+          }
+        }
+}
+
+TEST(AccessEstimateTest, SameBatchKeepsTheHistogram) {
+  std::vector<double> bins(kNumAccessBins, 0.0);
+  bins[0] = 0.5;
+  bins[3] = 0.5;
+  AccessBins same = rescaleAccessHistogram(bins, 1000, 10.0, 1024, 1024);
+  for (unsigned bin = 0; bin < kNumAccessBins; ++bin)
+    EXPECT_EQ(same[bin], bins[bin]);
+}
+
+TEST(AccessEstimateTest, SkewRule) {
+  EXPECT_EQ(checkZipfAlpha(0.0), std::nullopt);
+  EXPECT_EQ(checkZipfAlpha(kDefaultZipfAlpha), std::nullopt);
+  EXPECT_EQ(checkZipfAlpha(9.0).value_or(""),
+            "'zipf_alpha' must be a number in [0, 4], got 9");
+  EXPECT_NE(checkZipfAlpha(-0.5), std::nullopt);
+  EXPECT_NE(checkZipfAlpha(std::nan("")), std::nullopt);
+}
+
+} // namespace
