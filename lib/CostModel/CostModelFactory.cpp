@@ -73,14 +73,20 @@ std::vector<std::string> defaultModelSearchPath() {
   return unique;
 }
 
-std::string findDefaultModel() {
+/// The directory of the bundle called `name` in the first place of the
+/// model search path that has one, or "".
+static std::string findShippedModel(StringRef name) {
   for (const std::string &dir : defaultModelSearchPath()) {
     SmallString<256> bundle(dir);
-    sys::path::append(bundle, NEUROSHARD_DEFAULT_MODEL_NAME);
+    sys::path::append(bundle, name);
     if (sys::fs::is_directory(bundle))
       return std::string(bundle);
   }
   return "";
+}
+
+std::string findDefaultModel() {
+  return findShippedModel(NEUROSHARD_DEFAULT_MODEL_NAME);
 }
 
 /// The bundles shipped under the model search path, by name: directories
@@ -105,14 +111,9 @@ static std::vector<std::string> shippedModelNames() {
 std::string resolveCostModelSpec(StringRef spec) {
   // A shipped bundle may be named rather than given by its path.
   if (spec != kDefaultCostModel && spec != "analytical" &&
-      !sys::fs::exists(spec) && !spec.contains('/')) {
-    for (const std::string &dir : defaultModelSearchPath()) {
-      SmallString<256> bundle(dir);
-      sys::path::append(bundle, spec);
-      if (sys::fs::is_directory(bundle))
-        return std::string(bundle);
-    }
-  }
+      !sys::fs::exists(spec) && !spec.contains('/'))
+    if (std::string bundle = findShippedModel(spec); !bundle.empty())
+      return bundle;
   if (spec != kDefaultCostModel)
     return spec.str();
   if (!neuralLoader)

@@ -423,6 +423,8 @@ static Expected<PlanningTask> parseTask(const json::Value &document) {
 }
 
 Error setHistogramBatch(PlanningTask &task, int64_t batchSize) {
+  if (batchSize == task.histogramBatch)
+    return Error::success();
   for (auto [index, table] : enumerate(task.tables)) {
     for (unsigned f = 0; f < table.numFeatures(); ++f) {
       auto fail = [&](const Twine &message) {
@@ -458,6 +460,7 @@ Error setHistogramBatch(PlanningTask &task, int64_t batchSize) {
         table.moreFeatures[f - 1] = stats;
     }
   }
+  task.histogramBatch = batchSize;
   return Error::success();
 }
 

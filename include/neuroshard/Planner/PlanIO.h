@@ -64,12 +64,15 @@ struct PlanningTask {
   TopologyDescription topology;
   /// Per table, per feature (the table's own first).
   std::vector<std::vector<HistogramSource>> histograms;
+  /// The batch size the tables' histograms describe now.
+  int64_t histogramBatch = 0;
 };
 
 /// Sets every feature's access histogram to one of a batch of `batchSize`
 /// bags: derived from its skew, carried from the batch it was given for
 /// (rescaleAccessHistogram), or as given when it describes that batch or
-/// names none. Front ends call it once they know the batch they plan for.
+/// names none. Front ends call it once they know the batch they plan for;
+/// the batch the histograms already describe costs nothing.
 llvm::Error setHistogramBatch(PlanningTask &task, int64_t batchSize);
 
 /// Parses a task. Errors name the field, the table (by index and name) and
