@@ -337,12 +337,8 @@ def measure(bundle_dir: str, meta: Dict, pool_path: str, options,
               "bundle was trained on (%s), so its test split may hold "
               "tables the network saw" % (pool_path, fingerprint,
                                           trained_pool), file=log)
-    cap = int(options.memory_cap_gb * 2**30)
-    curve_sets = draw_sets(pool, options.seed, _CURVE_KEY, options.sets, cap,
-                           "train")
-    test_sets = draw_sets(pool, options.seed, _VALIDATION_KEY,
-                          options.validate_sets, cap, "test") \
-        if validate_sizes else {}
+    curve_sets, test_sets = draw_curve_sets(pool, options,
+                                            bool(validate_sizes))
     tool = collect.find_tool(options.tool)
 
     # The reference first: it anchors the ratios and the time estimates.
@@ -378,16 +374,45 @@ def measure(bundle_dir: str, meta: Dict, pool_path: str, options,
                     "ratios": ratio_medians(costs["curve"], reference,
                                             measured)}
 
+    curve = curve_from_costs(bundle_dir, meta, pool, costs, curve_sets,
+                             test_sets, batch_sizes, validate_sizes,
+                             options.iters)
+    curve["_seconds"] = time.monotonic() - progress.start
+    return curve
+
+
+def draw_curve_sets(pool: Dict, options, validate: bool):
+    """The curve's train-split sets and the validation's test-split sets
+    (none without `validate`) of options.sets and options.validate_sets
+    tables under options.memory_cap_gb, drawn under options.seed."""
+    cap = int(options.memory_cap_gb * 2**30)
+    curve_sets = draw_sets(pool, options.seed, _CURVE_KEY, options.sets, cap,
+                           "train")
+    test_sets = draw_sets(pool, options.seed, _VALIDATION_KEY,
+                          options.validate_sets, cap, "test") \
+        if validate else {}
+    return curve_sets, test_sets
+
+
+def curve_from_costs(bundle_dir: str, meta: Dict, pool: Dict,
+                     costs: Dict[str, Dict[int, Dict[int, float]]],
+                     curve_sets: Dict[int, List[int]],
+                     test_sets: Dict[int, List[int]],
+                     batch_sizes: Sequence[int],
+                     validate_sizes: Sequence[int], iters: int) -> Dict:
+    """meta's "batch_scaling" from measured costs: costs["curve"][B][set]
+    of the curve's sets and costs["validation"][B][set] of the validation's
+    at each batch B (the reference among both)."""
+    reference = meta["batch_size"]
     ratios = [_rounded(r) for r in ratio_medians(costs["curve"], reference,
                                                  batch_sizes)]
     check_curve(batch_sizes, ratios, reference, len(curve_sets))
-    curve = {"reference_batch": reference, "batch_sizes": batch_sizes,
-             "ratios": ratios, "sets": len(curve_sets),
-             "iters": options.iters}
+    curve = {"reference_batch": reference, "batch_sizes": list(batch_sizes),
+             "ratios": ratios, "sets": len(curve_sets), "iters": iters}
     if validate_sizes:
         measured_ref = costs["validation"][reference]
         ids = sorted(test_sets)
-        validation = {"batch_sizes": validate_sizes, "sets": len(ids),
+        validation = {"batch_sizes": list(validate_sizes), "sets": len(ids),
                       "scaling_mape": []}
         network = network_predictions(bundle_dir, pool, test_sets) \
             if meta.get("trained") is True else None
@@ -406,7 +431,6 @@ def measure(bundle_dir: str, meta: Dict, pool_path: str, options,
             curve["_network_reference_mape"] = metrics.mape(
                 [network[k] for k in ids], [measured_ref[k] for k in ids])
         curve["validation"] = validation
-    curve["_seconds"] = time.monotonic() - progress.start
     return curve
 
 

@@ -54,6 +54,9 @@ SAMPLE_FIELDS = {"id": int, "tables": list, "cost_ms": (int, float),
 # Fields of a timing-tool line that the dataset copies.
 TOOL_FIELDS = ("cost_ms", "min_ms", "max_ms", "runs", "device", "hardware",
                "batch_size")
+# The devices of samples timed on a GPU by neuroshard-cuda-runner
+# (neuroshard.gpu_calibrate), or under its emulation.
+GPU_DEVICES = ("cuda", "cuda-emulated")
 # A collection's settings: every sample of one dataset shares them.
 SETTING_FIELDS = ("device", "batch_size", "warmup", "runs", "seed", "pool")
 

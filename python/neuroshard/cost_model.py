@@ -86,10 +86,15 @@ class Standardize(nn.Module):
 #                   narrow row does not amortise;
 #   output_bytes    the pooled outputs written (bags x width x 4);
 #   lookups         indices read and rows accumulated;
-#   shards          one per shard (per-table work of the fused kernel).
+#   shards          one per shard (per-table work of the fused kernel);
+#   hottest_row_hits  the hits of the table's hottest row (hottest_hits()):
+#                   the backward's updates of one row form one chain, since
+#                   a GPU serialises atomics to one address; at large
+#                   batches a skewed table's chain outlasts its bandwidth
+#                   cost (on an H200, 1.8 ns per hit).
 PRIOR_TERMS = ("gathered_bytes", "distinct_bytes", "l2_miss_bytes",
                "l3_miss_bytes", "l3_miss_rows", "output_bytes", "lookups",
-               "shards")
+               "shards", "hottest_row_hits")
 NUM_PRIOR_TERMS = len(PRIOR_TERMS)
 CACHE_LINE_BYTES = 64
 # What a bundle assumes when the measuring machine's caches are unknown.
@@ -113,11 +118,13 @@ def nominal_coefficients() -> Tuple[List[float], float]:
     """Prior coefficients (ms per unit of each PRIOR_TERMS term, and ms per
     set) of a nominal CPU, not of a measured one: 20 GB/s for cached row
     reads and outputs, 10 GB/s for first touches past L2, 5 GB/s past L3,
-    100 ns per row from DRAM, 2 ns per lookup and 5 us per shard. The
+    100 ns per row from DRAM, 2 ns per lookup, 5 us per shard and 1 ns per
+    hit of the hottest row. The
     start of train.fit_prior and the prior of an untrained bundle."""
     ms_per_byte = lambda gb_per_s: 1e3 / (gb_per_s * 2.0**30)
     return ([ms_per_byte(20.0), ms_per_byte(20.0), ms_per_byte(10.0),
-             ms_per_byte(5.0), 1e-4, ms_per_byte(20.0), 2e-6, 5e-3], 2e-3)
+             ms_per_byte(5.0), 1e-4, ms_per_byte(20.0), 2e-6, 5e-3, 1e-6],
+            2e-3)
 
 
 class PhysicsPrior(nn.Module):
@@ -133,11 +140,12 @@ class PhysicsPrior(nn.Module):
     correct (untrusted_share)."""
 
     def __init__(self, batch_size: int,
-                 cache_bytes: Sequence[float] = DEFAULT_CACHE_BYTES):
+                 cache_bytes: Sequence[float] = DEFAULT_CACHE_BYTES,
+                 line_bytes: int = CACHE_LINE_BYTES):
         super().__init__()
         self.register_buffer("batch_size", torch.tensor(float(batch_size)))
         self.register_buffer("bin_hits", torch.tensor(representative_hits()))
-        self.line_bytes = float(CACHE_LINE_BYTES)
+        self.line_bytes = float(line_bytes)
         self.register_buffer("cache_bytes",
                              torch.tensor([float(c) for c in cache_bytes]))
         coef, intercept = nominal_coefficients()
@@ -168,8 +176,27 @@ class PhysicsPrior(nn.Module):
             lookups * line_bytes, distinct_bytes, distinct_bytes * l2_share,
             distinct_bytes * l3_share, distinct * l3_share,
             self.batch_size * dim * 4.0, lookups,
-            torch.ones_like(rows)
+            torch.ones_like(rows),
+            self.hottest_hits(hist, distinct, lookups)
         ], dim=1)
+
+    def hottest_hits(self, hist: torch.Tensor, distinct: torch.Tensor,
+                     lookups: torch.Tensor) -> torch.Tensor:
+        """[M] the hits of each table's hottest row: the upper edge 2^j of
+        the highest non-empty histogram bin j, or for the open last bin
+        (more than 2^15 hits) the lookups the other bins leave, shared by
+        that bin's rows (at least one row, at least 2^15 hits)."""
+        bins = hist.shape[1]
+        index = torch.arange(bins, dtype=hist.dtype)
+        top = torch.where(hist > 0, index, torch.zeros_like(hist)).amax(dim=1)
+        edge = torch.pow(2.0, top)
+        rows_per_bin = hist * distinct.unsqueeze(1)
+        below = (rows_per_bin[:, :bins - 1] *
+                 self.bin_hits[:bins - 1]).sum(dim=1)
+        last = rows_per_bin[:, bins - 1].clamp(min=1.0)
+        open_bin = ((lookups - below) / last).clamp(
+            min=float(2 ** (bins - 2)))
+        return torch.where(top == bins - 1, open_bin, edge)
 
     def shard_ms(self, features: torch.Tensor) -> torch.Tensor:
         """[M, NUM_PRIOR_TERMS]: each term priced in ms."""
@@ -217,7 +244,8 @@ class ComputeCostModel(nn.Module):
                  encoding_dim: int = ENCODING_DIM, head_hidden: int = 64,
                  members: int = 1,
                  correction_bound: float = DEFAULT_CORRECTION_BOUND,
-                 cache_bytes: Sequence[float] = DEFAULT_CACHE_BYTES):
+                 cache_bytes: Sequence[float] = DEFAULT_CACHE_BYTES,
+                 line_bytes: int = CACHE_LINE_BYTES):
         super().__init__()
         if members < 1:
             raise ValueError("an ensemble needs at least one member, got %d"
@@ -225,7 +253,7 @@ class ComputeCostModel(nn.Module):
         if not correction_bound > 1.0:
             raise ValueError("correction_bound must be above 1, got %g" %
                              correction_bound)
-        self.prior = PhysicsPrior(batch_size, cache_bytes)
+        self.prior = PhysicsPrior(batch_size, cache_bytes, line_bytes)
         self.normalize = Standardize(NUM_FEATURES, LOG_SCALED_FEATURES)
         self.table_mlps = nn.ModuleList([
             nn.Sequential(nn.Linear(NUM_FEATURES, hidden), nn.ReLU(),
@@ -250,6 +278,7 @@ class ComputeCostModel(nn.Module):
             "correction_bound": round(math.exp(float(self.log_bound)), 6),
             "ensemble": self.members,
             "cache_bytes": [int(c) for c in prior.cache_bytes.tolist()],
+            "line_bytes": int(prior.line_bytes),
             "prior_ms_per_unit": dict(zip(PRIOR_TERMS,
                                           prior.coef.tolist())),
             "prior_set_ms": float(prior.intercept),

@@ -25,7 +25,8 @@ carries comm_fw.pt and comm_bw.pt and meta.json says "comm": "neural" and
 Every bundle also records the machine the samples were measured on ("host",
 neuroshard._core.host_description(), taken at training time: training runs
 on the machine that measured, and refuses a dataset measured on another CPU
-unless allowed) and the ranges of the tables it was trained on
+unless allowed; of a dataset measured on a GPU, the GPU's name and L2 size,
+which its samples carry) and the ranges of the tables it was trained on
 ("trained_ranges").
 """
 
@@ -61,6 +62,8 @@ COMM_LISTS = {"dimsums": "non-negative", "stragglers_ms": "non-negative",
 COMM_SETTINGS = ("devices", "batch_size", "hardware", "transport")
 # Keys the split hash apart from the other uses of the seed.
 _SPLIT_KEY = 0x5B117
+# The least a GPU moves from DRAM for one row read: a 32-byte sector.
+GPU_SECTOR_BYTES = 32
 
 
 class TrainError(Exception):
@@ -236,35 +239,58 @@ def prior_terms(samples: SampleSet, prior: cm.PhysicsPrior) -> torch.Tensor:
     return summed.index_add(0, owner, terms[rows])
 
 
-def fit_prior(prior: cm.PhysicsPrior, train: SampleSet,
-              steps: int = 3000) -> float:
+def nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """argmin ||a x - b|| over x >= 0 (Lawson and Hanson's active-set
+    method): exact, where gradient descent stalls on terms whose scales
+    differ by orders of magnitude."""
+    n = a.shape[1]
+    # Unit columns, so that one tolerance fits every term.
+    norms = np.linalg.norm(a, axis=0)
+    norms[norms == 0] = 1.0
+    a = a / norms
+    x = np.zeros(n)
+    active = np.zeros(n, dtype=bool)
+    tolerance = 1e-12 * max(1.0, float(np.abs(a.T @ b).max()))
+    for _ in range(4 * n):
+        gradient = a.T @ (b - a @ x)
+        free = np.where(active, -np.inf, gradient)
+        if active.all() or free.max() <= tolerance:
+            break
+        active[int(np.argmax(free))] = True
+        while True:
+            z = np.zeros(n)
+            z[active] = np.linalg.lstsq(a[:, active], b, rcond=None)[0]
+            if (z[active] > 0).all():
+                x = z
+                break
+            # Step towards z until a coefficient reaches 0; drop it.
+            shrinking = active & (z <= 0)
+            step = np.min(x[shrinking] / (x[shrinking] - z[shrinking]))
+            x = x + step * (z - x)
+            active &= x > 1e-15
+            x[~active] = 0.0
+    return x / norms
+
+
+def fit_prior(prior: cm.PhysicsPrior, train: SampleSet) -> float:
     """Fits the prior's non-negative coefficients and per-set constant to
     the training samples by the loss the network is trained with (mean
-    squared relative error), starting from the nominal CPU; returns the
-    prior's training MAPE. Coefficients are softplus of free parameters,
-    optimised with Adam on terms scaled to mean 1."""
-    terms = prior_terms(train, prior)
-    scale = terms.mean(dim=0).clamp(min=1e-30)
-    inputs = torch.cat([terms / scale,
-                        torch.ones(len(train), 1, dtype=torch.float64)],
-                       dim=1)
-    target = train.costs.double()
+    squared relative error: least squares on rows divided by their cost,
+    solved exactly under x >= 0); returns the prior's training MAPE. A term
+    that no training sample has (no table past the cache, say) cannot be
+    fitted and keeps its nominal price."""
+    terms = prior_terms(train, prior).numpy()
+    target = train.costs.double().numpy()
     coef, intercept = cm.nominal_coefficients()
-    start = torch.tensor(coef + [intercept], dtype=torch.float64) * \
-        torch.cat([scale, torch.ones(1, dtype=torch.float64)])
-    # softplus^-1, so that the optimisation starts at the nominal prior.
-    raw = torch.log(torch.expm1(start.clamp(min=1e-12))).requires_grad_()
-    optimizer = torch.optim.Adam([raw], lr=0.05)
-    for _ in range(steps):
-        predicted = inputs @ torch.nn.functional.softplus(raw)
-        loss = relative_error_loss(predicted, target)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    fitted = torch.nn.functional.softplus(raw).detach()
-    prior.coef.copy_((fitted[:-1] / scale).float())
+    fitted = np.array(coef + [intercept])
+    inputs = np.concatenate([terms, np.ones((len(target), 1))], axis=1)
+    seen = np.abs(inputs).sum(axis=0) > 0
+    weighted = inputs[:, seen] / target[:, None]
+    fitted[seen] = nonnegative_least_squares(weighted,
+                                             np.ones(len(target)))
+    prior.coef.copy_(torch.from_numpy(fitted[:-1]).float())
     prior.intercept.fill_(float(fitted[-1]))
-    return metrics.mape((inputs @ fitted).numpy(), target.numpy())
+    return metrics.mape(inputs @ fitted, target)
 
 
 def bootstrap_weights(count: int, members: int, seed: int) -> torch.Tensor:
@@ -281,6 +307,7 @@ def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
                         correction_bound: float = cm.DEFAULT_CORRECTION_BOUND,
                         batch_size: int = 1024,
                         cache_bytes=cm.DEFAULT_CACHE_BYTES,
+                        line_bytes: int = cm.CACHE_LINE_BYTES,
                         log=None) -> Tuple[cm.ComputeCostModel, Dict]:
     """Trains a ComputeCostModel: first its physics prior (fit_prior), then
     the ensemble's bounded corrections on bootstrap resamples; returns it at
@@ -289,7 +316,8 @@ def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
     torch.manual_seed(seed)
     model = cm.ComputeCostModel(batch_size=batch_size, members=members,
                                 correction_bound=correction_bound,
-                                cache_bytes=cache_bytes)
+                                cache_bytes=cache_bytes,
+                                line_bytes=line_bytes)
     model.normalize.fit(train.training_features())
     model.prior.set_ranges(train.training_features())
     prior_mape = fit_prior(model.prior, train)
@@ -496,12 +524,36 @@ def trained_ranges(pool: Dict, samples: Sequence[Dict]) -> Dict:
 
 
 def cache_bytes(host: Dict) -> Tuple[float, float]:
-    """(L2, L3) bytes of the measuring host for the physics prior; the
-    prior's defaults for a cache the host does not list."""
+    """The two cache levels of the measuring machine for the physics prior:
+    a CPU's (L2, L3) bytes, the prior's defaults for a cache the host does
+    not list; a GPU's (half its L2, its L2), since each address lives in one
+    of the two halves (partitions) of a large GPU's L2 and a warp reaching
+    the far half pays more."""
+    if host.get("gpu_model"):
+        l2 = float(host["l2_kb"]) * 1024.0
+        return (l2 / 2.0, l2)
     caches = host.get("caches_kb") or {}
     return tuple(float(caches[name]) * 1024.0 if caches.get(name) else
                  default for name, default in
                  zip(("L2", "L3"), cm.DEFAULT_CACHE_BYTES))
+
+
+def line_bytes(host: Dict) -> int:
+    """The bytes one row read moves at least: a CPU's cache line, a GPU's
+    32-byte DRAM sector."""
+    return GPU_SECTOR_BYTES if host.get("gpu_model") else cm.CACHE_LINE_BYTES
+
+
+def gpu_host(samples: Sequence[Dict], data_path: str) -> Dict:
+    """meta.json's "host" of a dataset measured on a GPU (device "cuda"):
+    the GPU's name and L2 size, which every sample records."""
+    sizes = sorted(set(s.get("l2_bytes") for s in samples))
+    if len(sizes) != 1 or not isinstance(sizes[0], int) or sizes[0] <= 0:
+        raise TrainError("dataset '%s' was measured on a GPU but its samples "
+                         "do not all give one positive \"l2_bytes\" (%s)" %
+                         (data_path, ", ".join(str(v) for v in sizes)))
+    return {"gpu_model": samples[0]["hardware"],
+            "l2_kb": sizes[0] // 1024}
 
 
 def measuring_host(hardware: str, data_path: str,
@@ -551,7 +603,9 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
         comm_train, comm_valid = build_comm_sets(
             comm_samples, comm_data_path, seed, validation_fraction)
     # After every check of the input, so that bad data is named first.
-    host = measuring_host(settings["hardware"], data_path, allow_other_host)
+    host = gpu_host(samples, data_path) \
+        if settings["device"] in collect.GPU_DEVICES \
+        else measuring_host(settings["hardware"], data_path, allow_other_host)
     if log is not None:
         print("train: %d samples (%d training, %d held out) measured on %s, "
               "batch %d" % (len(samples), len(train), len(valid),
@@ -561,7 +615,7 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
         train, valid, epochs=epochs, seed=seed, lr=lr, batch=batch,
         members=members, correction_bound=correction_bound,
         batch_size=settings["batch_size"], cache_bytes=cache_bytes(host),
-        log=log)
+        line_bytes=line_bytes(host), log=log)
     held = evaluate(model, valid)
     fit = evaluate(model, train)
     held_figures = {"compute_mape": held["mape"],

@@ -205,6 +205,25 @@ def test_prior_terms_follow_the_physics():
                      .tolist()))
     assert small["l2_miss_bytes"] == 0.0 and small["l3_miss_rows"] == 0.0
     assert small["distinct_bytes"] == pytest.approx(100 * 64)
+    # The hottest row: the upper edge of the highest non-empty bin (bin 1:
+    # two hits) ...
+    assert terms["hottest_row_hits"] == 2.0
+    # ... and in the open last bin, the lookups the other bins leave over
+    # that bin's rows. With 5/6 of the distinct rows hit once and 1/6 in
+    # the last bin (1.5 x 2^15 hits each when rows are counted), 40960
+    # lookups touch 40960 / (5/6 + 49152/6) = 5 rows: 4.17 hit once, and
+    # the rest of the lookups on the last bin's 0.83 rows, at least one.
+    hot = [5 / 6] + [0.0] * 15 + [1 / 6]
+    hot_terms = dict(zip(cm.PRIOR_TERMS, prior.terms(
+        table(10**4, 16, 40.0, hot))[0].tolist()))
+    distinct = 40960 / (5 / 6 + 49152 / 6)
+    assert hot_terms["hottest_row_hits"] == pytest.approx(
+        40960 - distinct * 5 / 6, rel=1e-5)
+    # A row in the last bin never counts fewer hits than its lower edge,
+    # even where the lookups cannot fill it (10240 lookups of one row).
+    short = dict(zip(cm.PRIOR_TERMS, prior.terms(
+        table(1, 16, 10.0, [0.0] * 16 + [1.0]))[0].tolist()))
+    assert short["hottest_row_hits"] == 2 ** 15
 
 
 def test_correction_is_bounded_and_vanishes_outside_the_ranges(compute):

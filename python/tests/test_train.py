@@ -357,8 +357,8 @@ def test_fit_prior_recovers_a_physical_cost(small_pool_path, dataset):
     training, _ = train.build_sample_sets(pool, small_pool_path, samples,
                                           dataset, 2, 0.2)
     prior = cm.PhysicsPrior(batch_size=2048)
-    truth = torch.tensor([2e-8, 0.0, 5e-8, 1e-7, 3e-5, 1e-8, 1e-6, 4e-3],
-                         dtype=torch.float64)
+    truth = torch.tensor([2e-8, 0.0, 5e-8, 1e-7, 3e-5, 1e-8, 1e-6, 4e-3,
+                          2e-6], dtype=torch.float64)
     assert len(truth) == cm.NUM_PRIOR_TERMS
     training.costs = (train.prior_terms(training, prior) @ truth +
                       0.01).float()

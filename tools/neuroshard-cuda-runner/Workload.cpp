@@ -43,7 +43,7 @@ void setIndices(Workload &w, const std::vector<int64_t> &indices,
 
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
                    const InputOverrides &given, Workload &out,
-                   std::string &error) {
+                   std::string &error, bool withValues) {
   const launch_manifest::LaunchSpec &launch = manifest.launches[which];
   launch_manifest::LaunchOptions options;
   options.layout = layout;
@@ -60,6 +60,9 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
   out.layout = std::move(buffers.layout);
   out.shardNames = std::move(buffers.shardNames);
   setIndices(out, buffers.packed.indices, buffers.packed.offsets);
+  out.arenaFloats = buffers.arenaSize;
+  if (!withValues)
+    return true;
 
   // Weights: every slot filled from the table's value function; a table slot
   // holds all columns, a shard slot only its own.
@@ -119,6 +122,7 @@ Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
   shard.rowStride = dim;
   shard.width = dim;
   abi::appendShard(w.meta, shard, /*outColumn=*/0, abi::InputBase());
+  w.arenaFloats = rows * dim;
   w.weights.resize(size_t(rows * dim));
   inputs::fillWeights(inputs::hashString("bandwidth"), rows, 0, dim,
                       w.weights.data(), dim);

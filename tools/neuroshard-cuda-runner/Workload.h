@@ -35,6 +35,9 @@ struct Workload {
   int64_t batch = 0, width = 0;
   bool index64 = true;
   std::vector<int64_t> meta, layout;
+  /// Floats of the weights arena; `weights` holds their values, or nothing
+  /// for a workload built without values (only timed, never checked).
+  int64_t arenaFloats = 0;
   std::vector<float> weights;
   /// Indices and offsets in the launch's index type (one of each pair used).
   std::vector<int32_t> indices32, offsets32;
@@ -54,10 +57,12 @@ struct Workload {
 /// Builds launch `which` of the manifest with launch_manifest::buildLaunch
 /// (inputs given or generated from the tables' statistics); weights are
 /// weightValue(hash(table), row, column) and the gradient
-/// gradientValue(mixSeed(hash(table), stream), bag, column).
+/// gradientValue(mixSeed(hash(table), stream), bag, column). Without
+/// `withValues` the weights and the gradient are left empty: the device
+/// fills them with a constant, which is all that timing needs.
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
                    const InputOverrides &given, Workload &out,
-                   std::string &error);
+                   std::string &error, bool withValues = true);
 
 /// A single-table workload with `pooling` indices per bag drawn uniformly
 /// from `rows` rows: the bandwidth benchmark.

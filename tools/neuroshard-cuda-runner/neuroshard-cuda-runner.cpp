@@ -8,8 +8,10 @@
 // --neuroshard-export-cuda writes, generates every lookup's inputs with
 // InputGenerator, runs forward and backward+SGD of each launch, checks both
 // against a CPU reference and times them with CUDA events. The bandwidth mode
-// measures one large lookup against a device-to-device copy. Needs only the
-// CUDA driver at run time (no LLVM, no MLIR); usage in docs/lowering.md.
+// measures one large lookup against a device-to-device copy. The collection
+// mode times every launch as one compute-cost sample of a GPU cost model
+// (scripts/gpu/calibrate.sh). Needs only the CUDA driver at run time (no
+// LLVM, no MLIR); usage in docs/lowering.md.
 //
 // Exit status: 0 success, 1 bad arguments, bad input or a CUDA error, 2 a
 // result that does not match the reference.
@@ -24,14 +26,19 @@
 #include "neuroshard/Support/Units.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace neuroshard;
@@ -47,6 +54,8 @@ const char *const kUsage =
     "usage: neuroshard-cuda-runner --manifest FILE [options]\n"
     "       neuroshard-cuda-runner --bandwidth --module FILE [options]\n"
     "       neuroshard-cuda-runner --validate FILE\n"
+    "       neuroshard-cuda-runner --manifest FILE --collect SAMPLES "
+    "[--emulate]\n"
     "\n"
     "  --manifest FILE       launch manifest from --neuroshard-export-cuda\n"
     "  --validate FILE       check a manifest and its kernels file, no GPU\n"
@@ -76,12 +85,23 @@ const char *const kUsage =
     "  --trust-inputs        skip the input checks before launching (offsets\n"
     "                        from 0, non-decreasing, ending at the index\n"
     "                        count; indices in range; i32 within 2^31)\n"
+    "  --collect FILE        time forward+backward+SGD of every launch (a\n"
+    "                        shard set, its device number the set id) and\n"
+    "                        append one JSON line per set to FILE; sets\n"
+    "                        already in FILE are skipped, so a stopped\n"
+    "                        collection resumes (no reference check)\n"
+    "  --emulate             with --collect: time the CPU reference loops\n"
+    "                        instead of the GPU (tests the collection\n"
+    "                        without a GPU; its times are not a GPU's,\n"
+    "                        its L2 is an H100's 50 MiB)\n"
+    "  --threads N           threads generating inputs (default: all)\n"
     "  --gpu N               CUDA device ordinal (default 0)\n"
     "  --json FILE           also write the results as JSON\n";
 
 struct Options {
-  std::string manifest, validate, module, moduleFormat, json, inputs;
-  bool bandwidth = false, flush = true, trustInputs = false;
+  std::string manifest, validate, module, moduleFormat, json, inputs, collect;
+  bool bandwidth = false, flush = true, trustInputs = false, emulate = false;
+  long long threads = 0;
   long long launch = -1;
   WeightLayout layout = WeightLayout::Shards;
   long long batch = 65536, dim = 128, pooling = 32, rows = 1000000;
@@ -160,6 +180,11 @@ bool parseArguments(int argc, char **argv, Options &options,
     } else if (flag == "--json") {
       if (!value(options.json))
         return false;
+    } else if (flag == "--collect") {
+      if (!value(options.collect))
+        return false;
+    } else if (flag == "--emulate") {
+      options.emulate = true;
     } else if (flag == "--inputs") {
       if (!value(options.inputs))
         return false;
@@ -207,6 +232,7 @@ bool parseArguments(int argc, char **argv, Options &options,
           {"--warmup", &options.warmup, 0, 1 << 20},
           {"--iters", &options.iters, 1, 1 << 20},
           {"--gpu", &options.gpu, 0, 1 << 20},
+          {"--threads", &options.threads, 1, 1024},
       };
       bool known = false;
       for (const IntegerFlag &entry : integers) {
@@ -229,6 +255,18 @@ bool parseArguments(int argc, char **argv, Options &options,
     error = modes == 0 ? "give --manifest FILE, --bandwidth or --validate FILE"
                        : "--manifest, --bandwidth and --validate exclude each "
                          "other";
+    return false;
+  }
+  if (!options.collect.empty() &&
+      (options.manifest.empty() || options.launch >= 0 ||
+       !options.inputs.empty() || !options.json.empty() ||
+       options.layout != WeightLayout::Shards)) {
+    error = "--collect needs --manifest and takes none of --launch, "
+            "--inputs, --json and --layout";
+    return false;
+  }
+  if (options.emulate && options.collect.empty()) {
+    error = "--emulate emulates a collection; give --collect FILE";
     return false;
   }
   if (options.bandwidth && options.module.empty()) {
@@ -326,22 +364,27 @@ public:
                               ? static_cast<const void *>(w.offsets64.data())
                               : w.offsets32.data();
     size_t numOffsets = w.index64 ? w.offsets64.size() : w.offsets32.size();
+    size_t gradFloats = size_t(w.batch * w.width);
     if (!(status = put(meta, w.meta.data(), w.meta.size() * 8)).ok() ||
         !(status = put(layout, w.layout.data(), w.layout.size() * 8)).ok() ||
-        !(status = put(weights, w.weights.data(), w.weights.size() * 4)).ok() ||
+        !(status =
+              putOrFill(weights, w.weights, size_t(w.arenaFloats), kFillWeight))
+             .ok() ||
         !(status =
               put(indicesBuf, indices, size_t(w.numIndices) * w.indexBytes()))
              .ok() ||
         !(status = put(offsetsBuf, offsets, numOffsets * w.indexBytes()))
              .ok() ||
-        !(status = put(grad, w.grad.data(), w.grad.size() * 4)).ok() ||
-        !(status = put(out, nullptr, size_t(w.batch * w.width) * 4)).ok())
+        !(status = putOrFill(grad, w.grad, gradFloats, kFillGradient)).ok() ||
+        !(status = put(out, nullptr, gradFloats * 4)).ok())
       return status;
-    return Status();
+    return rt.synchronize();
   }
 
   /// Puts the initial weights back (backward updates them).
   Status resetWeights() {
+    if (w.weights.empty())
+      return Status();
     return rt.copyToDevice(weights, w.weights.data(), w.weights.size() * 4);
   }
 
@@ -360,6 +403,22 @@ public:
   }
 
 private:
+  /// What a workload built without values holds: small enough that SGD
+  /// steps never overflow, the same everywhere since timing ignores them.
+  static constexpr float kFillWeight = 0.01f, kFillGradient = 0.001f;
+
+  /// Copies `values`, or fills `count` floats with `fill` when there are
+  /// none.
+  Status putOrFill(DevicePtr &ptr, const std::vector<float> &values,
+                   size_t count, float fill) {
+    if (!values.empty() || count == 0)
+      return put(ptr, values.data(), values.size() * 4);
+    Status status = put(ptr, nullptr, count * 4);
+    uint32_t bits;
+    std::memcpy(&bits, &fill, 4);
+    return status.ok() ? rt.memset32Async(ptr, bits, count, nullptr) : status;
+  }
+
   Status put(DevicePtr &ptr, const void *data, size_t bytes) {
     ptr = 0;
     if (bytes == 0)
@@ -376,8 +435,7 @@ private:
     MemRefParams memrefs[abi::kMaxOperands];
     memrefs[abi::kMetaOperand] = memref1D(meta, int64_t(w.meta.size()));
     memrefs[abi::kLayoutOperand] = memref1D(layout, int64_t(w.layout.size()));
-    memrefs[abi::kWeightsOperand] =
-        memref1D(weights, int64_t(w.weights.size()));
+    memrefs[abi::kWeightsOperand] = memref1D(weights, w.arenaFloats);
     memrefs[abi::kIndicesOperand] = memref1D(indicesBuf, w.numIndices);
     memrefs[abi::kOffsetsOperand] =
         memref1D(offsetsBuf,
@@ -708,6 +766,232 @@ int runBandwidth(const Options &options, Runtime &rt, cuda::ModuleHandle module,
   return mismatch ? 2 : 0;
 }
 
+//===----------------------------------------------------------------------===//
+// Collection: one compute-cost sample per launch
+//===----------------------------------------------------------------------===//
+
+/// The set ids already in the samples file `path` (none if it does not
+/// exist), so that a collection that was stopped resumes where it stopped.
+/// A last line cut short by the stop is dropped from the file.
+bool readCollected(const std::string &path, std::set<int64_t> &ids,
+                   std::string &error) {
+  std::ifstream file(path);
+  if (!file)
+    return true;
+  std::vector<std::string> kept;
+  bool dropped = false;
+  std::string line;
+  for (size_t number = 1; std::getline(file, line); ++number) {
+    size_t key = line.find("\"id\": ");
+    char *end = nullptr;
+    long long id = key == std::string::npos
+                       ? -1
+                       : std::strtoll(line.c_str() + key + 6, &end, 10);
+    bool complete = !line.empty() && line.back() == '}' && id >= 0 && end &&
+                    (*end == ',' || *end == '}');
+    if (!complete) {
+      if (file.peek() != EOF) {
+        error = "samples file '" + path + "' line " + std::to_string(number) +
+                " is not a sample of this tool";
+        return false;
+      }
+      dropped = true;
+      continue;
+    }
+    if (!ids.insert(id).second) {
+      error = "samples file '" + path + "' holds set " + std::to_string(id) +
+              " twice (line " + std::to_string(number) + ")";
+      return false;
+    }
+    kept.push_back(line);
+  }
+  file.close();
+  if (dropped) {
+    std::ofstream rewrite(path, std::ios::trunc);
+    for (const std::string &keptLine : kept)
+      rewrite << keptLine << '\n';
+    if (!rewrite) {
+      error = "cannot rewrite '" + path + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The inputs of `lookups`, generated on `threads` threads: a table read by
+/// many sets is generated once.
+InputOverrides generateInputs(const Manifest &manifest,
+                              const std::vector<size_t> &lookups,
+                              unsigned threads) {
+  std::vector<inputs::LookupInputs> generated(lookups.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next++; k < lookups.size(); k = next++)
+      generated[k] = lookupInputs(manifest, lookups[k], InputOverrides());
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &thread : pool)
+    thread.join();
+  InputOverrides out;
+  for (size_t k = 0; k < lookups.size(); ++k)
+    out.emplace(lookups[k], std::move(generated[k]));
+  return out;
+}
+
+/// What the samples file says of the hardware that measured.
+struct Measurer {
+  std::string device, hardware;
+  long long l2Bytes = 0;
+};
+
+/// Times forward + backward + SGD of one workload on the CPU reference
+/// loops: the emulated collection, which tests everything but the GPU.
+Timing timeReference(const Workload &w, long long warmup, long long iters) {
+  std::vector<double> samples;
+  for (long long i = 0; i < warmup + iters; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    referenceForward(w);
+    referenceBackward(w);
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    if (i >= warmup)
+      samples.push_back(ms);
+  }
+  std::sort(samples.begin(), samples.end());
+  Timing timing;
+  timing.median = neuroshard::sortedMedian(samples);
+  timing.minimum = samples.front();
+  timing.maximum = samples.back();
+  return timing;
+}
+
+/// Runs every launch of the manifest whose set id (its device number) the
+/// samples file does not hold yet and appends one line per set.
+int runCollection(const Options &options, Runtime *rt,
+                  cuda::ModuleHandle module, const Manifest &manifest,
+                  const Measurer &measurer, DevicePtr flush,
+                  size_t flushWords) {
+  std::string error;
+  std::set<int64_t> done;
+  if (!readCollected(options.collect, done, error))
+    return fail(error);
+  std::set<int64_t> ids;
+  std::vector<size_t> pending;
+  std::set<size_t> lookupSet;
+  for (size_t k = 0; k < manifest.launches.size(); ++k) {
+    const LaunchSpec &launch = manifest.launches[k];
+    if (!ids.insert(launch.device).second)
+      return fail("the manifest holds set " + std::to_string(launch.device) +
+                  " twice; a collection needs one launch per set id");
+    if (done.count(launch.device))
+      continue;
+    pending.push_back(k);
+    for (const ShardSpec &shard : launch.shards)
+      lookupSet.insert(shard.lookup);
+  }
+  std::fprintf(
+      stderr,
+      "collect: %zu set(s) in the manifest, %zu already in '%s', "
+      "%zu to measure on %s\n",
+      manifest.launches.size(), manifest.launches.size() - pending.size(),
+      options.collect.c_str(), pending.size(), measurer.hardware.c_str());
+  if (pending.empty())
+    return 0;
+
+  unsigned threads = options.threads > 0
+                         ? unsigned(options.threads)
+                         : std::max(1u, std::thread::hardware_concurrency());
+  auto started = std::chrono::steady_clock::now();
+  InputOverrides cache = generateInputs(
+      manifest, std::vector<size_t>(lookupSet.begin(), lookupSet.end()),
+      threads);
+  if (!options.trustInputs && !checkLaunchInputs(manifest, cache, -1, error))
+    return fail("bad inputs: " + error);
+  std::fprintf(
+      stderr, "collect: inputs of %zu lookup(s) generated in %.1f s\n",
+      lookupSet.size(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count());
+
+  cuda::FunctionHandle functions[4] = {};
+  if (rt) {
+    const std::string *names[4] = {&manifest.forwardI32, &manifest.forwardI64,
+                                   &manifest.backwardI32,
+                                   &manifest.backwardI64};
+    for (int k = 0; k < 4; ++k) {
+      Status status = rt->getFunction(module, names[k]->c_str(), functions[k]);
+      if (!status.ok())
+        return fail(status.message());
+    }
+  }
+  FILE *out = std::fopen(options.collect.c_str(), "a");
+  if (!out)
+    return fail("cannot append to '" + options.collect +
+                "': " + std::strerror(errno));
+  size_t measured = 0;
+  for (size_t k : pending) {
+    const LaunchSpec &launch = manifest.launches[k];
+    Workload w;
+    if (!buildWorkload(manifest, k, WeightLayout::Shards, cache, w, error,
+                       /*withValues=*/!rt)) {
+      std::fclose(out);
+      return fail("set " + std::to_string(launch.device) + ": " + error);
+    }
+    Timing step;
+    if (rt) {
+      DeviceRun run(*rt, w, functions[launch.index64 ? 1 : 0],
+                    functions[launch.index64 ? 3 : 2],
+                    manifest.threadsPerBlock);
+      Status status = run.upload();
+      if (status.ok())
+        status = timeRuns(
+            *rt,
+            [&] {
+              Status s = run.launchForward();
+              return s.ok() ? run.launchBackward() : s;
+            },
+            options.warmup, options.iters, flush, flushWords, step);
+      if (!status.ok()) {
+        std::fclose(out);
+        double bytes = double(w.arenaFloats) * 4.0 +
+                       double(w.numIndices) * double(w.indexBytes()) +
+                       2.0 * double(w.batch * w.width) * 4.0;
+        return fail("set " + std::to_string(launch.device) + " (" +
+                    std::to_string(launch.shards.size()) + " table(s), " +
+                    formatGB(bytes) + " on the device): " + status.message());
+      }
+    } else {
+      step = timeReference(w, options.warmup, options.iters);
+    }
+    std::fprintf(
+        out,
+        "{\"id\": %lld, \"cost_ms\": %.6f, \"min_ms\": %.6f, "
+        "\"max_ms\": %.6f, \"runs\": %lld, \"device\": %s, "
+        "\"hardware\": %s, \"batch_size\": %lld, \"l2_bytes\": %lld, "
+        "\"tables\": %zu, \"width\": %lld, \"indices\": %lld, "
+        "\"index_type\": \"%s\"}\n",
+        (long long)launch.device, step.median, step.minimum, step.maximum,
+        options.iters, jsonString(measurer.device).c_str(),
+        jsonString(measurer.hardware).c_str(), (long long)manifest.batchSize,
+        measurer.l2Bytes, launch.shards.size(), (long long)w.width,
+        (long long)w.numIndices, launch.index64 ? "i64" : "i32");
+    std::fflush(out);
+    if (++measured % 100 == 0 || measured == pending.size())
+      std::fprintf(stderr, "collect: %zu of %zu set(s) measured (%.0f s)\n",
+                   measured, pending.size(),
+                   std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - started)
+                       .count());
+  }
+  if (std::fclose(out) != 0)
+    return fail("cannot write '" + options.collect + "'");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -733,6 +1017,13 @@ int main(int argc, char **argv) {
       modulePath = manifest.modulePath;
     manifestFormat = manifest.moduleFormat;
   }
+  if (options.emulate) {
+    // The L2 of an H100, so that what trains on emulated samples sees a
+    // GPU's cache.
+    Measurer measurer{"cuda-emulated", "CPU reference loops (emulated)",
+                      50LL << 20};
+    return runCollection(options, nullptr, nullptr, manifest, measurer, 0, 0);
+  }
   cuda::ModuleFormat format;
   if (!resolveFormat(options, manifestFormat, modulePath, format, error))
     return fail(error);
@@ -752,6 +1043,7 @@ int main(int argc, char **argv) {
       return fail(error);
   }
   if (!manifestPath.empty() && !options.trustInputs &&
+      options.collect.empty() &&
       !checkLaunchInputs(manifest, given, options.launch, error))
     return fail("bad inputs: " + error + " (--trust-inputs skips this check)");
 
@@ -790,6 +1082,15 @@ int main(int argc, char **argv) {
   if (flushWords && !(status = rt->alloc(flushWords * 4, flush)).ok())
     return fail(status.message());
 
+  if (!options.collect.empty()) {
+    Measurer measurer{"cuda", device.name, device.l2CacheBytes};
+    int result = runCollection(options, rt.get(), module, manifest, measurer,
+                               flush, flushWords);
+    if (flush)
+      rt->free(flush);
+    rt->unloadModule(module);
+    return result;
+  }
   std::string json = "{\n  \"device\": " + jsonString(device.name) + ",\n";
   int result = options.bandwidth
                    ? runBandwidth(options, *rt, module, flush, flushWords, json)

@@ -238,6 +238,16 @@ TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
   EXPECT_FALSE(meta->rowsRange->contains(1e8));
   EXPECT_FALSE(meta->dimRange->contains(256));
   EXPECT_TRUE(meta->poolingRange->contains(95.16));
+  EXPECT_FALSE(meta->hostGPUModel.has_value());
+
+  // A GPU's bundle names the GPU and its L2 instead of a CPU.
+  Expected<BundleMeta> gpu = parseBundleMeta(
+      "b", metaWith("host", json::Object{{"gpu_model", "NVIDIA H200"},
+                                         {"l2_kb", 61440}}));
+  ASSERT_TRUE(static_cast<bool>(gpu)) << errorMessage(gpu);
+  EXPECT_EQ(gpu->hostGPUModel, "NVIDIA H200");
+  EXPECT_EQ(gpu->hostGPUL2KB, 61440);
+  EXPECT_FALSE(gpu->hostCPUModel.has_value());
 
   EXPECT_EQ(parseError(metaWith(
                 "host", json::Object{{"cpu_model", "x"}, {"cpu_family", -1}})),
@@ -250,7 +260,12 @@ TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
                                    "instruction-set names, got [\"avx\",2]");
   EXPECT_EQ(parseError(metaWith("host", json::Object{{"cpu", "x"}})),
             std::string(kPrefix) +
-                "\"host\" must be an object with a \"cpu_model\" string");
+                "\"host\" must be an object with a \"cpu_model\" string, "
+                "or a \"gpu_model\" string and \"l2_kb\"");
+  EXPECT_EQ(parseError(metaWith(
+                "host", json::Object{{"gpu_model", "H"}, {"l2_kb", 0}})),
+            std::string(kPrefix) + "\"host\": GPU 'H' needs a positive "
+                                   "integer \"l2_kb\" (its L2 in KiB)");
   EXPECT_EQ(parseError(metaWith("trained_ranges",
                                 json::Object{{"rows", json::Array{10, 1}}})),
             std::string(kPrefix) +

@@ -120,17 +120,30 @@ static Error readBatchScaling(const json::Object &root, BundleMeta &meta) {
   return Error::success();
 }
 
-/// "host": {"cpu_model": "...", "caches_kb": {"L1d": 48, ...}, ...}.
+/// "host": {"cpu_model": "...", "caches_kb": {"L1d": 48, ...}, ...}, or of
+/// a GPU {"gpu_model": "...", "l2_kb": n}.
 static Error readHost(const json::Object &root, BundleMeta &meta) {
   const json::Value *value = root.get("host");
   if (!value || value->getAsNull())
     return Error::success();
   const json::Object *host = value->getAsObject();
+  if (std::optional<StringRef> gpu =
+          host ? host->getString("gpu_model") : std::nullopt) {
+    const json::Value *l2 = host->get("l2_kb");
+    std::optional<int64_t> kb = l2 ? getInteger(*l2) : std::nullopt;
+    if (!kb || *kb <= 0)
+      return metaError(formatv("\"host\": GPU '{0}' needs a positive "
+                               "integer \"l2_kb\" (its L2 in KiB)",
+                               *gpu));
+    meta.hostGPUModel = gpu->str();
+    meta.hostGPUL2KB = *kb;
+    return Error::success();
+  }
   std::optional<StringRef> cpu =
       host ? host->getString("cpu_model") : std::nullopt;
   if (!cpu)
     return metaError("\"host\" must be an object with a \"cpu_model\" "
-                     "string");
+                     "string, or a \"gpu_model\" string and \"l2_kb\"");
   meta.hostCPUModel = cpu->str();
   for (auto [key, field] :
        {std::make_pair("cpu_family", &meta.hostCPUFamily),

@@ -72,6 +72,11 @@ struct BundleMeta {
   /// when recorded.
   std::optional<int64_t> hostCPUFamily, hostCPUModelNumber;
   std::optional<std::vector<std::string>> hostISA;
+  /// "host" of a bundle measured on a GPU: {"gpu_model": name, "l2_kb": n}
+  /// in place of the CPU fields. Such a bundle prices the GPUs a plan is
+  /// for, not the machine that plans.
+  std::optional<std::string> hostGPUModel;
+  std::optional<int64_t> hostGPUL2KB;
   /// "trained_ranges" of rows, dim and pooling factor.
   std::optional<FeatureRange> rowsRange, dimRange, poolingRange;
   /// "compute_model": the factor by which the network may correct the

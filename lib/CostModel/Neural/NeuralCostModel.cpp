@@ -608,8 +608,9 @@ void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
 
 std::optional<std::string> NeuralCostModel::Impl::compareMachine() const {
   const NeuralBundleInfo &info = meta.info;
-  // Random weights describe no machine.
-  if (!info.trained)
+  // Random weights describe no machine, and a GPU's bundle describes the
+  // GPUs the plan is for, not the machine that plans.
+  if (!info.trained || meta.hostGPUModel)
     return std::nullopt;
   std::string measured = meta.hostCPUModel.value_or(info.hardware);
   std::string here = hostCPUModel();
@@ -648,7 +649,8 @@ std::optional<std::string> NeuralCostModel::Impl::compareMachine() const {
 }
 
 bool NeuralCostModel::describesThisHost() const {
-  return impl->meta.info.trained && !impl->machineWarning;
+  return impl->meta.info.trained && !impl->meta.hostGPUModel &&
+         !impl->machineWarning;
 }
 
 const NeuralBundleInfo &NeuralCostModel::info() const {

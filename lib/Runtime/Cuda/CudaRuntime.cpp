@@ -227,6 +227,11 @@ Status Runtime::open(int ordinal, std::unique_ptr<Runtime> &out) {
                            &info.multiprocessors,
                            CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
                        "cuDeviceGetAttribute"))
+           .ok() ||
+      !(status = check(
+            cu.cuDeviceGetAttribute(&info.l2CacheBytes,
+                                    CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
+            "cuDeviceGetAttribute"))
            .ok())
     return status;
   info.name = name;

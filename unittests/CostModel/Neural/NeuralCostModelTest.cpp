@@ -336,8 +336,8 @@ TEST_F(NeuralCostModelTest, MetadataAndDescription) {
   EXPECT_FALSE(info.trained);
   EXPECT_EQ(info.batchSize, 65536);
   EXPECT_EQ(info.dtype, "f32");
-  // The prior's 8 priced terms, the untrusted part, one member's 32 values.
-  EXPECT_EQ(info.encodingDim, 41u);
+  // The prior's 9 priced terms, the untrusted part, one member's 32 values.
+  EXPECT_EQ(info.encodingDim, 42u);
   EXPECT_EQ(info.path, commBundle());
   std::string description = model->description();
   EXPECT_NE(description.find("UNTRAINED"), std::string::npos) << description;

@@ -69,6 +69,8 @@ struct DeviceInfo {
   std::string name;
   int computeMajor = 0, computeMinor = 0;
   int multiprocessors = 0;
+  /// Bytes of the L2 cache.
+  int l2CacheBytes = 0;
   size_t totalMemory = 0;
   int driverVersion = 0;
 };
