@@ -13,6 +13,8 @@
 
 #include "neuroshard/Transforms/Passes.h"
 
+#include "PassOptionErrors.h"
+
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
@@ -37,6 +39,15 @@ namespace {
 
 struct PlanPass : public mlir::neuroshard::impl::PlanBase<PlanPass> {
   using PlanBase::PlanBase;
+
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    return initializeWithHelp(
+        *this, options, errorHandler, [&](StringRef part, auto handler) {
+          return PlanBase::initializeOptions(part, handler);
+        });
+  }
 
   void runOnOperation() override;
 

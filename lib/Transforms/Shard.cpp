@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassOptionErrors.h"
 #include "neuroshard/Transforms/Passes.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -27,6 +28,15 @@ namespace {
 
 struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
   using ShardBase::ShardBase;
+
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    return initializeWithHelp(
+        *this, options, errorHandler, [&](StringRef part, auto handler) {
+          return ShardBase::initializeOptions(part, handler);
+        });
+  }
 
   /// The planning pass's options: all of this pass's but the aliases.
   PlanOptions planOptions() const {

@@ -263,9 +263,13 @@ def nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             if (z[active] > 0).all():
                 x = z
                 break
-            # Step towards z until a coefficient reaches 0; drop it.
+            # Step towards z until a coefficient reaches 0; drop it. (x is
+            # positive on the active set but for the one just added, which
+            # is 0: a step of 0 drops it again.)
             shrinking = active & (z <= 0)
-            step = np.min(x[shrinking] / (x[shrinking] - z[shrinking]))
+            gap = x[shrinking] - z[shrinking]
+            step = float(np.min(np.where(
+                gap > 0, x[shrinking] / np.where(gap > 0, gap, 1.0), 0.0)))
             x = x + step * (z - x)
             active &= x > 1e-15
             x[~active] = 0.0

@@ -351,6 +351,29 @@ def test_train_refuses_impossible_and_malformed_data(tmp_path,
     assert "--lr must be positive (and --lr finite)" in capsys.readouterr().err
 
 
+def test_nonnegative_least_squares():
+    rng = np.random.default_rng(4)
+    a = rng.uniform(0.0, 1.0, (60, 4))
+    truth = np.array([2.0, 0.0, 0.5, 3.0])
+    # Exact where the truth is non-negative, on columns of any scale.
+    scaled = a * np.array([1e-9, 1.0, 1e6, 1.0])
+    x = train.nonnegative_least_squares(scaled, a @ truth)
+    assert x * np.array([1e-9, 1.0, 1e6, 1.0]) == pytest.approx(truth,
+                                                                 abs=1e-9)
+    # Where the unconstrained fit wants a negative coefficient, it is 0 and
+    # the rest refit; a zero column and a repeated one do not stall it.
+    target = a @ np.array([1.0, -2.0, 1.0, 0.0])
+    x = train.nonnegative_least_squares(a, target)
+    assert (x >= 0).all() and x[1] == 0.0
+    free = np.linalg.lstsq(a[:, [0, 2, 3]], target, rcond=None)[0]
+    if (free >= 0).all():
+        assert x[[0, 2, 3]] == pytest.approx(free)
+    odd = np.concatenate([a, np.zeros((60, 1)), a[:, :1]], axis=1)
+    x = train.nonnegative_least_squares(odd, a @ truth)
+    assert (x >= 0).all() and x[4] == 0.0
+    assert odd @ x == pytest.approx(a @ truth, rel=1e-6)
+
+
 def test_fit_prior_recovers_a_physical_cost(small_pool_path, dataset):
     pool = tp.load_pool(small_pool_path)
     samples = collect.load_samples(dataset)

@@ -67,6 +67,9 @@ prepare() {
 
 run() {
   local runner=$dir/bin/neuroshard-cuda-runner
+  for f in "$dir/runs.txt" "$runner"; do
+    [[ -e "$f" ]] || { echo "error: $f is missing; run scripts/gpu/calibrate.sh prepare $dir first" >&2; exit 1; }
+  done
   mkdir -p "$dir/samples" || exit 1
   if [[ " ${RUNNER_ARGS:-} " != *" --emulate "* ]] && command -v cmake > /dev/null &&
      command -v nvcc > /dev/null; then

@@ -7,6 +7,17 @@
 // COUNT: error: memory-gb lists 2 values but there are 3 devices
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=65537" 2>&1 | FileCheck %s --check-prefix=MANY
 // MANY: error: devices: the device count must be between 1 and 65536, got 65537
+// A value the option's parser refuses names the pass, the option and the
+// value; an unknown option, the nearest known one and the list. The pipeline
+// syntax goes through the same parser.
+// RUN: not neuroshard-opt %s --neuroshard-shard="devices=four" 2>&1 | FileCheck %s --check-prefix=VALUE
+// VALUE: error: --neuroshard-shard option 'devices': 'four' is not a value it takes
+// RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical cost-risk=abc" 2>&1 | FileCheck %s --check-prefix=REAL
+// REAL: error: --neuroshard-plan option 'cost-risk': 'abc' is not a value it takes
+// RUN: not neuroshard-opt %s --neuroshard-shard="devics=4" 2>&1 | FileCheck %s --check-prefix=NEAR
+// NEAR: error: --neuroshard-shard has no option 'devics'; did you mean 'devices'? Its options: algorithm, beam-width, {{.*}}, devices, devices-per-node, {{.*}}, torchrec-out{{$}}
+// RUN: not neuroshard-opt %s --pass-pipeline="builtin.module(neuroshard-shard{cost-model=analytical frobnicate=1})" 2>&1 | FileCheck %s --check-prefix=FAR
+// FAR: error: --neuroshard-shard has no option 'frobnicate'. Its options: algorithm,
 // The table is pinned to device 1 of the module's 2; one device has none.
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical devices=1" 2>&1 | FileCheck %s --check-prefix=PINNED
 // PINNED: :[[@LINE+20]]:3: error: 'neuroshard.table' op table 'a': 'pinned_device' is 1 but there is only 1 device
