@@ -85,10 +85,6 @@ static std::string findShippedModel(StringRef name) {
   return "";
 }
 
-std::string findDefaultModel() {
-  return findShippedModel(NEUROSHARD_DEFAULT_MODEL_NAME);
-}
-
 /// The bundles shipped under the model search path, by name: directories
 /// that hold a meta.json, each name once.
 static std::vector<std::string> shippedModelNames() {
@@ -108,7 +104,24 @@ static std::vector<std::string> shippedModelNames() {
   return names;
 }
 
-std::string resolveCostModelSpec(StringRef spec) {
+std::string defaultModelName(StringRef kind) {
+  if (kind == "gpu")
+    return NEUROSHARD_DEFAULT_GPU_MODEL_NAME;
+  if (kind == "cpu")
+    return NEUROSHARD_DEFAULT_CPU_MODEL_NAME;
+  std::string prefix = (kind + "-").str();
+  for (const std::string &name : shippedModelNames())
+    if (StringRef(name).starts_with(prefix))
+      return name;
+  return isCPUDeviceKind(kind) ? NEUROSHARD_DEFAULT_CPU_MODEL_NAME
+                               : NEUROSHARD_DEFAULT_GPU_MODEL_NAME;
+}
+
+std::string findDefaultModel(StringRef kind) {
+  return findShippedModel(defaultModelName(kind));
+}
+
+std::string resolveCostModelSpec(StringRef spec, StringRef kind) {
   // A shipped bundle may be named rather than given by its path.
   if (spec != kDefaultCostModel && spec != "analytical" &&
       !sys::fs::exists(spec) && !spec.contains('/'))
@@ -118,13 +131,13 @@ std::string resolveCostModelSpec(StringRef spec) {
     return spec.str();
   if (!neuralLoader)
     return neuralCostModelsBuilt() ? spec.str() : "analytical";
-  std::string found = findDefaultModel();
+  std::string found = findDefaultModel(kind);
   return found.empty() ? spec.str() : found;
 }
 
 /// Why "default" names no model: the neural library is built but not
 /// registered, or the shipped bundle is nowhere it is looked for.
-static Error defaultModelError() {
+static Error defaultModelError(StringRef kind) {
   if (!neuralLoader)
     return createStringError(
         inconvertibleErrorCode(),
@@ -140,8 +153,9 @@ static Error defaultModelError() {
       inconvertibleErrorCode(),
       formatv("cost model 'default': the shipped bundle '{0}' is in none "
               "of: {1}; set {2} to the directory that holds it, or choose "
-              "'analytical' or a bundle path",
-              NEUROSHARD_DEFAULT_MODEL_NAME, places, kModelsDirVariable));
+              "'analytical' or a bundle path ('{0}' is the default for "
+              "device kind '{3}')",
+              defaultModelName(kind), places, kModelsDirVariable, kind));
 }
 
 std::optional<std::string> checkRiskMargin(double sigmas) {
@@ -158,9 +172,9 @@ createCostModel(StringRef requested, const Topology &topology,
                 const CostModelOptions &options) {
   if (std::optional<std::string> problem = checkRiskMargin(options.riskMargin))
     return createStringError(inconvertibleErrorCode(), *problem);
-  std::string resolved = resolveCostModelSpec(requested);
+  std::string resolved = resolveCostModelSpec(requested, topology.deviceKind);
   if (resolved == kDefaultCostModel)
-    return defaultModelError();
+    return defaultModelError(topology.deviceKind);
   StringRef spec = resolved;
   std::unique_ptr<CostModel> model;
   if (spec == "analytical") {

@@ -287,9 +287,9 @@ static Expected<TopologyDescription> parseTopology(const json::Value &value) {
         inconvertibleErrorCode(),
         formatv("task: 'topology' must be an object, got {0}", value));
   FieldReader fields(*object, "topology");
-  if (Error err = fields.checkKnown({"devices", "memory_gb", "nodes",
-                                     "devices_per_node", "hbm_gbps",
-                                     "intra_node_gbps", "inter_node_gbps"}))
+  if (Error err = fields.checkKnown(
+          {"devices", "memory_gb", "nodes", "devices_per_node", "hbm_gbps",
+           "intra_node_gbps", "inter_node_gbps", "device_kind"}))
     return std::move(err);
   TopologyDescription topology;
   auto readCount = [&](StringRef key, std::optional<unsigned> &out) -> Error {
@@ -345,6 +345,17 @@ static Expected<TopologyDescription> parseTopology(const json::Value &value) {
     if (RuleViolation v = checkBandwidthGBps(gbps))
       return fields.fail(formatv("'{0}' {1}", key, *v));
     *out = gbps;
+  }
+
+  if (const json::Value *kind = fields.find("device_kind")) {
+    std::optional<StringRef> text = kind->getAsString();
+    if (!text)
+      return fields.fail(
+          formatv("'device_kind' must be a string, got {0}", *kind));
+    std::string lower = text->lower();
+    if (RuleViolation v = checkDeviceKind(lower))
+      return fields.fail("'device_kind': " + *v);
+    topology.deviceKind = std::move(lower);
   }
 
   std::optional<unsigned> devices = topology.devices;
@@ -554,8 +565,9 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
   FieldReader fields(object, "plan");
   if (Error err = fields.checkKnown(
           {"algorithm", "cost_model", "warnings", "devices", "nodes",
-           "devices_per_node", "optimizer", "reserved_fraction", "cost_ms",
-           "imbalance", "per_device", "shards", "search", "verification"}))
+           "devices_per_node", "device_kind", "optimizer", "reserved_fraction",
+           "cost_ms", "imbalance", "per_device", "shards", "search",
+           "verification"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -832,7 +844,8 @@ void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
   json.object([&] {
     json.attribute("format", kTorchRecFormat);
     json.attribute("world_size", topology.numDevices());
-    json.attribute("compute_device", "cuda");
+    json.attribute("compute_device",
+                   isCPUDeviceKind(topology.deviceKind) ? "cpu" : "cuda");
     json.attributeObject("tables", [&] {
       for (auto [t, table] : enumerate(tables)) {
         const std::vector<const Shard *> &shards = byTable[t];
@@ -924,6 +937,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
     json.attribute("devices", n);
     json.attribute("nodes", topology.numNodes());
     json.attribute("devices_per_node", topology.nodeSize());
+    json.attribute("device_kind", topology.deviceKind);
     json.attribute("optimizer", optimizerName(topology.optimizer));
     writeNumber(json, "reserved_fraction", topology.reservedFraction);
     writeNumber(json, "cost_ms", result.cost.maxMs);

@@ -23,6 +23,7 @@ TopologyDescription TopologyDescription::of(const Topology &topology) {
   description.hbmGBps = topology.hbmBandwidthGBps;
   description.intraNodeGBps = topology.intraNodeBandwidthGBps;
   description.interNodeGBps = topology.interNodeBandwidthGBps;
+  description.deviceKind = topology.deviceKind;
   return description;
 }
 
@@ -187,6 +188,17 @@ Expected<Topology> makeTopology(const TopologyOptions &options,
     if (RuleViolation v = checkBandwidthGBps(*gbps))
       return fail.at(option, *v);
     *field = *gbps;
+  }
+
+  if (options.deviceKind) {
+    std::string kind = StringRef(*options.deviceKind).trim().lower();
+    if (RuleViolation v = checkDeviceKind(kind))
+      return fail.at("device-kind", *v);
+    topology.deviceKind = std::move(kind);
+  } else if (input.deviceKind) {
+    if (RuleViolation v = checkDeviceKind(*input.deviceKind))
+      return fail(Twine(inputName) + ": " + *v);
+    topology.deviceKind = *input.deviceKind;
   }
 
   std::optional<Optimizer> optimizer = parseOptimizer(options.optimizer);

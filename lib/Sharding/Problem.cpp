@@ -46,6 +46,10 @@ std::string optimizerNameList() {
   return names;
 }
 
+bool isCPUDeviceKind(StringRef kind) {
+  return kind == "cpu" || kind.starts_with("cpu-");
+}
+
 uint64_t Topology::optimizerStateBytes(const TableSpec &table,
                                        int64_t width) const {
   constexpr uint64_t kStateBytes = 4; // fp32

@@ -8,6 +8,7 @@
 #include "neuroshard/Sharding/Problem.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -227,6 +228,20 @@ RuleViolation checkBandwidthGBps(double gbps) {
   return formatv("must be between {0} and {1} GB/s, got {2}",
                  number(kMinBandwidthGBps), number(kMaxBandwidthGBps),
                  number(gbps))
+      .str();
+}
+
+RuleViolation checkDeviceKind(StringRef kind) {
+  auto allowed = [](char c) {
+    return isLower(c) || isDigit(c) || c == '-' || c == '_' || c == '.';
+  };
+  if (!kind.empty() && kind.size() <= 64 && isAlnum(kind.front()) &&
+      llvm::all_of(kind, allowed))
+    return std::nullopt;
+  return formatv("'{0}' is not a device kind: expected 1 to 64 lower-case "
+                 "letters, digits, '-', '_' or '.' (gpu, cpu, or a chip such "
+                 "as h100 or cpu-zen3)",
+                 kind)
       .str();
 }
 

@@ -91,6 +91,8 @@ FailureOr<::neuroshard::Topology> PlanPass::buildTopology(ModuleOp module) {
              << name << ": '" << *text << "' is not a number of GB/s";
     *gbps = value;
   }
+  if (!deviceKind.empty())
+    given.deviceKind = deviceKind;
   given.optimizer = optimizer;
   given.reservedFraction = reservedMemory;
   if (!attr && !given.devices && !given.nodes && !given.devicesPerNode)

@@ -147,6 +147,7 @@ void mlir::neuroshard::writeShards(ArrayRef<ModuleTable> tables,
   topology.hbmBandwidthGBps = attr.getHbmGbps();
   topology.intraNodeBandwidthGBps = attr.getIntraNodeGbps();
   topology.interNodeBandwidthGBps = attr.getInterNodeGbps();
+  topology.deviceKind = attr.getDeviceKind().str();
   return topology;
 }
 
@@ -171,7 +172,7 @@ void mlir::neuroshard::writeTopology(ModuleOp module,
                         DenseF64ArrayAttr::get(ctx, topology.memoryGB),
                         topology.numNodes(), topology.hbmBandwidthGBps,
                         topology.intraNodeBandwidthGBps,
-                        topology.interNodeBandwidthGBps));
+                        topology.interNodeBandwidthGBps, topology.deviceKind));
 }
 
 //===----------------------------------------------------------------------===//

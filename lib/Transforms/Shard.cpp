@@ -48,6 +48,7 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.hbmGbps = hbmGbps;
     options.intraNodeGbps = intraNodeGbps;
     options.interNodeGbps = interNodeGbps;
+    options.deviceKind = deviceKind;
     options.optimizer = optimizer;
     options.reservedMemory = reservedMemory;
     options.algorithm = algorithm;

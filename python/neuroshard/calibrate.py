@@ -312,10 +312,11 @@ def calibrate(args, log: Optional[TextIO] = None,
            BATCH_SIZE, 100.0 * held["mape"], held["kendall_tau"],
            scaling["batch_sizes"][0], scaling["batch_sizes"][-1], checks),
           file=out)
-    print("use it:  build/bin/neuroshard-plan TASK.json --cost-model %s\n"
+    print("use it:  build/bin/neuroshard-plan TASK.json --cost-model %s "
+          "--device-kind cpu\n"
           "    or:  build/bin/neuroshard-opt MODEL.mlir "
-          "--neuroshard-shard=\"cost-model=%s\"" % (args.out, args.out),
-          file=out)
+          "--neuroshard-shard=\"cost-model=%s device-kind=cpu\"" %
+          (args.out, args.out), file=out)
     return meta
 
 

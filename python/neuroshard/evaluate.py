@@ -167,9 +167,11 @@ def run_plan(task: Dict, algorithm: str, cost_model: str,
     "error"} with the planner's message when it found no plan."""
     options = {} if cost_risk is None else {"cost_risk": cost_risk}
     try:
+        # The plans are measured on this CPU: plans for CPU execution, whose
+        # default model is the CPU bundle.
         plan = _core.plan(task_json(task), devices=task["devices"],
                           memory_gb=task["memory_gb"], algorithm=algorithm,
-                          cost_model=cost_model, **options)
+                          cost_model=cost_model, device_kind="cpu", **options)
     except _core.NeuroShardError as e:
         return {"valid": False, "error": str(e)}
     return {"valid": True, "cost_ms": float(plan["cost_ms"]),
@@ -580,7 +582,7 @@ def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
     its test split would then not be held out from the model."""
     bundle = cost_model
     if cost_model == _core.DEFAULT_COST_MODEL:
-        bundle = _core.find_default_model()
+        bundle = _core.find_default_model("cpu")
     meta_path = os.path.join(bundle, "meta.json")
     if not bundle or not os.path.exists(meta_path):
         return

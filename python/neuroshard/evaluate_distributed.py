@@ -67,8 +67,10 @@ def shard(opt: str, module: str, algorithm: str, cost_model: str,
     """Plans `module` with `algorithm`; None when no valid plan exists."""
     sharded = os.path.join(workdir, "%s.%s.mlir" % (name, algorithm))
     plan_path = os.path.join(workdir, "%s.%s.plan.json" % (name, algorithm))
+    # The plans run on this machine's CPUs (MPI ranks).
     command = [opt, module, "--neuroshard-shard=algorithm=%s cost-model=%s "
-               "plan-out=%s" % (algorithm, cost_model, plan_path),
+               "device-kind=cpu plan-out=%s" % (algorithm, cost_model,
+                                                plan_path),
                "-o", sharded]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:

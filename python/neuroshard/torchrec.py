@@ -115,6 +115,11 @@ def _table(description: Any, constraint: Any) -> Dict:
 def _topology(topology: Any) -> Dict:
     """neuroshard.plan's options for a TorchRec-style topology."""
     options = {"devices": _required(topology, "world_size", "the topology")}
+    # TorchRec's compute_device ("cuda" by default) is NeuroShard's device
+    # kind: "cpu" plans for CPU execution, anything else for GPUs.
+    compute = _field(topology, "compute_device")
+    if compute is not None:
+        options["device_kind"] = "cpu" if _name(compute) == "cpu" else "gpu"
     devices = _field(topology, "devices")
     capacity = _field(topology, "hbm_cap")
     if devices is not None:

@@ -74,8 +74,11 @@ def test_calibration_writes_a_complete_bundle(calibrated):
     assert "calibrated '%s' for %s" % (out, _core.host_cpu_model()) in stdout
     assert "30 samples at batch 1024, held-out MAPE" in stdout
     assert "batch scaling 256..4096" in stdout
-    assert "neuroshard-plan TASK.json --cost-model %s" % out in stdout
-    assert "--neuroshard-shard=\"cost-model=%s\"" % out in stdout
+    # A model of this CPU plans for CPU execution.
+    assert ("neuroshard-plan TASK.json --cost-model %s --device-kind cpu" %
+            out) in stdout
+    assert "--neuroshard-shard=\"cost-model=%s device-kind=cpu\"" % out \
+        in stdout
 
 
 def test_the_planner_loads_the_calibrated_bundle(calibrated, tmp_path):

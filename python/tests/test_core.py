@@ -390,10 +390,25 @@ def test_plans_equal_neuroshard_plans(options, flags):
 def test_the_default_model_is_the_shipped_bundle():
     if not _core.neural_cost_models_built():
         pytest.skip("this build has no neural cost model")
+    # The default plans for GPUs, with the GPU bundle; a plan for CPU
+    # execution gets the CPU bundle.
     found = _core.find_default_model()
-    assert os.path.basename(found) == "cpu-zen5-b1024"
+    assert os.path.basename(found) == "h200-b65536"
     assert os.path.dirname(found) in _core.default_model_search_path()
-    assert "cpu-zen5-b1024" in neuroshard.plan(TASK, devices=2)["cost_model"]
+    assert os.path.basename(_core.find_default_model("cpu")) == \
+        "cpu-zen5-b1024"
+    plan = neuroshard.plan(TASK, devices=2)
+    assert "h200-b65536" in plan["cost_model"]
+    assert plan["device_kind"] == "gpu"
+    plan = neuroshard.plan(TASK, devices=2, device_kind="cpu")
+    assert "cpu-zen5-b1024" in plan["cost_model"]
+    assert plan["device_kind"] == "cpu"
+    with pytest.raises(ValueError, match="device_kind: 'h 100' is not a "
+                       "device kind"):
+        _core.find_default_model("h 100")
+    with pytest.raises(_core.NeuroShardError, match="device_kind: 'h 100' is "
+                       "not a device kind"):
+        neuroshard.plan(TASK, devices=2, device_kind="h 100")
 
 
 def test_models_dir_variable_is_the_only_place_searched(tmp_path,
@@ -404,7 +419,7 @@ def test_models_dir_variable_is_the_only_place_searched(tmp_path,
     if _core.neural_cost_models_built():
         with pytest.raises(_core.NeuroShardError,
                            match="cost model 'default': the shipped bundle "
-                           "'cpu-zen5-b1024' is in none of: %s;" % tmp_path):
+                           "'h200-b65536' is in none of: %s;" % tmp_path):
             neuroshard.plan(TASK, devices=2)
 
 
@@ -550,7 +565,7 @@ import torch
 from neuroshard import _core
 torch.set_num_threads(2)
 plan = _core.plan(%r, devices=2)
-assert "cpu-zen5-b1024" in plan["cost_model"], plan["cost_model"]
+assert "h200-b65536" in plan["cost_model"], plan["cost_model"]
 # The model's own thread setting does not outlive it.
 assert torch.get_num_threads() == 2, torch.get_num_threads()
 x = torch.nn.EmbeddingBag(10, 4)(torch.tensor([1, 2]), torch.tensor([0]))

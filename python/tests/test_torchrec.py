@@ -185,6 +185,14 @@ def test_a_torchrec_topology_gives_each_device_its_memory(no_torchrec):
     assert plan == neuroshard.plan(TASK, memory_gb=[0.2, 0.5],
                                    cost_model="analytical",
                                    format="torchrec")
+    # A CPU topology plans for CPU execution, and its plan says so.
+    topology.compute_device = "cpu"
+    plan = nstr.plan(tables(), topology, CONSTRAINTS,
+                     cost_model="analytical")
+    assert plan["compute_device"] == "cpu"
+    assert plan == neuroshard.plan(TASK, memory_gb=[0.2, 0.5],
+                                   cost_model="analytical", device_kind="cpu",
+                                   format="torchrec")
 
 
 def test_the_topology_is_not_given_twice(no_torchrec):

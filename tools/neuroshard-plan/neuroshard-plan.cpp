@@ -64,9 +64,10 @@ static cl::opt<std::string> algorithm("algorithm", cl::desc(algorithmHelp),
                                       cl::cat(category));
 static cl::opt<std::string>
     costModel("cost-model",
-              cl::desc("'default' (the shipped trained model, or the "
-                       "analytical model without LibTorch), 'analytical', or "
-                       "the path of a neural cost model"),
+              cl::desc("'default' (the shipped trained model of the device "
+                       "kind, or the analytical model without LibTorch), "
+                       "'analytical', a shipped bundle's name, or the path "
+                       "of a neural cost model"),
               cl::init("default"), cl::cat(category));
 static cl::opt<double>
     costRisk("cost-risk",
@@ -108,8 +109,8 @@ static cl::opt<unsigned> verifyTop(
     "verify-top",
     cl::desc("Time the device sets of the K best distinct plans on this "
              "machine's CPU (the table-wise and the best baseline's among "
-             "them) and return the one that measures fastest (default 0: "
-             "never)"),
+             "them) and return the one that measures fastest; for plans "
+             "with --device-kind cpu (default 0: never)"),
     cl::value_desc("K"), cl::cat(category));
 static cl::opt<double> verifySeconds(
     "verify-seconds",
@@ -140,6 +141,12 @@ static cl::opt<double> interNodeGBps(
     cl::desc("Bandwidth from a device to the devices of other nodes in GB/s "
              "(default: the task's, else 50)"),
     cl::cat(category));
+static cl::opt<std::string> deviceKind(
+    "device-kind",
+    cl::desc("What the devices are: gpu, cpu (a plan for CPU execution) or "
+             "a chip such as h100; it chooses the default cost model "
+             "(default: the task's, else gpu)"),
+    cl::value_desc("kind"), cl::cat(category));
 static cl::opt<std::string> optimizer(
     "optimizer",
     cl::desc("Optimizer whose state shares the devices with the weights: "
@@ -219,6 +226,7 @@ static Expected<Topology> buildTopology(const PlanningTask &task,
   options.hbmGBps = given(hbmGBps);
   options.intraNodeGBps = given(intraNodeGBps);
   options.interNodeGBps = given(interNodeGBps);
+  options.deviceKind = given(deviceKind);
   options.optimizer = optimizer;
   options.reservedFraction = reservedMemory;
   Expected<Topology> topology = makeTopology(options, task.topology, "the task",
@@ -273,6 +281,12 @@ static Error run() {
   if (given && verifyTop)
     return optionError("--verify-top: a plan given with --price is priced, "
                        "not chosen among candidates");
+  if (verifyTop && !isCPUDeviceKind(topology->deviceKind))
+    return optionError(formatv(
+        "--verify-top times the candidates with this machine's CPU kernels, "
+        "but the plan is for device kind '{0}'; give --device-kind cpu for "
+        "a plan meant for CPU execution",
+        topology->deviceKind));
   if (std::optional<std::string> problem = checkRiskMargin(costRisk))
     return optionError("--cost-risk: " + *problem);
   CostModelOptions modelOptions;

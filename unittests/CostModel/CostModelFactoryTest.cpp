@@ -91,14 +91,27 @@ TEST_F(CostModelFactoryTest, DefaultIsTheShippedModelWhenLoadable) {
     ASSERT_EQ(errorMessage(model), "");
     EXPECT_EQ((*model)->name(), "analytical");
   }
-  // With a loader, it is the trained bundle shipped under
-  // share/neuroshard/models next to the program's directory (the build
-  // tree's copy of models/).
+  // With a loader, it is the trained bundle of the device kind shipped
+  // under share/neuroshard/models next to the program's directory (the
+  // build tree's copy of models/): a GPU's unless the plan is for CPU
+  // execution, a chip's own where one is shipped.
   registerNeuralCostModelLoader(loadEightDeviceModel);
-  std::string found = resolveCostModelSpec(kDefaultCostModel);
-  EXPECT_TRUE(
-      StringRef(found).ends_with("/share/neuroshard/models/cpu-zen5-b1024"))
-      << found;
+  for (auto [kind, bundle] :
+       {std::make_pair("gpu", "h200-b65536"),
+        std::make_pair("cpu", "cpu-zen5-b1024"),
+        std::make_pair("h200", "h200-b65536"),
+        std::make_pair("cpu-zen3", "cpu-zen3-b1024"),
+        // No bundle of this chip: the default of its kind.
+        std::make_pair("h100", "h200-b65536"),
+        std::make_pair("cpu-graviton4", "cpu-zen5-b1024")}) {
+    EXPECT_EQ(defaultModelName(kind), bundle) << kind;
+    std::string found = resolveCostModelSpec(kDefaultCostModel, kind);
+    EXPECT_TRUE(StringRef(found).ends_with(
+        (Twine("/share/neuroshard/models/") + bundle).str()))
+        << kind << ": " << found;
+  }
+  EXPECT_EQ(resolveCostModelSpec(kDefaultCostModel),
+            resolveCostModelSpec(kDefaultCostModel, "gpu"));
   registerNeuralCostModelLoader(nullptr);
 }
 
@@ -111,11 +124,12 @@ TEST_F(CostModelFactoryTest, ModelsDirVariableIsTheOnlyPlaceSearched) {
   Expected<std::unique_ptr<CostModel>> model =
       createCostModel(kDefaultCostModel, Topology::uniform(8, 16));
   EXPECT_EQ(errorMessage(model),
-            "cost model 'default': the shipped bundle 'cpu-zen5-b1024' is in "
+            "cost model 'default': the shipped bundle 'h200-b65536' is in "
             "none of: " +
                 empty.str().str() +
                 "; set NEUROSHARD_MODELS_DIR to the directory that holds it, "
-                "or choose 'analytical' or a bundle path");
+                "or choose 'analytical' or a bundle path ('h200-b65536' is "
+                "the default for device kind 'gpu')");
   registerNeuralCostModelLoader(nullptr);
   unsetenv(kModelsDirVariable);
   sys::fs::remove(empty);

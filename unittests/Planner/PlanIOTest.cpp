@@ -185,10 +185,10 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
     keys.push_back(entry.first.str());
   llvm::sort(keys);
   EXPECT_EQ(keys, (std::vector<std::string>{
-                      "algorithm", "cost_model", "cost_ms", "devices",
-                      "devices_per_node", "imbalance", "nodes", "optimizer",
-                      "per_device", "reserved_fraction", "search", "shards",
-                      "warnings"}));
+                      "algorithm", "cost_model", "cost_ms", "device_kind",
+                      "devices", "devices_per_node", "imbalance", "nodes",
+                      "optimizer", "per_device", "reserved_fraction", "search",
+                      "shards", "warnings"}));
   EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
   EXPECT_EQ(plan.getString("cost_model"), "analytical");
   EXPECT_EQ(plan.getInteger("devices"), 2);

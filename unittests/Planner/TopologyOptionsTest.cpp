@@ -213,8 +213,46 @@ TEST(TopologyOptionsTest, TasksDescribeTheirCluster) {
   EXPECT_EQ(topologyError(R"({"gpus": 8})"),
             "topology: unknown field 'gpus' (expected one of: devices, "
             "memory_gb, nodes, devices_per_node, hbm_gbps, intra_node_gbps, "
-            "inter_node_gbps)");
+            "inter_node_gbps, device_kind)");
   EXPECT_EQ(topologyError("8"), "task: 'topology' must be an object, got 8");
+}
+
+TEST(TopologyOptionsTest, DeviceKindFromTheOptionsElseTheTaskElseGPU) {
+  Expected<Topology> topology = resolve({}, {}, 2);
+  ASSERT_EQ(errorMessage(topology), "");
+  EXPECT_EQ(topology->deviceKind, "gpu");
+  Expected<PlanningTask> task = parseTaskJSON(
+      R"({"topology": {"devices": 2, "device_kind": "CPU"},
+          "tables": [{"name": "t", "rows": 10, "dim": 4,
+                      "pooling_factor": 1}]})");
+  ASSERT_EQ(errorMessage(task), "");
+  EXPECT_EQ(task->topology.deviceKind, std::optional<std::string>("cpu"));
+  topology = resolve({}, task->topology);
+  ASSERT_EQ(errorMessage(topology), "");
+  EXPECT_EQ(topology->deviceKind, "cpu");
+  TopologyOptions options;
+  options.deviceKind = " H100 ";
+  topology = resolve(options, task->topology);
+  ASSERT_EQ(errorMessage(topology), "");
+  EXPECT_EQ(topology->deviceKind, "h100");
+  // A description of the topology keeps its kind.
+  EXPECT_EQ(TopologyDescription::of(*topology).deviceKind,
+            std::optional<std::string>("h100"));
+  options.deviceKind = "h100/sxm";
+  EXPECT_EQ(messageOf(resolve(options, task->topology)),
+            "--device-kind: 'h100/sxm' is not a device kind: expected 1 to 64 "
+            "lower-case letters, digits, '-', '_' or '.' (gpu, cpu, or a chip "
+            "such as h100 or cpu-zen3)");
+  EXPECT_EQ(topologyError(R"({"device_kind": 4})"),
+            "topology: 'device_kind' must be a string, got 4");
+  EXPECT_EQ(topologyError(R"({"device_kind": ""})"),
+            "topology: 'device_kind': '' is not a device kind: expected 1 to "
+            "64 lower-case letters, digits, '-', '_' or '.' (gpu, cpu, or a "
+            "chip such as h100 or cpu-zen3)");
+  EXPECT_TRUE(isCPUDeviceKind("cpu"));
+  EXPECT_TRUE(isCPUDeviceKind("cpu-zen3"));
+  EXPECT_FALSE(isCPUDeviceKind("cpuh"));
+  EXPECT_FALSE(isCPUDeviceKind("gpu"));
 }
 
 } // namespace

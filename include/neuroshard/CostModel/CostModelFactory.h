@@ -35,9 +35,9 @@ using NeuralCostModelLoader =
 /// The neural cost-model library calls this once at start-up.
 void registerNeuralCostModelLoader(NeuralCostModelLoader loader);
 
-/// The spec that names the shipped model: the trained bundle the build was
-/// configured with (NEUROSHARD_DEFAULT_MODEL) when this build has the
-/// neural cost model, else the analytical model.
+/// The spec that names the shipped model of the topology's device kind
+/// (defaultModelName) when this build has the neural cost model, else the
+/// analytical model.
 constexpr const char *kDefaultCostModel = "default";
 
 /// The environment variable naming the directory of the shipped bundles.
@@ -59,15 +59,25 @@ std::vector<std::string> defaultModelSearchPath();
 /// registerAvailableCostModels (InitCostModels.h).
 void addDefaultModelSearchDir(llvm::StringRef dir);
 
-/// The shipped default bundle's directory, or "" if it is in none of the
-/// places above.
-std::string findDefaultModel();
+/// The name of the shipped bundle "default" means for plans of device kind
+/// `kind` (Topology::deviceKind): for "gpu" the GPU bundle the build was
+/// configured with (NEUROSHARD_DEFAULT_GPU_MODEL), for "cpu" the CPU one
+/// (NEUROSHARD_DEFAULT_CPU_MODEL), for a chip the first shipped bundle
+/// whose name starts with "<kind>-" ("h200" finds "h200-b65536"), else the
+/// GPU or CPU default as the kind is a GPU's or a CPU's (isCPUDeviceKind).
+std::string defaultModelName(llvm::StringRef kind = kDefaultDeviceKind);
 
-/// The spec `spec` stands for: "default" resolved as above ("default" itself
-/// when the neural model is built but its bundle or loader is missing), the
-/// name of a bundle in one of the places above (`cpu-zen3-b1024`) as its
-/// directory, anything else unchanged.
-std::string resolveCostModelSpec(llvm::StringRef spec);
+/// The directory of the shipped default bundle for device kind `kind`, or
+/// "" if it is in none of the places above.
+std::string findDefaultModel(llvm::StringRef kind = kDefaultDeviceKind);
+
+/// The spec `spec` stands for, for plans of device kind `kind`: "default"
+/// resolved as above ("default" itself when the neural model is built but
+/// its bundle or loader is missing), the name of a bundle in one of the
+/// places above (`cpu-zen3-b1024`) as its directory, anything else
+/// unchanged.
+std::string resolveCostModelSpec(llvm::StringRef spec,
+                                 llvm::StringRef kind = kDefaultDeviceKind);
 
 /// The standard deviations a model with an uncertainty estimate adds to its
 /// compute costs unless told otherwise (CostModel::setRiskMargin).
@@ -84,9 +94,10 @@ struct CostModelOptions {
 /// What is wrong with a risk margin, or nullopt when it is allowed.
 std::optional<std::string> checkRiskMargin(double sigmas);
 
-/// Creates the model named by `spec` ("default", "analytical" or a neural
-/// bundle path), applies `options` and checks that it supports the
-/// topology's device count. Fails naming `spec` if the path does not exist,
+/// Creates the model named by `spec` ("default" for the topology's device
+/// kind, "analytical", a shipped bundle's name or a neural bundle path),
+/// applies `options` and checks that it supports the topology's device
+/// count. Fails naming `spec` if the path does not exist,
 /// no neural loader is registered, or "default" finds no bundle (the error
 /// lists the places searched).
 llvm::Expected<std::unique_ptr<CostModel>>

@@ -40,6 +40,8 @@ struct TopologyDescription {
   std::optional<double> hbmGBps;
   std::optional<double> intraNodeGBps;
   std::optional<double> interNodeGBps;
+  /// What the devices are (Topology::deviceKind).
+  std::optional<std::string> deviceKind;
 
   /// The description of `topology` (every field set), for a module or a
   /// plan that records one.
@@ -57,6 +59,8 @@ struct TopologyOptions {
   std::optional<double> hbmGBps;
   std::optional<double> intraNodeGBps;
   std::optional<double> interNodeGBps;
+  /// As written; case does not matter ("H100" is "h100").
+  std::optional<std::string> deviceKind;
   /// By name (optimizerName).
   std::string optimizer = "sgd";
   double reservedFraction = 0.0;
@@ -64,7 +68,8 @@ struct TopologyOptions {
 
 /// The canonical names of the options above ("devices", "memory-gb",
 /// "nodes", "devices-per-node", "hbm-gbps", "intra-node-gbps",
-/// "inter-node-gbps", "optimizer", "reserved-memory") as a front end spells
+/// "inter-node-gbps", "device-kind", "optimizer", "reserved-memory") as a
+/// front end spells
 /// them in messages: "--devices" for neuroshard-plan, "memory_gb" in
 /// Python, unchanged for the pass.
 using OptionSpelling = llvm::function_ref<std::string(llvm::StringRef)>;
@@ -81,7 +86,8 @@ using OptionSpelling = llvm::function_ref<std::string(llvm::StringRef)>;
 ///  - memory: the options' capacities, else the input's (its one value, or
 ///    its list for the same device count), else kDefaultMemoryGB on one
 ///    node and kDefaultClusterMemoryGB on several;
-///  - bandwidths: the options', else the input's, else Topology's defaults.
+///  - bandwidths: the options', else the input's, else Topology's defaults;
+///  - device kind: the options', else the input's, else kDefaultDeviceKind.
 /// Every error names the option as `spell` writes it and the numbers:
 /// "--nodes: 16 devices do not split into 3 nodes of equal size". The batch
 /// size is left at its default for the front end to set.

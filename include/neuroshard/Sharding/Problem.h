@@ -110,6 +110,14 @@ constexpr double kDefaultMemoryGB = 16.0;
 constexpr unsigned kDefaultDevicesPerNode = 8;
 constexpr double kDefaultClusterMemoryGB = 80.0;
 
+/// The kind of device a plan is for when none is named: a GPU. A kind is
+/// "gpu", "cpu" (a plan for CPU execution), or a chip ("h100", "h200",
+/// "cpu-zen3"); it chooses the default cost model (the shipped bundle of
+/// that kind) and a bundle of another kind warns.
+constexpr const char *kDefaultDeviceKind = "gpu";
+/// True for the kinds of plans meant for CPU execution: "cpu" and "cpu-*".
+bool isCPUDeviceKind(llvm::StringRef kind);
+
 /// The devices a plan places tables on, how they are grouped into nodes, and
 /// what the analytical cost model needs to know about them and about the
 /// training step.
@@ -130,6 +138,8 @@ struct Topology {
   double interNodeBandwidthGBps = 50.0;
   /// Global batch size B: every device's fused kernel runs all B bags.
   int64_t batchSize = 65536;
+  /// What the devices are (checkDeviceKind): what the plan's kernels run on.
+  std::string deviceKind = kDefaultDeviceKind;
 
   /// N devices with the same capacity, on one node.
   static Topology uniform(unsigned numDevices, double memoryGBPerDevice) {

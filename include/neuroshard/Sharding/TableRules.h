@@ -109,6 +109,10 @@ constexpr double kMaxBandwidthGBps = 1e9;
 /// A bandwidth in [kMinBandwidthGBps, kMaxBandwidthGBps]: "must be between
 /// 0.001 and 1e+09 GB/s, got 0" (the caller names the link).
 RuleViolation checkBandwidthGBps(double gbps);
+/// A device kind (Topology::deviceKind): 1 to 64 lower-case letters,
+/// digits, '-', '_' or '.', starting with a letter or a digit ("gpu",
+/// "h100", "cpu-zen3").
+RuleViolation checkDeviceKind(llvm::StringRef kind);
 /// `numDevices` devices in nodes of `devicesPerNode` (at least 1): "16
 /// devices do not fill whole nodes of 3 devices".
 RuleViolation checkDevicesPerNode(int64_t devicesPerNode, int64_t numDevices);

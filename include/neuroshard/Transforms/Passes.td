@@ -31,6 +31,10 @@ defvar PlanOptions = [
   Option<"interNodeGbps", "inter-node-gbps", "std::string", "\"\"",
          "Bandwidth from a device to other nodes in GB/s (default: the "
          "module's, else 50)">,
+  Option<"deviceKind", "device-kind", "std::string", "\"\"",
+         "What the devices are: gpu, cpu (a plan for CPU execution) or a "
+         "chip such as h100; it chooses the default cost model (default: "
+         "the module's, else gpu)">,
   Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
          "Optimizer whose state shares the devices with the weights: sgd, "
          "adagrad, rowwise-adagrad, adam">,
@@ -43,9 +47,10 @@ defvar PlanOptions = [
          "size-greedy, dim-greedy, lookup-greedy, size-lookup-greedy, "
          "uniform-split-greedy">,
   Option<"costModel", "cost-model", "std::string", "\"default\"",
-         "Cost model: 'default' (the shipped trained model, or the "
-         "analytical model in builds without LibTorch), 'analytical', or "
-         "the path of a neural model bundle">,
+         "Cost model: 'default' (the shipped trained model of the device "
+         "kind, or the analytical model in builds without LibTorch), "
+         "'analytical', a shipped bundle's name, or the path of a neural "
+         "model bundle">,
   Option<"costRisk", "cost-risk", "double", "::neuroshard::kDefaultRiskMargin",
          "Standard deviations of a cost model's uncertainty added to "
          "every compute cost it predicts, in [0, 10] (models without an "

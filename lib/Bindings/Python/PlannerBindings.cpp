@@ -283,9 +283,17 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
   m.attr("MODELS_DIR_VARIABLE") = kModelsDirVariable;
   m.def("default_model_search_path", &defaultModelSearchPath,
         "Where cost_model='default' looks for the shipped bundle, in order.");
-  m.def("find_default_model", &findDefaultModel,
-        "The shipped default bundle's directory, or '' when it is in none of "
-        "default_model_search_path().");
+  m.def(
+      "find_default_model",
+      [](const std::string &kind) {
+        if (RuleViolation v = checkDeviceKind(kind))
+          throw py::value_error("device_kind: " + *v);
+        return findDefaultModel(kind);
+      },
+      py::arg("device_kind") = kDefaultDeviceKind,
+      "The directory of the shipped default bundle for plans of device kind "
+      "device_kind ('gpu', 'cpu' or a chip), or '' when it is in none of "
+      "default_model_search_path().");
   m.def("neural_cost_models_built", &neuralCostModelsBuilt,
         "Whether this build has the LibTorch-backed neural cost model.");
 
@@ -300,7 +308,8 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
          double reservedMemory, std::optional<double> hbmGBps,
          std::optional<double> intraNodeGBps,
          std::optional<double> interNodeGBps,
-         std::optional<double> interconnectGBps, int64_t beamWidth,
+         std::optional<double> interconnectGBps,
+         std::optional<std::string> deviceKind, int64_t beamWidth,
          int64_t candidates, int64_t maxSteps, int64_t gridSteps,
          double thresholdMin, double thresholdMax, uint64_t seed,
          const std::string &format, bool verbose) {
@@ -318,6 +327,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         options.topology.intraNodeGBps =
             intraNodeGBps ? intraNodeGBps : interconnectGBps;
         options.topology.interNodeGBps = interNodeGBps;
+        options.topology.deviceKind = std::move(deviceKind);
         options.topology.optimizer = std::move(optimizer);
         options.topology.reservedFraction = reservedMemory;
         options.algorithm = std::move(algorithm);
@@ -344,6 +354,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       py::arg("intra_node_gbps") = py::none(),
       py::arg("inter_node_gbps") = py::none(),
       py::arg("interconnect_gbps") = py::none(),
+      py::arg("device_kind") = py::none(),
       py::arg("beam_width") = search.beamWidth,
       py::arg("candidates") = search.candidates,
       py::arg("max_steps") = search.maxSteps,
@@ -363,7 +374,9 @@ format), devices (default: the task's, else one per memory_gb value when
 there are several, else the priced plan's, else nodes x 8), memory_gb (GB
 per device: one number, or one per device; default 16 on one node, 80 on
 several), nodes or devices_per_node (the cluster's shape; default one
-node), algorithm, cost_model ('default', 'analytical' or the path of a
+node), device_kind ('gpu', 'cpu' or a chip such as 'h100'; default the
+task's, else 'gpu'), algorithm, cost_model ('default': the shipped model of
+the device kind; 'analytical', a shipped bundle's name or the path of a
 neural bundle), cost_risk, batch_size (default: the task's, else 65536),
 optimizer, reserved_memory, hbm_gbps, intra_node_gbps (interconnect_gbps is
 its former name), inter_node_gbps, and the search's beam_width, candidates,

@@ -218,6 +218,10 @@ struct NeuralCostModel::Impl {
   /// The warning about the machine at hand if it is not the one the bundle
   /// was measured on; the machine does not change, so load() asks once.
   std::optional<std::string> compareMachine() const;
+  /// The warning about a plan for device kind `kind` that the bundle does
+  /// not describe: a GPU's bundle for CPU execution, a CPU's for GPUs, or
+  /// another GPU than the named chip.
+  std::optional<std::string> compareKind(StringRef kind) const;
   Error checkCommBatch(ArrayRef<double> dimSums,
                        MutableArrayRef<double> costsMs) const;
   Error runComm(torch::jit::Module &model, StringRef file,
@@ -602,8 +606,56 @@ void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
         one ? "its" : "their", fate, named));
   }
 
-  if (machineWarning)
+  // A plan for GPUs is not about the machine that plans, so a CPU bundle
+  // gets the kind's warning, not the machine's.
+  if (std::optional<std::string> kindWarning = compareKind(topology.deviceKind))
+    warnings.push_back(*kindWarning);
+  else if (machineWarning)
     warnings.push_back(*machineWarning);
+}
+
+/// `text` in lower case with only its letters and digits ("NVIDIA H200" is
+/// "nvidiah200").
+static std::string alphanumeric(StringRef text) {
+  std::string kept;
+  for (char c : text)
+    if (isAlnum(c))
+      kept.push_back(toLower(c));
+  return kept;
+}
+
+std::optional<std::string>
+NeuralCostModel::Impl::compareKind(StringRef kind) const {
+  const NeuralBundleInfo &info = meta.info;
+  if (!info.trained)
+    return std::nullopt;
+  bool cpuPlan = isCPUDeviceKind(kind);
+  if (meta.hostGPUModel && cpuPlan)
+    return formatv("cost model '{0}' was measured on a GPU ('{1}') but the "
+                   "plan is for device kind '{2}', CPU execution: its compute "
+                   "costs describe GPU kernels; choose a CPU bundle (such as "
+                   "'{3}') or a GPU device kind",
+                   name, *meta.hostGPUModel, kind, defaultModelName(kind))
+        .str();
+  if (!meta.hostGPUModel && !cpuPlan)
+    return formatv("cost model '{0}' was measured on a CPU ('{1}') but the "
+                   "plan is for device kind '{2}': its compute costs describe "
+                   "the CPU kernels, not a GPU's; choose a GPU bundle (such "
+                   "as '{3}'), or device kind 'cpu' for a plan meant for CPU "
+                   "execution",
+                   name, meta.hostCPUModel.value_or(info.hardware), kind,
+                   defaultModelName(kind))
+        .str();
+  if (meta.hostGPUModel && kind != "gpu" &&
+      !StringRef(alphanumeric(*meta.hostGPUModel)).contains(alphanumeric(kind)))
+    return formatv("cost model '{0}' was measured on the GPU '{1}' but the "
+                   "plan is "
+                   "for device kind '{2}': its compute costs describe the "
+                   "other GPU; calibrate a model of that GPU with "
+                   "scripts/gpu/calibrate.sh",
+                   name, *meta.hostGPUModel, kind)
+        .str();
+  return std::nullopt;
 }
 
 std::optional<std::string> NeuralCostModel::Impl::compareMachine() const {

@@ -56,17 +56,17 @@ static const ::neuroshard::Topology kDefaultTopology;
 TopologyAttr TopologyAttr::get(MLIRContext *context, int64_t devices,
                                DenseF64ArrayAttr memoryGb, int64_t nodes,
                                double hbmGbps, double intraNodeGbps,
-                               double interNodeGbps) {
+                               double interNodeGbps, StringRef deviceKind) {
   return Base::get(context, devices, memoryGb, nodes, APFloat(hbmGbps),
-                   APFloat(intraNodeGbps), APFloat(interNodeGbps));
+                   APFloat(intraNodeGbps), APFloat(interNodeGbps), deviceKind);
 }
 
 TopologyAttr TopologyAttr::get(MLIRContext *context, int64_t devices,
                                DenseF64ArrayAttr memoryGb) {
-  return get(context, devices, memoryGb, int64_t{1},
-             kDefaultTopology.hbmBandwidthGBps,
-             kDefaultTopology.intraNodeBandwidthGBps,
-             kDefaultTopology.interNodeBandwidthGBps);
+  return get(
+      context, devices, memoryGb, int64_t{1}, kDefaultTopology.hbmBandwidthGBps,
+      kDefaultTopology.intraNodeBandwidthGBps,
+      kDefaultTopology.interNodeBandwidthGBps, kDefaultTopology.deviceKind);
 }
 
 TopologyAttr
@@ -76,7 +76,8 @@ TopologyAttr::getChecked(function_ref<InFlightDiagnostic()> emitError,
   return Base::getChecked(emitError, context, devices, memoryGb, int64_t{1},
                           APFloat(kDefaultTopology.hbmBandwidthGBps),
                           APFloat(kDefaultTopology.intraNodeBandwidthGBps),
-                          APFloat(kDefaultTopology.interNodeBandwidthGBps));
+                          APFloat(kDefaultTopology.interNodeBandwidthGBps),
+                          kDefaultTopology.deviceKind);
 }
 
 LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -84,7 +85,8 @@ LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    DenseF64ArrayAttr memoryGbAttr,
                                    int64_t nodes, APFloat hbmBandwidth,
                                    APFloat intraNodeBandwidth,
-                                   APFloat interNodeBandwidth) {
+                                   APFloat interNodeBandwidth,
+                                   StringRef deviceKind) {
   double hbmGbps = hbmBandwidth.convertToDouble();
   double intraNodeGbps = intraNodeBandwidth.convertToDouble();
   double interNodeGbps = interNodeBandwidth.convertToDouble();
@@ -107,6 +109,8 @@ LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             std::make_pair("inter_node_gbps", interNodeGbps)})
     if (::neuroshard::RuleViolation v = ::neuroshard::checkBandwidthGBps(gbps))
       return emitError() << "topology: " << name << " " << *v;
+  if (::neuroshard::RuleViolation v = ::neuroshard::checkDeviceKind(deviceKind))
+    return emitError() << "topology: device_kind " << *v;
   return success();
 }
 
@@ -159,6 +163,7 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
   double hbm = kDefaultTopology.hbmBandwidthGBps;
   double intraNode = kDefaultTopology.intraNodeBandwidthGBps;
   double interNode = kDefaultTopology.interNodeBandwidthGBps;
+  std::string kind = kDefaultTopology.deviceKind;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc keyLoc = parser.getCurrentLocation();
@@ -168,12 +173,13 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
         key == "nodes"             ? parser.parseInteger(nodes)
         : key == "hbm_gbps"        ? parser.parseFloat(hbm)
         : key == "intra_node_gbps" ? parser.parseFloat(intraNode)
-        : key == "inter_node_gbps"
-            ? parser.parseFloat(interNode)
+        : key == "inter_node_gbps" ? parser.parseFloat(interNode)
+        : key == "device_kind"
+            ? parser.parseString(&kind)
             : (parser.emitError(keyLoc)
                    << "unknown topology field '" << key
-                   << "' (expected nodes, hbm_gbps, intra_node_gbps or "
-                      "inter_node_gbps)",
+                   << "' (expected nodes, hbm_gbps, intra_node_gbps, "
+                      "inter_node_gbps or device_kind)",
                failure());
     if (failed(parsed))
       return {};
@@ -183,7 +189,7 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
   return TopologyAttr::getChecked(
       [&] { return parser.emitError(loc); }, parser.getContext(), devices,
       DenseF64ArrayAttr::get(parser.getContext(), memory), nodes, APFloat(hbm),
-      APFloat(intraNode), APFloat(interNode));
+      APFloat(intraNode), APFloat(interNode), kind);
 }
 
 void TopologyAttr::print(AsmPrinter &printer) const {
@@ -210,5 +216,7 @@ void TopologyAttr::print(AsmPrinter &printer) const {
     printer << ", " << name << " = ";
     printRoundTripDouble(printer, gbps);
   }
+  if (getDeviceKind() != kDefaultTopology.deviceKind)
+    printer << ", device_kind = \"" << getDeviceKind() << "\"";
   printer << ">";
 }

@@ -77,13 +77,16 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
     `intra_node_gbps` between the devices of a node (default 600,
     NVLink-class), `inter_node_gbps` from a device to other nodes (default
     50, one 400 Gb/s port per GPU) and `hbm_gbps` of each device's memory
-    (default 897). A field equal to its default is not printed.
+    (default 897). `device_kind` says what the devices are: "gpu"
+    (default), "cpu" for a plan meant for CPU execution, or a chip such as
+    "h100"; it chooses the default cost model. A field equal to its default
+    is not printed.
 
     ```mlir
     #neuroshard.topology<devices = 4, memory_gb = 16.0>
     #neuroshard.topology<devices = 3, memory_gb = [16.0, 16.0, 8.0]>
     #neuroshard.topology<devices = 16, memory_gb = 80.0, nodes = 2,
-                         inter_node_gbps = 25.0>
+                         inter_node_gbps = 25.0, device_kind = "h100">
     ```
   }];
   let parameters = (ins "int64_t":$devices,
@@ -91,7 +94,8 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
                         "int64_t":$nodes,
                         APFloatParameter<"HBM GB/s">:$hbmBandwidth,
                         APFloatParameter<"intra-node GB/s">:$intraNodeBandwidth,
-                        APFloatParameter<"inter-node GB/s">:$interNodeBandwidth);
+                        APFloatParameter<"inter-node GB/s">:$interNodeBandwidth,
+                        StringRefParameter<"device kind">:$deviceKind);
   let builders = [
     // One node, with the default bandwidths.
     AttrBuilder<(ins "int64_t":$devices, "DenseF64ArrayAttr":$memoryGb)>
@@ -113,7 +117,8 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
     static TopologyAttr get(::mlir::MLIRContext *context, int64_t devices,
                             ::mlir::DenseF64ArrayAttr memoryGb, int64_t nodes,
                             double hbmGbps, double intraNodeGbps,
-                            double interNodeGbps);
+                            double interNodeGbps,
+                            ::llvm::StringRef deviceKind);
   }];
 }
 
