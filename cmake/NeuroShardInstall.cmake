@@ -7,64 +7,93 @@
 #   share/neuroshard/models/    the shipped cost-model bundles
 #   lib/cmake/NeuroShard/       NeuroShardConfig.cmake and its targets
 #
-# Exported targets are named NeuroShard::<name>; NeuroShard::CostModel brings
-# the neural cost model (and LibTorch) along when the build has it.
+# Exported targets are named NeuroShard::<name>. They are exported in parts,
+# one NeuroShard<Part>Targets.cmake each, so that a consumer loads only the
+# parts of the components it asks for and finds only what those need
+# (NeuroShardConfig.cmake.in says which parts make a component and what each
+# part finds); the tools are NeuroShardToolsTargets.cmake.
 
 include(CMakePackageConfigHelpers)
 
 set(NEUROSHARD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/NeuroShard)
 
-# <target> <exported name>
-set(exported
+# Each part: <target> <exported name> ... Later parts link earlier ones.
+set(part_Planner
   NeuroShardSupport Support
   NeuroShardSharding Sharding
-  NeuroShardRuntime Runtime
   NeuroShardCostModelCore CostModelCore
   NeuroShardAvailableCostModels CostModel
-  NeuroShardPlanner Planner
+  NeuroShardPlanner Planner)
+set(part_Runtime
+  NeuroShardRuntime Runtime)
+set(part_Dialect
   MLIRNeuroShardDialect Dialect
   MLIRNeuroShardSPMD SPMD
   MLIRNeuroShardTransforms Transforms
   MLIRNeuroShardConversion Conversion
-  MLIRNeuroShardToCUDA ToCUDA
+  MLIRNeuroShardToCUDA ToCUDA)
+set(part_Execution
   NeuroShardExecution Execution)
+set(parts Planner Runtime Dialect Execution)
 if(NEUROSHARD_HAS_TORCH)
-  list(APPEND exported NeuroShardNeuralCostModel NeuralCostModel)
+  set(part_Neural NeuroShardNeuralCostModel NeuralCostModel)
+  list(APPEND parts Neural)
 endif()
 if(NEUROSHARD_HAS_MPI)
-  list(APPEND exported NeuroShardMPIRuntime MPIRuntime
+  set(part_MPI
+    NeuroShardMPIRuntime MPIRuntime
     NeuroShardDistributedRun DistributedRun)
+  list(APPEND parts MPI)
 endif()
 if(NEUROSHARD_HAS_CUDA)
-  list(APPEND exported NeuroShardCudaRuntime CudaRuntime)
+  # neuroshard_cuda_runtime is the shared library of mgpu* entry points that
+  # lowered host code calls (mlir-runner --shared-libs=$<TARGET_FILE:...>).
+  set(part_CUDA
+    NeuroShardCudaRuntime CudaRuntime
+    neuroshard_cuda_runtime neuroshard_cuda_runtime)
+  list(APPEND parts CUDA)
 endif()
 
-set(targets)
-list(LENGTH exported count)
-math(EXPR last "${count} - 1")
-foreach(i RANGE 0 ${last} 2)
-  math(EXPR j "${i} + 1")
-  list(GET exported ${i} target)
-  list(GET exported ${j} name)
-  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
-  target_include_directories(${target} INTERFACE
-    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-  # Instrumented libraries need the sanitizers' runtimes in whatever links
-  # them, a consumer of the installed package included.
-  if(NEUROSHARD_ENABLE_SANITIZERS)
-    target_link_options(${target} INTERFACE
-      $<INSTALL_INTERFACE:-fsanitize=address,undefined>)
-  endif()
-  list(APPEND targets ${target})
+# The parts this install has and their exported names, for the config.
+set(NEUROSHARD_CONFIG_PARTS "")
+foreach(part IN LISTS parts)
+  set(targets)
+  set(names)
+  list(LENGTH part_${part} count)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE 0 ${last} 2)
+    math(EXPR j "${i} + 1")
+    list(GET part_${part} ${i} target)
+    list(GET part_${part} ${j} name)
+    set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+    get_target_property(type ${target} TYPE)
+    if(NOT type STREQUAL "SHARED_LIBRARY")
+      target_include_directories(${target} INTERFACE
+        $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+      # Instrumented libraries need the sanitizers' runtimes in whatever
+      # links them, a consumer of the installed package included.
+      if(NEUROSHARD_ENABLE_SANITIZERS)
+        target_link_options(${target} INTERFACE
+          $<INSTALL_INTERFACE:-fsanitize=address,undefined>)
+      endif()
+    endif()
+    list(APPEND targets ${target})
+    list(APPEND names ${name})
+  endforeach()
+  install(TARGETS ${targets} EXPORT NeuroShard${part}Targets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT NeuroShard${part}Targets NAMESPACE NeuroShard::
+    DESTINATION ${NEUROSHARD_CMAKE_DIR})
+  string(REPLACE ";" " " names "${names}")
+  string(APPEND NEUROSHARD_CONFIG_PARTS
+    "set(_NeuroShard_part_targets_${part} ${names})\n")
 endforeach()
+string(REPLACE ";" " " parts_text "${parts}")
+string(APPEND NEUROSHARD_CONFIG_PARTS
+  "set(_NeuroShard_built_parts ${parts_text})")
 
-install(TARGETS ${targets} EXPORT NeuroShardTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(EXPORT NeuroShardTargets NAMESPACE NeuroShard::
-  DESTINATION ${NEUROSHARD_CMAKE_DIR})
-
-# Tools, and the libraries that lowered CUDA host code calls.
+# Tools, exported as NeuroShard::<tool> for $<TARGET_FILE:...>.
 set(tools)
 foreach(tool neuroshard-opt neuroshard-plan neuroshard-run neuroshard-collect
     neuroshard-bench neuroshard-kernel-bench neuroshard-comm-collect
@@ -73,12 +102,16 @@ foreach(tool neuroshard-opt neuroshard-plan neuroshard-run neuroshard-collect
     list(APPEND tools ${tool})
   endif()
 endforeach()
-install(TARGETS ${tools} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(library neuroshard_cuda_runtime neuroshard_nccl_exchange)
-  if(TARGET ${library})
-    install(TARGETS ${library} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  endif()
-endforeach()
+install(TARGETS ${tools} EXPORT NeuroShardToolsTargets
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT NeuroShardToolsTargets NAMESPACE NeuroShard::
+  DESTINATION ${NEUROSHARD_CMAKE_DIR})
+# The exchange on GPUs, which lowered host code and neuroshard-nccl-check
+# load; it needs NCCL, CUDA and MPI at once, so no component exports it.
+if(TARGET neuroshard_nccl_exchange)
+  install(TARGETS neuroshard_nccl_exchange
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 if(TARGET neuroshard-nccl-check)
   set_property(TARGET neuroshard-nccl-check APPEND PROPERTY INSTALL_RPATH
     "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")

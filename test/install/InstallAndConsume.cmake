@@ -36,9 +36,14 @@ foreach(file include/neuroshard/Dialect/NeuroShard/IR/NeuroShardOps.td
   endif()
 endforeach()
 
-# The consumer: configured, built and run outside both trees.
-run(${CMAKE_COMMAND} -G ${GENERATOR} -S ${SOURCE_DIR}/test/install/consumer
-    -B ${WORK}/consumer -DCMAKE_PREFIX_PATH=${prefix})
+# The consumer: configured, built and run outside both trees, with the
+# prefix and the LLVM the build used (the package finds LLVM and MLIR by
+# name) on its CMAKE_PREFIX_PATH.
+load_cache(${BUILD_DIR} READ_WITH_PREFIX build_ LLVM_DIR)
+get_filename_component(llvm_prefix "${build_LLVM_DIR}/../../.." ABSOLUTE)
+run(${CMAKE_COMMAND} -E env "CMAKE_PREFIX_PATH=${prefix}:${llvm_prefix}"
+    ${CMAKE_COMMAND} -G ${GENERATOR} -S ${SOURCE_DIR}/test/install/consumer
+    -B ${WORK}/consumer)
 run(${CMAKE_COMMAND} --build ${WORK}/consumer)
 run(${WORK}/consumer/consumer ${SOURCE_DIR}/examples/dlrm.mlir)
 expect("cost model: ${EXPECT_MODEL}" "the consumer's plan")
