@@ -21,6 +21,7 @@
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Planner/TopologyOptions.h"
+#include "neuroshard/Sharding/AccessEstimate.h"
 #include "neuroshard/Transforms/PlanAnnotation.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -188,7 +189,17 @@ void PlanPass::runOnOperation() {
   FailureOr<int64_t> batch = findBatchSize(module, *tables);
   if (failed(topology) || failed(batch))
     return signalPassFailure();
-  topology->batchSize = *batch;
+  int64_t pricedBatch = batchSize;
+  if (pricedBatch < 0) {
+    module.emitError() << "batch-size: the batch size must be positive (or "
+                          "0 for the lookups' batch of "
+                       << *batch << "), got " << pricedBatch;
+    return signalPassFailure();
+  }
+  // The plan may be priced at another batch than the lookups' (the global
+  // batch of training, say); the statistics describe the lookups' batch
+  // and are carried to it as neuroshard-plan --batch-size carries a task's.
+  topology->batchSize = pricedBatch ? pricedBatch : *batch;
   std::vector<::neuroshard::TableSpec> specs;
   for (ModuleTable &table : *tables) {
     FailureOr<::neuroshard::TableSpec> spec =
@@ -202,6 +213,17 @@ void PlanPass::runOnOperation() {
       table.op.emitOpError() << "table '" << spec->name << "': " << *v;
       return signalPassFailure();
     }
+    if (topology->batchSize != *batch)
+      for (unsigned f = 0; f < spec->numFeatures(); ++f) {
+        ::neuroshard::FeatureStats stats = spec->feature(f);
+        ::neuroshard::AccessBins bins = ::neuroshard::rescaleAccessHistogram(
+            stats.accessHist, spec->rows, stats.poolingFactor, *batch,
+            topology->batchSize);
+        if (f == 0)
+          spec->accessHist = bins;
+        else
+          spec->moreFeatures[f - 1].accessHist = bins;
+      }
     specs.push_back(std::move(*spec));
   }
   FailureOr<::neuroshard::SearchOptions> options = buildSearchOptions(module);

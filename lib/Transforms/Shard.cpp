@@ -49,6 +49,7 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.intraNodeGbps = intraNodeGbps;
     options.interNodeGbps = interNodeGbps;
     options.deviceKind = deviceKind;
+    options.batchSize = batchSize;
     options.optimizer = optimizer;
     options.reservedMemory = reservedMemory;
     options.algorithm = algorithm;

@@ -35,6 +35,9 @@ defvar PlanOptions = [
          "What the devices are: gpu, cpu (a plan for CPU execution) or a "
          "chip such as h100; it chooses the default cost model (default: "
          "the module's, else gpu)">,
+  Option<"batchSize", "batch-size", "int64_t", "0",
+         "Global batch size the plan is priced at (0: the lookups' batch); "
+         "the module's access histograms are carried to it">,
   Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
          "Optimizer whose state shares the devices with the weights: sgd, "
          "adagrad, rowwise-adagrad, adam">,
