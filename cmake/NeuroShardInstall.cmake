@@ -129,6 +129,14 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/neuroshard
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/
   DESTINATION ${CMAKE_INSTALL_DATADIR}/neuroshard/models)
 
+# The documentation the tools' --help names, laid out as in the sources so
+# that README.md's links hold.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/neuroshard)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/neuroshard/docs
+  PATTERN CMakeLists.txt EXCLUDE)
+
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/NeuroShardConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/NeuroShardConfig.cmake

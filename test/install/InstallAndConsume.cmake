@@ -30,6 +30,8 @@ foreach(file include/neuroshard/Dialect/NeuroShard/IR/NeuroShardOps.td
              include/neuroshard/Dialect/NeuroShard/IR/NeuroShardOps.h.inc
              lib/cmake/NeuroShard/NeuroShardConfig.cmake
              share/neuroshard/models/${EXPECT_MODEL}/meta.json
+             share/doc/neuroshard/README.md
+             share/doc/neuroshard/docs/planner.md
              bin/neuroshard-opt)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "the install has no ${file}")
@@ -53,6 +55,16 @@ message(STATUS "consumer:\n${out}")
 run(${prefix}/bin/neuroshard-opt ${SOURCE_DIR}/examples/dlrm.mlir
     --neuroshard-shard=plan-table=- -o ${WORK}/sharded.mlir)
 expect("cost model: neural cost model '${EXPECT_MODEL}'" "the installed tool")
+
+# The installed tools' --help names the installed documentation.
+foreach(tool_page neuroshard-plan:planner.md neuroshard-opt:passes.md)
+  string(REPLACE ":" ";" tool_page "${tool_page}")
+  list(GET tool_page 0 tool)
+  list(GET tool_page 1 page)
+  run(${prefix}/bin/${tool} --help)
+  expect("DOCUMENTATION:\n\n  ${prefix}/share/doc/neuroshard/docs/${page}\n"
+         "${tool} --help")
+endforeach()
 
 # NEUROSHARD_MODELS_DIR, when set, is the only place searched.
 file(MAKE_DIRECTORY ${WORK}/no-models)

@@ -39,17 +39,17 @@ static cl::list<unsigned>
                  cl::CommaSeparated, cl::cat(category));
 static cl::opt<unsigned> tasksPerSet("tasks", cl::desc("Tasks per task set"),
                                      cl::init(10), cl::cat(category));
-static cl::opt<double> memoryGB("memory-gb",
-                                cl::desc("Memory per device in GB"),
-                                cl::init(4.0), cl::cat(category));
+static cl::opt<double>
+    memoryGB("memory-gb", cl::desc("Memory per device in GB (2^30 bytes)"),
+             cl::init(4.0), cl::cat(category));
 static cl::opt<unsigned>
     largeTasks("large-tasks",
                cl::desc("Tasks of 1000 tables on 64 devices (0: none)"),
                cl::init(1), cl::cat(category));
-static cl::opt<double>
-    largeMemoryGB("large-memory-gb",
-                  cl::desc("Memory per device in GB of the large tasks"),
-                  cl::init(8.0), cl::cat(category));
+static cl::opt<double> largeMemoryGB(
+    "large-memory-gb",
+    cl::desc("Memory per device in GB (2^30 bytes) of the large tasks"),
+    cl::init(8.0), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the task generator"),
                               cl::init(1), cl::cat(category));
 static cl::opt<std::string>
@@ -226,6 +226,7 @@ int main(int argc, char **argv) {
   neuroshard::registerAvailableCostModels();
   cl::HideUnrelatedOptions(category);
   ::neuroshard::addVersionPrinter();
+  ::neuroshard::addDocumentationHelp("results.md");
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard search benchmark on synthetic "
                               "DLRM-like tasks\n");

@@ -77,7 +77,8 @@ static cl::opt<float> learningRate("lr", cl::desc("SGD learning rate"),
 static cl::opt<double> memoryLimitGB(
     "memory-limit-gb",
     cl::desc("Refuse a set whose weights, indices, offsets, outputs and "
-             "flush buffer need more than this (GB; default: the memory "
+             "flush buffer need more than this (GB, 2^30 bytes; default: the "
+             "memory "
              "available)"),
     cl::init(0.0), cl::cat(category));
 
@@ -153,6 +154,7 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   ::neuroshard::addVersionPrinter();
+  ::neuroshard::addDocumentationHelp("cost-model.md");
   cl::ParseCommandLineOptions(
       argc, argv,
       "Time the fused forward + backward-SGD kernels on sets of pool tables\n");

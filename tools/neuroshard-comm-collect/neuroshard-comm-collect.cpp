@@ -199,6 +199,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   cl::HideUnrelatedOptions(category);
   ::neuroshard::addVersionPrinter();
+  ::neuroshard::addDocumentationHelp("cost-model.md");
   cl::ParseCommandLineOptions(
       argc, argv,
       "Time the forward and backward all-to-all exchanges of sharded "

@@ -32,6 +32,7 @@
 
 int main(int argc, char **argv) {
   neuroshard::addVersionPrinter();
+  neuroshard::addDocumentationHelp("passes.md");
   mlir::registerAllPasses();
   neuroshard::registerAvailableCostModels();
   mlir::neuroshard::registerNeuroShardPasses();

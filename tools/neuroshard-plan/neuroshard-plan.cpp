@@ -352,6 +352,7 @@ int main(int argc, char **argv) {
   neuroshard::registerAvailableCostModels();
   cl::HideUnrelatedOptions(category);
   ::neuroshard::addVersionPrinter();
+  ::neuroshard::addDocumentationHelp("planner.md");
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard embedding table sharding planner\n");
   if (Error err = run()) {

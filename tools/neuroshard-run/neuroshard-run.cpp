@@ -78,14 +78,15 @@ static cl::opt<int64_t>
             cl::desc("Allocate at most this many rows per table and draw "
                      "indices below it (0: every row)"),
             cl::init(0), cl::cat(category));
-static cl::opt<double>
-    maxWeightGB("max-weight-gb",
-                cl::desc("Refuse weight arenas larger than this (GB)"),
-                cl::init(16.0), cl::cat(category));
+static cl::opt<double> maxWeightGB(
+    "max-weight-gb",
+    cl::desc("Refuse weight arenas larger than this (GB, 2^30 bytes)"),
+    cl::init(16.0), cl::cat(category));
 static cl::opt<double> memoryLimitGB(
     "memory-limit-gb",
     cl::desc("Refuse a run whose weights, indices, offsets and outputs need "
-             "more than this (GB; default: the memory available)"),
+             "more than this (GB, 2^30 bytes; default: the memory "
+             "available)"),
     cl::init(0.0), cl::cat(category));
 static cl::opt<bool>
     backward("backward",
@@ -245,6 +246,7 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   ::neuroshard::addVersionPrinter();
+  ::neuroshard::addDocumentationHelp("lowering.md");
   cl::ParseCommandLineOptions(
       argc, argv,
       "Execute a NeuroShard module on generated inputs\n\n"

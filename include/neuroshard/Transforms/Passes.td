@@ -15,7 +15,8 @@ defvar PlanOptions = [
   Option<"devices", "devices", "unsigned", "0",
          "Number of devices (0: take it from the module's topology)">,
   Option<"memoryGb", "memory-gb", "std::string", "\"\"",
-         "Memory per device in GB: one value for all, or a comma list "
+         "Memory per device in GB (2^30 bytes): one value for all, or a "
+         "comma list "
          "(default: the module's, else 16 on one node, 80 on several)">,
   Option<"nodes", "nodes", "unsigned", "0",
          "Nodes of the cluster, of equal size, devices numbered node by node "
