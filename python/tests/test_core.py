@@ -446,6 +446,11 @@ def test_the_table_format_is_the_readable_plan():
     text = neuroshard.plan(TASK, devices=2, cost_model="analytical",
                            format="table", verbose=True)
     assert "NeuroShard plan:" in text and "sparse.user_id" in text
+    with pytest.raises(neuroshard.NeuroShardError,
+                       match="verbose adds a row per table to "
+                       "format='table'"):
+        neuroshard.plan(TASK, devices=2, cost_model="analytical",
+                        verbose=True)
 
 
 @pytest.mark.parametrize("options,message", [

@@ -278,6 +278,10 @@ static Error run() {
     return options.takeError();
   if (std::optional<std::string> problem = checkVerifySeconds(verifySeconds))
     return optionError("--verify-seconds " + *problem);
+  if (verbose && outputFormat != OutputFormat::Table)
+    return optionError("--verbose adds a row per table to --format table; "
+                       "the JSON and TorchRec formats list every shard "
+                       "already");
   if (given && verifyTop)
     return optionError("--verify-top: a plan given with --price is priced, "
                        "not chosen among candidates");

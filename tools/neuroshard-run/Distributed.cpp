@@ -133,7 +133,7 @@ static std::string report(const DistributedRunResult &result,
                         options.iters, options.warmup);
   }
   if (comparison && comparison->mismatch())
-    return "results differ beyond the tolerance";
+    return "results differ beyond the tolerance: " + comparison->differing();
   if (!result.weightsMatchPlan())
     return "a rank's weights differ from the plan's memory";
   return "";

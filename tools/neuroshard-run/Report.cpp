@@ -6,6 +6,8 @@
 
 #include "Report.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -52,12 +54,29 @@ void run::Comparison::print(raw_ostream &os) const {
   if (weightDiff)
     os << formatv(", {0:E2} (updated weights)", *weightDiff);
   os << formatv(", tolerance {0:E1}: {1}\n", tolerance,
-                mismatch() ? "MISMATCH" : "match");
+                mismatch() ? "MISMATCH in " + differing() : "match");
+}
+
+std::string run::Comparison::differing() const {
+  SmallVector<std::string> parts;
+  if (resultDiffs.empty()) {
+    if (outputDiff > tolerance)
+      parts.push_back(formatv("the outputs ({0:E2})", outputDiff));
+  } else {
+    for (auto [r, diff] : llvm::enumerate(resultDiffs))
+      if (diff > tolerance)
+        parts.push_back(formatv("result {0} ({1:E2})", r, diff));
+  }
+  if (weightDiff && *weightDiff > tolerance)
+    parts.push_back(formatv("the updated weights ({0:E2})", *weightDiff));
+  return join(parts, ", ");
 }
 
 void run::Comparison::addTo(json::Object &report) const {
   report["compare"] = with;
   report["max_rel_diff_outputs"] = outputDiff;
+  if (!resultDiffs.empty())
+    report["rel_diff_per_result"] = json::Array(resultDiffs);
   if (weightDiff)
     report["max_rel_diff_weights"] = *weightDiff;
   report["tolerance"] = tolerance;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace neuroshard {
@@ -35,12 +36,19 @@ void printResults(llvm::raw_ostream &os, const llvm::json::Array &results);
 struct Comparison {
   std::string with;
   double outputDiff = 0.0;
+  /// Each result's difference, when known (outputDiff is their maximum).
+  std::vector<double> resultDiffs;
   std::optional<double> weightDiff;
   double tolerance = 0.0;
   bool mismatch() const {
     return outputDiff > tolerance || (weightDiff && *weightDiff > tolerance);
   }
-  /// "compare with F: max relative difference ... : match" (or MISMATCH).
+  /// What differs beyond the tolerance: "result 1 (2.50E-01), the updated
+  /// weights (1.00E+00)", or "the outputs (...)" when the results are not
+  /// known one by one; "" on a match.
+  std::string differing() const;
+  /// "compare with F: max relative difference ... : match" (or "MISMATCH
+  /// in <differing()>").
   void print(llvm::raw_ostream &os) const;
   /// The report's "compare", "max_rel_diff_*", "tolerance", "match" fields.
   void addTo(llvm::json::Object &report) const;

@@ -376,10 +376,11 @@ int main(int argc, char **argv) {
     comparison.emplace();
     comparison->with = comparePath;
     comparison->tolerance = tolerance;
-    for (size_t r = 0; r < outputs.size(); ++r)
-      comparison->outputDiff =
-          std::max(comparison->outputDiff,
-                   maxRelativeDifference(otherOutputs[r], outputs[r]));
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      double diff = maxRelativeDifference(otherOutputs[r], outputs[r]);
+      comparison->resultDiffs.push_back(diff);
+      comparison->outputDiff = std::max(comparison->outputDiff, diff);
+    }
     if (backward)
       comparison->weightDiff =
           maxRelativeDifference(otherData.weights, data.weights);
@@ -426,7 +427,8 @@ int main(int argc, char **argv) {
   }
   if (mismatch) {
     WithColor::error(errs(), "neuroshard-run")
-        << "results differ beyond the tolerance\n";
+        << "results differ beyond the tolerance: " << comparison->differing()
+        << "\n";
     return 1;
   }
   return 0;

@@ -181,6 +181,9 @@ static py::object plan(const py::handle &taskObject,
   if (!format)
     throw optionError("format: expected 'json', 'table' or 'torchrec', got '" +
                       formatName + "'");
+  if (verbose && *format != PlanFormat::Table)
+    throw optionError("verbose adds a row per table to format='table'; the "
+                      "JSON and TorchRec formats list every shard already");
   PlanningTask task = toTask(taskObject);
   std::optional<PlanFile> given;
   if (!planToPrice.is_none())
