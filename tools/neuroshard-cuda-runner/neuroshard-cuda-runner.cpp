@@ -390,6 +390,11 @@ public:
 
   Status launchForward() { return launch(forward, false); }
   Status launchBackward() { return launch(backward, true); }
+  /// One training step: forward, then backward with the SGD update.
+  Status launchStep() {
+    Status status = launchForward();
+    return status.ok() ? launchBackward() : status;
+  }
 
   Status download(std::vector<float> &output, std::vector<float> &weightsOut) {
     output.resize(size_t(w.batch * w.width));
@@ -575,12 +580,8 @@ Status runWorkload(Runtime &rt, const Workload &w, cuda::FunctionHandle fwd,
             options.iters, flush, flushWords, checked.forwardTime))
            .ok() ||
       !(status = timeRuns(
-            rt,
-            [&] {
-              Status s = run.launchForward();
-              return s.ok() ? run.launchBackward() : s;
-            },
-            options.warmup, options.iters, flush, flushWords, checked.stepTime))
+            rt, [&] { return run.launchStep(); }, options.warmup, options.iters,
+            flush, flushWords, checked.stepTime))
            .ok())
     return status;
   return run.resetWeights();
@@ -614,17 +615,36 @@ bool reportMismatch(const char *what, const Comparison &c, double tolerance,
   return true;
 }
 
+/// The manifest's kernels: forward and backward, for i32 and i64 indices.
+struct Kernels {
+  cuda::FunctionHandle forwardI32 = nullptr, forwardI64 = nullptr,
+                       backwardI32 = nullptr, backwardI64 = nullptr;
+
+  Status load(Runtime &rt, cuda::ModuleHandle module,
+              const Manifest &manifest) {
+    Status status;
+    for (auto [name, handle] : {std::pair{&manifest.forwardI32, &forwardI32},
+                                std::pair{&manifest.forwardI64, &forwardI64},
+                                std::pair{&manifest.backwardI32, &backwardI32},
+                                std::pair{&manifest.backwardI64, &backwardI64}})
+      if (!(status = rt.getFunction(module, name->c_str(), *handle)).ok())
+        return status;
+    return status;
+  }
+  cuda::FunctionHandle forward(const LaunchSpec &launch) const {
+    return launch.index64 ? forwardI64 : forwardI32;
+  }
+  cuda::FunctionHandle backward(const LaunchSpec &launch) const {
+    return launch.index64 ? backwardI64 : backwardI32;
+  }
+};
+
 int runManifest(const Options &options, Runtime &rt, cuda::ModuleHandle module,
                 const Manifest &manifest, const InputOverrides &given,
                 DevicePtr flush, size_t flushWords, std::string &json) {
-  cuda::FunctionHandle functions[4] = {};
-  const std::string *names[4] = {&manifest.forwardI32, &manifest.forwardI64,
-                                 &manifest.backwardI32, &manifest.backwardI64};
-  for (int k = 0; k < 4; ++k) {
-    Status status = rt.getFunction(module, names[k]->c_str(), functions[k]);
-    if (!status.ok())
-      return fail(status.message());
-  }
+  Kernels kernels;
+  if (Status status = kernels.load(rt, module, manifest); !status.ok())
+    return fail(status.message());
   std::printf("%-7s %-6s %-6s %-6s %-10s %-11s %-11s %-30s %-30s\n", "launch",
               "device", "shards", "width", "indices", "fwd err", "bwd err",
               "forward ms (median [min, max])",
@@ -640,10 +660,9 @@ int runManifest(const Options &options, Runtime &rt, cuda::ModuleHandle module,
       return fail(error);
     const LaunchSpec &launch = manifest.launches[k];
     Checked checked;
-    Status status =
-        runWorkload(rt, w, functions[launch.index64 ? 1 : 0],
-                    functions[launch.index64 ? 3 : 2], manifest.threadsPerBlock,
-                    options, flush, flushWords, checked);
+    Status status = runWorkload(
+        rt, w, kernels.forward(launch), kernels.backward(launch),
+        manifest.threadsPerBlock, options, flush, flushWords, checked);
     if (!status.ok())
       return fail("launch " + std::to_string(k) + ": " + status.message());
     std::printf(
@@ -917,17 +936,10 @@ int runCollection(const Options &options, Runtime *rt,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count());
 
-  cuda::FunctionHandle functions[4] = {};
-  if (rt) {
-    const std::string *names[4] = {&manifest.forwardI32, &manifest.forwardI64,
-                                   &manifest.backwardI32,
-                                   &manifest.backwardI64};
-    for (int k = 0; k < 4; ++k) {
-      Status status = rt->getFunction(module, names[k]->c_str(), functions[k]);
-      if (!status.ok())
-        return fail(status.message());
-    }
-  }
+  Kernels kernels;
+  if (rt)
+    if (Status status = kernels.load(*rt, module, manifest); !status.ok())
+      return fail(status.message());
   FILE *out = std::fopen(options.collect.c_str(), "a");
   if (!out)
     return fail("cannot append to '" + options.collect +
@@ -943,18 +955,13 @@ int runCollection(const Options &options, Runtime *rt,
     }
     Timing step;
     if (rt) {
-      DeviceRun run(*rt, w, functions[launch.index64 ? 1 : 0],
-                    functions[launch.index64 ? 3 : 2],
+      DeviceRun run(*rt, w, kernels.forward(launch), kernels.backward(launch),
                     manifest.threadsPerBlock);
       Status status = run.upload();
       if (status.ok())
         status = timeRuns(
-            *rt,
-            [&] {
-              Status s = run.launchForward();
-              return s.ok() ? run.launchBackward() : s;
-            },
-            options.warmup, options.iters, flush, flushWords, step);
+            *rt, [&] { return run.launchStep(); }, options.warmup,
+            options.iters, flush, flushWords, step);
       if (!status.ok()) {
         std::fclose(out);
         double bytes = double(w.arenaFloats) * 4.0 +
