@@ -35,15 +35,12 @@ import shutil
 import sys
 from typing import Dict, List, Optional, TextIO
 
-import torch
 
 from neuroshard import _core
 from neuroshard import batch_scaling as bs
 from neuroshard import calibrate
 from neuroshard import collect
-from neuroshard import cost_model as cm
 from neuroshard import jsonio
-from neuroshard import metrics
 from neuroshard import report
 from neuroshard import table_pool as tp
 from neuroshard import train as tr
@@ -307,9 +304,9 @@ def finish(args, log: TextIO, out: TextIO) -> Dict:
                           meta["hardware"], scaling), file=out)
     result = report.evaluate_bundle(staged, pool_path, data_path)
     print(report.format_table(result), file=out)
-    prior = prior_held_out_mape(meta, pool, pool_path, data_path)
     print("physics prior alone (the bundle without its network): held-out "
-          "MAPE %.2f%%" % (100.0 * prior), file=out)
+          "MAPE %.2f%%" % (100.0 * meta["training"]["prior_held_out_mape"]),
+          file=out)
     calibrate.install_bundle(staged, args.out)
     held = result["held-out"]
     print("calibrated '%s' for %s: %d samples at batch %d, held-out MAPE "
@@ -317,24 +314,6 @@ def finish(args, log: TextIO, out: TextIO) -> Dict:
           (args.out, meta["hardware"], len(timed), batch,
            100.0 * held["mape"], held["kendall_tau"]), file=out)
     return bs.load_bundle_meta(args.out)
-
-
-def prior_held_out_mape(meta: Dict, pool: Dict, pool_path: str,
-                        data_path: str) -> float:
-    """The held-out MAPE of the bundle's fitted physics prior alone (its
-    coefficients from meta.json's "compute_model")."""
-    described = meta["compute_model"]
-    prior = cm.PhysicsPrior(meta["batch_size"], described["cache_bytes"],
-                            described["line_bytes"])
-    prior.coef.copy_(torch.tensor([described["prior_ms_per_unit"][term]
-                                   for term in cm.PRIOR_TERMS]))
-    samples = collect.load_samples(data_path)
-    _, valid = tr.build_sample_sets(
-        pool, pool_path, samples, data_path, meta["seed"],
-        meta["training"]["validation_fraction"])
-    predicted = tr.prior_terms(valid, prior) @ prior.coef.double() + \
-        described["prior_set_ms"]
-    return metrics.mape(predicted.numpy(), valid.costs.double().numpy())
 
 
 def _positive(kind):

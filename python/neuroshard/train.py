@@ -297,6 +297,14 @@ def fit_prior(prior: cm.PhysicsPrior, train: SampleSet) -> float:
     return metrics.mape(inputs @ fitted, target)
 
 
+def prior_alone_mape(prior: cm.PhysicsPrior, samples: SampleSet) -> float:
+    """The MAPE on `samples` of the fitted physics prior alone (the model
+    without its network's correction)."""
+    predicted = prior_terms(samples, prior) @ prior.coef.double() + \
+        float(prior.intercept)
+    return metrics.mape(predicted.numpy(), samples.costs.double().numpy())
+
+
 def bootstrap_weights(count: int, members: int, seed: int) -> torch.Tensor:
     """[count, members] Poisson(1) weights: each member of the ensemble
     trains on its own bootstrap resample of the training samples, which is
@@ -316,7 +324,8 @@ def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
     """Trains a ComputeCostModel: first its physics prior (fit_prior), then
     the ensemble's bounded corrections on bootstrap resamples; returns it at
     the epoch whose ensemble mean has the lowest held-out MAPE, and a
-    summary of the run ("prior_train_mape" among it)."""
+    summary of the run ("prior_train_mape" and "prior_held_out_mape" among
+    it)."""
     torch.manual_seed(seed)
     model = cm.ComputeCostModel(batch_size=batch_size, members=members,
                                 correction_bound=correction_bound,
@@ -347,6 +356,7 @@ def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
                     lambda: evaluate(model, valid)["mape"], epochs=epochs,
                     seed=seed, lr=lr, batch=batch, log=log)
     run["prior_train_mape"] = prior_mape
+    run["prior_held_out_mape"] = prior_alone_mape(model.prior, valid)
     return model, run
 
 
@@ -663,6 +673,7 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
         "epochs": epochs,
         "best_epoch": run["best_epoch"],
         "prior_train_mape": run["prior_train_mape"],
+        "prior_held_out_mape": run["prior_held_out_mape"],
         "learning_rate": lr,
         "batch": batch,
         "loss": "mean squared relative error",

@@ -404,6 +404,7 @@ def test_bundle_records_its_compute_model(bundle):
     assert meta["encoding_dim"] == cm.NUM_PRIOR_TERMS + 1 + \
         cm.DEFAULT_ENSEMBLE * cm.ENCODING_DIM
     assert 0.0 < meta["training"]["prior_train_mape"] < 1.0
+    assert 0.0 < meta["training"]["prior_held_out_mape"] < 1.0
     compute = torch.jit.load(os.path.join(bundle, "compute.pt"))
     features = cm._plausible_features(torch.Generator().manual_seed(2), 4)
     with torch.no_grad():
