@@ -9,26 +9,7 @@
 # cmake -DBUILD_DIR=... -DWORK=... -DSOURCE_DIR=... -DGENERATOR=...
 #       -P ConsumePlannerComponent.cmake
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-  set(err "${err}" PARENT_SCOPE)
-endfunction()
-
-# Like run, for a command that must fail.
-function(run_failing)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(rc EQUAL 0)
-    message(FATAL_ERROR "succeeded, expected to fail: ${ARGN}\n${out}\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-  set(err "${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/InstallTestSupport.cmake)
 
 # CMake wraps the messages it reports, so spaces and line breaks are compared
 # as one space.

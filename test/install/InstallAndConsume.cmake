@@ -6,15 +6,7 @@
 # cmake -DBUILD_DIR=... -DWORK=... -DSOURCE_DIR=... -DEXPECT_MODEL=...
 #       -DGENERATOR=... -P InstallAndConsume.cmake
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-  set(err "${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/InstallTestSupport.cmake)
 
 function(expect text what)
   string(FIND "${out}${err}" "${text}" at)
