@@ -147,5 +147,11 @@ createKernelSetTimer(const KernelSetTimerOptions &options) {
   return std::make_unique<KernelSetTimer>(std::move(*kernels), options);
 }
 
+void registerKernelSetTimer() {
+  registerSetTimerFactory([]() -> Expected<std::unique_ptr<SetTimer>> {
+    return createKernelSetTimer();
+  });
+}
+
 } // namespace execution
 } // namespace neuroshard

@@ -993,10 +993,12 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
             result.verification)
       json.attributeObject("verification", [&] {
         json.attribute("host", verification->host);
-        json.attribute("sets", int64_t(verification->sets));
+        json.attribute("sets", int64_t(verification->sets.size()));
         json.attribute("rounds", int64_t(verification->rounds));
         writeNumber(json, "seconds", verification->seconds);
         json.attribute("chosen", int64_t(verification->chosen));
+        if (!verification->experiencePath.empty())
+          json.attribute("experience", verification->experiencePath);
         json.attributeArray("candidates", [&] {
           for (const CandidateMeasurement &candidate : verification->candidates)
             json.object([&] {
@@ -1124,8 +1126,8 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
   const PlanVerification &verification = *result.verification;
   os << formatv("\nverified on '{0}': {1} device sets timed in {2} rounds, "
                 "{3} s\n",
-                verification.host, verification.sets, verification.rounds,
-                format("%.1f", verification.seconds));
+                verification.host, verification.sets.size(),
+                verification.rounds, format("%.1f", verification.seconds));
   os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}\n", "candidate", "origin",
                 "predicted (ms)", "measured (ms)");
   for (auto [i, candidate] : enumerate(verification.candidates))
@@ -1134,6 +1136,9 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                   format("%.4f", candidate.predicted.maxMs),
                   format("%.4f", candidate.measured.maxMs));
   os << describeVerification(verification) << "\n";
+  if (!verification.experiencePath.empty())
+    os << formatv("the {0} sets were appended to '{1}'\n",
+                  verification.sets.size(), verification.experiencePath);
 }
 
 } // namespace neuroshard

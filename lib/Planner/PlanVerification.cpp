@@ -7,13 +7,18 @@
 #include "neuroshard/Planner/PlanVerification.h"
 
 #include "neuroshard/CostModel/CostModel.h"
+#include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Planner/PlanEvaluation.h"
 #include "neuroshard/Runtime/Statistics.h"
 #include "neuroshard/Sharding/Traffic.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cmath>
@@ -24,6 +29,22 @@ using namespace llvm;
 namespace neuroshard {
 
 SetTimer::~SetTimer() = default;
+
+static SetTimerFactory &setTimerFactory() {
+  static SetTimerFactory factory = nullptr;
+  return factory;
+}
+
+void registerSetTimerFactory(SetTimerFactory factory) {
+  setTimerFactory() = factory;
+}
+
+bool setTimerFactoryRegistered() { return setTimerFactory() != nullptr; }
+
+/// Why this program cannot time device sets.
+static constexpr const char *kNoSetTimer =
+    "this program links no kernels to time device sets with (see "
+    "registerSetTimerFactory)";
 
 std::optional<std::string> checkVerifySeconds(double seconds) {
   if (seconds >= 0.0 && seconds <= kMaxVerifySeconds)
@@ -40,6 +61,61 @@ std::optional<std::string> checkVerifyTop(unsigned count, Algorithm algorithm) {
                  "keeps them; {0} makes one plan",
                  algorithmName(algorithm))
       .str();
+}
+
+Expected<std::optional<unsigned>> parseVerifyTop(StringRef text) {
+  if (text == "auto")
+    return std::nullopt;
+  unsigned count = 0;
+  if (!text.getAsInteger(10, count) && count <= kMaxKeepCandidates)
+    return count;
+  return createStringError(
+      inconvertibleErrorCode(),
+      formatv("expected 'auto' or a count of candidates from 0 to {0}, got "
+              "'{1}'",
+              kMaxKeepCandidates, text));
+}
+
+std::optional<std::string> whyNotVerified(Algorithm algorithm,
+                                          const Topology &topology,
+                                          const CostModel &model) {
+  if (algorithm != Algorithm::NeuroShard)
+    return formatv("the {0} algorithm makes one plan", algorithmName(algorithm))
+        .str();
+  if (!isCPUDeviceKind(topology.deviceKind))
+    return formatv("the plan is for device kind '{0}', not for this "
+                   "machine's CPU",
+                   topology.deviceKind)
+        .str();
+  if (!model.describesThisHost())
+    return formatv("cost model '{0}' does not describe this machine",
+                   model.name())
+        .str();
+  if (!setTimerFactoryRegistered())
+    return std::string(kNoSetTimer);
+  return std::nullopt;
+}
+
+Expected<unsigned> resolveVerifyTop(std::optional<unsigned> top,
+                                    Algorithm algorithm,
+                                    const Topology &topology,
+                                    const CostModel &model) {
+  if (!top)
+    return whyNotVerified(algorithm, topology, model) ? 0 : kDefaultVerifyTop;
+  if (*top == 0)
+    return 0;
+  if (std::optional<std::string> problem = checkVerifyTop(*top, algorithm))
+    return createStringError(inconvertibleErrorCode(), *problem);
+  if (!isCPUDeviceKind(topology.deviceKind))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("the candidates are timed with this machine's CPU kernels, "
+                "but the plan is for device kind '{0}'; plan for device kind "
+                "cpu to verify a plan meant for CPU execution",
+                topology.deviceKind));
+  if (!setTimerFactoryRegistered())
+    return createStringError(inconvertibleErrorCode(), kNoSetTimer);
+  return *top;
 }
 
 namespace {
@@ -104,9 +180,16 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     ++rounds;
   }
   std::vector<double> setMs;
-  for (std::vector<double> &runs : times) {
+  std::vector<TimedSet> timedSets;
+  for (auto [slices, runs] : zip_equal(sets, times)) {
     llvm::sort(runs);
-    setMs.push_back(sortedMedian(runs));
+    TimedSet &set = timedSets.emplace_back();
+    set.slices = std::move(slices);
+    set.medianMs = sortedMedian(runs);
+    set.minMs = runs.front();
+    set.maxMs = runs.back();
+    set.runs = runs.size();
+    setMs.push_back(set.medianMs);
   }
 
   // Each candidate priced with its measured compute.
@@ -125,6 +208,14 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
       completePlanCosts(n, computeMs, traffic, model);
   if (!measured)
     return measured.takeError();
+  std::vector<ArrayRef<ColumnSlice>> slices;
+  for (const TimedSet &set : timedSets)
+    slices.push_back(set.slices);
+  std::vector<double> predictedMs(timedSets.size());
+  if (Error err = model.predictCompute(slices, predictedMs))
+    return err;
+  for (auto [set, predicted] : zip_equal(timedSets, predictedMs))
+    set.predictedMs = predicted;
 
   PlanVerification verification;
   for (auto [candidate, cost] : zip_equal(result.candidates, *measured))
@@ -134,7 +225,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     if (entry.measured.maxMs <
         verification.candidates[verification.chosen].measured.maxMs)
       verification.chosen = i;
-  verification.sets = sets.size();
+  verification.sets = std::move(timedSets);
   verification.rounds = rounds;
   verification.host = timer.host();
   verification.seconds = secondsSince(start);
@@ -143,6 +234,132 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   result.cost = chosen.cost;
   result.verification = std::move(verification);
   return Error::success();
+}
+
+/// Whether `dir` is a bundle shipped with NeuroShard: one in a directory
+/// "default" searches.
+static bool isShippedBundle(StringRef dir) {
+  SmallString<256> parent;
+  if (sys::fs::real_path(sys::path::parent_path(dir), parent))
+    return false;
+  for (const std::string &shipped : defaultModelSearchPath()) {
+    SmallString<256> real;
+    if (!sys::fs::real_path(shipped, real) && real == parent)
+      return true;
+  }
+  return false;
+}
+
+std::string experiencePath(StringRef experience, const CostModel &model) {
+  if (experience == kNoExperience)
+    return {};
+  if (!experience.empty())
+    return experience.str();
+  std::string dir = model.bundlePath();
+  if (dir.empty() || isShippedBundle(dir) ||
+      sys::fs::access(dir, sys::fs::AccessMode::Write))
+    return {};
+  SmallString<256> path(dir);
+  sys::path::append(path, kExperienceFileName);
+  return std::string(path);
+}
+
+Error appendExperience(StringRef path, ArrayRef<TableSpec> tables,
+                       const Topology &topology, StringRef model,
+                       const PlanVerification &verification) {
+  std::string lines;
+  raw_string_ostream os(lines);
+  for (const TimedSet &set : verification.sets) {
+    json::OStream json(os);
+    json.object([&] {
+      json.attribute("format", "neuroshard-experience");
+      json.attribute("version", 1);
+      json.attribute("hardware", verification.host);
+      json.attribute("device", "cpu");
+      json.attribute("batch_size", topology.batchSize);
+      json.attribute("bundle", model);
+      json.attribute("cost_ms", set.medianMs);
+      json.attribute("min_ms", set.minMs);
+      json.attribute("max_ms", set.maxMs);
+      json.attribute("runs", int64_t(set.runs));
+      json.attribute("predicted_ms", set.predictedMs);
+      json.attributeArray("tables", [&] {
+        for (const ColumnSlice &slice : set.slices) {
+          const TableSpec &table = tables[slice.table];
+          for (unsigned f = 0; f < table.numFeatures(); ++f) {
+            FeatureStats feature = table.feature(f);
+            json.object([&] {
+              json.attribute("name", table.name);
+              json.attribute("rows", table.rows);
+              json.attribute("dim", slice.width());
+              json.attribute("pooling_factor", feature.poolingFactor);
+              json.attributeArray("access_hist", [&] {
+                for (double bin : feature.accessHist)
+                  json.value(bin);
+              });
+            });
+          }
+        }
+      });
+    });
+    os << "\n";
+  }
+  std::error_code ec;
+  raw_fd_ostream file(path, ec, sys::fs::OF_Append | sys::fs::OF_Text);
+  if (!ec) {
+    file << lines;
+    file.close();
+    ec = file.error();
+  }
+  if (ec)
+    return createStringError(ec, formatv("cannot append the verified sets to "
+                                         "the experience file '{0}': {1}",
+                                         path, ec.message()));
+  return Error::success();
+}
+
+Expected<PlanResult>
+planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
+                     SearchOptions search, CostModel &model,
+                     const VerifyRequest &request, OptionSpelling spell) {
+  auto optionError = [&](const Twine &option, Error err) {
+    return createStringError(inconvertibleErrorCode(),
+                             spell(option.str()) + ": " +
+                                 toString(std::move(err)));
+  };
+  Expected<unsigned> count =
+      resolveVerifyTop(request.top, search.algorithm, topology, model);
+  if (!count)
+    return optionError("verify-top", count.takeError());
+  if (std::optional<std::string> problem =
+          checkVerifySeconds(request.options.seconds))
+    return optionError("verify-seconds",
+                       createStringError(inconvertibleErrorCode(), *problem));
+  search.keepCandidates = *count;
+  Expected<PlanResult> result = planSharding(tables, topology, search, model);
+  if (!result || !*count)
+    return result;
+  if (!model.describesThisHost())
+    result->warnings.push_back(
+        formatv("the candidates are timed on this machine, which cost model "
+                "'{0}' does not describe: the plan is chosen for this "
+                "machine's CPU",
+                model.name())
+            .str());
+  Expected<std::unique_ptr<SetTimer>> timer = setTimerFactory()();
+  if (!timer)
+    return timer.takeError();
+  if (Error err = verifyCandidates(*result, tables, topology, model, **timer,
+                                   request.options))
+    return std::move(err);
+  std::string path = experiencePath(request.experience, model);
+  if (!path.empty()) {
+    if (Error err = appendExperience(path, tables, topology, model.name(),
+                                     *result->verification))
+      return std::move(err);
+    result->verification->experiencePath = path;
+  }
+  return result;
 }
 
 std::string describeVerification(const PlanVerification &verification) {

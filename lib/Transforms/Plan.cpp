@@ -243,7 +243,20 @@ void PlanPass::runOnOperation() {
     (void)emitPlannerError(module.getLoc(), model.takeError());
     return signalPassFailure();
   }
-  auto result = ::neuroshard::planSharding(specs, *topology, *options, **model);
+  llvm::Expected<std::optional<unsigned>> verifyCount =
+      ::neuroshard::parseVerifyTop(verifyTop);
+  if (!verifyCount) {
+    module.emitError() << "verify-top: "
+                       << llvm::toString(verifyCount.takeError());
+    return signalPassFailure();
+  }
+  ::neuroshard::VerifyRequest request;
+  request.top = *verifyCount;
+  request.options.seconds = verifySeconds;
+  request.experience = experience;
+  auto result = ::neuroshard::planWithVerification(
+      specs, *topology, *options, **model, request,
+      [](StringRef name) { return name.str(); });
   if (!result) {
     (void)emitPlannerError(module.getLoc(), result.takeError());
     return signalPassFailure();

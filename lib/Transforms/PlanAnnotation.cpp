@@ -209,34 +209,57 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
     warnings.push_back(b.getStringAttr(warning));
   const ::neuroshard::SearchStats &stats = result.stats;
   auto count = [&](uint64_t n) { return b.getI64IntegerAttr(n); };
-  module->setAttr(
-      NeuroShardDialect::getPlanAttrName(),
-      b.getDictionaryAttr({
-          b.getNamedAttr("algorithm",
-                         b.getStringAttr(::neuroshard::planOriginName(result))),
-          b.getNamedAttr("cost_model", b.getStringAttr(result.costModelName)),
-          b.getNamedAttr("cost_model_description",
-                         b.getStringAttr(result.costModelDescription)),
-          b.getNamedAttr("warnings", b.getArrayAttr(warnings)),
-          b.getNamedAttr("cost_ms", b.getF64FloatAttr(result.cost.maxMs)),
-          b.getNamedAttr(
-              "optimizer",
-              b.getStringAttr(::neuroshard::optimizerName(topology.optimizer))),
-          b.getNamedAttr("reserved_fraction",
-                         b.getF64FloatAttr(topology.reservedFraction)),
-          b.getNamedAttr("per_device", b.getArrayAttr(perDevice)),
-          b.getNamedAttr(
-              "search",
-              b.getDictionaryAttr({
-                  b.getNamedAttr("time_ms", b.getF64FloatAttr(stats.timeMs)),
-                  b.getNamedAttr("cost_queries", count(stats.costQueries)),
-                  b.getNamedAttr("cache_hits", count(stats.cacheHits)),
-                  b.getNamedAttr("model_calls", count(stats.modelCalls)),
-                  b.getNamedAttr("states_explored",
-                                 count(stats.statesExplored)),
-                  b.getNamedAttr("greedy_runs", count(stats.greedyRuns)),
-              })),
+  SmallVector<NamedAttribute> entries({
+      b.getNamedAttr("algorithm",
+                     b.getStringAttr(::neuroshard::planOriginName(result))),
+      b.getNamedAttr("cost_model", b.getStringAttr(result.costModelName)),
+      b.getNamedAttr("cost_model_description",
+                     b.getStringAttr(result.costModelDescription)),
+      b.getNamedAttr("warnings", b.getArrayAttr(warnings)),
+      b.getNamedAttr("cost_ms", b.getF64FloatAttr(result.cost.maxMs)),
+      b.getNamedAttr("optimizer", b.getStringAttr(::neuroshard::optimizerName(
+                                      topology.optimizer))),
+      b.getNamedAttr("reserved_fraction",
+                     b.getF64FloatAttr(topology.reservedFraction)),
+      b.getNamedAttr("per_device", b.getArrayAttr(perDevice)),
+      b.getNamedAttr(
+          "search",
+          b.getDictionaryAttr({
+              b.getNamedAttr("time_ms", b.getF64FloatAttr(stats.timeMs)),
+              b.getNamedAttr("cost_queries", count(stats.costQueries)),
+              b.getNamedAttr("cache_hits", count(stats.cacheHits)),
+              b.getNamedAttr("model_calls", count(stats.modelCalls)),
+              b.getNamedAttr("states_explored", count(stats.statesExplored)),
+              b.getNamedAttr("greedy_runs", count(stats.greedyRuns)),
+          })),
+  });
+  if (const std::optional<::neuroshard::PlanVerification> &verification =
+          result.verification) {
+    SmallVector<Attribute> candidates;
+    for (const ::neuroshard::CandidateMeasurement &candidate :
+         verification->candidates)
+      candidates.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("origin", b.getStringAttr(candidate.origin)),
+          b.getNamedAttr("predicted_ms",
+                         b.getF64FloatAttr(candidate.predicted.maxMs)),
+          b.getNamedAttr("measured_ms",
+                         b.getF64FloatAttr(candidate.measured.maxMs)),
       }));
+    entries.push_back(b.getNamedAttr(
+        "verification",
+        b.getDictionaryAttr({
+            b.getNamedAttr("host", b.getStringAttr(verification->host)),
+            b.getNamedAttr("sets", count(verification->sets.size())),
+            b.getNamedAttr("rounds", count(verification->rounds)),
+            b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
+            b.getNamedAttr("chosen", count(verification->chosen)),
+            b.getNamedAttr("candidates", b.getArrayAttr(candidates)),
+            b.getNamedAttr("experience",
+                           b.getStringAttr(verification->experiencePath)),
+        })));
+  }
+  module->setAttr(NeuroShardDialect::getPlanAttrName(),
+                  b.getDictionaryAttr(entries));
 }
 
 namespace {

@@ -62,6 +62,9 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.thresholdMin = thresholdMin;
     options.thresholdMax = thresholdMax;
     options.seed = seed;
+    options.verifyTop = verifyTop;
+    options.verifySeconds = verifySeconds;
+    options.experience = experience;
     options.progress = progress;
     options.modelWarnings = modelWarnings;
     return options;

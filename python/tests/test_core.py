@@ -491,11 +491,45 @@ def test_the_table_format_is_the_readable_plan():
      "format: expected 'json', 'table' or 'torchrec', got 'yaml'"),
     ({"devices": 2, "memory_gb": 0.001, "cost_model": "analytical"},
      "table 'sparse.user_id' "),
+    ({"devices": 2, "verify_top": "all"}, "verify_top: expected 'auto' or a "
+     "count of candidates from 0 to 64, got 'all'"),
+    ({"devices": 2, "verify_top": 65}, "verify_top: expected 'auto' or a "
+     "count of candidates from 0 to 64, got '65'"),
+    ({"devices": 2, "cost_model": "analytical", "verify_top": 2},
+     "verify_top: the candidates are timed with this machine's CPU kernels, "
+     "but the plan is for device kind 'gpu'"),
+    ({"devices": 2, "cost_model": "analytical", "device_kind": "cpu",
+      "verify_top": 2, "verify_seconds": -1},
+     "verify_seconds: must be between 0 and 3600 seconds, got -1"),
 ])
 def test_plan_errors_say_what_is_wrong(options, message):
     with pytest.raises(neuroshard.NeuroShardError) as info:
         neuroshard.plan(TASK, **options)
     assert message in str(info.value), str(info.value)
+
+
+def test_plans_are_verified_by_measurement_when_asked(tmp_path):
+    experience = tmp_path / "experience.jsonl"
+    plan = neuroshard.plan(TASK, devices=2, memory_gb=0.3,
+                           cost_model="analytical", device_kind="cpu",
+                           verify_top=3, verify_seconds=0,
+                           experience=experience)
+    verification = plan["verification"]
+    assert verification["rounds"] == 3
+    assert 1 <= len(verification["candidates"]) <= 3
+    assert verification["experience"] == str(experience)
+    lines = [json.loads(line) for line in
+             experience.read_text().splitlines()]
+    assert len(lines) == verification["sets"]
+    assert {line["bundle"] for line in lines} == {"analytical"}
+    # The analytical model describes no machine: the plan says so.
+    assert any("does not describe" in w for w in plan["warnings"])
+    # 'auto' (the default) verifies only with a model of this machine.
+    assert "verification" not in neuroshard.plan(
+        TASK, devices=2, memory_gb=0.3, cost_model="analytical",
+        device_kind="cpu")
+    with pytest.raises(TypeError):
+        neuroshard.plan(TASK, devices=2, verify_top=True)
 
 
 def without_search(plan):

@@ -14,6 +14,7 @@
 #include "neuroshard/Conversion/Passes.h"
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Execution/SetTiming.h"
 #include "neuroshard/Support/Version.h"
 #include "neuroshard/Transforms/Passes.h"
 
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
   neuroshard::addDocumentationHelp("passes.md");
   mlir::registerAllPasses();
   neuroshard::registerAvailableCostModels();
+  neuroshard::execution::registerKernelSetTimer();
   mlir::neuroshard::registerNeuroShardPasses();
   mlir::neuroshard::registerNeuroShardConversionPasses();
   mlir::neuroshard::registerNeuroShardToCPUPipeline();

@@ -105,18 +105,27 @@ static cl::opt<double> thresholdMax("threshold-max",
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random baseline"),
                               cl::init(SearchOptions().seed),
                               cl::cat(category));
-static cl::opt<unsigned> verifyTop(
+static cl::opt<std::string> verifyTop(
     "verify-top",
     cl::desc("Time the device sets of the K best distinct plans on this "
              "machine's CPU (the table-wise and the best baseline's among "
              "them) and return the one that measures fastest; for plans "
-             "with --device-kind cpu (default 0: never)"),
-    cl::value_desc("K"), cl::cat(category));
+             "for CPU execution (--device-kind cpu). 'auto' (the default) "
+             "verifies 4 where the cost model describes this machine, 0 "
+             "never"),
+    cl::value_desc("auto|K"), cl::init("auto"), cl::cat(category));
 static cl::opt<double> verifySeconds(
     "verify-seconds",
     cl::desc("Seconds the timed rounds of --verify-top may take (at least "
              "3 rounds are timed)"),
     cl::init(VerifyOptions().seconds), cl::cat(category));
+static cl::opt<std::string> experience(
+    "experience",
+    cl::desc("JSON Lines file the verified device sets are appended to, for "
+             "refining the cost model ('none': nowhere; default: "
+             "experience.jsonl in the bundle's directory, for a bundle of "
+             "your own)"),
+    cl::value_desc("path"), cl::cat(category));
 static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Global batch size (default: the task's batch_size, "
@@ -276,21 +285,16 @@ static Error run() {
   Expected<SearchOptions> options = buildSearchOptions();
   if (!options)
     return options.takeError();
-  if (std::optional<std::string> problem = checkVerifySeconds(verifySeconds))
-    return optionError("--verify-seconds " + *problem);
   if (verbose && outputFormat != OutputFormat::Table)
     return optionError("--verbose adds a row per table to --format table; "
                        "the JSON and TorchRec formats list every shard "
                        "already");
-  if (given && verifyTop)
+  Expected<std::optional<unsigned>> verifyCount = parseVerifyTop(verifyTop);
+  if (!verifyCount)
+    return optionError("--verify-top: " + toString(verifyCount.takeError()));
+  if (given && verifyCount->value_or(0))
     return optionError("--verify-top: a plan given with --price is priced, "
                        "not chosen among candidates");
-  if (verifyTop && !isCPUDeviceKind(topology->deviceKind))
-    return optionError(formatv(
-        "--verify-top times the candidates with this machine's CPU kernels, "
-        "but the plan is for device kind '{0}'; give --device-kind cpu for "
-        "a plan meant for CPU execution",
-        topology->deviceKind));
   if (std::optional<std::string> problem = checkRiskMargin(costRisk))
     return optionError("--cost-risk: " + *problem);
   CostModelOptions modelOptions;
@@ -299,39 +303,18 @@ static Error run() {
       createCostModel(costModel, *topology, modelOptions);
   if (!model)
     return model.takeError();
-  unsigned verifyCount = 0;
-  if (!given) {
-    verifyCount = verifyTop;
-    if (std::optional<std::string> problem =
-            checkVerifyTop(verifyCount, options->algorithm))
-      return optionError("--verify-top: " + *problem);
-    options->keepCandidates = verifyCount;
-    if (Error err = validateSearchOptions(*options))
-      return optionError("--" + toString(std::move(err)));
-  }
-  Expected<PlanResult> result =
-      given ? pricePlan(task->tables, *topology, *given, **model)
-            : planSharding(task->tables, *topology, *options, **model);
+  Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
+    if (given)
+      return pricePlan(task->tables, *topology, *given, **model);
+    VerifyRequest request;
+    request.top = *verifyCount;
+    request.options.seconds = verifySeconds;
+    request.experience = experience;
+    return planWithVerification(task->tables, *topology, *options, **model,
+                                request, commandLineSpelling);
+  }();
   if (!result)
     return result.takeError();
-  if (verifyCount) {
-    if (!(*model)->describesThisHost())
-      result->warnings.push_back(
-          formatv("the candidates are timed on this machine, which cost "
-                  "model '{0}' does not describe: the plan is chosen for "
-                  "this machine's CPU",
-                  (*model)->name())
-              .str());
-    Expected<std::unique_ptr<SetTimer>> timer =
-        execution::createKernelSetTimer();
-    if (!timer)
-      return timer.takeError();
-    VerifyOptions verifyOptions;
-    verifyOptions.seconds = verifySeconds;
-    if (Error err = verifyCandidates(*result, task->tables, *topology, **model,
-                                     **timer, verifyOptions))
-      return err;
-  }
   if (modelWarnings)
     for (const std::string &warning : result->warnings)
       WithColor::warning(errs(), "neuroshard-plan") << warning << "\n";
@@ -354,6 +337,7 @@ static Error run() {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   neuroshard::registerAvailableCostModels();
+  neuroshard::execution::registerKernelSetTimer();
   cl::HideUnrelatedOptions(category);
   ::neuroshard::addVersionPrinter();
   ::neuroshard::addDocumentationHelp("planner.md");

@@ -103,8 +103,14 @@ public:
     return llvm::Error::success();
   }
 
+  bool describesThisHost() const override { return describesHost; }
+  std::string bundlePath() const override { return bundle; }
+
   unsigned computeCalls = 0;
   uint64_t setsPriced = 0;
+  /// What describesThisHost() and bundlePath() answer.
+  bool describesHost = false;
+  std::string bundle;
 
 private:
   double overheadPerSliceMs;

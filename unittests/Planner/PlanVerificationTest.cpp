@@ -14,7 +14,13 @@
 #include "TestProblems.h"
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
+#include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Planner/PlanVerification.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include "gtest/gtest.h"
 
@@ -130,7 +136,15 @@ TEST(PlanVerificationTest, ChoosesWhatMeasuresFastest) {
   const PlanVerification &verification = *result.verification;
   EXPECT_EQ(timer.preparedBatch, 1024);
   EXPECT_EQ(verification.host, "test host");
-  EXPECT_EQ(verification.sets, timer.setMs.size());
+  ASSERT_EQ(verification.sets.size(), timer.setMs.size());
+  for (auto [set, ms] : zip_equal(verification.sets, timer.setMs)) {
+    // A fixed formula: every run the same; the prediction is the model's.
+    EXPECT_EQ(set.medianMs, ms);
+    EXPECT_EQ(set.minMs, ms);
+    EXPECT_EQ(set.maxMs, ms);
+    EXPECT_EQ(set.runs, verification.rounds);
+    EXPECT_EQ(set.predictedMs, ms - 1000.0 * set.slices.size());
+  }
   ASSERT_EQ(verification.candidates.size(), result.candidates.size());
   // Measured: each device's set from the formula, no communication.
   double lowest = std::numeric_limits<double>::infinity();
@@ -219,6 +233,213 @@ TEST(PlanVerificationTest, WhereItApplies) {
   options.keepCandidates = 65;
   EXPECT_EQ(errorMessage(validateSearchOptions(options)),
             "verify-top must be between 0 and 64, got 65");
+}
+
+TEST(PlanVerificationTest, ParsesTheCount) {
+  Expected<std::optional<unsigned>> automatic = parseVerifyTop("auto");
+  ASSERT_TRUE(bool(automatic));
+  EXPECT_EQ(*automatic, std::nullopt);
+  Expected<std::optional<unsigned>> four = parseVerifyTop("4");
+  ASSERT_TRUE(bool(four));
+  EXPECT_EQ(*four, 4u);
+  for (StringRef bad : {"65", "-1", "four", ""}) {
+    Expected<std::optional<unsigned>> parsed = parseVerifyTop(bad);
+    EXPECT_EQ(errorMessage(parsed),
+              ("expected 'auto' or a count of candidates from 0 to 64, got '" +
+               bad + "'")
+                  .str());
+  }
+}
+
+/// A SetTimer factory that makes FormulaTimers with a price per slice.
+Expected<std::unique_ptr<SetTimer>> makeFormulaTimer() {
+  return std::make_unique<FormulaTimer>(1000.0);
+}
+
+/// Installs makeFormulaTimer while alive.
+struct FormulaTimerInstalled {
+  FormulaTimerInstalled() { registerSetTimerFactory(makeFormulaTimer); }
+  ~FormulaTimerInstalled() { registerSetTimerFactory(nullptr); }
+};
+
+TEST(PlanVerificationTest, AutoVerifiesWhereItApplies) {
+  Topology cpu = twoDevices();
+  cpu.deviceKind = "cpu";
+  SliceCostModel model;
+  model.describesHost = true;
+  auto resolve = [&](std::optional<unsigned> top, const Topology &topology,
+                     Algorithm algorithm = Algorithm::NeuroShard) {
+    Expected<unsigned> count =
+        resolveVerifyTop(top, algorithm, topology, model);
+    return count ? std::to_string(*count) : errorMessage(count.takeError());
+  };
+  // No program to time with: auto is off, a count is refused.
+  EXPECT_EQ(resolve(std::nullopt, cpu), "0");
+  EXPECT_EQ(*whyNotVerified(Algorithm::NeuroShard, cpu, model),
+            "this program links no kernels to time device sets with (see "
+            "registerSetTimerFactory)");
+  EXPECT_EQ(resolve(4, cpu),
+            *whyNotVerified(Algorithm::NeuroShard, cpu, model));
+  FormulaTimerInstalled installed;
+  EXPECT_EQ(whyNotVerified(Algorithm::NeuroShard, cpu, model), std::nullopt);
+  EXPECT_EQ(resolve(std::nullopt, cpu), "4");
+  EXPECT_EQ(resolve(2, cpu), "2");
+  EXPECT_EQ(resolve(0, cpu), "0");
+  // A GPU plan: auto is off, a count is refused by the device kind.
+  EXPECT_EQ(resolve(std::nullopt, twoDevices()), "0");
+  EXPECT_EQ(*whyNotVerified(Algorithm::NeuroShard, twoDevices(), model),
+            "the plan is for device kind 'gpu', not for this machine's CPU");
+  EXPECT_EQ(resolve(4, twoDevices()),
+            "the candidates are timed with this machine's CPU kernels, but the "
+            "plan is for device kind 'gpu'; plan for device kind cpu to verify "
+            "a plan meant for CPU execution");
+  // Another algorithm: auto is off, a count is refused.
+  EXPECT_EQ(resolve(std::nullopt, cpu, Algorithm::SizeGreedy), "0");
+  EXPECT_EQ(resolve(4, cpu, Algorithm::SizeGreedy),
+            "verifying candidates needs the neuroshard algorithm, which keeps "
+            "them; size-greedy makes one plan");
+  // A model of another machine: auto is off, a count verifies.
+  model.describesHost = false;
+  EXPECT_EQ(resolve(std::nullopt, cpu), "0");
+  EXPECT_EQ(*whyNotVerified(Algorithm::NeuroShard, cpu, model),
+            "cost model 'slice-test' does not describe this machine");
+  EXPECT_EQ(resolve(4, cpu), "4");
+}
+
+/// The message of a planning error, "" for a plan.
+std::string planError(Expected<PlanResult> result) {
+  return errorMessage(result);
+}
+
+/// A fresh directory under the system's temporary directory.
+std::string freshDirectory() {
+  SmallString<128> dir;
+  EXPECT_FALSE(sys::fs::createUniqueDirectory("neuroshard-verify", dir));
+  return std::string(dir);
+}
+
+TEST(PlanVerificationTest, ExperienceGoesNextToTheUsersBundle) {
+  SliceCostModel model;
+  EXPECT_EQ(experiencePath("", model), "");
+  EXPECT_EQ(experiencePath("none", model), "");
+  EXPECT_EQ(experiencePath("x.jsonl", model), "x.jsonl");
+  model.bundle = freshDirectory();
+  SmallString<128> expected(model.bundle);
+  sys::path::append(expected, "experience.jsonl");
+  EXPECT_EQ(experiencePath("", model), expected);
+  EXPECT_EQ(experiencePath("none", model), "");
+  // A shipped bundle (in a directory "default" searches) gets none.
+  SmallString<128> shipped(model.bundle);
+  sys::path::append(shipped, "models");
+  SmallString<128> bundle(shipped);
+  sys::path::append(bundle, "cpu-test");
+  ASSERT_FALSE(sys::fs::create_directories(bundle));
+  model.bundle = std::string(bundle);
+  EXPECT_EQ(experiencePath("", model), (bundle + "/experience.jsonl").str());
+  addDefaultModelSearchDir(shipped);
+  EXPECT_EQ(experiencePath("", model), "");
+  sys::fs::remove_directories(sys::path::parent_path(shipped));
+}
+
+TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {
+  std::vector<TableSpec> tables = hotAndCold();
+  tables[1].moreFeatures.push_back({3.0, tables[1].accessHist});
+  Topology cpu = twoDevices();
+  cpu.deviceKind = "cpu";
+  SliceCostModel model;
+  model.describesHost = true;
+  model.bundle = freshDirectory();
+  FormulaTimerInstalled installed;
+  VerifyRequest request;
+  request.options.seconds = 0.0;
+  auto spell = [](StringRef name) { return "--" + name.str(); };
+  Expected<PlanResult> result =
+      planWithVerification(tables, cpu, SearchOptions(), model, request, spell);
+  ASSERT_EQ(errorMessage(result), "");
+  ASSERT_TRUE(result->verification);
+  EXPECT_EQ(result->candidates.size(), 4u);
+  EXPECT_TRUE(result->warnings.empty());
+  // The price per slice the model does not know makes a table-wise plan
+  // measure fastest.
+  EXPECT_FALSE(splitsATable(tables, result->plan));
+  const PlanVerification &verification = *result->verification;
+  SmallString<128> path(model.bundle);
+  sys::path::append(path, "experience.jsonl");
+  EXPECT_EQ(verification.experiencePath, path);
+
+  // Twice: the file grows by one line per set each time.
+  ASSERT_EQ(planError(planWithVerification(tables, cpu, SearchOptions(), model,
+                                           request, spell)),
+            "");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> file = MemoryBuffer::getFile(path);
+  ASSERT_TRUE(bool(file));
+  SmallVector<StringRef> lines;
+  (*file)->getBuffer().trim().split(lines, '\n');
+  ASSERT_EQ(lines.size(), 2 * verification.sets.size());
+  for (auto [line, set] : zip(lines, verification.sets)) {
+    Expected<json::Value> value = json::parse(line);
+    ASSERT_EQ(errorMessage(value.takeError()), "");
+    const json::Object &entry = *value->getAsObject();
+    EXPECT_EQ(entry.getString("format"), "neuroshard-experience");
+    EXPECT_EQ(entry.getInteger("version"), 1);
+    EXPECT_EQ(entry.getString("hardware"), "test host");
+    EXPECT_EQ(entry.getString("device"), "cpu");
+    EXPECT_EQ(entry.getInteger("batch_size"), 1024);
+    EXPECT_EQ(entry.getString("bundle"), "slice-test");
+    EXPECT_EQ(entry.getNumber("cost_ms"), set.medianMs);
+    EXPECT_EQ(entry.getNumber("min_ms"), set.minMs);
+    EXPECT_EQ(entry.getNumber("max_ms"), set.maxMs);
+    EXPECT_EQ(entry.getInteger("runs"), int64_t(set.runs));
+    EXPECT_EQ(entry.getNumber("predicted_ms"), set.predictedMs);
+    // One entry per lookup: table b is looked up twice.
+    size_t lookups = 0;
+    for (const ColumnSlice &slice : set.slices)
+      lookups += tables[slice.table].numFeatures();
+    const json::Array *entries = entry.getArray("tables");
+    ASSERT_TRUE(entries);
+    ASSERT_EQ(entries->size(), lookups);
+    const json::Object &first = *(*entries)[0].getAsObject();
+    const TableSpec &table = tables[set.slices[0].table];
+    EXPECT_EQ(first.getString("name"), table.name);
+    EXPECT_EQ(first.getInteger("rows"), table.rows);
+    EXPECT_EQ(first.getInteger("dim"), set.slices[0].width());
+    EXPECT_EQ(first.getNumber("pooling_factor"), table.poolingFactor);
+    EXPECT_EQ(first.getArray("access_hist")->size(), kNumAccessBins);
+  }
+
+  // A file that cannot be written is named; nothing is planned silently.
+  request.experience = model.bundle + "/no/such/dir/e.jsonl";
+  EXPECT_NE(planError(planWithVerification(tables, cpu, SearchOptions(), model,
+                                           request, spell))
+                .find("cannot append the verified sets to the experience "
+                      "file '" +
+                      request.experience + "'"),
+            std::string::npos);
+  // Options are named as the front end spells them.
+  request.options.seconds = -2.0;
+  EXPECT_EQ(planError(planWithVerification(tables, cpu, SearchOptions(), model,
+                                           request, spell)),
+            "--verify-seconds: must be between 0 and 3600 seconds, got -2");
+  request.options.seconds = 0.0;
+  request.top = 3;
+  Topology gpu = twoDevices();
+  EXPECT_NE(planError(planWithVerification(tables, gpu, SearchOptions(), model,
+                                           request, spell))
+                .find("--verify-top: the candidates are timed with this "
+                      "machine's CPU kernels"),
+            std::string::npos);
+  // A model of another machine still verifies a given count, and says so.
+  model.describesHost = false;
+  request.experience = "none";
+  result =
+      planWithVerification(tables, cpu, SearchOptions(), model, request, spell);
+  ASSERT_EQ(errorMessage(result), "");
+  EXPECT_EQ(result->verification->experiencePath, "");
+  ASSERT_EQ(result->warnings.size(), 1u);
+  EXPECT_NE(result->warnings[0].find("which cost model 'slice-test' does not "
+                                     "describe"),
+            std::string::npos);
+  sys::fs::remove_directories(model.bundle);
 }
 
 } // namespace

@@ -63,6 +63,10 @@ public:
   /// made with it can be checked by timing their device sets here.
   virtual bool describesThisHost() const { return false; }
 
+  /// The directory of the model's bundle, for models loaded from one ("" for
+  /// the analytical model).
+  virtual std::string bundlePath() const { return {}; }
+
   /// Whether the model estimates how uncertain its compute costs are (a
   /// neural bundle with an ensemble of corrections does).
   virtual bool estimatesUncertainty() const { return false; }

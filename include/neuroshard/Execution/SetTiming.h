@@ -37,6 +37,11 @@ struct KernelSetTimerOptions {
 llvm::Expected<std::unique_ptr<SetTimer>>
 createKernelSetTimer(const KernelSetTimerOptions &options = {});
 
+/// Installs createKernelSetTimer (default options) as the planner's
+/// SetTimer factory (registerSetTimerFactory), so that planning verifies
+/// candidates in this program.
+void registerKernelSetTimer();
+
 } // namespace execution
 } // namespace neuroshard
 

@@ -17,10 +17,15 @@
 #define NEUROSHARD_PLANNER_PLANVERIFICATION_H
 
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Planner/TopologyOptions.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,12 +53,38 @@ public:
 struct VerifyOptions {
   /// Seconds the timed rounds may take; the first (untimed) round and
   /// preparing the sets are not counted.
-  double seconds = 5.0;
+  double seconds = 2.0;
   /// Timed rounds over all sets: at least minRounds however long they
   /// take, at most maxRounds however fast.
   unsigned minRounds = 3;
   unsigned maxRounds = 25;
 };
+
+/// Candidates verified where verification applies and no count was given.
+constexpr unsigned kDefaultVerifyTop = 4;
+
+/// Parses a `verify-top` value: "auto" (nullopt) or a count from 0 to
+/// kMaxKeepCandidates; the message names the value.
+llvm::Expected<std::optional<unsigned>> parseVerifyTop(llvm::StringRef text);
+
+/// Why verification does not apply by default to a plan, or nullopt when
+/// it does: the NeuroShard search (which keeps candidates), devices that
+/// are this machine's CPU (a plan for CPU execution), a cost model that
+/// describes this machine (CostModel::describesThisHost) and a program
+/// that can time device sets (registerSetTimerFactory).
+std::optional<std::string> whyNotVerified(Algorithm algorithm,
+                                          const Topology &topology,
+                                          const CostModel &model);
+
+/// The number of candidates to verify: `top` when given (0: none), checked
+/// against the algorithm and the device kind (the kernels timed are this
+/// CPU's); for nullopt ("auto"), kDefaultVerifyTop where whyNotVerified
+/// finds nothing against it, else 0. The message says why a given count
+/// cannot be verified.
+llvm::Expected<unsigned> resolveVerifyTop(std::optional<unsigned> top,
+                                          Algorithm algorithm,
+                                          const Topology &topology,
+                                          const CostModel &model);
 
 /// Checks that `count` candidates can be verified for this search; the
 /// message says why not (another algorithm than NeuroShard, a priced plan).
@@ -77,6 +108,61 @@ llvm::Error verifyCandidates(PlanResult &result,
                              llvm::ArrayRef<TableSpec> tables,
                              const Topology &topology, CostModel &model,
                              SetTimer &timer, const VerifyOptions &options);
+
+/// The experience file (JSON Lines) that verified sets are appended to
+/// when no path is given: next to the model's bundle.
+constexpr const char *kExperienceFileName = "experience.jsonl";
+/// The `experience` value that appends nowhere.
+constexpr const char *kNoExperience = "none";
+
+/// Where the sets verified with `model` are appended for `experience` (the
+/// user's option): "" means next to the model's bundle
+/// (CostModel::bundlePath) when it is a bundle of the user's (not one
+/// shipped with NeuroShard) in a writable directory, else nowhere;
+/// kNoExperience nowhere; anything else is the path. "" for nowhere.
+std::string experiencePath(llvm::StringRef experience, const CostModel &model);
+
+/// Appends one JSON line per timed set of `verification` to `path`
+/// (docs/planner.md, "Learning from measured plans"): its lookups as the
+/// cost model's features (rows, the slice's width, pooling factor, access
+/// histogram; a table that several features look up once per feature),
+/// the measured median, fastest and slowest run, the runs, and the model's
+/// prediction. Creates the file if needed; the error names it.
+llvm::Error appendExperience(llvm::StringRef path,
+                             llvm::ArrayRef<TableSpec> tables,
+                             const Topology &topology, llvm::StringRef model,
+                             const PlanVerification &verification);
+
+/// Makes the SetTimer that measured selection uses.
+using SetTimerFactory = llvm::Expected<std::unique_ptr<SetTimer>> (*)();
+
+/// Installs the factory planWithVerification times with (nullptr removes
+/// it). The planner does not link the kernels: a program that does (every
+/// NeuroShard tool and the Python module) installs
+/// execution::createKernelSetTimer at start-up
+/// (execution::registerKernelSetTimer).
+void registerSetTimerFactory(SetTimerFactory factory);
+/// Whether a factory is installed.
+bool setTimerFactoryRegistered();
+
+/// What a user asks of measured selection.
+struct VerifyRequest {
+  /// Candidates to verify (resolveVerifyTop); nullopt: "auto".
+  std::optional<unsigned> top;
+  VerifyOptions options;
+  /// Where to append the verified sets (experiencePath).
+  std::string experience;
+};
+
+/// Plans with planSharding and, when `request` resolves to a count of
+/// candidates, keeps that many, verifies them with a timer of the installed
+/// factory and appends the timed sets to the experience file. A model that
+/// does not describe this machine adds a warning to the result. Errors about
+/// the request name its option as `spell` spells "verify-top".
+llvm::Expected<PlanResult>
+planWithVerification(llvm::ArrayRef<TableSpec> tables, const Topology &topology,
+                     SearchOptions search, CostModel &model,
+                     const VerifyRequest &request, OptionSpelling spell);
 
 /// "chosen: table-greedy-grid, measured 3.02 ms against 3.41 ms for the
 /// model's choice (neuroshard), which it predicted at 2.71 ms", or why the

@@ -172,17 +172,28 @@ struct CandidateMeasurement {
   /// model's).
   PlanCost predicted, measured;
 };
+/// One distinct device set the candidates have, as it was timed.
+struct TimedSet {
+  std::vector<ColumnSlice> slices;
+  /// The median, fastest and slowest of its timed runs, and their count.
+  double medianMs = 0.0, minMs = 0.0, maxMs = 0.0;
+  unsigned runs = 0;
+  /// The model's compute cost of the set, as the search priced it.
+  double predictedMs = 0.0;
+};
 struct PlanVerification {
   std::vector<CandidateMeasurement> candidates;
   /// The index of the candidate returned.
   size_t chosen = 0;
-  /// Distinct device sets timed, timed rounds over all of them, and the
-  /// time verification took (compiling the kernels included).
-  size_t sets = 0;
+  /// The distinct device sets timed, the timed rounds over all of them,
+  /// and the time verification took (compiling the kernels included).
+  std::vector<TimedSet> sets;
   unsigned rounds = 0;
   double seconds = 0.0;
   /// The host the sets were timed on.
   std::string host;
+  /// The experience file the sets were appended to ("" for none).
+  std::string experiencePath;
 };
 
 struct PlanResult {

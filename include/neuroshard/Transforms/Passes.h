@@ -9,6 +9,7 @@
 
 // The defaults of the planning options are the planner's.
 #include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Planner/Search.h"
 
 #include "mlir/IR/BuiltinOps.h"

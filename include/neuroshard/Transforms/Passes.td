@@ -81,6 +81,19 @@ defvar PlanOptions = [
          "Greedy grid search: highest dim-sum threshold (1.5)">,
   Option<"seed", "seed", "uint64_t", "::neuroshard::SearchOptions{}.seed",
          "Seed of the random baseline">,
+  Option<"verifyTop", "verify-top", "std::string", "\"auto\"",
+         "Time the device sets of the K best distinct plans on this "
+         "machine's CPU and keep the one that measures fastest, for plans "
+         "for CPU execution: 'auto' verifies 4 where the cost model "
+         "describes this machine, 0 never">,
+  Option<"verifySeconds", "verify-seconds", "double",
+         "::neuroshard::VerifyOptions{}.seconds",
+         "Seconds the timed rounds of verify-top may take (at least 3 "
+         "rounds are timed)">,
+  Option<"experience", "experience", "std::string", "\"\"",
+         "JSON Lines file the verified device sets are appended to ('none': "
+         "nowhere; default: experience.jsonl in the bundle's directory, for "
+         "a bundle of your own)">,
   Option<"progress", "progress", "bool", "false",
          "Print a line to stderr after each step of the search (level, "
          "states priced, best cost, time)">,

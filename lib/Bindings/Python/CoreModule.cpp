@@ -15,6 +15,7 @@
 
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/CostModel/InitCostModels.h"
+#include "neuroshard/Execution/SetTiming.h"
 #include "neuroshard/Support/Version.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -63,6 +64,7 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<NeuroShardError>(m, "NeuroShardError",
                                           PyExc_ValueError);
   registerAvailableCostModels();
+  execution::registerKernelSetTimer();
   addPackageModelsDir();
   populateTableRules(m);
   populatePlanner(m);

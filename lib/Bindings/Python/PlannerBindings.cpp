@@ -16,6 +16,7 @@
 
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Planner/Search.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -141,8 +142,25 @@ struct PlanOptions {
   std::optional<int64_t> batchSize;
   /// The search's numeric settings (makeSearchOptions takes the rest).
   SearchOptions search;
+  VerifyRequest verify;
 };
 } // namespace
+
+/// verify_top: "auto" (nullopt) or a count.
+static std::optional<unsigned> verifyTopOption(const py::handle &value) {
+  if (py::isinstance<py::str>(value) ||
+      (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value))) {
+    Expected<std::optional<unsigned>> count =
+        parseVerifyTop(py::str(value).cast<std::string>());
+    if (!count)
+      throw optionError("verify_top: " + toString(count.takeError()));
+    return *count;
+  }
+  throw py::type_error(formatv("verify_top: expected 'auto' or a count, not "
+                               "{0}",
+                               typeName(value))
+                           .str());
+}
 
 /// A count option given as a Python int, if given.
 static std::optional<unsigned> countOption(StringRef name,
@@ -193,6 +211,9 @@ static py::object plan(const py::handle &taskObject,
   throwIfError(setHistogramBatch(task, topology.batchSize));
   SearchOptions search = unwrap(
       makeSearchOptions(options.algorithm, options.search, /*progress=*/false));
+  if (given && options.verify.top.value_or(0))
+    throw optionError("verify_top: a plan given with price is priced, not "
+                      "chosen among candidates");
   if (std::optional<std::string> problem = checkRiskMargin(options.costRisk))
     throw optionError("cost_risk: " + *problem);
 
@@ -205,9 +226,10 @@ static py::object plan(const py::handle &taskObject,
     modelOptions.riskMargin = options.costRisk;
     std::unique_ptr<CostModel> model =
         unwrap(createCostModel(options.costModel, topology, modelOptions));
-    PlanResult result =
-        unwrap(given ? pricePlan(task.tables, topology, *given, *model)
-                     : planSharding(task.tables, topology, search, *model));
+    PlanResult result = unwrap(
+        given ? pricePlan(task.tables, topology, *given, *model)
+              : planWithVerification(task.tables, topology, search, *model,
+                                     options.verify, pythonSpelling));
     raw_string_ostream os(output);
     if (*format == PlanFormat::JSON)
       writePlanJSON(os, task.tables, topology, result);
@@ -315,7 +337,9 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
          std::optional<std::string> deviceKind, int64_t beamWidth,
          int64_t candidates, int64_t maxSteps, int64_t gridSteps,
          double thresholdMin, double thresholdMax, uint64_t seed,
-         const std::string &format, bool verbose) {
+         const py::handle &verifyTop, double verifySeconds,
+         const py::handle &experience, const std::string &format,
+         bool verbose) {
         PlanOptions options;
         options.topology.devices = countOption("devices", devices);
         if (!memoryGB.is_none())
@@ -344,6 +368,10 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         options.search.thresholdMin = thresholdMin;
         options.search.thresholdMax = thresholdMax;
         options.search.seed = seed;
+        options.verify.top = verifyTopOption(verifyTop);
+        options.verify.options.seconds = verifySeconds;
+        if (!experience.is_none())
+          options.verify.experience = pathText(experience);
         return plan(task, price, std::move(options), format, verbose);
       },
       py::arg("task"), py::kw_only(), py::arg("price") = py::none(),
@@ -364,7 +392,9 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       py::arg("grid_steps") = search.gridSteps,
       py::arg("threshold_min") = search.thresholdMin,
       py::arg("threshold_max") = search.thresholdMax,
-      py::arg("seed") = search.seed, py::arg("format") = "json",
+      py::arg("seed") = search.seed, py::arg("verify_top") = "auto",
+      py::arg("verify_seconds") = VerifyOptions().seconds,
+      py::arg("experience") = py::none(), py::arg("format") = "json",
       py::arg("verbose") = false,
       R"(Plans the sharding of a task's tables, as neuroshard-plan does.
 
@@ -383,7 +413,12 @@ the device kind; 'analytical', a shipped bundle's name or the path of a
 neural bundle), cost_risk, batch_size (default: the task's, else 65536),
 optimizer, reserved_memory, hbm_gbps, intra_node_gbps (interconnect_gbps is
 its former name), inter_node_gbps, and the search's beam_width, candidates,
-max_steps, grid_steps, threshold_min, threshold_max and seed.
+max_steps, grid_steps, threshold_min, threshold_max and seed. Measured
+selection (docs/planner.md): verify_top ('auto', the default: 4 candidates
+where the plan is for device_kind 'cpu' and the cost model describes this
+machine; a count; 0 never), verify_seconds, and experience (the file the
+timed sets are appended to; 'none' for nowhere; default: the bundle's
+experience.jsonl, for a bundle of your own).
 
 Returns what neuroshard-plan --format FORMAT writes: for 'json' the plan as
 a dict (its "warnings" hold what the cost model cannot vouch for), for

@@ -705,6 +705,8 @@ bool NeuralCostModel::describesThisHost() const {
          !impl->machineWarning;
 }
 
+std::string NeuralCostModel::bundlePath() const { return impl->meta.info.path; }
+
 const NeuralBundleInfo &NeuralCostModel::info() const {
   return impl->meta.info;
 }

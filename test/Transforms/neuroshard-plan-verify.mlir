@@ -1,0 +1,43 @@
+// Measured selection in the pass: verify-top=K times the device sets of the
+// K best distinct plans on this CPU (for a plan for CPU execution) and keeps
+// the one that measures fastest; the plan record says what was measured.
+// The analytical model describes no machine, so the default ('auto') does
+// not verify and a given count warns that the plan is chosen for this CPU.
+
+// RUN: rm -f %t.jsonl
+// RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=3 verify-seconds=0 experience=%t.jsonl" 2>&1 | FileCheck %s
+// CHECK: warning: the candidates are timed on this machine, which cost model 'analytical' does not describe: the plan is chosen for this machine's CPU
+// CHECK: verification = {candidates = [{measured_ms = {{[^,]+}}, origin = "{{[a-z-]+}}", predicted_ms = {{[^}]+}}}
+// CHECK-SAME: chosen = {{[0-2]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", rounds = 3 : i64
+// RUN: FileCheck %s --check-prefix=EXPERIENCE < %t.jsonl
+// EXPERIENCE: {"format":"neuroshard-experience","version":1,{{.+}}"batch_size":16,"bundle":"analytical"
+
+// The default does not verify here; nor does 0.
+// RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical" | FileCheck %s --check-prefix=NONE
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical verify-top=0" | FileCheck %s --check-prefix=NONE
+// NONE-NOT: verification
+
+// Bad values are refused by the option's name.
+// RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=many" 2>&1 | FileCheck %s --check-prefix=COUNT
+// COUNT: error: verify-top: expected 'auto' or a count of candidates from 0 to 64, got 'many'
+// RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=2 device-kind=gpu" 2>&1 | FileCheck %s --check-prefix=GPU
+// GPU: error: verify-top: the candidates are timed with this machine's CPU kernels, but the plan is for device kind 'gpu'
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical verify-top=2 algorithm=size-greedy" 2>&1 | FileCheck %s --check-prefix=ALGORITHM
+// ALGORITHM: error: verify-top: verifying candidates needs the neuroshard algorithm, which keeps them; size-greedy makes one plan
+// RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=2 verify-seconds=-1" 2>&1 | FileCheck %s --check-prefix=SECONDS
+// SECONDS: error: verify-seconds: must be between 0 and 3600 seconds, got -1
+
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0, device_kind = "cpu">} {
+  neuroshard.table @a : rows 1000, dim 64, f32 {pooling_factor = 20.0 : f64,
+    access_hist = array<f64: 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  neuroshard.table @b : rows 5000, dim 32, f32 {pooling_factor = 4.0 : f64,
+    access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  neuroshard.table @c : rows 3000, dim 32, f32 {pooling_factor = 8.0 : f64,
+    access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @three(%i: tensor<?xi32>, %o: tensor<17xi32>) -> (tensor<16x64xf32>, tensor<16x32xf32>, tensor<16x32xf32>) {
+    %0 = neuroshard.embedding_bag @a(%i, %o) sum : (tensor<?xi32>, tensor<17xi32>) -> tensor<16x64xf32>
+    %1 = neuroshard.embedding_bag @b(%i, %o) sum : (tensor<?xi32>, tensor<17xi32>) -> tensor<16x32xf32>
+    %2 = neuroshard.embedding_bag @c(%i, %o) sum : (tensor<?xi32>, tensor<17xi32>) -> tensor<16x32xf32>
+    return %0, %1, %2 : tensor<16x64xf32>, tensor<16x32xf32>, tensor<16x32xf32>
+  }
+}
