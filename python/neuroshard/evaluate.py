@@ -16,15 +16,28 @@ Settings (DESIGN §10, issue 7):
          has fewer tables)
 Every task has one memory capacity for all its devices, a seeded multiple
 (MIN_SLACK..MAX_SLACK) of the task's bytes per device, so memory binds on
-the tightest tasks: table-wise algorithms may find no plan there.
+the tightest tasks: table-wise algorithms may find no plan there. Tasks are
+at a global batch of --batch-size bags (default 1024), with a pool whose
+histograms describe batches of that many bags (a generated pool is; a
+given --pool must be).
 
 For every algorithm: tasks with a valid plan, the mean predicted plan cost
 (over the tasks every algorithm solved, so means compare like with like),
 the mean search time, and NeuroShard's improvement over the best of DESIGN
 §4's baselines and over table-greedy-grid (its search without splits).
-With --measure-tasks K, the plans of the first K 4-device (and 2-device)
-tasks are also *measured* on the CPU with `neuroshard-collect` (fused
-forward + backward + SGD; compute only: one process, no all-to-all):
+"neuroshard" plans without measured selection (verify_top=0).
+With --measure-tasks K, the plans of the first K tasks of the 4-device,
+8-device (and 2-device) settings are also *measured* on the CPU with
+`neuroshard-collect` (fused forward + backward + SGD; compute only: one
+process, no all-to-all):
+  * those tasks are also planned by "neuroshard-verified": the NeuroShard
+    search with measured selection (verify_top=--verify-top, default 4,
+    verify_seconds=--verify-seconds, default 2; experience="none", so the
+    evaluation writes nothing into the model's bundle), which times the
+    device sets of its best distinct candidates on this CPU and returns the
+    fastest measured one. Its plan is then measured like every other, in
+    the same interleaved runs: the timings that chose it are not the ones
+    it is judged by;
   * every device's shards become pool tables (a column shard of width w of
     a test table is the pool table of the same base at dim w); a plan's
     measured cost is its slowest device's time;
@@ -38,24 +51,39 @@ forward + backward + SGD; compute only: one process, no all-to-all):
     absolute and the mean signed percentage error (predicted - measured) /
     measured, where predicted is the plan's slowest device's `compute_ms`
     (the measurement has no all-to-all); negative = the model
-    underestimates the plans it chose;
+    underestimates the plans it chose. Over the measured tasks every
+    algorithm solved (the main table) and over all of each algorithm's
+    measured plans (the error table);
+  * per measured task, the measured cost of neuroshard, neuroshard-verified,
+    table-greedy-grid and the task's best baseline (the baseline whose plan
+    measured lowest on that task), and the ratios of NeuroShard's default
+    plan (neuroshard-verified where measured) to the ablation and to that
+    baseline;
   * all the sets of one task (every algorithm's device sets and the single
     tables) are timed in one `neuroshard-collect` run, so they are
     interleaved in time, and that run is repeated --measure-repeats times
     (default 3) in alternating order (reversed on odd repeats); a set's
     cost is the median over repeats of the tool's median over --iters
-    runs. Before measuring, a 1-minute load average above half the cores
-    is warned about on stderr (the figures would be noisy), and each
-    measured task prints a progress line (elapsed, ETA) on stderr.
+    runs. Before planning the measured tasks, a 1-minute load average
+    above half the cores is warned about on stderr (the figures would be
+    noisy), and each measured task prints a progress line (elapsed, ETA) on
+    stderr.
 Means over measurements are over the measured tasks every algorithm solved.
+A closing acceptance table states the measured targets (TARGETS: NeuroShard's
+mean ratio to its ablation and to the best baseline, its largest ratio to
+the ablation, the chosen plans' mean absolute and signed prediction error,
+the planning time with measured selection on 4 devices) per measured setting,
+each with pass or fail.
 
 Tasks and pools are regenerated from the seeds on every run, never stored
 in the repository.
 
     /usr/bin/python3 -m neuroshard.evaluate --tools-dir build/bin \\
         --work build/eval --results docs/results.md --plot docs/results.png
-    /usr/bin/python3 -m neuroshard.evaluate --settings 4dev --tasks 10 \\
+    /usr/bin/python3 -m neuroshard.evaluate --settings 4dev,8dev --tasks 10 \\
         --measure-tasks 6 --measure-repeats 3 --json build/eval/m.json
+    /usr/bin/python3 -m neuroshard.evaluate --settings 4dev,8dev --tasks 10 \\
+        --measure-tasks 6 --batch-size 4096 --json build/eval/m4096.json
 """
 
 import argparse
@@ -67,7 +95,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import (Callable, Dict, List, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
 
@@ -81,6 +110,13 @@ ALGORITHMS = ("neuroshard", "table-greedy-grid", "random", "size-greedy",
 BASELINES = ("random", "size-greedy", "dim-greedy", "lookup-greedy",
              "size-lookup-greedy")
 ABLATION = "table-greedy-grid"
+# NeuroShard with measured selection: planned for the measured tasks only
+# (it times candidates on this machine), right after "neuroshard".
+VERIFIED = "neuroshard-verified"
+DEFAULT_VERIFY_TOP = 4
+DEFAULT_VERIFY_SECONDS = 2.0
+# The most candidates the planner verifies.
+MAX_VERIFY_TOP = 64
 # name: (devices, fewest tables, most tables)
 SETTINGS = {"4dev": (4, 10, 60), "8dev": (8, 20, 120),
             "scale": (64, 1000, 1000), "2dev": (2, 5, 20)}
@@ -93,8 +129,29 @@ MIN_SLACK, MAX_SLACK = 1.1, 2.5
 BATCH_SIZE = 1024
 GB = float(2**30)
 # Settings whose first --measure-tasks tasks are measured (2dev: small
-# enough for tests).
-MEASURED_SETTINGS = ("4dev", "2dev")
+# enough for tests; scale: 64 devices of 1000 tables would take hours).
+MEASURED_SETTINGS = ("4dev", "8dev", "2dev")
+# The measured targets of the acceptance table: (key, figure, target text,
+# test of a value). The planning-time target is for 4 devices
+# (PLANNING_TARGET_DEVICES); elsewhere the time is reported without one.
+TARGETS = (
+    ("ratio_ablation_mean", "mean ratio to %s" % ABLATION, "<= 1.00",
+     lambda v: v <= 1.00),
+    ("ratio_best_baseline_mean", "mean ratio to the best baseline",
+     "<= 0.95", lambda v: v <= 0.95),
+    ("ratio_ablation_max", "largest ratio to %s" % ABLATION, "<= 1.02",
+     lambda v: v <= 1.02),
+    ("mape_percent", "mean absolute prediction error", "<= 15%",
+     lambda v: v <= 15.0),
+    ("signed_error_percent", "mean signed prediction error",
+     "within ±10%", lambda v: abs(v) <= 10.0),
+    ("plan_seconds_max", "planning time (largest task)", "< 10 s",
+     lambda v: v < 10.0),
+)
+PLANNING_TARGET_DEVICES = 4
+# The batches and device counts the acceptance asks for.
+ACCEPTANCE_BATCHES = (1024, 4096)
+ACCEPTANCE_SETTINGS = ("4dev", "8dev")
 # How the commands that regenerate the results start: the package from the
 # sources, its C++ module from the build tree.
 PYTHON_COMMAND = ("PYTHONPATH=python:build/lib/python3/dist-packages "
@@ -161,22 +218,46 @@ def task_json(task: Dict) -> Dict:
 
 
 def run_plan(task: Dict, algorithm: str, cost_model: str,
-             cost_risk: Optional[float] = None) -> Dict:
+             cost_risk: Optional[float] = None,
+             verify_top: Union[int, str] = DEFAULT_VERIFY_TOP,
+             verify_seconds: float = DEFAULT_VERIFY_SECONDS) -> Dict:
     """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
-    "predicted_compute_ms", "search_ms", "plan"}, or {"valid": False,
-    "error"} with the planner's message when it found no plan."""
+    "predicted_compute_ms", "search_ms", "plan_s" (the planner call's wall
+    time), "plan"}, or {"valid": False, "error"} with the planner's message
+    when it found no plan. VERIFIED plans with the neuroshard search and
+    measured selection of `verify_top` candidates timed for
+    `verify_seconds` (its result then has "verification", the planner's
+    report, None where "auto" chose not to verify); every other algorithm
+    plans with verify_top=0."""
     options = {} if cost_risk is None else {"cost_risk": cost_risk}
+    if algorithm == VERIFIED:
+        # Nothing the evaluation times goes into the model's bundle.
+        options.update(algorithm="neuroshard", verify_top=verify_top,
+                       verify_seconds=verify_seconds, experience="none")
+    else:
+        options.update(algorithm=algorithm, verify_top=0)
+    started = time.perf_counter()
     try:
         # The plans are measured on this CPU: plans for CPU execution, whose
         # default model is the CPU bundle.
         plan = _core.plan(task_json(task), devices=task["devices"],
-                          memory_gb=task["memory_gb"], algorithm=algorithm,
-                          cost_model=cost_model, device_kind="cpu", **options)
+                          memory_gb=task["memory_gb"], cost_model=cost_model,
+                          device_kind="cpu", **options)
     except _core.NeuroShardError as e:
         return {"valid": False, "error": str(e)}
-    return {"valid": True, "cost_ms": float(plan["cost_ms"]),
-            "predicted_compute_ms": predicted_compute(plan),
-            "search_ms": float(plan["search"]["time_ms"]), "plan": plan}
+    result = {"valid": True, "cost_ms": float(plan["cost_ms"]),
+              "predicted_compute_ms": predicted_compute(plan),
+              "search_ms": float(plan["search"]["time_ms"]),
+              "plan_s": time.perf_counter() - started, "plan": plan}
+    if algorithm == VERIFIED:
+        result["verification"] = plan.get("verification")
+    return result
+
+
+def not_planned(reason: str) -> Dict:
+    """The result of a task an algorithm was not asked to plan (VERIFIED
+    on a task that is not measured): neither valid nor counted."""
+    return {"valid": False, "planned": False, "error": reason}
 
 
 def predicted_compute(plan: Dict) -> float:
@@ -310,16 +391,24 @@ def check_quiet(err=None, loadavg_path: str = "/proc/loadavg",
     return load
 
 
+def _planned(result: Dict) -> bool:
+    return result.get("planned", True)
+
+
 def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
               algorithms: Sequence[str]) -> Dict:
-    """Per algorithm: valid plans, mean predicted cost over the tasks every
-    algorithm solved, mean search time; over the measured ones among them
-    the mean measured cost, the mean gap to the tasks' measured lower
-    bounds (%) and the mean absolute and signed prediction error of the
-    plans' compute (%); and NeuroShard's improvement over the best
-    baseline and over the ablation."""
+    """Per algorithm: plans asked for and valid ones, mean predicted cost
+    over the tasks every algorithm solved (None for an algorithm planned
+    on only some tasks, VERIFIED), mean search and planning time; over the
+    measured ones among them the mean measured cost, the mean gap to the
+    tasks' measured lower bounds (%) and the mean absolute and signed
+    prediction error of the plans' compute (%); the prediction error over
+    all of its measured plans; NeuroShard's improvement over the best
+    baseline and over the ablation; and per measured task the pairs of
+    task_pairs."""
+    everywhere = [a for a in algorithms if all(map(_planned, results[a]))]
     common = [i for i in range(len(tasks))
-              if all(results[a][i]["valid"] for a in algorithms)]
+              if all(results[a][i]["valid"] for a in everywhere)]
     measured_common = [i for i in common
                        if all("measured_ms" in results[a][i]
                               for a in algorithms)]
@@ -338,26 +427,39 @@ def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
             [results[a][i]["predicted_compute_ms"] for i in predicted],
             [results[a][i]["measured_ms"] for i in predicted]) \
             if predicted else (None, None)
+        own = [r for r in valid if "predicted_compute_ms" in r and
+               r.get("measured_ms", 0) > 0]
+        own_errors = prediction_errors(
+            [r["predicted_compute_ms"] for r in own],
+            [r["measured_ms"] for r in own]) if own else (None, None)
+        plan_s = [r["plan_s"] for r in valid if "plan_s" in r]
         rows[a] = {
+            "planned": sum(map(_planned, results[a])),
             "valid": len(valid),
             "cost_ms": (float(np.mean([results[a][i]["cost_ms"]
                                        for i in common]))
-                        if common else None),
+                        if common and a in everywhere else None),
             "measured_ms": (float(np.mean([results[a][i]["measured_ms"]
                                            for i in measured_common]))
                             if measured_common else None),
             "search_ms": (float(np.mean([r["search_ms"] for r in valid]))
                           if valid else None),
+            "plan_s": float(np.mean(plan_s)) if plan_s else None,
             "gap_percent": (float(np.mean(
                 [100.0 * (results[a][i]["measured_ms"] - b) / b
                  for i, b in bounded])) if bounded else None),
             "mape_percent": errors[0],
             "signed_error_percent": errors[1],
+            "measured_plans": len(own),
+            "plans_mape_percent": own_errors[0],
+            "plans_signed_error_percent": own_errors[1],
         }
     summary = {"tasks": len(tasks), "common": len(common),
                "measured_common": len(measured_common), "rows": rows,
                "lower_bound_ms": (float(np.mean([b for _, b in bounded]))
-                                  if bounded else None)}
+                                  if bounded else None),
+               "measured_tasks": task_pairs(tasks, results, algorithms),
+               "default": default_algorithm(algorithms)}
     for key in ("cost_ms", "measured_ms"):
         if "neuroshard" not in algorithms or \
                 rows["neuroshard"][key] is None:
@@ -373,6 +475,153 @@ def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
             summary["ablation_improvement_" + key] = 100.0 * (
                 1.0 - rows["neuroshard"][key] / rows[ABLATION][key])
     return summary
+
+
+def default_algorithm(algorithms: Sequence[str]) -> Optional[str]:
+    """NeuroShard with its default options where tasks are measured:
+    VERIFIED when it was planned, else the plain search; None without
+    either."""
+    for a in (VERIFIED, "neuroshard"):
+        if a in algorithms:
+            return a
+    return None
+
+
+def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
+               algorithms: Sequence[str]) -> List[Dict]:
+    """Per measured task (one where some plan was measured): its name and
+    tables; the measured cost (ms, None without a measured plan) of
+    "neuroshard", VERIFIED and the ablation; the baseline whose plan
+    measured lowest on the task and its cost; and for NeuroShard's default
+    plan (default_algorithm) the ratios of its measured cost to the
+    ablation's and to that baseline's, its predicted compute and its
+    planning time (s); and which candidate measured selection chose (its
+    index, the number of candidates and the candidate's origin; index None
+    where the planner did not verify)."""
+    default = default_algorithm(algorithms)
+
+    def measured(a, i):
+        if a not in algorithms:
+            return None
+        return results[a][i].get("measured_ms")
+
+    pairs = []
+    for i, task in enumerate(tasks):
+        if not any(measured(a, i) is not None for a in algorithms):
+            continue
+        costs = {a: measured(a, i) for a in ("neuroshard", VERIFIED,
+                                             ABLATION)}
+        baselines = [(measured(a, i), a) for a in algorithms
+                     if a in BASELINES and measured(a, i) is not None]
+        best_ms, best = min(baselines) if baselines else (None, None)
+        mine = results[default][i] if default else {}
+        mine_ms = mine.get("measured_ms")
+        choice = None
+        if VERIFIED in algorithms and results[VERIFIED][i]["valid"]:
+            report = results[VERIFIED][i].get("verification")
+            choice = {"chosen": None, "candidates": 0, "origin": None} \
+                if not report else {
+                    "chosen": int(report["chosen"]),
+                    "candidates": len(report["candidates"]),
+                    "origin": report["candidates"][int(report["chosen"])]
+                    .get("origin")}
+
+        def ratio(other):
+            if mine_ms is None or other is None or other <= 0:
+                return None
+            return mine_ms / other
+
+        pairs.append({
+            "task": task.get("name", "task %d" % i),
+            "tables": len(task.get("tables", ())),
+            "devices": task.get("devices"),
+            "neuroshard_ms": costs["neuroshard"],
+            "verified_ms": costs[VERIFIED],
+            "ablation_ms": costs[ABLATION],
+            "best_baseline": best, "best_baseline_ms": best_ms,
+            "default": default, "default_ms": mine_ms,
+            "default_predicted_ms": (mine.get("predicted_compute_ms")
+                                     if mine_ms is not None else None),
+            "default_plan_s": (mine.get("plan_s") if mine.get("valid")
+                               else None),
+            "ratio_ablation": ratio(costs[ABLATION]),
+            "ratio_best_baseline": ratio(best_ms),
+            "verified_choice": choice})
+    return pairs
+
+
+def acceptance_figures(pairs: Sequence[Dict]) -> Dict:
+    """The figures of TARGETS over the measured tasks `pairs` (task_pairs):
+    the mean and largest ratio of NeuroShard's default plan to the
+    ablation and its mean ratio to the best baseline, each with the
+    number of tasks it is over; the mean absolute and signed prediction
+    error of its measured plans; its largest planning time and that task's
+    tables. None where no task has the figure."""
+    def over(key):
+        return [p[key] for p in pairs if p[key] is not None]
+
+    ablation, best = over("ratio_ablation"), over("ratio_best_baseline")
+    judged = [p for p in pairs if p["default_ms"] is not None and
+              p["default_predicted_ms"] is not None and p["default_ms"] > 0]
+    errors = prediction_errors(
+        [p["default_predicted_ms"] for p in judged],
+        [p["default_ms"] for p in judged]) if judged else (None, None)
+    timed = [p for p in pairs if p["default_plan_s"] is not None]
+    slowest = max(timed, key=lambda p: p["default_plan_s"]) if timed \
+        else None
+    return {
+        "ratio_ablation_mean": float(np.mean(ablation)) if ablation else None,
+        "ratio_ablation_max": float(max(ablation)) if ablation else None,
+        "ratio_ablation_tasks": len(ablation),
+        "ratio_best_baseline_mean": (float(np.mean(best)) if best
+                                     else None),
+        "ratio_best_baseline_tasks": len(best),
+        "mape_percent": errors[0], "signed_error_percent": errors[1],
+        "error_tasks": len(judged),
+        "plan_seconds_max": slowest["default_plan_s"] if slowest else None,
+        "plan_seconds_tables": slowest["tables"] if slowest else None,
+        "plan_seconds_tasks": len(timed),
+        "devices": next((p["devices"] for p in pairs
+                         if p.get("devices") is not None), None),
+    }
+
+
+def acceptance(settings: Dict[str, Dict], batch_size: int) -> Dict:
+    """The acceptance table's content: per measured setting its figures
+    (acceptance_figures) and per target each setting's verdict (True,
+    False, or None without a figure or target there) and the overall
+    verdict: met when every setting with a verdict passes, None when none
+    has one. Also names NeuroShard's default algorithm and which of the
+    batches and settings the acceptance asks for this run lacks."""
+    figures = {s: acceptance_figures(d["summary"]["measured_tasks"])
+               for s, d in settings.items()
+               if d["summary"].get("measured_tasks")}
+    targets = []
+    for key, figure, target, test in TARGETS:
+        verdicts = {}
+        for s, f in figures.items():
+            value = f[key]
+            applies = key != "plan_seconds_max" or \
+                f["devices"] == PLANNING_TARGET_DEVICES
+            verdicts[s] = (bool(test(value)) if value is not None and
+                           applies else None)
+        judged = [v for v in verdicts.values() if v is not None]
+        targets.append({"key": key, "figure": figure, "target": target,
+                        "verdicts": verdicts,
+                        "met": all(judged) if judged else None})
+    defaults = {d["summary"].get("default") for d in settings.values()
+                if d["summary"].get("measured_tasks")}
+    missing = []
+    if batch_size not in ACCEPTANCE_BATCHES:
+        missing.append("batch %d is not one the acceptance asks for (%s)" %
+                       (batch_size, ", ".join(map(str, ACCEPTANCE_BATCHES))))
+    missing += ["batch %d" % b for b in ACCEPTANCE_BATCHES
+                if b != batch_size]
+    missing += [SETTING_TITLES[s] for s in ACCEPTANCE_SETTINGS
+                if s not in figures]
+    return {"batch_size": batch_size, "settings": figures,
+            "targets": targets, "default": sorted(d for d in defaults if d),
+            "not_covered": missing}
 
 
 def _fmt(value, digits=4):
@@ -395,7 +644,9 @@ def markdown_table(setting: str, summary: Dict,
     lines += [header, rule]
     for a in algorithms:
         row = summary["rows"][a]
-        line = "| %s | %d / %d | %s |" % (a, row["valid"], summary["tasks"],
+        line = "| %s | %d / %d | %s |" % (a, row["valid"],
+                                          row.get("planned",
+                                                  summary["tasks"]),
                                           _fmt(row["cost_ms"]))
         if measured:
             line += " %s | %s | %s | %s |" % (
@@ -410,6 +661,8 @@ def markdown_table(setting: str, summary: Dict,
                  "plan for%s." % (summary["common"], (
                      "; measured costs over the first %d of them" %
                      summary["measured_common"]) if measured else ""))
+    if VERIFIED in algorithms:
+        lines.append(_verified_sentence(summary))
     if measured:
         lines.append(_measurement_sentence(summary))
     for key, what in (("cost_ms", "predicted"), ("measured_ms", "measured")):
@@ -424,7 +677,156 @@ def markdown_table(setting: str, summary: Dict,
                 "column splits) it is %s." %
                 (ABLATION,
                  _relative(summary["ablation_improvement_" + key])))
+    if summary.get("measured_tasks"):
+        lines += ["", pairs_table(summary["measured_tasks"], algorithms),
+                  error_table(summary, algorithms)]
     return "\n".join(lines) + "\n"
+
+
+def _verified_sentence(summary: Dict) -> str:
+    """What VERIFIED is and which tasks it was planned for."""
+    v = summary.get("verify", {})
+    planned = summary["rows"][VERIFIED]["planned"]
+    how = ("verify_top=%s, verify_seconds=%g: " % (v["top"], v["seconds"])
+           if v else "")
+    return ("%s is the NeuroShard search with measured selection (%sits best "
+            "distinct candidate plans timed on this CPU, the fastest "
+            "measured returned); it is planned only for the %d measured "
+            "task%s, so it has no mean over the common tasks, and its plans "
+            "are measured again with the others. neuroshard plans with "
+            "verify_top=0." % (VERIFIED, how, planned,
+                               "" if planned == 1 else "s"))
+
+
+def pairs_table(pairs: Sequence[Dict], algorithms: Sequence[str]) -> str:
+    """The per-task table: measured cost of neuroshard, VERIFIED, the
+    ablation and the task's best baseline, and the ratios of NeuroShard's
+    default plan to the ablation and to that baseline."""
+    default = (pairs[0]["default"] if pairs else None) or "neuroshard"
+    columns = [("neuroshard", "neuroshard_ms"), (VERIFIED, "verified_ms"),
+               (ABLATION, "ablation_ms")]
+    columns = [(a, k) for a, k in columns if a in algorithms]
+    header = "| task | tables |" + "".join(" %s (ms) |" % a
+                                           for a, _ in columns)
+    header += " best baseline (ms) | %s / %s | %s / best baseline |" % (
+        default, ABLATION, default)
+    header += " planning time, %s (s) |" % default
+    verified = VERIFIED in algorithms
+    if verified:
+        header += " measured selection chose |"
+    lines = ["Per measured task (measured cost of the slowest device):", "",
+             header, "|---|---|" + "---|" * (len(columns) + 4 + verified)]
+    for p in pairs:
+        best = "–" if p["best_baseline"] is None else "%.4f (%s)" % (
+            p["best_baseline_ms"], p["best_baseline"])
+        line = "| %s | %d |" % (p["task"], p["tables"]) + \
+            "".join(" %s |" % _fmt(p[k]) for _, k in columns) + \
+            " %s | %s | %s | %s |" % (best, _fmt(p["ratio_ablation"], 3),
+                                      _fmt(p["ratio_best_baseline"], 3),
+                                      _fmt(p["default_plan_s"], 2))
+        if verified:
+            line += " %s |" % _choice(p.get("verified_choice"))
+        lines.append(line)
+    lines.append("")
+    lines.append("Best baseline = the DESIGN §4 baseline whose plan measured "
+                 "lowest on that task; a ratio below 1 is NeuroShard's "
+                 "default plan (%s) measuring faster. A task where one of "
+                 "the two has no plan has no ratio. Planning time = the "
+                 "planner call's wall time (loading the model, the search "
+                 "and, with measured selection, timing the candidates)%s."
+                 % (default, "; measured selection's candidates are "
+                    "numbered as the planner lists them" if verified
+                    else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _choice(choice: Optional[Dict]) -> str:
+    """'candidate 2 of 4 (size-greedy)' for the pairs table."""
+    if choice is None:
+        return "–"
+    if choice["chosen"] is None:
+        return "not verified"
+    return "candidate %d of %d (%s)" % (choice["chosen"] + 1,
+                                        choice["candidates"],
+                                        choice["origin"])
+
+
+def error_table(summary: Dict, algorithms: Sequence[str]) -> str:
+    """Per algorithm, the prediction error of all its measured plans."""
+    lines = ["Prediction error of the chosen plans, over each algorithm's "
+             "measured plans (predicted = the slowest device's "
+             "`compute_ms`):", "",
+             "| algorithm | measured plans | mean absolute error | "
+             "mean signed error |", "|---|---|---|---|"]
+    for a in algorithms:
+        row = summary["rows"][a]
+        lines.append("| %s | %d | %s | %s |" % (
+            a, row.get("measured_plans", 0),
+            _percent(row.get("plans_mape_percent")),
+            _percent(row.get("plans_signed_error_percent"), signed=True)))
+    return "\n".join(lines) + "\n"
+
+
+def acceptance_markdown(acc: Dict) -> str:
+    """The closing acceptance table: per target each measured setting's
+    figure with pass or fail, and whether it is met everywhere."""
+    settings = list(acc["settings"])
+    lines = ["### Acceptance (batch %d)" % acc["batch_size"], ""]
+    if not settings:
+        lines.append("No task was measured (--measure-tasks 0): the "
+                     "acceptance targets are measured figures and are not "
+                     "judged.")
+        return "\n".join(lines) + "\n"
+    default = ", ".join(acc["default"]) or "–"
+    lines.append("NeuroShard with its default options where tasks are "
+                 "measured (%s) against the targets, from the measured "
+                 "tasks above:" % default)
+    lines.append("")
+    lines.append("| figure | target | %s | met |" %
+                 " | ".join(SETTING_TITLES[s] for s in settings))
+    lines.append("|---|---|" + "---|" * (len(settings) + 1))
+    for t in acc["targets"]:
+        cells = [_acceptance_cell(t["key"], acc["settings"][s],
+                                  t["verdicts"][s]) for s in settings]
+        met = {True: "**yes**", False: "**no**", None: "–"}[t["met"]]
+        lines.append("| %s | %s | %s | %s |" % (
+            t["figure"], t["target"], " | ".join(cells), met))
+    judged = [t for t in acc["targets"] if t["met"] is not None]
+    lines.append("")
+    lines.append("%d of the %d targets judged here are met%s." % (
+        sum(t["met"] for t in judged), len(judged),
+        "" if len(judged) == len(acc["targets"]) else
+        " (%d not judged: no figure, or no target in these settings)" %
+        (len(acc["targets"]) - len(judged))))
+    lines.append("Ratios are per task (measured cost of NeuroShard's default "
+                 "plan / the other plan's), averaged over the tasks both "
+                 "have a measured plan for; prediction errors are (predicted "
+                 "- measured) / measured of its slowest device; the planning "
+                 "time target is for %d devices." % PLANNING_TARGET_DEVICES)
+    if acc["not_covered"]:
+        lines.append("Not covered by this run: %s." %
+                     "; ".join(acc["not_covered"]))
+    return "\n".join(lines) + "\n"
+
+
+def _acceptance_cell(key: str, figures: Dict, verdict: Optional[bool]
+                     ) -> str:
+    value = figures[key]
+    if value is None:
+        return "–"
+    if key.startswith("ratio_"):
+        tasks = figures["ratio_ablation_tasks" if "ablation" in key
+                        else "ratio_best_baseline_tasks"]
+        text = "%.3f (%d task%s)" % (value, tasks, "" if tasks == 1 else "s")
+    elif key == "plan_seconds_max":
+        text = "%.1f s (%d tables)" % (value, figures["plan_seconds_tables"])
+    else:
+        plans = figures["error_tasks"]
+        text = "%s (%d plan%s)" % (
+            _percent(value, signed=key.startswith("signed")), plans,
+            "" if plans == 1 else "s")
+    return text + {True: " pass", False: " **fail**",
+                   None: ", no target"}[verdict]
 
 
 def _percent(value: Optional[float], signed: bool = False) -> str:
@@ -579,7 +981,10 @@ def _load_or_make_pool(args, log) -> str:
 def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
                     log) -> None:
     """Warns when the pool is not the one the cost model was trained on:
-    its test split would then not be held out from the model."""
+    its test split would then not be held out from the model. A pool of
+    another batch (histograms of batches of another number of bags) counts
+    as the training pool when it is that pool regenerated at its batch:
+    the same seed, base tables, split and statistics."""
     bundle = cost_model
     if cost_model == _core.DEFAULT_COST_MODEL:
         bundle = _core.find_default_model("cpu")
@@ -587,12 +992,43 @@ def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
     if not bundle or not os.path.exists(meta_path):
         return
     with open(meta_path) as f:
-        trained_on = json.load(f).get("training", {}).get("pool")
-    if trained_on and trained_on != tp.pool_fingerprint(pool):
-        print("warning: pool '%s' (fingerprint %s) is not the pool the cost "
-              "model was trained on (%s); its test tables may not be held "
-              "out" % (pool_path, tp.pool_fingerprint(pool), trained_on),
-              file=log)
+        meta = json.load(f)
+    trained_on = meta.get("training", {}).get("pool")
+    if not trained_on or trained_on == tp.pool_fingerprint(pool):
+        return
+    if _same_pool_at_batch(pool, meta.get("batch_size"), trained_on):
+        return
+    print("warning: pool '%s' (fingerprint %s) is not the pool the cost "
+          "model was trained on (%s); its test tables may not be held "
+          "out" % (pool_path, tp.pool_fingerprint(pool), trained_on),
+          file=log)
+
+
+def _same_pool_at_batch(pool: Dict, bags, fingerprint: str) -> bool:
+    """Whether `pool`, regenerated from its seed with histograms of `bags`
+    bags, has `fingerprint` and the same tables apart from the
+    histograms."""
+    if not isinstance(bags, int) or bags < 1 or \
+            bags == pool.get("sample_bags") or \
+            not all(isinstance(pool.get(k), int)
+                    for k in ("seed", "base_tables")):
+        return False
+    try:
+        other = tp.generate_pool(
+            pool["seed"], pool["base_tables"], sample_bags=bags,
+            test_fraction=pool.get("test_fraction",
+                                   tp.DEFAULT_TEST_FRACTION),
+            dims=pool.get("dims", tp.POOL_DIMS))
+    except (ValueError, TypeError):
+        return False
+
+    def without_histograms(tables):
+        return [{k: v for k, v in t.items() if k != "access_hist"}
+                for t in tables]
+
+    return tp.pool_fingerprint(other) == fingerprint and \
+        without_histograms(other["tables"]) == \
+        without_histograms(pool["tables"])
 
 
 def evaluate(args, log=sys.stdout, err=None) -> Dict:
@@ -603,37 +1039,67 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     pool = tp.load_pool(pool_path)
     _check_held_out(pool, pool_path, args.cost_model, log)
     pool_dims = pool.get("dims", list(tp.POOL_DIMS))
+    # Callers that did not resolve_algorithms verify with the defaults.
+    verify_top = getattr(args, "verify_top", None)
+    verify_top = DEFAULT_VERIFY_TOP if verify_top is None else verify_top
+    verify_seconds = getattr(args, "verify_seconds", None)
+    if verify_seconds is None:
+        verify_seconds = DEFAULT_VERIFY_SECONDS
     settings = {}
     for setting in args.settings:
         count = args.scale_tasks if setting == "scale" else args.tasks
         tasks = make_tasks(pool, setting, count, args.seed,
                            args.batch_size)
-        results = {a: [] for a in args.algorithms}
-        started = time.time()
-        for task in tasks:
-            for a in args.algorithms:
-                results[a].append(run_plan(task, a, args.cost_model,
-                                           args.cost_risk))
-        measurements, measurement = [], None
-        if setting in MEASURED_SETTINGS and args.measure_tasks:
+        measured = (min(args.measure_tasks, len(tasks))
+                    if setting in MEASURED_SETTINGS else 0)
+        measurement = None
+        if measured:
+            # Measured selection times candidates while planning: the load
+            # is checked before it.
             measurement = {
                 "command": shlex.join(["neuroshard-collect"] +
                                       collect_options(args)),
                 "repeats": args.measure_repeats, "warmup": args.warmup,
                 "iters": args.iters, "loadavg": check_quiet(err)}
-            measurements = _measure(tasks[:args.measure_tasks], results,
-                                    args.algorithms, collect_tool, pool_path,
-                                    pool_dims, args, err)
-        summary = summarise(tasks, results, args.algorithms)
+        # VERIFIED only where tasks are measured.
+        algorithms = [a for a in args.algorithms if a != VERIFIED or measured]
+        results = {a: [] for a in algorithms}
+        started = time.time()
+        for k, task in enumerate(tasks):
+            for a in algorithms:
+                if a == VERIFIED and k >= measured:
+                    results[a].append(not_planned(
+                        "%s is planned only for the measured tasks" % a))
+                    continue
+                results[a].append(run_plan(task, a, args.cost_model,
+                                           args.cost_risk, verify_top,
+                                           verify_seconds))
+                if a == VERIFIED and not results[a][-1]["valid"]:
+                    # Measured selection can fail where the search does not
+                    # (the candidates' sets must fit this machine's memory).
+                    print("%s: no plan for task %s: %s" %
+                          (a, task["name"], results[a][-1]["error"]),
+                          file=err, flush=True)
+        measurements = []
+        if measured:
+            measurements = _measure(tasks[:measured], results, algorithms,
+                                    collect_tool, pool_path, pool_dims, args,
+                                    err)
+        summary = summarise(tasks, results, algorithms)
         if measurement:
             summary["measurement"] = measurement
-        table = markdown_table(setting, summary, args.algorithms)
+        if VERIFIED in algorithms:
+            summary["verify"] = {"top": verify_top, "seconds": verify_seconds}
+        table = markdown_table(setting, summary, algorithms)
         print(table, file=log)
         print("(%s: %.0f s)\n" % (setting, time.time() - started), file=log,
               flush=True)
         settings[setting] = {"tasks": tasks, "results": results,
                              "summary": summary, "table": table,
                              "measurements": measurements}
+    if args.measure_tasks:
+        print(acceptance_markdown(acceptance(settings, args.batch_size)),
+              file=log, flush=True)
     return settings
 
 
@@ -698,6 +1164,66 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
     return measurements
 
 
+def _verify_top(text: str) -> Union[int, str]:
+    """--verify-top: 'auto' or a count from 0 to MAX_VERIFY_TOP."""
+    if text == "auto":
+        return text
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if not 0 <= count <= MAX_VERIFY_TOP:
+        raise argparse.ArgumentTypeError(
+            "expected 'auto' or a count of candidates from 0 to %d, got '%s'"
+            % (MAX_VERIFY_TOP, text))
+    return count
+
+
+def resolve_algorithms(args) -> Optional[str]:
+    """Turns args.algorithms (a comma list or None), args.verify_top and
+    args.verify_seconds (None when not given) into the algorithms to plan
+    and the options of VERIFIED, which joins right after "neuroshard"
+    whenever tasks are measured and --verify-top is not 0. Returns what is
+    wrong with the request, or None."""
+    given = args.algorithms
+    algorithms = list(ALGORITHMS) if given is None else \
+        [a for a in given.split(",") if a]
+    for a in algorithms:
+        if a not in ALGORITHMS + (VERIFIED,):
+            return "unknown algorithm '%s' (expected %s or %s)" % (
+                a, ", ".join(ALGORITHMS), VERIFIED)
+    if not algorithms:
+        return "--algorithms names no algorithm"
+    top = DEFAULT_VERIFY_TOP if args.verify_top is None else args.verify_top
+    seconds = (DEFAULT_VERIFY_SECONDS if args.verify_seconds is None
+               else args.verify_seconds)
+    if not 0.0 <= seconds <= 3600.0:
+        return "--verify-seconds must be from 0 to 3600, got %g" % seconds
+    asked = [o for o, v in (("--verify-top", args.verify_top),
+                            ("--verify-seconds", args.verify_seconds))
+             if v is not None and top != 0]
+    if VERIFIED in algorithms:
+        if not args.measure_tasks:
+            return ("%s times its candidates on this machine and is planned "
+                    "only for measured tasks: give --measure-tasks K" %
+                    VERIFIED)
+        if top == 0:
+            return ("--algorithms lists %s, but --verify-top 0 turns "
+                    "measured selection off" % VERIFIED)
+    elif "neuroshard" in algorithms and args.measure_tasks and top != 0:
+        algorithms.insert(algorithms.index("neuroshard") + 1, VERIFIED)
+    elif asked:
+        if "neuroshard" not in algorithms:
+            return ("%s: measured selection is the neuroshard search's, and "
+                    "--algorithms %s has neither neuroshard nor %s" %
+                    (" and ".join(asked), ",".join(algorithms), VERIFIED))
+        return ("%s: measured selection applies to the measured tasks only; "
+                "give --measure-tasks K" % " and ".join(asked))
+    args.algorithms, args.verify_top, args.verify_seconds = \
+        algorithms, top, seconds
+    return None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m neuroshard.evaluate",
@@ -716,7 +1242,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="seed of the tasks and of the index streams")
     parser.add_argument("--settings", default="4dev,8dev,scale",
                         help="comma list of %s" % ", ".join(SETTINGS))
-    parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    parser.add_argument("--algorithms", default=None,
+                        help="comma list of %s and %s (default: all; %s "
+                        "when tasks are measured)" %
+                        (", ".join(ALGORITHMS), VERIFIED, VERIFIED))
     parser.add_argument("--tasks", type=int, default=20,
                         help="tasks per setting (default %(default)s)")
     parser.add_argument("--scale-tasks", type=int, default=2)
@@ -730,9 +1259,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "describe batches of this many bags (default "
                         "%(default)s)")
     parser.add_argument("--measure-tasks", type=int, default=0,
-                        help="measure the plans of this many 4-device (and "
-                        "2-device) tasks with neuroshard-collect (default 0: "
-                        "none)")
+                        help="measure the plans of this many tasks of each "
+                        "of the settings %s with neuroshard-collect (default "
+                        "0: none)" % ", ".join(MEASURED_SETTINGS))
+    parser.add_argument("--verify-top", type=_verify_top, default=None,
+                        help="candidates %s times on this CPU for the "
+                        "measured tasks: a count from 0 (no %s) to %d, or "
+                        "'auto' (the planner's choice; default %d)" %
+                        (VERIFIED, VERIFIED, MAX_VERIFY_TOP,
+                         DEFAULT_VERIFY_TOP))
+    parser.add_argument("--verify-seconds", type=float, default=None,
+                        help="seconds %s may spend timing its candidates "
+                        "per task (default %g)" %
+                        (VERIFIED, DEFAULT_VERIFY_SECONDS))
     parser.add_argument("--measure-repeats", type=int, default=3,
                         help="neuroshard-collect runs per measured task, in "
                         "alternating order; a set's cost is the median over "
@@ -747,18 +1286,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--json", help="write every task's results here")
     args = parser.parse_args(argv)
     args.settings = [s for s in args.settings.split(",") if s]
-    args.algorithms = [a for a in args.algorithms.split(",") if a]
     for s in args.settings:
         if s not in SETTINGS:
             parser.error("unknown setting '%s' (expected %s)" %
                          (s, ", ".join(SETTINGS)))
-    for a in args.algorithms:
-        if a not in ALGORITHMS:
-            parser.error("unknown algorithm '%s' (expected %s)" %
-                         (a, ", ".join(ALGORITHMS)))
     if args.tasks < 1 or args.scale_tasks < 1 or args.measure_tasks < 0:
         parser.error("--tasks and --scale-tasks must be positive and "
                      "--measure-tasks >= 0")
+    if args.measure_tasks and not any(s in MEASURED_SETTINGS
+                                      for s in args.settings):
+        parser.error("--measure-tasks %d: no setting of --settings %s is "
+                     "measured (the measured settings are %s)" %
+                     (args.measure_tasks, ",".join(args.settings),
+                      ", ".join(MEASURED_SETTINGS)))
+    problem = resolve_algorithms(args)
+    if problem:
+        parser.error(problem)
     if args.batch_size < 1:
         parser.error("--batch-size must be positive, got %d" %
                      args.batch_size)
@@ -767,24 +1310,29 @@ def main(argv: Optional[List[str]] = None) -> int:
                      "--warmup >= 0")
     try:
         settings = evaluate(args)
+        accepted = acceptance(settings, args.batch_size) \
+            if args.measure_tasks else None
         command = PYTHON_COMMAND + "neuroshard.evaluate " + \
             shlex.join(argv if argv is not None else sys.argv[1:])
         if args.results:
             text = "Generated by:\n\n```sh\n%s\n```\n\n" % command
             text += "\n".join(d["table"] for d in settings.values())
+            if accepted:
+                text += "\n" + acceptance_markdown(accepted)
             write_results(args.results, text)
         if args.plot:
             plot_tasks(args.plot, settings)
         if args.json:
+            data = {s: {"summary": d["summary"],
+                        "measurements": d["measurements"],
+                        "results": {a: [{k: v for k, v in r.items()
+                                         if k != "plan"} for r in rs]
+                                    for a, rs in d["results"].items()}}
+                    for s, d in settings.items()}
+            if accepted:
+                data["acceptance"] = accepted
             with open(args.json, "w") as f:
-                json.dump({s: {"summary": d["summary"],
-                               "measurements": d["measurements"],
-                               "results": {a: [{k: v for k, v in r.items()
-                                                if k != "plan"}
-                                               for r in rs]
-                                           for a, rs in
-                                           d["results"].items()}}
-                           for s, d in settings.items()}, f, indent=1)
+                json.dump(data, f, indent=1)
     except (EvaluationError, tp.PoolError) as e:
         print("evaluate: error: %s" % e, file=sys.stderr)
         return 1
