@@ -12,7 +12,9 @@ tables. In Python: the neural cost models (neuroshard.cost_model) and their
 TorchScript bundle export, which the planner loads, and the pre-training
 pipeline that feeds them: the synthetic table pool (neuroshard.table_pool),
 cost-data collection (neuroshard.collect), training (neuroshard.train) and
-its report (neuroshard.report, neuroshard.metrics); the PyTorch front end
+its report (neuroshard.report, neuroshard.metrics), and refining a bundle
+on the sets measured selection timed (neuroshard.experience); the PyTorch
+front end
 (neuroshard.frontend); and the evaluation of plans against the baselines on
 held-out tasks (neuroshard.evaluate)."""
 

@@ -14,18 +14,33 @@ time budget (docs/cost-model.md, "Calibrating for this machine"):
      epoch, unless --epochs says;
   4. the batch-scaling curve and its validation (batch_scaling.run, on
      fewer sets than its own default, in proportion to the budget);
-  5. the held-out MAPE and Kendall's tau (report.evaluate_bundle);
+  4. experience (gather_experience, refine_experience): plans a few tasks
+     of the pool's train tables with the fresh bundle and measured
+     selection (neuroshard.plan with verify_top), which times the device
+     sets of the best candidate plans and appends them to the work
+     directory's experience.jsonl, then fine-tunes the bundle on those sets
+     (experience.refine_bundle, replaying the samples of step 2), keeping
+     the refined model only if it predicts the held-out sets better;
+     EXPERIENCE_SHARE of the budget;
+  5. the batch-scaling curve and its validation (batch_scaling.run, on
+     fewer sets than its own default, in proportion to the budget);
+  6. the held-out MAPE and Kendall's tau (report.evaluate_bundle);
 
 then copies the bundle (compute.pt and meta.json with "host",
-"trained_ranges" and "batch_scaling") into --out. Intermediate files (pool,
-samples, the bundle before it is complete) stay in the work directory, so a
-run that was stopped resumes its collection. --out is never overwritten
-without --force, nor anything under the source tree's models/.
+"trained_ranges", "batch_scaling" and, when refined, "refined") into --out.
+Intermediate files (pool, samples, experience, the bundle before it is
+complete) stay in the work directory, so a run that was stopped resumes its
+collection. --out is never overwritten without --force, nor anything under
+the source tree's models/.
+
+With --refine BUNDLE it calibrates nothing: it fine-tunes BUNDLE's compute
+model on the sets measured selection timed with it (refine()).
 """
 
 import argparse
 import io
 import json
+import math
 import os
 import shutil
 import sys
@@ -33,9 +48,12 @@ import tempfile
 import time
 from typing import Dict, List, Optional, TextIO
 
+import numpy as np
+
 from neuroshard import _core
 from neuroshard import batch_scaling as bs
 from neuroshard import collect
+from neuroshard import experience as ex
 from neuroshard import report
 from neuroshard import table_pool as tp
 from neuroshard import train as tr
@@ -50,6 +68,23 @@ BATCH_SIZE = 1024
 # the report take the rest (its set counts grow with the budget).
 COLLECT_SHARE = 0.50
 TRAIN_SHARE = 0.15
+# The experience stage: planning with measured selection, then refining
+# (REFINE_SHARE of the stage's time).
+EXPERIENCE_SHARE = 0.08
+REFINE_SHARE = 0.2
+# Its tasks: EXPERIENCE_DEVICES devices, a table count uniform in
+# EXPERIENCE_TABLES, each device's memory the tables' total over the
+# devices times a slack uniform in EXPERIENCE_SLACK (tight, so that the
+# search splits tables at times), at most MAX_EXPERIENCE_TASKS of them;
+# EXPERIENCE_VERIFY_TOP candidates verified, each for DEFAULT_VERIFY_SECONDS.
+EXPERIENCE_DEVICES = 4
+EXPERIENCE_TABLES = (10, 60)
+EXPERIENCE_SLACK = (1.05, 1.6)
+MAX_EXPERIENCE_TASKS = 24
+EXPERIENCE_VERIFY_TOP = 4
+DEFAULT_VERIFY_SECONDS = 2.0
+# Keys the experience tasks' draws apart from the other uses of the seed.
+_EXPERIENCE_KEY = 0xE4
 # The most samples collected when --samples is not given (the shipped
 # model's dataset), and the most epochs (the shipped model's training).
 MAX_SAMPLES = 8000
@@ -204,6 +239,148 @@ def scaled_sets(default: int, minimum: int, minutes: float) -> int:
     return max(minimum, min(count, bs.DEFAULT_SETS))
 
 
+def experience_tasks(pool: Dict, seed: int, count: int,
+                     memory_cap_gb: float,
+                     max_rows: Optional[int] = None) -> List[Dict]:
+    """`count` seeded planning tasks of the pool's train tables for the
+    experience stage: EXPERIENCE_DEVICES devices, a table count uniform in
+    EXPERIENCE_TABLES (tables drawn with repeats when the split has fewer),
+    each table under half of memory_cap_gb and, with max_rows, of at most
+    that many rows; each device's memory the tables' total times a slack
+    (EXPERIENCE_SLACK) over the devices, which must stay under the cap:
+    a drawn table that would pass it is left out. The cap bounds what
+    timing a device set allocates. A task is {"name", "devices",
+    "memory_gb", "batch_size", "tables"} (the tables as task JSON)."""
+    cap = memory_cap_gb * 2**30
+    train = [t for t in pool["tables"] if t["split"] == "train"
+             and tp.table_bytes(t) <= cap / 2
+             and (max_rows is None or t["rows"] <= max_rows)]
+    if not train:
+        raise CalibrateError(
+            "no train table of the pool is under half the memory cap of "
+            "%.3g GB%s" % (memory_cap_gb, "" if max_rows is None else
+                           " with at most %d rows" % max_rows))
+    low, high = EXPERIENCE_TABLES
+    devices = EXPERIENCE_DEVICES
+    tasks = []
+    for k in range(count):
+        rng = np.random.default_rng([seed, _EXPERIENCE_KEY, k])
+        size = int(rng.integers(low, high + 1))
+        picks = rng.choice(len(train), size=size, replace=size > len(train))
+        slack = float(rng.uniform(*EXPERIENCE_SLACK))
+        tables, total = [], 0
+        for i, p in enumerate(picks):
+            t = train[int(p)]
+            size_bytes = tp.table_bytes(t)
+            if (total + size_bytes) * slack > devices * cap:
+                continue
+            total += size_bytes
+            tables.append({"name": "t%d_p%d" % (i, t["id"]),
+                           "rows": t["rows"], "dim": t["dim"],
+                           "pooling_factor": t["pooling_factor"],
+                           "access_hist": t["access_hist"]})
+        # Rounded up to the MB so the JSON value reproduces the capacity.
+        memory_gb = math.ceil(total * slack / devices / 2**20) / 1024.0
+        tasks.append({"name": "experience-%d" % k, "devices": devices,
+                      "memory_gb": memory_gb,
+                      "batch_size": pool.get("sample_bags", BATCH_SIZE),
+                      "tables": tables})
+    return tasks
+
+
+def gather_experience(args, bundle: str, pool: Dict, experience_path: str,
+                      clock: Clock, budget_s: float) -> Dict:
+    """Plans experience_tasks() with the bundle and measured selection,
+    appending the timed sets to experience_path, until --experience-tasks
+    are planned (else MAX_EXPERIENCE_TASKS) or, after the first, until
+    budget_s would be spent. Returns {"planned", "changed", "sets",
+    "skipped"}: plans made, plans measured selection changed, sets timed,
+    and why the stage could not plan (None when it could)."""
+    summary = {"planned": 0, "changed": 0, "sets": 0, "skipped": None}
+    if not _core.neural_cost_models_built():
+        summary["skipped"] = "this build cannot load neural cost models"
+        return summary
+    limit = MAX_EXPERIENCE_TASKS if args.experience_tasks is None \
+        else args.experience_tasks
+    tasks = experience_tasks(pool, args.seed, limit, args.memory_cap_gb,
+                             args.max_rows)
+    start = time.monotonic()
+    for k, task in enumerate(tasks):
+        spent = time.monotonic() - start
+        if k and spent + spent / k > budget_s:
+            clock.say("experience", "planning budget spent after %d of %d "
+                      "tasks" % (k, len(tasks)))
+            break
+        try:
+            plan = _core.plan({"batch_size": task["batch_size"],
+                               "tables": task["tables"]},
+                              devices=task["devices"],
+                              memory_gb=task["memory_gb"],
+                              cost_model=bundle, device_kind="cpu",
+                              verify_top=EXPERIENCE_VERIFY_TOP,
+                              verify_seconds=args.verify_seconds,
+                              experience=experience_path)
+        except TypeError as e:
+            # A neuroshard._core older than measured selection.
+            summary["skipped"] = "neuroshard.plan cannot time plans (%s)" % e
+            return summary
+        except _core.NeuroShardError as e:
+            clock.say("experience", "%s (%d tables on %d devices of %.3f "
+                      "GB): no plan: %s" %
+                      (task["name"], len(task["tables"]), task["devices"],
+                       task["memory_gb"], str(e).splitlines()[0]))
+            continue
+        verification = plan.get("verification") or {}
+        summary["planned"] += 1
+        summary["sets"] += int(verification.get("sets", 0))
+        summary["changed"] += int(verification.get("chosen", 0) != 0)
+        left = (time.monotonic() - start) / (k + 1) * (len(tasks) - k - 1)
+        clock.say("experience", "%s: %d tables on %d devices of %.3f GB, "
+                  "%d sets timed%s" %
+                  (task["name"], len(task["tables"]), task["devices"],
+                   task["memory_gb"], int(verification.get("sets", 0)),
+                   ", measured selection chose candidate %d" %
+                   (verification["chosen"] + 1)
+                   if verification.get("chosen") else ""),
+                  min(left, budget_s - (time.monotonic() - start)))
+    return summary
+
+
+def refine_experience(args, staged: str, pool_path: str, data_path: str,
+                      experience_path: str, work: str, clock: Clock,
+                      budget_s: float, log: TextIO) -> Optional[Dict]:
+    """Refines the staged bundle on the experience file, replaying the
+    calibration samples, within budget_s; replaces the staged compute.pt
+    and meta.json when the refined model predicts the held-out sets better.
+    Returns the refinement (experience.refine_bundle's result), or None
+    when there was nothing to refine on."""
+    refined = os.path.join(work, "refined")
+    shutil.rmtree(refined, ignore_errors=True)
+    try:
+        result = ex.refine_bundle(
+            staged, [experience_path], refined, seed=args.seed,
+            data_path=data_path, pool_path=pool_path,
+            deadline=time.monotonic() + budget_s, log=log)
+    except ex.ExperienceError as e:
+        clock.say("experience", "not refined: %s" % e)
+        return None
+    record = result["refined"]
+    if result["written"]:
+        for name in ("compute.pt", "meta.json"):
+            os.replace(os.path.join(refined, name),
+                       os.path.join(staged, name))
+        shutil.rmtree(refined, ignore_errors=True)
+    before, after = record["held_out_before"], record["held_out_after"]
+    clock.say("experience", "%s: held-out MAPE %.2f%% -> %.2f%%, signed "
+              "error %+.2f%% -> %+.2f%% on %d sets" %
+              ("refined the bundle" if result["written"] else
+               "kept the trained bundle (refining did not help)",
+               100 * before["mape"], 100 * after["mape"],
+               100 * before["signed_error"], 100 * after["signed_error"],
+               record["held_out_samples"]))
+    return result
+
+
 def install_bundle(staged: str, out: str) -> None:
     """Copies the staged bundle's files into out (replacing a bundle there,
     which check_out_dir allowed)."""
@@ -235,10 +412,12 @@ def calibrate(args, log: Optional[TextIO] = None,
     host = _core.host_description()
     clock.say("start", "calibrating for %s (%d logical CPUs); intermediate "
               "files in %s" % (host["cpu_model"], host["logical_cpus"], work))
-    clock.say("start", "plan: collection up to %s, training up to %s, then "
-              "the batch-scaling curve (%d + %d sets) and the report" %
+    clock.say("start", "plan: collection up to %s, training up to %s, "
+              "experience up to %s, then the batch-scaling curve (%d + %d "
+              "sets) and the report" %
               (_duration(COLLECT_SHARE * budget_s),
-               _duration(TRAIN_SHARE * budget_s), args.scaling_sets,
+               _duration(TRAIN_SHARE * budget_s),
+               _duration(EXPERIENCE_SHARE * budget_s), args.scaling_sets,
                args.validate_sets))
     tool = collect.find_tool(args.tool)
     args.tool = tool
@@ -279,6 +458,34 @@ def calibrate(args, log: Optional[TextIO] = None,
               (_duration(time.monotonic() - train_start),
                meta["training"]["best_epoch"]))
 
+    experience_path = os.path.join(work, ex.EXPERIENCE_FILE)
+    gathered, refined = None, None
+    if args.experience_tasks == 0:
+        clock.say("experience", "skipped (--experience-tasks 0)")
+    else:
+        stage_s = EXPERIENCE_SHARE * budget_s
+        clock.say("experience", "planning tasks of %d..%d train tables on %d "
+                  "devices with measured selection (%d candidates, timed "
+                  "for %g s a plan), the sets timed appended to %s" %
+                  (EXPERIENCE_TABLES[0], EXPERIENCE_TABLES[1],
+                   EXPERIENCE_DEVICES, EXPERIENCE_VERIFY_TOP,
+                   args.verify_seconds, experience_path),
+                  stage_s)
+        stage_start = time.monotonic()
+        gathered = gather_experience(args, staged, pool, experience_path,
+                                     clock, (1.0 - REFINE_SHARE) * stage_s)
+        if gathered["skipped"]:
+            clock.say("experience", "skipped: %s" % gathered["skipped"])
+        else:
+            clock.say("experience", "%d plans, %d sets timed; measured "
+                      "selection changed %d of the plans" %
+                      (gathered["planned"], gathered["sets"],
+                       gathered["changed"]))
+            refined = refine_experience(
+                args, staged, pool_path, data_path, experience_path, work,
+                clock, max(0.0, stage_s - (time.monotonic() - stage_start)),
+                log)
+
     scaling_options = argparse.Namespace(
         sets=args.scaling_sets, batch_sizes=args.batch_sizes,
         validate_batch_sizes=args.validate_batch_sizes,
@@ -312,6 +519,17 @@ def calibrate(args, log: Optional[TextIO] = None,
            BATCH_SIZE, 100.0 * held["mape"], held["kendall_tau"],
            scaling["batch_sizes"][0], scaling["batch_sizes"][-1], checks),
           file=out)
+    if refined is not None:
+        record = refined["refined"]
+        print("experience: %d sets timed in %d plans; %s on %d held-out "
+              "sets: MAPE %.2f%% -> %.2f%%, signed error %+.2f%% -> %+.2f%%"
+              % (gathered["sets"], gathered["planned"],
+                 "refined" if refined["written"] else
+                 "not refined (no better)", record["held_out_samples"],
+                 100 * record["held_out_before"]["mape"],
+                 100 * record["held_out_after"]["mape"],
+                 100 * record["held_out_before"]["signed_error"],
+                 100 * record["held_out_after"]["signed_error"]), file=out)
     print("use it:  build/bin/neuroshard-plan TASK.json --cost-model %s "
           "--device-kind cpu\n"
           "    or:  build/bin/neuroshard-opt MODEL.mlir "
@@ -320,14 +538,64 @@ def calibrate(args, log: Optional[TextIO] = None,
     return meta
 
 
+def refine(args, log: Optional[TextIO] = None,
+           out: Optional[TextIO] = None) -> Dict:
+    """--refine BUNDLE: fine-tunes the bundle on its experience (--experience,
+    default BUNDLE/experience.jsonl) and writes the refined bundle to --out,
+    by default BUNDLE itself, which needs --force (the replaced files are
+    kept in BUNDLE/before-refine/). Prints the held-out figures before and
+    after; returns experience.refine_bundle's result."""
+    log = log or sys.stderr
+    out = out or sys.stdout
+    bundle = args.refine
+    paths = args.experience or [os.path.join(bundle, ex.EXPERIENCE_FILE)]
+    target = args.out or bundle
+    result = ex.refine_bundle(
+        bundle, paths, target,
+        epochs=args.epochs or ex.DEFAULT_EPOCHS, seed=args.seed,
+        data_path=args.data, pool_path=args.pool, force=args.force, log=log)
+    record = result["refined"]
+    before, after = record["held_out_before"], record["held_out_after"]
+    print("held-out experience (%d of %d sets): MAPE %.2f%% -> %.2f%%, "
+          "signed error %+.2f%% -> %+.2f%% (the plans predicted %+.2f%%); "
+          "best epoch %d of %d" %
+          (record["held_out_samples"], record["experience_samples"],
+           100 * before["mape"], 100 * after["mape"],
+           100 * before["signed_error"], 100 * after["signed_error"],
+           100 * record["held_out_as_planned_signed_error"],
+           record["best_epoch"], record["epochs_run"]), file=out)
+    if "calibration_held_out_mape_after" in record:
+        print("held-out calibration samples: MAPE %.2f%% -> %.2f%%" %
+              (100 * record["calibration_held_out_mape_before"],
+               100 * record["calibration_held_out_mape_after"]), file=out)
+    if not result["written"]:
+        print("not written: the refined model predicts the held-out sets no "
+              "better than '%s' does" % bundle, file=out)
+    elif os.path.realpath(target) == os.path.realpath(bundle):
+        print("refined '%s' in place (the replaced compute.pt and meta.json "
+              "are in %s)" % (bundle, os.path.join(bundle, ex.BACKUP_DIR)),
+              file=out)
+    else:
+        print("wrote the refined bundle to '%s'" % target, file=out)
+    return result
+
+
+# Options of a calibration that --refine does not take.
+_CALIBRATION_ONLY = ("samples", "work", "tool", "experience_tasks")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m neuroshard.calibrate",
         description="Makes a cost-model bundle for this machine in one "
-        "command: table pool, compute-cost samples, training, the "
-        "batch-scaling curve and the report, within --minutes.")
-    parser.add_argument("--out", required=True, help="bundle directory to "
-                        "write (must not exist or be empty, unless --force)")
+        "command: table pool, compute-cost samples, training, experience "
+        "of measured plans, the batch-scaling curve and the report, within "
+        "--minutes. With --refine BUNDLE, fine-tunes an existing bundle on "
+        "the device sets measured selection timed with it instead.")
+    parser.add_argument("--out", default=None, help="bundle directory to "
+                        "write (must not exist or be empty, unless --force; "
+                        "required unless --refine, whose default is the "
+                        "bundle itself)")
     parser.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
                         help="time budget of the whole command (default "
                         "%%(default)s); collection stops at %d%%%% of it" %
@@ -343,10 +611,41 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--work", default=None,
                         help="directory of the intermediate files (default: "
                         "OUT-work beside --out)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the pool, the samples and the splits "
+                        "(default 0; with --refine, the bundle's)")
     parser.add_argument("--force", action="store_true",
-                        help="replace the bundle in a non-empty --out, and "
-                        "allow --out under the source tree's models/")
+                        help="replace the bundle in a non-empty --out (with "
+                        "--refine, also BUNDLE itself), and allow --out "
+                        "under the source tree's models/")
+    parser.add_argument("--experience-tasks", type=int, default=None,
+                        metavar="N", help="tasks planned with measured "
+                        "selection to gather experience (default: as many "
+                        "as fit in %d%%%% of the budget, at most %d; 0 skips "
+                        "the stage)" % (round(100 * EXPERIENCE_SHARE *
+                                              (1 - REFINE_SHARE)),
+                                        MAX_EXPERIENCE_TASKS))
+    parser.add_argument("--verify-seconds", type=float,
+                        default=DEFAULT_VERIFY_SECONDS,
+                        help="seconds measured selection times the sets of "
+                        "one plan (default %(default)s)")
+    parser.add_argument("--refine", metavar="BUNDLE", default=None,
+                        help="calibrate nothing: fine-tune BUNDLE's compute "
+                        "model on the sets measured selection timed with it "
+                        "(--experience) and write the refined bundle to "
+                        "--out (default BUNDLE itself, with --force)")
+    parser.add_argument("--experience", action="append", default=None,
+                        metavar="PATH", help="with --refine: an experience "
+                        "file (repeatable; default BUNDLE/%s)" %
+                        ex.EXPERIENCE_FILE)
+    parser.add_argument("--data", default=None, metavar="SAMPLES",
+                        help="with --refine: the bundle's calibration "
+                        "dataset (samples.jsonl of its work directory), "
+                        "replayed while refining so that the model keeps "
+                        "its accuracy on random sets; needs --pool")
+    parser.add_argument("--pool", default=None,
+                        help="with --refine: the pool of --data (pool.json "
+                        "of the work directory)")
     parser.add_argument("--base-tables", type=int,
                         default=DEFAULT_BASE_TABLES,
                         help="base tables of the pool (default %(default)s)")
@@ -361,8 +660,37 @@ def main(argv: Optional[List[str]] = None) -> int:
         validate_sets_default="%d at %g minutes, in proportion, at least %d"
         % (DEFAULT_VALIDATE_SETS, DEFAULT_MINUTES, MIN_VALIDATE_SETS))
     args = parser.parse_args(argv)
+    if args.epochs is not None and args.epochs < 1:
+        parser.error("--epochs must be positive, got %d" % args.epochs)
+    if args.refine is not None:
+        given = ["--" + name.replace("_", "-") for name in _CALIBRATION_ONLY
+                 if getattr(args, name) is not None]
+        if given:
+            parser.error("--refine takes --experience, --out, --force, "
+                         "--epochs, --seed, --data and --pool, not %s" %
+                         ", ".join(given))
+        try:
+            refine(args)
+        except (ex.ExperienceError, tr.TrainError, collect.CollectError,
+                tp.PoolError) as e:
+            print("calibrate: error: %s" % e, file=sys.stderr)
+            return 1
+        return 0
+    for name in ("experience", "data", "pool"):
+        if getattr(args, name) is not None:
+            parser.error("--%s goes with --refine" % name)
+    if args.out is None:
+        parser.error("--out is required (unless --refine)")
+    if args.seed is None:
+        args.seed = 0
     if not args.minutes > 0 or args.base_tables < 1:
         parser.error("--minutes and --base-tables must be positive")
+    if args.experience_tasks is not None and args.experience_tasks < 0:
+        parser.error("--experience-tasks must not be negative, got %d" %
+                     args.experience_tasks)
+    if not 0 <= args.verify_seconds < math.inf:
+        parser.error("--verify-seconds must be a finite number >= 0, got %g"
+                     % args.verify_seconds)
     if args.sets is None:
         args.sets = scaled_sets(DEFAULT_SCALING_SETS, MIN_SCALING_SETS,
                                 args.minutes)
@@ -374,12 +702,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.sets, args.iters, args.warmup
     if args.samples is not None and args.samples < 10:
         parser.error("--samples must be at least 10, got %d" % args.samples)
-    if args.epochs is not None and args.epochs < 1:
-        parser.error("--epochs must be positive, got %d" % args.epochs)
     try:
         calibrate(args)
     except (CalibrateError, bs.ScalingError, tr.TrainError,
-            collect.CollectError, tp.PoolError, report.ReportError) as e:
+            collect.CollectError, tp.PoolError, report.ReportError,
+            ex.ExperienceError) as e:
         print("calibrate: error: %s" % e, file=sys.stderr)
         return 1
     return 0

@@ -44,6 +44,10 @@ BUNDLE_FORMAT = "neuroshard-cost-model-bundle"
 BUNDLE_VERSION = 1
 
 
+class BundleError(Exception):
+    """A bundle that cannot be loaded; the message names the file."""
+
+
 class Standardize(nn.Module):
     """(x' - mean) / std per column, where x' = log1p(x) for log columns.
 
@@ -438,6 +442,75 @@ def export_bundle(out_dir: str, compute: ComputeCostModel, meta: dict,
     with open(os.path.join(out_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=2)
         f.write("\n")
+
+
+def load_compute_model(bundle_dir: str) -> ComputeCostModel:
+    """The bundle's compute.pt as a trainable ComputeCostModel: the module
+    is rebuilt with the sizes its weights have (ensemble members, hidden
+    widths), the batch size, caches and correction bound its buffers hold,
+    and its state loaded; the rebuilt model is checked to predict what the
+    TorchScript file predicts. A compute model of another form (a bundle
+    written before the physics prior, or one whose prior prices other
+    terms) is refused by name."""
+    path = os.path.join(bundle_dir, "compute.pt")
+    try:
+        scripted = torch.jit.load(path)
+    except (RuntimeError, ValueError) as e:
+        raise BundleError("cannot load '%s': %s" %
+                          (path, str(e).splitlines()[0] if str(e) else
+                           type(e).__name__))
+    state = scripted.state_dict()
+    needed = ("prior.coef", "prior.cache_bytes", "prior.batch_size",
+              "log_bound", "table_mlps.0.0.weight", "table_mlps.0.2.weight",
+              "head_mlps.0.0.weight")
+    missing = [k for k in needed if k not in state]
+    if missing:
+        raise BundleError(
+            "'%s' is not a physics prior x bounded correction compute model "
+            "(it has no %s): only a bundle trained by this version of "
+            "neuroshard.train can be trained further" %
+            (path, ", ".join(missing)))
+    terms = state["prior.coef"].numel()
+    if terms != NUM_PRIOR_TERMS:
+        raise BundleError(
+            "'%s' prices %d physics-prior terms, this version of the model "
+            "%d (%s): train the bundle again" %
+            (path, terms, NUM_PRIOR_TERMS, ", ".join(PRIOR_TERMS)))
+    members = 0
+    while "table_mlps.%d.0.weight" % members in state:
+        members += 1
+    try:
+        line_bytes = int(scripted.prior.line_bytes)
+    except (AttributeError, RuntimeError):
+        line_bytes = CACHE_LINE_BYTES
+    model = ComputeCostModel(
+        batch_size=int(round(float(state["prior.batch_size"]))),
+        hidden=state["table_mlps.0.0.weight"].shape[0],
+        encoding_dim=state["table_mlps.0.2.weight"].shape[0],
+        head_hidden=state["head_mlps.0.0.weight"].shape[0],
+        members=members,
+        correction_bound=math.exp(float(state["log_bound"])),
+        cache_bytes=state["prior.cache_bytes"].tolist(),
+        line_bytes=line_bytes)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        raise BundleError("'%s' does not load into a ComputeCostModel: %s" %
+                          (path, str(e).splitlines()[0]))
+    model.eval()
+    probe = _plausible_features(torch.Generator().manual_seed(0), 12)
+    shard_ids = torch.arange(12) % 4
+    with torch.no_grad():
+        rebuilt = model(probe, shard_ids, 4)
+        original = scripted(probe, shard_ids, 4)
+    if not torch.allclose(rebuilt, original, rtol=1e-4, atol=1e-9):
+        raise BundleError(
+            "'%s' predicts %s for a probe, but the ComputeCostModel rebuilt "
+            "from its weights %s: the file's code differs from this "
+            "version's; train the bundle again" %
+            (path, [round(v, 6) for v in original.tolist()],
+             [round(v, 6) for v in rebuilt.tolist()]))
+    return model
 
 
 def _plausible_features(generator: torch.Generator, count: int) -> torch.Tensor:

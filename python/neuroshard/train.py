@@ -175,14 +175,21 @@ def evaluate(model, samples: SampleSet) -> Dict[str, float]:
 
 def fit_model(model: torch.nn.Module, num_train: int, batch_loss,
               held_out_mape, *, epochs: int, seed: int, lr: float,
-              batch: int, log=None, label: str = "") -> Dict:
+              batch: int, log=None, label: str = "",
+              epoch_order=None, patience: Optional[int] = None,
+              deadline: Optional[float] = None) -> Dict:
     """The training loop all models share: Adam at `lr`, cosine-annealed
     over `epochs`, on a seeded shuffle of the `num_train` training samples,
     `batch` per step; batch_loss(which) is the loss of training samples
     `which` (an index array) and held_out_mape() the held-out MAPE of the
     model in eval mode. The model is left at its best held-out epoch (epoch
     0 is the untrained start) in eval mode. Returns {"best_epoch",
-    "history"}, history[e] being the held-out MAPE after epoch e."""
+    "history"}, history[e] being the held-out MAPE after epoch e.
+
+    epoch_order(generator), when given, returns the sample indices of one
+    epoch in their order instead of the shuffle of all of them. Training
+    stops early after `patience` epochs without a better held-out MAPE, and
+    after the epoch that ends past `deadline` (a time.monotonic() value)."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer,
@@ -195,7 +202,8 @@ def fit_model(model: torch.nn.Module, num_train: int, batch_loss,
     start = time.monotonic()
     for epoch in range(1, epochs + 1):
         model.train()
-        order = torch.randperm(num_train, generator=generator).numpy()
+        order = torch.randperm(num_train, generator=generator).numpy() \
+            if epoch_order is None else epoch_order(generator)
         total_loss = 0.0
         for begin in range(0, len(order), batch):
             which = order[begin:begin + batch]
@@ -215,9 +223,19 @@ def fit_model(model: torch.nn.Module, num_train: int, batch_loss,
         if log is not None and (epoch % every == 0 or epoch == epochs):
             print("train: %sepoch %d/%d  loss %.4g  held-out MAPE %.2f%%%s  "
                   "(%.0f s)" % (label + " " if label else "", epoch, epochs,
-                                total_loss / num_train, 100.0 * valid_mape,
+                                total_loss / max(1, len(order)),
+                                100.0 * valid_mape,
                                 "  best" if improved else "",
                                 time.monotonic() - start), file=log)
+        stalled = patience is not None and epoch - best["epoch"] >= patience
+        late = deadline is not None and time.monotonic() >= deadline
+        if epoch < epochs and (stalled or late):
+            if log is not None:
+                print("train: %sstopped after epoch %d/%d: %s" %
+                      (label + " " if label else "", epoch, epochs,
+                       "no better held-out MAPE in %d epochs" % patience
+                       if stalled else "its time is spent"), file=log)
+            break
     model.load_state_dict(best_state)
     model.eval()
     return {"best_epoch": best["epoch"], "history": history}

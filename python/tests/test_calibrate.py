@@ -16,6 +16,7 @@ import pytest
 from neuroshard import _core
 from neuroshard import calibrate
 from neuroshard import collect
+from neuroshard import experience
 
 import built_tools
 
@@ -24,7 +25,8 @@ import built_tools
 TINY = ["--base-tables", "20", "--samples", "30", "--epochs", "2",
         "--scaling-sets", "3", "--batch-sizes", "256,1024,4096",
         "--validate-batch-sizes", "2048", "--validate-sets", "3",
-        "--scaling-warmup", "1", "--max-rows", "20000"]
+        "--scaling-warmup", "1", "--max-rows", "20000",
+        "--experience-tasks", "2", "--verify-seconds", "0"]
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +47,8 @@ def calibrated(tmp_path_factory):
 def test_calibration_writes_a_complete_bundle(calibrated):
     out, work, stdout, stderr = calibrated
     assert sorted(os.listdir(out)) == ["compute.pt", "meta.json"]
-    assert sorted(os.listdir(work)) == ["cpu-here", "pool.json",
-                                        "samples.jsonl"]
+    assert sorted(os.listdir(work)) == ["cpu-here", "experience.jsonl",
+                                        "pool.json", "samples.jsonl"]
     with open(os.path.join(out, "meta.json")) as f:
         meta = json.load(f)
     assert meta["trained"] is True and meta["batch_size"] == 1024
@@ -67,8 +69,8 @@ def test_calibration_writes_a_complete_bundle(calibrated):
     assert len(validation["scaling_mape"]) == 1
     assert len(validation["prediction_mape"]) == 1
     # Every phase says how far it is; the end says how to use the bundle.
-    for phase in ("[pool]", "[collect]", "[train]", "[batch scaling]",
-                  "[report]"):
+    for phase in ("[pool]", "[collect]", "[train]", "[experience]",
+                  "[batch scaling]", "[report]"):
         assert "calibrate: %s" % phase in stderr
     assert "intermediate files in %s" % work in stderr
     assert "calibrated '%s' for %s" % (out, _core.host_cpu_model()) in stdout
@@ -79,6 +81,36 @@ def test_calibration_writes_a_complete_bundle(calibrated):
             out) in stdout
     assert "--neuroshard-shard=\"cost-model=%s device-kind=cpu\"" % out \
         in stdout
+
+
+def test_calibration_times_the_sets_its_plans_use(calibrated):
+    out, work, stdout, stderr = calibrated
+    # Two tasks of the pool's train tables, planned with measured selection:
+    # every set timed is a line of the experience file.
+    lines = experience.load_experience(os.path.join(work,
+                                                    "experience.jsonl"))
+    assert "calibrate: [experience] experience-0: " in stderr
+    assert "calibrate: [experience] experience-1: " in stderr
+    assert len(lines) >= 2
+    for line in lines:
+        assert (line["hardware"], line["device"], line["batch_size"],
+                line["bundle"]) == (_core.host_cpu_model(), "cpu", 1024,
+                                    "cpu-here")
+        assert all(entry["rows"] <= 20000 for entry in line["tables"])
+    # Then the bundle is refined on them (kept only if it predicts the
+    # held-out sets better), or the stage says why not.
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    if "calibrate: [experience] refined the bundle" in stderr:
+        assert meta["refined"]["experience_samples"] == len(lines)
+        assert meta["refined"]["calibration_data"] == os.path.join(
+            work, "samples.jsonl")
+        assert "experience: %d sets timed in 2 plans; refined" % \
+            len(lines) in stdout
+    else:
+        assert "refined" not in meta
+        assert "calibrate: [experience] kept the trained bundle" in \
+            stderr or "calibrate: [experience] not refined: " in stderr
 
 
 def test_the_planner_loads_the_calibrated_bundle(calibrated, tmp_path):
