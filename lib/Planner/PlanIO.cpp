@@ -1005,6 +1005,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
               json.attribute("origin", candidate.origin);
               writeNumber(json, "predicted_ms", candidate.predicted.maxMs);
               writeNumber(json, "measured_ms", candidate.measured.maxMs);
+              writeNumber(json, "paired_ratio", candidate.pairedRatio);
+              json.attribute("rounds_faster", int64_t(candidate.roundsFaster));
               json.attributeArray("measured_compute_ms", [&] {
                 for (const DeviceCost &device : candidate.measured.devices)
                   writeNumberValue(json, device.computeMs);
@@ -1128,13 +1130,14 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 "{3} s\n",
                 verification.host, verification.sets.size(),
                 verification.rounds, format("%.1f", verification.seconds));
-  os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}\n", "candidate", "origin",
-                "predicted (ms)", "measured (ms)");
+  os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}\n", "candidate",
+                "origin", "predicted (ms)", "measured (ms)", "vs. candidate 1");
   for (auto [i, candidate] : enumerate(verification.candidates))
-    os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}\n",
+    os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}  {5,15}\n",
                   i == verification.chosen ? ">" : " ", i + 1, candidate.origin,
                   format("%.4f", candidate.predicted.maxMs),
-                  format("%.4f", candidate.measured.maxMs));
+                  format("%.4f", candidate.measured.maxMs),
+                  format("%.3f", candidate.pairedRatio));
   os << describeVerification(verification) << "\n";
   if (!verification.experiencePath.empty())
     os << formatv("the {0} sets were appended to '{1}'\n",

@@ -181,7 +181,8 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   }
   std::vector<double> setMs;
   std::vector<TimedSet> timedSets;
-  for (auto [slices, runs] : zip_equal(sets, times)) {
+  for (auto [slices, perRound] : zip_equal(sets, times)) {
+    std::vector<double> runs = perRound;
     llvm::sort(runs);
     TimedSet &set = timedSets.emplace_back();
     set.slices = std::move(slices);
@@ -192,22 +193,27 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     setMs.push_back(set.medianMs);
   }
 
-  // Each candidate priced with its measured compute.
+  // Each candidate priced with its sets' medians, then once per round with
+  // that round's times: one batch of (rounds + 1) x candidates plans.
+  size_t k = result.candidates.size();
   std::vector<double> computeMs;
   std::vector<DeviceTraffic> traffic;
-  for (auto [candidate, devices] : zip_equal(result.candidates, setOf)) {
-    for (const std::optional<size_t> &set : devices)
-      computeMs.push_back(set ? setMs[*set] : 0.0);
-    std::vector<DeviceTraffic> planTraffic =
-        computeTraffic(tables, topology, candidate.plan);
-    traffic.insert(traffic.end(), planTraffic.begin(), planTraffic.end());
-  }
+  for (unsigned round = 0; round <= rounds; ++round)
+    for (auto [candidate, devices] : zip_equal(result.candidates, setOf)) {
+      for (const std::optional<size_t> &set : devices)
+        computeMs.push_back(!set              ? 0.0
+                            : round == rounds ? setMs[*set]
+                                              : times[*set][round]);
+      std::vector<DeviceTraffic> planTraffic =
+          computeTraffic(tables, topology, candidate.plan);
+      traffic.insert(traffic.end(), planTraffic.begin(), planTraffic.end());
+    }
   if (Error err = model.prepare(tables, topology))
     return err;
-  Expected<std::vector<PlanCost>> measured =
+  Expected<std::vector<PlanCost>> costs =
       completePlanCosts(n, computeMs, traffic, model);
-  if (!measured)
-    return measured.takeError();
+  if (!costs)
+    return costs.takeError();
   std::vector<ArrayRef<ColumnSlice>> slices;
   for (const TimedSet &set : timedSets)
     slices.push_back(set.slices);
@@ -217,13 +223,27 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   for (auto [set, predicted] : zip_equal(timedSets, predictedMs))
     set.predictedMs = predicted;
 
+  // Round by round against the model's best plan; the lowest median ratio
+  // wins if it is a gain beyond the noise.
   PlanVerification verification;
-  for (auto [candidate, cost] : zip_equal(result.candidates, *measured))
-    verification.candidates.push_back(
-        {candidate.origin, candidate.cost, std::move(cost)});
+  for (size_t c = 0; c < k; ++c) {
+    CandidateMeasurement &entry = verification.candidates.emplace_back();
+    entry.origin = result.candidates[c].origin;
+    entry.predicted = result.candidates[c].cost;
+    entry.measured = std::move((*costs)[rounds * k + c]);
+    std::vector<double> ratios;
+    for (unsigned round = 0; round < rounds; ++round) {
+      double ratio = (*costs)[round * k + c].maxMs / (*costs)[round * k].maxMs;
+      ratios.push_back(ratio);
+      entry.roundsFaster += ratio < 1.0;
+    }
+    llvm::sort(ratios);
+    entry.pairedRatio = sortedMedian(ratios);
+  }
   for (auto [i, entry] : enumerate(verification.candidates))
-    if (entry.measured.maxMs <
-        verification.candidates[verification.chosen].measured.maxMs)
+    if (entry.pairedRatio <= 1.0 - options.minGain &&
+        entry.pairedRatio <
+            verification.candidates[verification.chosen].pairedRatio)
       verification.chosen = i;
   verification.sets = std::move(timedSets);
   verification.rounds = rounds;
@@ -366,19 +386,38 @@ std::string describeVerification(const PlanVerification &verification) {
   const CandidateMeasurement &chosen =
       verification.candidates[verification.chosen];
   const CandidateMeasurement &first = verification.candidates.front();
-  if (verification.chosen == 0)
-    return formatv("chosen: the model's best plan ({0}), measured {1} ms "
-                   "(predicted {2} ms), no slower than any other candidate",
-                   first.origin, format("%.4g", first.measured.maxMs),
-                   format("%.4g", first.predicted.maxMs))
+  auto rounds = [&](const CandidateMeasurement &candidate) {
+    return formatv("{0}% faster in the median round, in {1} of {2} rounds",
+                   format("%.1f", 100.0 * (1.0 - candidate.pairedRatio)),
+                   candidate.roundsFaster, verification.rounds)
         .str();
+  };
+  if (verification.chosen == 0) {
+    std::string text =
+        formatv("chosen: the model's best plan ({0}), measured {1} ms "
+                "(predicted {2} ms)",
+                first.origin, format("%.4g", first.measured.maxMs),
+                format("%.4g", first.predicted.maxMs))
+            .str();
+    size_t best = 0;
+    for (auto [i, candidate] : enumerate(verification.candidates))
+      if (candidate.pairedRatio < verification.candidates[best].pairedRatio)
+        best = i;
+    if (best == 0)
+      return text + ", no slower than any other candidate";
+    return formatv("{0}; the fastest other, candidate {1} ({2}), was {3}: "
+                   "within the noise",
+                   text, best + 1, verification.candidates[best].origin,
+                   rounds(verification.candidates[best]))
+        .str();
+  }
   return formatv("chosen: candidate {0} ({1}), measured {2} ms against {3} "
                  "ms for the model's best plan ({4}), which it predicted at "
-                 "{5} ms",
+                 "{5} ms; {6}",
                  verification.chosen + 1, chosen.origin,
                  format("%.4g", chosen.measured.maxMs),
                  format("%.4g", first.measured.maxMs), first.origin,
-                 format("%.4g", first.predicted.maxMs))
+                 format("%.4g", first.predicted.maxMs), rounds(chosen))
       .str();
 }
 

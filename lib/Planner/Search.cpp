@@ -300,9 +300,11 @@ selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
     auto signature = candidateSignature(candidate.plan, topology);
     auto same = llvm::find(seen, signature);
     if (same != seen.end()) {
-      // The returned plan may be the baseline's or the table-wise one.
-      if (same == seen.begin() && candidate.origin != neuroshard)
-        all.front().origin = candidate.origin;
+      // A beam state (or the returned plan) may make the baseline's or the
+      // table-wise plan: it is named, and kept, as that one.
+      PlanCandidate &kept = all[same - seen.begin()];
+      if (candidate.origin != neuroshard && kept.origin == neuroshard)
+        kept.origin = candidate.origin;
       continue;
     }
     seen.push_back(std::move(signature));

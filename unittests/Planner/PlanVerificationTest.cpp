@@ -168,6 +168,47 @@ TEST(PlanVerificationTest, ChoosesWhatMeasuresFastest) {
             std::string::npos);
 }
 
+TEST(PlanVerificationTest, ComparesRoundByRoundBeyondTheNoise) {
+  PlanResult result = planWithCandidates(4);
+  SliceCostModel model;
+  VerifyOptions options;
+  options.seconds = 0.0;
+  // The same times every round: each ratio is the ratio of the sets'
+  // times, and a candidate is faster in every round or in none.
+  FormulaTimer timer(1000.0);
+  PlanResult measured = result;
+  ASSERT_EQ(errorMessage(verifyCandidates(measured, hotAndCold(), twoDevices(),
+                                          model, timer, options)),
+            "");
+  const PlanVerification &verification = *measured.verification;
+  const CandidateMeasurement &first = verification.candidates.front();
+  EXPECT_EQ(first.pairedRatio, 1.0);
+  EXPECT_EQ(first.roundsFaster, 0u);
+  for (const CandidateMeasurement &candidate : verification.candidates) {
+    EXPECT_DOUBLE_EQ(candidate.pairedRatio,
+                     candidate.measured.maxMs / first.measured.maxMs);
+    EXPECT_EQ(candidate.roundsFaster,
+              candidate.pairedRatio < 1.0 ? verification.rounds : 0u);
+  }
+  const CandidateMeasurement &chosen =
+      verification.candidates[verification.chosen];
+  EXPECT_LT(chosen.pairedRatio, 0.98);
+  EXPECT_NE(describeVerification(verification)
+                .find("faster in the median round, in 3 of 3 rounds"),
+            std::string::npos);
+
+  // A gain smaller than minGain is noise: the model's best plan stays.
+  options.minGain = 1.0 - chosen.pairedRatio + 1e-9;
+  PlanResult kept = result;
+  ASSERT_EQ(errorMessage(verifyCandidates(kept, hotAndCold(), twoDevices(),
+                                          model, timer, options)),
+            "");
+  EXPECT_EQ(kept.verification->chosen, 0u);
+  EXPECT_TRUE(kept.plan.shards == result.plan.shards);
+  EXPECT_NE(describeVerification(*kept.verification).find("within the noise"),
+            std::string::npos);
+}
+
 TEST(PlanVerificationTest, KeepsTheModelsChoiceWhenItMeasuresFastest) {
   PlanResult result = planWithCandidates(4);
   ShardingPlan modelsChoice = result.plan;

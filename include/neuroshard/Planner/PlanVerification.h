@@ -58,6 +58,10 @@ struct VerifyOptions {
   /// take, at most maxRounds however fast.
   unsigned minRounds = 3;
   unsigned maxRounds = 25;
+  /// How much faster than the model's best plan, in the median of the
+  /// round-by-round ratios, another candidate must measure to replace it:
+  /// smaller differences are within the noise of timing one set.
+  double minGain = 0.02;
 };
 
 /// Candidates verified where verification applies and no count was given.
@@ -98,12 +102,16 @@ std::optional<std::string> checkVerifySeconds(double seconds);
 /// Times every distinct device set of `result.candidates` with `timer`: one
 /// untimed round, then rounds over all sets (each round in another order,
 /// so that no set always follows the same one) until `options.seconds` are
-/// spent, and takes each set's median. Each candidate is priced with its
-/// devices' measured compute and the model's communication
-/// (completePlanCosts), and `result`'s plan and cost become those of the
-/// candidate whose slowest device measured lowest (ties: the model's
-/// order); its cost stays the model's, so that the plan prices the same
-/// everywhere. Sets `result.verification`. Needs at least one candidate.
+/// spent. Each candidate is priced round by round with its devices'
+/// measured compute and the model's communication (completePlanCosts), and
+/// compared with the model's best plan (the first candidate) in the same
+/// rounds, so that what slows a whole round down cancels. `result`'s plan
+/// and cost become those of the candidate with the lowest median ratio to
+/// the model's best, if that median is at most 1 - options.minGain; else
+/// the model's best stays. The cost stays the model's, so that the plan
+/// prices the same everywhere. Sets `result.verification` (each
+/// candidate's cost from its sets' medians, and its ratios). Needs at
+/// least one candidate.
 llvm::Error verifyCandidates(PlanResult &result,
                              llvm::ArrayRef<TableSpec> tables,
                              const Topology &topology, CostModel &model,

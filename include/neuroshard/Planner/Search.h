@@ -171,6 +171,11 @@ struct CandidateMeasurement {
   /// compute replaced by its measured median (communication still the
   /// model's).
   PlanCost predicted, measured;
+  /// Against the first candidate (the model's best), round by round: the
+  /// median over the timed rounds of this candidate's cost in a round over
+  /// the first's in the same round, and the rounds in which it was faster.
+  double pairedRatio = 1.0;
+  unsigned roundsFaster = 0;
 };
 /// One distinct device set the candidates have, as it was timed.
 struct TimedSet {
