@@ -34,6 +34,10 @@ held-out sets' MAPE, optionally replaying the bundle's own calibration
 samples so that the model does not forget random sets, and the refined
 bundle is written with a "refined" record in its meta.json. Its command
 line is `python3 -m neuroshard.calibrate --refine BUNDLE`.
+
+error_by_footprint() and `python3 -m neuroshard.experience FILE...` show
+where the planning model errs on the timed sets: its mean signed and
+absolute error per bin of the set's weight bytes over the last-level cache.
 """
 
 import hashlib
@@ -632,3 +636,108 @@ def refine_bundle(bundle_dir: str, experience_paths: Sequence[str],
         _write_refined(bundle_dir, out_dir, in_place, model, refined_meta)
     return {"written": written, "improved": improved, "refined": record,
             "meta": refined_meta}
+
+
+# Bins of a set's weight bytes over the last-level cache, for
+# error_by_footprint(): below it, up to 4x, 16x, 64x it, and beyond.
+FOOTPRINT_EDGES = (0.0, 1.0, 4.0, 16.0, 64.0, math.inf)
+
+
+def set_weight_bytes(line: Dict, element_bytes: int = 4) -> int:
+    """The bytes of a timed set's weights: rows x width of every lookup."""
+    return sum(int(t["rows"]) * int(t["dim"]) * element_bytes
+               for t in line["tables"])
+
+
+def error_by_footprint(lines: Sequence[Dict], llc_bytes: float
+                       ) -> List[Dict]:
+    """The planning model's error on timed sets, per bin of FOOTPRINT_EDGES
+    of the set's weight bytes over `llc_bytes`: {"low", "high", "sets",
+    "signed", "absolute"} with the mean signed and absolute relative error
+    (predicted_ms - cost_ms) / cost_ms; empty bins are left out, and a last
+    row ("low" None) covers every set."""
+    if not llc_bytes > 0:
+        raise ExperienceError("the last-level cache must be a positive "
+                              "number of bytes, got %r" % (llc_bytes,))
+    errors = np.array([(l["predicted_ms"] - l["cost_ms"]) / l["cost_ms"]
+                       for l in lines], dtype=np.float64)
+    ratio = np.array([set_weight_bytes(l) / llc_bytes for l in lines],
+                     dtype=np.float64)
+    rows = []
+    bins = list(zip(FOOTPRINT_EDGES, FOOTPRINT_EDGES[1:])) + [(None, None)]
+    for low, high in bins:
+        inside = np.ones(len(lines), dtype=bool) if low is None else \
+            (ratio >= low) & (ratio < high)
+        if inside.any():
+            rows.append({"low": low, "high": high,
+                         "sets": int(inside.sum()),
+                         "signed": float(errors[inside].mean()),
+                         "absolute": float(np.abs(errors[inside]).mean())})
+    return rows
+
+
+def host_llc_bytes() -> Optional[float]:
+    """This machine's last-level cache in bytes (its largest cache level),
+    or None where it is not reported."""
+    caches = _core.host_description().get("caches_kb") or {}
+    return float(max(caches.values())) * 1024 if caches else None
+
+
+def footprint_report(paths: Sequence[str], llc_bytes: Optional[float] = None
+                     ) -> str:
+    """A markdown table of error_by_footprint() over the sets of `paths`
+    (every file read with load_experience), for the last-level cache
+    `llc_bytes` (default: this machine's)."""
+    lines = [line for path in paths for line in load_experience(path)]
+    if not lines:
+        raise ExperienceError("%s hold no timed sets" % ", ".join(
+            "'%s'" % p for p in paths))
+    if llc_bytes is None:
+        llc_bytes = host_llc_bytes()
+        if llc_bytes is None:
+            raise ExperienceError("this machine reports no cache sizes: "
+                                  "give --llc-mib")
+    out = ["| set weights / last-level cache (%g MiB) | sets | mean signed "
+           "error | mean absolute error |" % (llc_bytes / 2**20),
+           "|---|---|---|---|"]
+    for row in error_by_footprint(lines, llc_bytes):
+        if row["low"] is None:
+            span = "all"
+        elif math.isinf(row["high"]):
+            span = "%gx and more" % row["low"]
+        else:
+            span = "%gx to %gx" % (row["low"], row["high"])
+        out.append("| %s | %d | %s | %s |" % (
+            span, row["sets"], _signed_percent(row["signed"]),
+            _percent(row["absolute"])))
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(
+        prog="python3 -m neuroshard.experience",
+        description="The planning model's error on the device sets measured "
+        "selection timed (experience files), per bin of the set's weight "
+        "bytes over the last-level cache; predictions include the risk "
+        "margin the search priced with.")
+    parser.add_argument("experience", nargs="+", help="experience files")
+    parser.add_argument("--llc-mib", type=float, default=None,
+                        help="last-level cache in MiB (default: this "
+                        "machine's largest cache)")
+    args = parser.parse_args(argv)
+    if args.llc_mib is not None and not args.llc_mib > 0:
+        parser.error("--llc-mib must be positive, got %g" % args.llc_mib)
+    try:
+        sys.stdout.write(footprint_report(
+            args.experience,
+            None if args.llc_mib is None else args.llc_mib * 2**20))
+    except ExperienceError as e:
+        print("neuroshard.experience: error: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -510,3 +510,34 @@ def test_gather_experience_plans_with_measured_selection(
     summary = calibrate.gather_experience(args, "BUNDLE", pool, path, clock,
                                           30.0)
     assert summary["skipped"].startswith("neuroshard.plan cannot time plans")
+
+
+def test_errors_by_the_sets_footprint_over_the_cache(tmp_path, capsys):
+    # one_line()'s set holds 1000 x 16 + 50 x 8 floats = 65600 bytes.
+    small, large = one_line(), one_line()
+    large["tables"][0]["rows"] = 4000000    # 256 MB: 3906x a 64 KiB cache
+    large["predicted_ms"], large["cost_ms"] = 3.0, 2.0    # +50%
+    small["predicted_ms"], small["cost_ms"] = 1.5, 2.0    # -25%
+    lines = [small, small, large]
+    rows = ex.error_by_footprint(lines, 65536.0)
+    assert [(r["low"], r["high"], r["sets"]) for r in rows] == [
+        (1.0, 4.0, 2), (64.0, np.inf, 1), (None, None, 3)]
+    assert rows[0]["signed"] == pytest.approx(-0.25)
+    assert rows[1]["signed"] == pytest.approx(0.5)
+    assert rows[2]["signed"] == pytest.approx((-0.25 - 0.25 + 0.5) / 3)
+    assert rows[2]["absolute"] == pytest.approx(1.0 / 3)
+    with pytest.raises(ex.ExperienceError, match="positive number of bytes"):
+        ex.error_by_footprint(lines, 0)
+
+    path = write_lines(tmp_path / "e.jsonl", lines)
+    assert ex.main([path, "--llc-mib", "0.0625"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| set weights / last-level cache (0.0625 MiB) |")
+    assert out[2] == "| 1x to 4x | 2 | -25.00% | 25.00% |"
+    assert out[3] == "| 64x and more | 1 | +50.00% | 50.00% |"
+    assert out[4] == "| all | 3 | +0.00% | 33.33% |"
+    (tmp_path / "none.jsonl").write_text("\n")
+    assert ex.main([str(tmp_path / "none.jsonl"), "--llc-mib", "32"]) == 1
+    assert "hold no timed sets" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ex.main([path, "--llc-mib", "-1"])
