@@ -1,6 +1,7 @@
 // Measured selection in the pass: verify-top=K times the device sets of the
 // K best distinct plans on this CPU (for a plan for CPU execution) and keeps
-// the one that measures fastest; the plan record says what was measured.
+// another than the model's best only if it measures at least 2% faster; the
+// plan record says what was measured.
 // The analytical model describes no machine, so the default ('auto') does
 // not verify and a given count warns that the plan is chosen for this CPU.
 
