@@ -73,6 +73,20 @@ std::vector<std::string> defaultModelSearchPath() {
   return unique;
 }
 
+bool isShippedBundle(StringRef dir) {
+  SmallString<256> parent;
+  if (sys::fs::real_path(sys::path::parent_path(dir), parent))
+    return false;
+  std::vector<std::string> places = defaultModelSearchPath();
+  places.push_back(NEUROSHARD_SOURCE_MODELS_DIR);
+  for (const std::string &place : places) {
+    SmallString<256> real;
+    if (!sys::fs::real_path(place, real) && real == parent)
+      return true;
+  }
+  return false;
+}
+
 /// The directory of the bundle called `name` in the first place of the
 /// model search path that has one, or "".
 static std::string findShippedModel(StringRef name) {

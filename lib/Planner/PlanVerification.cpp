@@ -256,20 +256,6 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   return Error::success();
 }
 
-/// Whether `dir` is a bundle shipped with NeuroShard: one in a directory
-/// "default" searches.
-static bool isShippedBundle(StringRef dir) {
-  SmallString<256> parent;
-  if (sys::fs::real_path(sys::path::parent_path(dir), parent))
-    return false;
-  for (const std::string &shipped : defaultModelSearchPath()) {
-    SmallString<256> real;
-    if (!sys::fs::real_path(shipped, real) && real == parent)
-      return true;
-  }
-  return false;
-}
-
 std::string experiencePath(StringRef experience, const CostModel &model) {
   if (experience == kNoExperience)
     return {};

@@ -54,6 +54,12 @@ bool neuralCostModelsBuilt();
 /// configured install prefix's.
 std::vector<std::string> defaultModelSearchPath();
 
+/// Whether the bundle directory `dir` is one shipped with NeuroShard: in
+/// one of the places above, or in the models/ of the source tree this build
+/// was made from. Nothing is written into such a bundle (measured
+/// selection's experience goes elsewhere).
+bool isShippedBundle(llvm::StringRef dir);
+
 /// Adds a directory to search for the shipped bundles. A program built
 /// against an installed NeuroShard gets the package's through
 /// registerAvailableCostModels (InitCostModels.h).
