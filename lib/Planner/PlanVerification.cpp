@@ -196,18 +196,24 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   // Each candidate priced with its sets' medians, then once per round with
   // that round's times: one batch of (rounds + 1) x candidates plans.
   size_t k = result.candidates.size();
+  std::vector<DeviceTraffic> candidateTraffic;
+  for (const PlanCandidate &candidate : result.candidates) {
+    std::vector<DeviceTraffic> planTraffic =
+        computeTraffic(tables, topology, candidate.plan);
+    candidateTraffic.insert(candidateTraffic.end(), planTraffic.begin(),
+                            planTraffic.end());
+  }
   std::vector<double> computeMs;
   std::vector<DeviceTraffic> traffic;
-  for (unsigned round = 0; round <= rounds; ++round)
-    for (auto [candidate, devices] : zip_equal(result.candidates, setOf)) {
+  for (unsigned round = 0; round <= rounds; ++round) {
+    for (const std::vector<std::optional<size_t>> &devices : setOf)
       for (const std::optional<size_t> &set : devices)
         computeMs.push_back(!set              ? 0.0
                             : round == rounds ? setMs[*set]
                                               : times[*set][round]);
-      std::vector<DeviceTraffic> planTraffic =
-          computeTraffic(tables, topology, candidate.plan);
-      traffic.insert(traffic.end(), planTraffic.begin(), planTraffic.end());
-    }
+    traffic.insert(traffic.end(), candidateTraffic.begin(),
+                   candidateTraffic.end());
+  }
   if (Error err = model.prepare(tables, topology))
     return err;
   Expected<std::vector<PlanCost>> costs =

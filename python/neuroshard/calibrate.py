@@ -81,8 +81,8 @@ EXPERIENCE_DEVICES = 4
 EXPERIENCE_TABLES = (10, 60)
 EXPERIENCE_SLACK = (1.05, 1.6)
 MAX_EXPERIENCE_TASKS = 24
-EXPERIENCE_VERIFY_TOP = 4
-DEFAULT_VERIFY_SECONDS = 2.0
+EXPERIENCE_VERIFY_TOP = _core.DEFAULT_VERIFY_TOP
+DEFAULT_VERIFY_SECONDS = _core.DEFAULT_VERIFY_SECONDS
 # Keys the experience tasks' draws apart from the other uses of the seed.
 _EXPERIENCE_KEY = 0xE4
 # The most samples collected when --samples is not given (the shipped

@@ -113,10 +113,10 @@ ABLATION = "table-greedy-grid"
 # NeuroShard with measured selection: planned for the measured tasks only
 # (it times candidates on this machine), right after "neuroshard".
 VERIFIED = "neuroshard-verified"
-DEFAULT_VERIFY_TOP = 4
-DEFAULT_VERIFY_SECONDS = 2.0
-# The most candidates the planner verifies.
-MAX_VERIFY_TOP = 64
+# The planner's defaults and bound (PlanVerification.h).
+DEFAULT_VERIFY_TOP = _core.DEFAULT_VERIFY_TOP
+DEFAULT_VERIFY_SECONDS = _core.DEFAULT_VERIFY_SECONDS
+MAX_VERIFY_TOP = _core.MAX_VERIFY_TOP
 # name: (devices, fewest tables, most tables)
 SETTINGS = {"4dev": (4, 10, 60), "8dev": (8, 20, 120),
             "scale": (64, 1000, 1000), "2dev": (2, 5, 20)}
@@ -1165,18 +1165,13 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
 
 
 def _verify_top(text: str) -> Union[int, str]:
-    """--verify-top: 'auto' or a count from 0 to MAX_VERIFY_TOP."""
-    if text == "auto":
-        return text
+    """--verify-top: 'auto' or a count from 0 to MAX_VERIFY_TOP, read as the
+    planner reads verify_top."""
     try:
-        count = int(text)
-    except ValueError:
-        count = -1
-    if not 0 <= count <= MAX_VERIFY_TOP:
+        return _core.parse_verify_top(text)
+    except _core.NeuroShardError as e:
         raise argparse.ArgumentTypeError(
-            "expected 'auto' or a count of candidates from 0 to %d, got '%s'"
-            % (MAX_VERIFY_TOP, text))
-    return count
+            str(e).replace("verify_top: ", "", 1))
 
 
 def resolve_algorithms(args) -> Optional[str]:

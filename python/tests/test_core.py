@@ -530,6 +530,15 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
         device_kind="cpu")
     with pytest.raises(TypeError):
         neuroshard.plan(TASK, devices=2, verify_top=True)
+    # The reader plan() uses, for front ends that read the option first.
+    assert _core.parse_verify_top("auto") == "auto"
+    assert _core.parse_verify_top("4") == _core.parse_verify_top(4) == 4
+    assert (_core.DEFAULT_VERIFY_TOP, _core.MAX_VERIFY_TOP) == (4, 64)
+    assert _core.DEFAULT_VERIFY_SECONDS == 2.0
+    with pytest.raises(neuroshard.NeuroShardError, match="verify_top: "
+                       "expected 'auto' or a count of candidates from 0 to "
+                       "64, got '65'"):
+        _core.parse_verify_top(65)
 
 
 def without_search(plan):

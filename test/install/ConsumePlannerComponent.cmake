@@ -11,17 +11,6 @@
 
 include(${CMAKE_CURRENT_LIST_DIR}/InstallTestSupport.cmake)
 
-# CMake wraps the messages it reports, so spaces and line breaks are compared
-# as one space.
-function(expect text what)
-  string(REGEX REPLACE "[ \t\r\n]+" " " text "${text}")
-  string(REGEX REPLACE "[ \t\r\n]+" " " said "${out}${err}")
-  string(FIND "${said}" "${text}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "${what}: expected '${text}' in\n${out}\n${err}")
-  endif()
-endfunction()
-
 file(REMOVE_RECURSE ${WORK})
 set(prefix ${WORK}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
@@ -59,8 +48,8 @@ run(${only_llvm} -S ${SOURCE_DIR}/test/install/planner-consumer
     -B ${WORK}/consumer)
 run(${CMAKE_COMMAND} --build ${WORK}/consumer)
 run(${WORK}/consumer/planner-consumer)
-expect("cost model: analytical" "the consumer's plan")
-expect("shard: user columns [" "the consumer's plan")
+expect_words("cost model: analytical" "the consumer's plan")
+expect_words("shard: user columns [" "the consumer's plan")
 message(STATUS "planner-consumer:\n${out}")
 string(REGEX MATCH "neuroshard-plan: ([^\n]*)" line "${out}")
 set(tool "${CMAKE_MATCH_1}")
@@ -73,7 +62,7 @@ foreach(library libtorch libc10 libmpi libcuda libcudart libnccl libMLIR)
     message(FATAL_ERROR "planner-consumer links ${library}:\n${out}")
   endif()
 endforeach()
-expect("libLLVM" "the consumer's libraries")
+expect_words("libLLVM" "the consumer's libraries")
 
 # The imported tool target is the installed tool.
 if(NOT tool STREQUAL "${prefix}/bin/neuroshard-plan")
@@ -81,7 +70,7 @@ if(NOT tool STREQUAL "${prefix}/bin/neuroshard-plan")
                       "${prefix}/bin/neuroshard-plan")
 endif()
 run(${tool} --help)
-expect("USAGE: neuroshard-plan" "neuroshard-plan --help")
+expect_words("USAGE: neuroshard-plan" "neuroshard-plan --help")
 
 # Components that cannot be had: a probe project asks for them.
 set(probe ${WORK}/probe)
@@ -104,16 +93,16 @@ endfunction()
 
 probe(unknown "-DFIND_ARGS=REQUIRED COMPONENTS Planner Plannr")
 run_failing(${cmd})
-expect("unknown NeuroShard component 'Plannr'; the components are Planner, Dialect, Runtime, Neural, MPI, CUDA"
+expect_words("unknown NeuroShard component 'Plannr'; the components are Planner, Dialect, Runtime, Neural, MPI, CUDA"
        "an unknown component")
 
 probe(required "-DFIND_ARGS=REQUIRED COMPONENTS Planner Neural")
 run_failing(${cmd})
-expect("NeuroShard component Neural is not available:" "a missing dependency")
+expect_words("NeuroShard component Neural is not available:" "a missing dependency")
 
 probe(optional "-DFIND_ARGS=REQUIRED COMPONENTS Planner OPTIONAL_COMPONENTS Neural")
 run(${cmd})
-expect("Planner: TRUE, Neural: FALSE" "an optional component")
-expect("planner without the neural model" "an optional component")
+expect_words("Planner: TRUE, Neural: FALSE" "an optional component")
+expect_words("planner without the neural model" "an optional component")
 
 message(STATUS "package components, no system paths, tool targets: ok")

@@ -8,13 +8,6 @@
 
 include(${CMAKE_CURRENT_LIST_DIR}/InstallTestSupport.cmake)
 
-function(expect text what)
-  string(FIND "${out}${err}" "${text}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "${what}: expected '${text}' in\n${out}\n${err}")
-  endif()
-endfunction()
-
 file(REMOVE_RECURSE ${WORK})
 set(prefix ${WORK}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})

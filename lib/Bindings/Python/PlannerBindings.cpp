@@ -319,6 +319,21 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       "The directory of the shipped default bundle for plans of device kind "
       "device_kind ('gpu', 'cpu' or a chip), or '' when it is in none of "
       "default_model_search_path().");
+  m.attr("MAX_VERIFY_TOP") = kMaxKeepCandidates;
+  m.attr("DEFAULT_VERIFY_TOP") = kDefaultVerifyTop;
+  m.attr("DEFAULT_VERIFY_SECONDS") = VerifyOptions().seconds;
+  m.def(
+      "parse_verify_top",
+      [](const py::handle &value) -> py::object {
+        std::optional<unsigned> count = verifyTopOption(value);
+        if (!count)
+          return py::str("auto");
+        return py::int_(*count);
+      },
+      py::arg("value"),
+      "A verify_top value as plan() reads it: 'auto', or a count from 0 to "
+      "MAX_VERIFY_TOP (as an int or its text); raises NeuroShardError "
+      "naming the value otherwise.");
   m.def("neural_cost_models_built", &neuralCostModelsBuilt,
         "Whether this build has the LibTorch-backed neural cost model.");
 
