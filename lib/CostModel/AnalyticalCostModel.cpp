@@ -83,8 +83,18 @@ double AnalyticalCostModel::sliceComputeMs(const ColumnSlice &slice) const {
   double bags = static_cast<double>(topology.batchSize);
   double lookups = bags * table.totalPoolingFactor();
   double width = static_cast<double>(slice.width());
-  // Every slice of a table reads all of the table's indices, then one row
-  // segment per index, and writes one pooled output per bag and feature.
+  // A replica looks up its device's share of the bags; a row piece gets the
+  // lookups of its rows (Problem.h, pieceSpec), and writes a partial sum
+  // for every bag.
+  if (slice.replica) {
+    bags /= topology.numDevices();
+    lookups /= topology.numDevices();
+  } else if (!slice.allRows() && table.rows > 0) {
+    lookups *= double(slice.numRows(table)) / double(table.rows);
+  }
+  // Every column piece of a table reads all of the table's indices, then
+  // one row segment per index, and writes one pooled output per bag and
+  // feature.
   double bytes = lookups * params.indexBytes +
                  lookups * width * table.elementBytes +
                  bags * table.numFeatures() * width * table.elementBytes;
@@ -163,6 +173,11 @@ AnalyticalCostModel::indexDistributionMs(const LinkVolume &indices) const {
   return linkMs(indices, params.indexBytes);
 }
 
+double
+AnalyticalCostModel::gradientAllReduceMs(const LinkVolume &gradients) const {
+  return linkMs(gradients, params.commElementBytes);
+}
+
 Error AnalyticalCostModel::checkLayout(ArrayRef<DeviceTraffic> traffic,
                                        MutableArrayRef<double> costsMs) const {
   unsigned n = topology.numDevices();
@@ -182,9 +197,11 @@ Error AnalyticalCostModel::predictBackwardComm(
     ArrayRef<DeviceTraffic> traffic, MutableArrayRef<double> costsMs) {
   if (Error err = checkLayout(traffic, costsMs))
     return err;
-  // The gradients of the pooled outputs go back the way the outputs came.
+  // The gradients of the pooled outputs go back the way the outputs came;
+  // the replicas' gradients are all-reduced.
   for (auto [device, cost] : zip_equal(traffic, costsMs))
-    cost = pooledExchangeMs(device.pooled);
+    cost =
+        pooledExchangeMs(device.pooled) + gradientAllReduceMs(device.gradients);
   return Error::success();
 }
 

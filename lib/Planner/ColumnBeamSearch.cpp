@@ -20,6 +20,11 @@
 // that split every table costlier than a device's fair share into equal
 // pieces as well as from the unsplit one.
 //
+// Where the tables' sharding types allow, a move may also cut a table's
+// rows into k blocks (k chosen among powers of two up to the devices it
+// may spread over) or halve a row block, and replicate a whole table on
+// every device (a data-parallel table).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Placement.h"
@@ -75,42 +80,76 @@ static std::vector<uint32_t> splitCandidates(const PlacementInput &input,
   return candidates;
 }
 
-/// The two halves of a slice.
-static std::pair<ColumnSlice, ColumnSlice> halves(const ColumnSlice &slice) {
-  int64_t middle = slice.colBegin + slice.width() / 2;
-  return {{slice.table, slice.colBegin, middle},
-          {slice.table, middle, slice.colEnd}};
+namespace {
+/// What a move does to the slices it names.
+enum class MoveKind : uint8_t {
+  /// Halve each slice's columns.
+  HalveColumns,
+  /// Cut each slice's rows into `pieces` blocks.
+  SplitRows,
+  /// Replace each slice (a whole table) by a replica on every device.
+  Replicate,
+};
+struct Move {
+  MoveKind kind = MoveKind::HalveColumns;
+  /// Indices into the state's slices, ascending.
+  std::vector<uint32_t> slices;
+  unsigned pieces = 2;
+  friend bool operator==(const Move &a, const Move &b) {
+    return a.kind == b.kind && a.slices == b.slices && a.pieces == b.pieces;
+  }
+};
+} // namespace
+
+/// The pieces `move` makes of `slice`.
+static std::vector<ColumnSlice>
+piecesOf(const ColumnSlice &slice, const Move &move, const SearchContext &ctx) {
+  switch (move.kind) {
+  case MoveKind::HalveColumns: {
+    int64_t middle = slice.colBegin + slice.width() / 2;
+    ColumnSlice lower = slice, upper = slice;
+    lower.colEnd = middle;
+    upper.colBegin = middle;
+    return {lower, upper};
+  }
+  case MoveKind::SplitRows:
+    return rowPieces(ctx.tables[slice.table], slice, move.pieces);
+  case MoveKind::Replicate:
+    return replicas(slice, ctx.topology.numDevices());
+  }
+  return {slice};
 }
 
-/// The slices of `input` with each slice of `indices` (ascending) replaced
-/// by its two halves.
+/// The slices of `input` with each slice `move` names replaced by its
+/// pieces (which keeps them sorted).
 static std::vector<ColumnSlice> splitSlices(const PlacementInput &input,
-                                            ArrayRef<uint32_t> indices) {
+                                            const Move &move,
+                                            const SearchContext &ctx) {
   std::vector<ColumnSlice> slices;
-  slices.reserve(input.slices.size() + indices.size());
-  const uint32_t *next = indices.begin();
+  slices.reserve(input.slices.size() + move.slices.size());
+  const uint32_t *next = move.slices.data();
+  const uint32_t *end = next + move.slices.size();
   for (auto [i, slice] : enumerate(input.slices)) {
-    if (next == indices.end() || *next != i) {
+    if (next == end || *next != i) {
       slices.push_back(slice);
       continue;
     }
-    auto [lower, upper] = halves(slice);
-    slices.push_back(lower);
-    slices.push_back(upper);
+    for (const ColumnSlice &piece : piecesOf(slice, move, ctx))
+      slices.push_back(piece);
     ++next;
   }
   return slices;
 }
 
-/// The key of splitSlices(input, indices), without building the slices.
-static SetKey splitKey(const PlacementInput &input,
-                       ArrayRef<uint32_t> indices) {
+/// The key of splitSlices(input, move), without building the slices.
+static SetKey splitKey(const PlacementInput &input, const Move &move,
+                       const SearchContext &ctx) {
   SetKey key = input.key;
-  for (uint32_t index : indices) {
-    auto [lower, upper] = halves(input.slices[index]);
+  for (uint32_t index : move.slices) {
     SetKey whole = input.keys[index];
     key = {key.first - whole.first, key.second - whole.second};
-    key = addKeys(addKeys(key, sliceKey(lower)), sliceKey(upper));
+    for (const ColumnSlice &piece : piecesOf(input.slices[index], move, ctx))
+      key = addKeys(key, sliceKey(piece));
   }
   return key;
 }
@@ -120,26 +159,137 @@ static bool sameCost(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
 
-/// The moves of one level from `input`: every candidate halved alone, and
-/// every candidate halved together with the other splittable slices that
-/// cost exactly as much (K equal hot tables tie at the maximum: halving one
-/// of them cannot lower it, halving all K does).
-static std::vector<std::vector<uint32_t>>
-splitMoves(const PlacementInput &input, ArrayRef<TableSpec> tables,
-           unsigned count) {
-  std::vector<std::vector<uint32_t>> moves;
-  std::vector<uint32_t> candidates = splitCandidates(input, tables, count);
-  for (uint32_t candidate : candidates)
-    moves.push_back({candidate});
-  for (uint32_t candidate : candidates) {
-    std::vector<uint32_t> group;
-    for (auto [i, slice] : enumerate(input.slices))
-      if (isSplittable(tables[slice.table], slice) &&
-          sameCost(input.sortCost[i], input.sortCost[candidate]))
-        group.push_back(i);
-    if (group.size() > 1 && llvm::find(moves, group) == moves.end())
-      moves.push_back(std::move(group));
+/// The row-split candidates of a state: the slices whose rows the search
+/// may cut (whole tables that may be row-wise, and row pieces of two rows
+/// or more), among the `count` largest and `count` most expensive.
+static std::vector<uint32_t> rowCandidates(const PlacementInput &input,
+                                           const SearchContext &ctx,
+                                           unsigned count) {
+  auto eligible = [&](uint32_t i) {
+    const ColumnSlice &slice = input.slices[i];
+    const TableSpec &table = ctx.tables[slice.table];
+    if (slice.allRows())
+      return mayRowSplit(table, slice, ctx.topology);
+    return !slice.replica && slice.numRows(table) >= 2;
+  };
+  std::vector<uint32_t> all;
+  for (uint32_t i = 0; i < input.slices.size(); ++i)
+    if (eligible(i))
+      all.push_back(i);
+  auto topBy = [&](auto key) {
+    std::vector<uint32_t> top = all;
+    size_t kept = std::min<size_t>(count, top.size());
+    std::partial_sort(top.begin(), top.begin() + kept, top.end(),
+                      [&](uint32_t a, uint32_t b) {
+                        return std::make_pair(key(a), b) >
+                               std::make_pair(key(b), a);
+                      });
+    top.resize(kept);
+    return top;
+  };
+  std::vector<uint32_t> candidates =
+      topBy([&](uint32_t i) { return double(input.bytes[i]); });
+  std::vector<uint32_t> byCost =
+      topBy([&](uint32_t i) { return input.sortCost[i]; });
+  candidates.insert(candidates.end(), byCost.begin(), byCost.end());
+  llvm::sort(candidates);
+  candidates.erase(std::unique(candidates.begin(), candidates.end()),
+                   candidates.end());
+  return candidates;
+}
+
+/// The piece counts a whole table's rows may be cut into in one move:
+/// 2, 4, 8, ... up to the devices it may spread over (all of them, or a
+/// node's for a table-row-wise table), and that count itself.
+static std::vector<unsigned> rowPieceCounts(const ColumnSlice &slice,
+                                            const SearchContext &ctx) {
+  const TableSpec &table = ctx.tables[slice.table];
+  if (!slice.allRows())
+    return {2};
+  unsigned most = table.allows(ShardingKind::RowWise)
+                      ? ctx.topology.numDevices()
+                      : ctx.topology.nodeSize();
+  most = static_cast<unsigned>(std::min<int64_t>(most, slice.numRows(table)));
+  std::vector<unsigned> counts;
+  for (unsigned k = 2; k <= most; k *= 2)
+    counts.push_back(k);
+  if (most >= 2 && (counts.empty() || counts.back() != most))
+    counts.push_back(most);
+  return counts;
+}
+
+/// Whether replicating `slice` may pay: the pooled values and indices its
+/// exchange moves exceed the gradient values the all-reduce would move.
+static bool worthReplicating(const PlacementInput &input, uint32_t i,
+                             const SearchContext &ctx) {
+  const ColumnSlice &slice = input.slices[i];
+  const TableSpec &table = ctx.tables[slice.table];
+  if (!mayReplicate(table, slice))
+    return false;
+  for (uint64_t capacity : ctx.capacities)
+    if (input.bytes[i] > capacity)
+      return false;
+  double bags = static_cast<double>(ctx.topology.batchSize);
+  double exchanged = 2.0 * bags * table.dim * table.numFeatures() +
+                     bags * table.totalPoolingFactor();
+  double gradients = 2.0 * static_cast<double>(table.rows) * table.dim;
+  return exchanged > gradients;
+}
+
+/// The moves of one level from `input`: every candidate's columns halved
+/// alone, and together with the other splittable slices that cost exactly
+/// as much (K equal hot tables tie at the maximum: halving one of them
+/// cannot lower it, halving all K does); the same for cutting rows, into
+/// each piece count rowPieceCounts allows; and replicating each of the
+/// `count` costliest tables worth replicating.
+static std::vector<Move> splitMoves(const PlacementInput &input,
+                                    const SearchContext &ctx, unsigned count) {
+  std::vector<Move> moves;
+  auto addWithTies = [&](MoveKind kind, ArrayRef<uint32_t> candidates,
+                         auto applies, auto piecesFor) {
+    for (uint32_t candidate : candidates)
+      for (unsigned pieces : piecesFor(candidate))
+        moves.push_back({kind, {candidate}, pieces});
+    for (uint32_t candidate : candidates)
+      for (unsigned pieces : piecesFor(candidate)) {
+        Move group{kind, {}, pieces};
+        for (uint32_t i = 0; i < input.slices.size(); ++i)
+          if (applies(i) &&
+              sameCost(input.sortCost[i], input.sortCost[candidate]) &&
+              llvm::is_contained(piecesFor(i), pieces))
+            group.slices.push_back(i);
+        if (group.slices.size() > 1 && llvm::find(moves, group) == moves.end())
+          moves.push_back(std::move(group));
+      }
+  };
+  auto halves = [](uint32_t) { return std::vector<unsigned>{2}; };
+  addWithTies(
+      MoveKind::HalveColumns, splitCandidates(input, ctx.tables, count),
+      [&](uint32_t i) {
+        return isSplittable(ctx.tables[input.slices[i].table], input.slices[i]);
+      },
+      halves);
+  std::vector<uint32_t> rows = rowCandidates(input, ctx, count);
+  if (!rows.empty()) {
+    std::vector<bool> eligible(input.slices.size(), false);
+    for (uint32_t i : rowCandidates(input, ctx, input.slices.size()))
+      eligible[i] = true;
+    addWithTies(
+        MoveKind::SplitRows, rows, [&](uint32_t i) { return eligible[i]; },
+        [&](uint32_t i) { return rowPieceCounts(input.slices[i], ctx); });
   }
+  std::vector<uint32_t> replicable;
+  for (uint32_t i = 0; i < input.slices.size(); ++i)
+    if (worthReplicating(input, i, ctx))
+      replicable.push_back(i);
+  size_t kept = std::min<size_t>(count, replicable.size());
+  std::partial_sort(replicable.begin(), replicable.begin() + kept,
+                    replicable.end(), [&](uint32_t a, uint32_t b) {
+                      return std::make_pair(input.sortCost[a], b) >
+                             std::make_pair(input.sortCost[b], a);
+                    });
+  for (uint32_t i : ArrayRef(replicable).take_front(kept))
+    moves.push_back({MoveKind::Replicate, {i}, 0});
   return moves;
 }
 
@@ -167,9 +317,12 @@ uniformSplits(const PlacementInput &input, ArrayRef<TableSpec> tables,
                slice.width() % (2 * pieces * kColumnAlignment) == 0)
           pieces *= 2;
       int64_t width = slice.width() / pieces;
-      for (int64_t p = 0; p < pieces; ++p)
-        slices.push_back({slice.table, slice.colBegin + p * width,
-                          slice.colBegin + (p + 1) * width});
+      for (int64_t p = 0; p < pieces; ++p) {
+        ColumnSlice piece = slice;
+        piece.colBegin = slice.colBegin + p * width;
+        piece.colEnd = slice.colBegin + (p + 1) * width;
+        slices.push_back(piece);
+      }
       reached = std::max(reached, pieces);
     }
     // A cap no slice reaches adds nothing a smaller one did not.
@@ -208,6 +361,9 @@ static std::optional<ShardingPlan> mergeTable(const ShardingPlan &plan,
   for (const Shard &shard : plan.shards) {
     if (shard.table != table)
       continue;
+    // Row pieces and replicas are not column pieces to join.
+    if (!shard.allRows() || shard.replica)
+      return std::nullopt;
     auto it = llvm::find_if(
         widths, [&](const auto &entry) { return entry.first == shard.device; });
     if (it == widths.end()) {
@@ -347,6 +503,8 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
         beam.front().input, ctx.tables, ctx.topology.numDevices());
     seedSlices.push_back(splitAboveFairShare(beam.front().input, ctx.tables,
                                              ctx.topology.numDevices()));
+    seedSlices.push_back(
+        rowSplitAboveFairShare(beam.front().input, ctx.tables, ctx.topology));
     for (std::vector<ColumnSlice> &slices : seedSlices) {
       BeamState seed;
       seed.input =
@@ -389,13 +547,13 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   for (unsigned level = 0; level < budget.levels; ++level) {
     std::vector<BeamState> children;
     for (const BeamState &parent : beam)
-      for (const std::vector<uint32_t> &move :
-           splitMoves(parent.input, ctx.tables, options.candidates)) {
-        if (!visited.insert(splitKey(parent.input, move)).second)
+      for (const Move &move :
+           splitMoves(parent.input, ctx, options.candidates)) {
+        if (!visited.insert(splitKey(parent.input, move, ctx)).second)
           continue;
         BeamState &child = children.emplace_back();
         child.input = makePlacementInput(ctx.tables, ctx.topology,
-                                         splitSlices(parent.input, move));
+                                         splitSlices(parent.input, move, ctx));
       }
     if (children.empty())
       break;

@@ -29,13 +29,20 @@ static uint64_t splitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/// A slice is hashed by its table and width, not by where its columns
-/// start: a cost model prices a slice as a table of the slice's width
-/// (DESIGN §3), so sets that differ only in which columns their slices hold
-/// cost the same and share one memo entry and one beam state.
+/// A slice is hashed by its table, width, row count and whether it is a
+/// replica, not by where its columns or rows start: a cost model prices a
+/// slice as a table of the slice's width and rows (DESIGN §3, pieceSpec),
+/// so sets that differ only in which columns or rows their slices hold cost
+/// the same and share one memo entry and one beam state.
 static uint64_t hashSlice(const ColumnSlice &slice, uint64_t seed) {
   uint64_t h = splitMix64(seed ^ slice.table);
-  return splitMix64(h ^ static_cast<uint64_t>(slice.width()));
+  h = splitMix64(h ^ static_cast<uint64_t>(slice.width()));
+  if (slice.replica)
+    return splitMix64(h ^ 0x9e3779b97f4a7c15ULL);
+  if (slice.allRows())
+    return h;
+  return splitMix64(h ^ static_cast<uint64_t>(slice.rowEnd - slice.rowBegin) ^
+                    0x5851f42d4c957f2dULL);
 }
 
 SetKey sliceKey(const ColumnSlice &slice) {
@@ -193,21 +200,81 @@ PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
                                   std::vector<ColumnSlice> slices) {
   PlacementInput input;
   input.slices = std::move(slices);
+  unsigned replicaTable = ~0u, nextReplica = 0;
   for (const ColumnSlice &slice : input.slices) {
     const TableSpec &table = tables[slice.table];
     SetKey key = sliceKey(slice);
     input.keys.push_back(key);
     input.key = addKeys(input.key, key);
-    input.bytes.push_back(topology.shardBytes(table, slice.width()));
-    input.dims.push_back(slice.width() * table.numFeatures());
-    input.pinned.push_back(table.pinnedDevice ? int(*table.pinnedDevice) : -1);
+    input.bytes.push_back(
+        topology.shardBytes(table, slice.width(), slice.numRows(table)));
+    // A replica exchanges nothing, and the k-th replica of a table is on
+    // device k.
+    input.dims.push_back(slice.replica ? 0
+                                       : slice.width() * table.numFeatures());
+    int pinned = table.pinnedDevice ? int(*table.pinnedDevice) : -1;
+    if (slice.replica) {
+      if (replicaTable != slice.table) {
+        replicaTable = slice.table;
+        nextReplica = 0;
+      }
+      pinned = int(nextReplica++);
+    }
+    input.pinned.push_back(pinned);
+    // Row pieces of a table that may only be table-row-wise stay in one
+    // node.
+    bool confined = topology.numNodes() > 1 && !slice.allRows() &&
+                    !table.allows(ShardingKind::RowWise);
+    input.confined.push_back(confined);
+    if (confined)
+      input.confineNodeSize = topology.nodeSize();
   }
   return input;
 }
 
 bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
-  return !table.noSplit && !table.pinnedDevice &&
+  return !table.noSplit && !table.pinnedDevice && slice.allRows() &&
+         !slice.replica && table.allows(ShardingKind::ColumnWise) &&
          slice.width() % (2 * kColumnAlignment) == 0;
+}
+
+bool mayRowSplit(const TableSpec &table, const ColumnSlice &slice,
+                 const Topology &topology) {
+  if (table.noSplit || table.pinnedDevice || slice.replica ||
+      slice.width() != table.dim || slice.numRows(table) < 2)
+    return false;
+  return table.allows(ShardingKind::RowWise) ||
+         table.allows(ShardingKind::TableRowWise);
+}
+
+bool mayReplicate(const TableSpec &table, const ColumnSlice &slice) {
+  return !table.noSplit && !table.pinnedDevice && !slice.replica &&
+         slice.allRows() && slice.width() == table.dim &&
+         table.allows(ShardingKind::DataParallel);
+}
+
+std::vector<ColumnSlice> rowPieces(const TableSpec &table,
+                                   const ColumnSlice &slice, int64_t pieces) {
+  int64_t begin = slice.rowBegin, end = slice.rowEndIn(table);
+  int64_t rows = end - begin;
+  pieces = std::max<int64_t>(1, std::min(pieces, rows));
+  std::vector<ColumnSlice> out;
+  for (int64_t p = 0; p < pieces; ++p) {
+    ColumnSlice piece = slice;
+    piece.rowBegin = begin + rows * p / pieces;
+    piece.rowEnd = begin + rows * (p + 1) / pieces;
+    out.push_back(piece);
+  }
+  if (pieces == 1)
+    out.front() = slice;
+  return out;
+}
+
+std::vector<ColumnSlice> replicas(const ColumnSlice &slice,
+                                  unsigned numDevices) {
+  ColumnSlice replica = slice;
+  replica.replica = true;
+  return std::vector<ColumnSlice>(numDevices, replica);
 }
 
 double fairShare(const PlacementInput &input, unsigned numDevices) {
@@ -225,7 +292,8 @@ std::vector<ColumnSlice> splitAboveFairShare(const PlacementInput &input,
   for (auto [i, slice] : enumerate(input.slices)) {
     int64_t pieces = 1;
     const TableSpec &table = tables[slice.table];
-    if (!table.noSplit && !table.pinnedDevice &&
+    if (!table.noSplit && !table.pinnedDevice && slice.allRows() &&
+        !slice.replica && table.allows(ShardingKind::ColumnWise) &&
         slice.width() > kColumnAlignment && input.sortCost[i] > share) {
       int64_t most =
           std::min<int64_t>(numDevices, slice.width() / kColumnAlignment);
@@ -244,10 +312,35 @@ std::vector<ColumnSlice> splitAboveFairShare(const PlacementInput &input,
         }
     }
     int64_t width = slice.width() / pieces;
-    for (int64_t p = 0; p < pieces; ++p)
-      slices.push_back({slice.table, slice.colBegin + p * width,
-                        slice.colBegin + (p + 1) * width});
+    for (int64_t p = 0; p < pieces; ++p) {
+      ColumnSlice piece = slice;
+      piece.colBegin = slice.colBegin + p * width;
+      piece.colEnd = slice.colBegin + (p + 1) * width;
+      slices.push_back(piece);
+    }
   }
+  return slices;
+}
+
+std::vector<ColumnSlice> rowSplitAboveFairShare(const PlacementInput &input,
+                                                ArrayRef<TableSpec> tables,
+                                                const Topology &topology) {
+  unsigned numDevices = topology.numDevices();
+  double share = fairShare(input, numDevices);
+  std::vector<ColumnSlice> slices;
+  for (auto [i, slice] : enumerate(input.slices)) {
+    const TableSpec &table = tables[slice.table];
+    int64_t pieces = 1;
+    if (mayRowSplit(table, slice, topology) && input.sortCost[i] > share) {
+      unsigned most = table.allows(ShardingKind::RowWise) ? numDevices
+                                                          : topology.nodeSize();
+      pieces = std::min<int64_t>(
+          most, static_cast<int64_t>(std::ceil(input.sortCost[i] / share)));
+    }
+    for (const ColumnSlice &piece : rowPieces(table, slice, pieces))
+      slices.push_back(piece);
+  }
+  llvm::sort(slices);
   return slices;
 }
 
@@ -334,13 +427,16 @@ GreedyRun::GreedyRun(const PlacementInput &input, ArrayRef<uint64_t> capacities,
   }
   for (unsigned node = leaves - 1; node >= 1; --node)
     combine(node);
-  if (affinityNodeSize) {
-    unsigned numTables = 0;
+  unsigned numTables = 0;
+  if (affinityNodeSize || input.confineNodeSize)
     for (const ColumnSlice &slice : input.slices)
       numTables = std::max(numTables, slice.table + 1);
+  if (affinityNodeSize) {
     homeNode.assign(numTables, -1);
     homeDevices.assign(numTables, 0);
   }
+  if (input.confineNodeSize)
+    confinedHome.assign(numTables, -1);
 }
 
 bool GreedyRun::ranksBefore(uint32_t a, uint32_t b) const {
@@ -420,7 +516,7 @@ int GreedyRun::cheapestInRange(uint32_t slice, unsigned begin, unsigned end,
                                uint64_t skip) const {
   uint32_t found = kNoDevice;
   for (unsigned d = begin; d < end; ++d)
-    if (!(skip >> (d - begin) & 1) && hasRoom(slice, d) &&
+    if (!(d - begin < 64 && (skip >> (d - begin) & 1)) && hasRoom(slice, d) &&
         ranksBefore(d, found))
       found = d;
   return found == kNoDevice ? -1 : int(found);
@@ -435,7 +531,17 @@ static bool chooseDevice(const GreedyRun &run, uint32_t slice,
     return run.hasMemoryFor(slice, device);
   }
   int best = -1;
-  if (run.affinityNodeSize) {
+  if (input.confined[slice]) {
+    // A table-row-wise table's pieces follow its first one into its node.
+    unsigned size = input.confineNodeSize;
+    int home = run.confinedHome[input.slices[slice].table];
+    if (home >= 0) {
+      best = run.cheapestInRange(slice, home * size, (home + 1) * size, 0);
+      if (best < 0)
+        return false;
+    }
+  }
+  if (best < 0 && run.affinityNodeSize) {
     unsigned table = input.slices[slice].table;
     int home = run.homeNode[table];
     if (home >= 0)
@@ -452,6 +558,11 @@ static bool chooseDevice(const GreedyRun &run, uint32_t slice,
 }
 
 void GreedyRun::place(uint32_t slice, unsigned device) {
+  if (input->confined[slice]) {
+    int &home = confinedHome[input->slices[slice].table];
+    if (home < 0)
+      home = device / input->confineNodeSize;
+  }
   if (affinityNodeSize) {
     unsigned table = input->slices[slice].table;
     int &home = homeNode[table];
@@ -737,7 +848,7 @@ ShardingPlan makePlan(const PlacementInput &input,
                       const PlacementOutcome &outcome) {
   ShardingPlan plan;
   for (auto [slice, device] : zip_equal(input.slices, outcome.deviceOf))
-    plan.shards.push_back({slice.table, slice.colBegin, slice.colEnd, device});
+    plan.shards.push_back(Shard::of(slice, device));
   return plan;
 }
 
@@ -750,11 +861,18 @@ Error placementError(const SearchContext &ctx, const PlacementInput &input,
     needed += bytes;
   for (uint64_t bytes : ctx.capacities)
     capacity += bytes;
-  std::string what = slice.width() == table.dim
-                         ? formatv("table '{0}'", table.name).str()
-                         : formatv("columns [{0}, {1}) of table '{2}'",
-                                   slice.colBegin, slice.colEnd, table.name)
-                               .str();
+  std::string what =
+      slice.replica ? formatv("a replica of table '{0}'", table.name).str()
+      : !slice.allRows()
+          ? formatv("rows [{0}, {1}) of columns [{2}, {3}) of table '{4}'",
+                    slice.rowBegin, slice.rowEndIn(table), slice.colBegin,
+                    slice.colEnd, table.name)
+                .str()
+      : slice.width() == table.dim
+          ? formatv("table '{0}'", table.name).str()
+          : formatv("columns [{0}, {1}) of table '{2}'", slice.colBegin,
+                    slice.colEnd, table.name)
+                .str();
   auto [size, free] =
       formatGBPair(input.bytes[outcome.failedSlice], outcome.maxFreeAtFailure);
   return createStringError(

@@ -133,8 +133,14 @@ struct PlacementInput {
   /// Pooled columns each slice sends to the exchange: its width times its
   /// table's feature count.
   std::vector<int64_t> dims;
-  /// Device a slice is pinned to, or -1.
+  /// Device a slice is pinned to, or -1 (a table's pinned device; device k
+  /// for the k-th replica of a data-parallel table).
   std::vector<int> pinned;
+  /// Whether a slice is a row piece that must share its table's node with
+  /// the table's other pieces (a table that may be table-row-wise but not
+  /// row-wise), and the node size then (0 when no slice is confined).
+  std::vector<bool> confined;
+  unsigned confineNodeSize = 0;
   /// The cost that orders the slices (largest first): the model's cost of
   /// the slice alone, or a baseline's proxy.
   std::vector<double> sortCost;
@@ -243,6 +249,9 @@ struct GreedyRun {
   unsigned affinityNodeSize = 0;
   std::vector<int> homeNode;
   std::vector<uint64_t> homeDevices;
+  /// With confined slices: the node of each table's first confined piece
+  /// (-1 before it is placed).
+  std::vector<int> confinedHome;
 
 private:
   /// A tournament tree over the devices: leaf `leaves + d` is device d
@@ -351,10 +360,34 @@ llvm::Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
                                                const BeamBudget &budget,
                                                SearchContext &ctx);
 
-/// Whether the search may halve `slice` of `table`: the table is neither
-/// pinned nor kept whole, and both halves stay multiples of
+/// Whether the search may halve the columns of `slice` of `table`: the
+/// table is neither pinned nor kept whole and may be column-wise, the slice
+/// holds every row and is no replica, and both halves stay multiples of
 /// kColumnAlignment.
 bool isSplittable(const TableSpec &table, const ColumnSlice &slice);
+/// Whether the search may split the rows of `slice` (every column of its
+/// table, at least two rows, no replica) into pieces: the table is neither
+/// pinned nor kept whole and may be row-wise or table-row-wise.
+bool mayRowSplit(const TableSpec &table, const ColumnSlice &slice,
+                 const Topology &topology);
+/// Whether the search may replicate `slice`, a whole table that may be
+/// data-parallel and is neither pinned nor kept whole.
+bool mayReplicate(const TableSpec &table, const ColumnSlice &slice);
+/// `slice` with its rows cut into `pieces` contiguous blocks as even as
+/// the rows allow (at most one piece per row); one piece is the slice.
+std::vector<ColumnSlice> rowPieces(const TableSpec &table,
+                                   const ColumnSlice &slice, int64_t pieces);
+/// The replicas of a whole-table slice on `numDevices` devices.
+std::vector<ColumnSlice> replicas(const ColumnSlice &slice,
+                                  unsigned numDevices);
+/// The slices of `input` (ordered by model cost) with every slice that may
+/// be row-split and costs more alone than a device's fair share cut into
+/// that many row pieces (at most one per device, or per device of a node
+/// for a table-row-wise table), sorted.
+std::vector<ColumnSlice>
+rowSplitAboveFairShare(const PlacementInput &input,
+                       llvm::ArrayRef<TableSpec> tables,
+                       const Topology &topology);
 
 /// A device's fair share of `input`'s cost: the total of its slices' costs
 /// alone (sortCost) over `numDevices`.

@@ -170,10 +170,10 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
   if (std::optional<StringRef> name = object->getString("name"))
     where += formatv(" ('{0}')", *name).str();
   FieldReader fields(*object, where);
-  if (Error err =
-          fields.checkKnown({"name", "rows", "dim", "dtype", "pooling_factor",
-                             "access_hist", "hist_batch_size", "zipf_alpha",
-                             "features", "pinned_device", "no_split"}))
+  if (Error err = fields.checkKnown(
+          {"name", "rows", "dim", "dtype", "pooling_factor", "access_hist",
+           "hist_batch_size", "zipf_alpha", "features", "pinned_device",
+           "no_split", "sharding_types"}))
     return std::move(err);
 
   TableSpec table;
@@ -274,6 +274,23 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
       return fields.fail(
           formatv("'no_split' must be true or false, got {0}", *noSplit));
     table.noSplit = *flag;
+  }
+  if (const json::Value *kinds = fields.find("sharding_types")) {
+    const json::Array *names = kinds->getAsArray();
+    if (!names || names->empty())
+      return fields.fail(formatv("'sharding_types' must be a non-empty array "
+                                 "of names ({0}), got {1}",
+                                 shardingKindList(), *kinds));
+    table.shardingKinds = 0;
+    for (const json::Value &entry : *names) {
+      std::optional<StringRef> name = entry.getAsString();
+      std::optional<ShardingKind> kind =
+          name ? parseShardingKind(*name) : std::nullopt;
+      if (!kind)
+        return fields.fail(formatv("'sharding_types' has {0}, not one of: {1}",
+                                   entry, shardingKindList()));
+      table.shardingKinds |= kindBit(*kind);
+    }
   }
   return std::move(table);
 }
@@ -566,8 +583,8 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
   if (Error err = fields.checkKnown(
           {"algorithm", "cost_model", "warnings", "devices", "nodes",
            "devices_per_node", "device_kind", "optimizer", "reserved_fraction",
-           "cost_ms", "imbalance", "per_device", "shards", "search",
-           "verification"}))
+           "cost_ms", "imbalance", "per_device", "shards", "sharding_types",
+           "search", "verification"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -597,8 +614,9 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
       return createStringError(inconvertibleErrorCode(),
                                where + ": expected an object");
     FieldReader shardFields(*object, where);
-    if (Error err =
-            shardFields.checkKnown({"table", "col_begin", "col_end", "device"}))
+    if (Error err = shardFields.checkKnown({"table", "col_begin", "col_end",
+                                            "row_begin", "row_end", "device",
+                                            "replica"}))
       return std::move(err);
     Shard shard;
     if (Error err = shardFields.require("table", field))
@@ -618,6 +636,27 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
         return std::move(err);
       if (Error err = shardFields.readInteger(key, *field, *out))
         return std::move(err);
+    }
+    const json::Value *rowBegin = shardFields.find("row_begin");
+    const json::Value *rowEnd = shardFields.find("row_end");
+    if (bool(rowBegin) != bool(rowEnd))
+      return shardFields.fail("gives one of 'row_begin' and 'row_end'; a row "
+                              "range needs both");
+    if (rowBegin) {
+      if (Error err =
+              shardFields.readInteger("row_begin", *rowBegin, shard.rowBegin))
+        return std::move(err);
+      if (Error err = shardFields.readInteger("row_end", *rowEnd, shard.rowEnd))
+        return std::move(err);
+      if (shard.rowBegin == 0 && shard.rowEnd == reader.rows(shard.table))
+        shard.rowEnd = kAllRows;
+    }
+    if (const json::Value *replica = shardFields.find("replica")) {
+      std::optional<bool> flag = replica->getAsBoolean();
+      if (!flag)
+        return shardFields.fail(
+            formatv("'replica' must be true or false, got {0}", *replica));
+      shard.replica = *flag;
     }
     if (Error err = shardFields.require("device", field))
       return std::move(err);
@@ -667,12 +706,13 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
       return table.takeError();
     if (Error err = tableFields.require("sharding_type", field))
       return std::move(err);
-    std::optional<StringRef> type = field->getAsString();
-    if (!type || (*type != "table_wise" && *type != "column_wise"))
-      return tableFields.fail(
-          formatv("'sharding_type' is {0}; NeuroShard places a table whole "
-                  "(table_wise) or by column ranges (column_wise)",
-                  *field));
+    std::optional<StringRef> typeName = field->getAsString();
+    std::optional<ShardingKind> type =
+        typeName ? parseShardingKind(*typeName) : std::nullopt;
+    if (!type)
+      return tableFields.fail(formatv("'sharding_type' is {0}, not one of: {1}",
+                                      *field, shardingKindList()));
+    bool replicated = *type == ShardingKind::DataParallel;
     if (Error err = tableFields.require("shards", field))
       return std::move(err);
     const json::Array *shards = field->getAsArray();
@@ -718,15 +758,22 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
         pairs[k][1] = *column;
       }
       int64_t rows = reader.rows(*table);
-      if (pairs[0][0] != 0 || pairs[1][0] != rows)
+      bool rowPieces =
+          *type == ShardingKind::RowWise || *type == ShardingKind::TableRowWise;
+      if (!rowPieces && (pairs[0][0] != 0 || pairs[1][0] != rows))
         return shardFields.fail(formatv(
-            "covers rows [{0}, {1}) of the table's {2}; NeuroShard's shards "
-            "hold every row of their columns",
-            pairs[0][0], pairs[0][0] + pairs[1][0], rows));
+            "covers rows [{0}, {1}) of the table's {2}; the shards of a {3} "
+            "table hold every row of their columns",
+            pairs[0][0], pairs[0][0] + pairs[1][0], rows, *typeName));
       Shard shard;
       shard.table = *table;
       shard.colBegin = pairs[0][1];
       shard.colEnd = pairs[0][1] + pairs[1][1];
+      shard.replica = replicated;
+      if (pairs[0][0] != 0 || pairs[1][0] != rows) {
+        shard.rowBegin = pairs[0][0];
+        shard.rowEnd = pairs[0][0] + pairs[1][0];
+      }
       if (Error err = shardFields.require("placement", field))
         return std::move(err);
       // "rank:R/cuda:R": the rank is the device.
@@ -832,14 +879,16 @@ static void writeNumber(json::OStream &json, StringRef key, double value) {
 
 void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
                        const Topology &topology, const PlanResult &result) {
-  // Every table's shards in column order (the planner sorts them so).
+  // Every table's shards in row, then column order.
   std::vector<std::vector<const Shard *>> byTable(tables.size());
   for (const Shard &shard : result.plan.shards)
     byTable[shard.table].push_back(&shard);
   for (std::vector<const Shard *> &shards : byTable)
     llvm::sort(shards, [](const Shard *a, const Shard *b) {
-      return a->colBegin < b->colBegin;
+      return std::make_tuple(a->rowBegin, a->colBegin, a->device) <
+             std::make_tuple(b->rowBegin, b->colBegin, b->device);
     });
+  std::vector<ShardingKind> kinds = tableKinds(tables, topology, result.plan);
   json::OStream json(os, /*IndentSize=*/2);
   json.object([&] {
     json.attribute("format", kTorchRecFormat);
@@ -850,8 +899,7 @@ void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
       for (auto [t, table] : enumerate(tables)) {
         const std::vector<const Shard *> &shards = byTable[t];
         json.attributeObject(table.name, [&] {
-          json.attribute("sharding_type",
-                         shards.size() == 1 ? "table_wise" : "column_wise");
+          json.attribute("sharding_type", shardingKindName(kinds[t]));
           json.attribute("compute_kernel", "fused");
           json.attributeArray("ranks", [&] {
             for (const Shard *shard : shards)
@@ -861,11 +909,11 @@ void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
             for (const Shard *shard : shards)
               json.object([&] {
                 json.attributeArray("shard_offsets", [&] {
-                  json.value(0);
+                  json.value(shard->rowBegin);
                   json.value(shard->colBegin);
                 });
                 json.attributeArray("shard_sizes", [&] {
-                  json.value(table.rows);
+                  json.value(shard->numRows(table));
                   json.value(shard->width());
                 });
                 json.attribute(
@@ -980,8 +1028,20 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
           json.attribute("table", tables[shard.table].name);
           json.attribute("col_begin", shard.colBegin);
           json.attribute("col_end", shard.colEnd);
+          if (!shard.allRows()) {
+            json.attribute("row_begin", shard.rowBegin);
+            json.attribute("row_end",
+                           shard.numRows(tables[shard.table]) + shard.rowBegin);
+          }
+          if (shard.replica)
+            json.attribute("replica", true);
           json.attribute("device", shard.device);
         });
+    });
+    json.attributeObject("sharding_types", [&] {
+      for (auto [table, kind] :
+           zip_equal(tables, tableKinds(tables, topology, result.plan)))
+        json.attribute(table.name, shardingKindName(kind));
     });
     json.attributeObject("search", [&] {
       writeNumber(json, "time_ms", result.stats.timeMs);
@@ -1018,11 +1078,27 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
   os << "\n";
 }
 
-/// "user" for a whole table, "user[0:64]" for a column slice.
+/// Where a piece lies in its table: "" for the whole table, "[0:64]" for a
+/// column slice, "[rows 0:5000]" for a row piece, "[rows 0:5000, 0:64]"
+/// for both, " (replica)" for a replica.
+static std::string pieceRange(const TableSpec &table, const Shard &shard) {
+  if (shard.replica)
+    return " (replica)";
+  std::string columns =
+      shard.width() == table.dim
+          ? std::string()
+          : formatv("{0}:{1}", shard.colBegin, shard.colEnd).str();
+  if (shard.allRows())
+    return columns.empty() ? columns : "[" + columns + "]";
+  std::string rows =
+      formatv("rows {0}:{1}", shard.rowBegin, shard.slice().rowEndIn(table))
+          .str();
+  return "[" + rows + (columns.empty() ? "" : ", " + columns) + "]";
+}
+
+/// "user", "user[0:64]", "user[rows 0:5000]", "user (replica)".
 static std::string shardLabel(const TableSpec &table, const Shard &shard) {
-  if (shard.width() == table.dim)
-    return table.name;
-  return formatv("{0}[{1}:{2}]", table.name, shard.colBegin, shard.colEnd);
+  return table.name + pieceRange(table, shard);
 }
 
 void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
@@ -1097,14 +1173,21 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                   "rows", "dim", "size (GB)", "pooling", "placement");
     for (auto [t, table] : enumerate(tables)) {
       SmallVector<std::string> places;
+      bool replicated = false;
       for (const Shard &shard : result.plan.shards)
-        if (shard.table == t)
-          places.push_back(shard.width() == table.dim
+        if (shard.table == t) {
+          replicated |= shard.replica;
+          std::string range = pieceRange(table, shard);
+          places.push_back(range.empty()
                                ? formatv("device {0}", shard.device).str()
-                               : formatv("[{0}:{1}] on device {2}",
-                                         shard.colBegin, shard.colEnd,
-                                         shard.device)
+                               : formatv("{0} on device {1}",
+                                         StringRef(range).ltrim(), shard.device)
                                      .str());
+        }
+      if (replicated) {
+        places.clear();
+        places.push_back("a replica on every device (data_parallel)");
+      }
       os << formatv("{0,-24}  {1,12}  {2,5}  {3,9}  {4,8}  {5}\n", table.name,
                     table.rows, table.dim,
                     format("%.3f", table.bytes() / kBytesPerGB),

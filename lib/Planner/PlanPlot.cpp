@@ -145,12 +145,16 @@ PlotData collect(ArrayRef<TableSpec> tables, const Topology &topology,
   unsigned n = topology.numDevices();
   ArrayRef<Shard> shards = result.plan.shards;
   // The embedding bytes a shard's lookups read and write per bag (every
-  // index's row piece, one pooled output per feature): the share of its
-  // device's compute it is drawn with. Never zero: a width is at least 4.
+  // index's row piece, one pooled output per feature; a row piece reads
+  // its rows' share of the indices, a replica its device's share of the
+  // bags): the share of its device's compute it is drawn with. Never zero:
+  // a width is at least 4.
   auto traffic = [&](const Shard &shard) {
-    const TableSpec &table = tables[shard.table];
-    return (table.totalPoolingFactor() + table.numFeatures()) *
-           double(shard.width()) * table.elementBytes;
+    const TableSpec &spec =
+        pieceSpec(tables[shard.table], shard.slice(), n, topology.batchSize);
+    double bytes = (spec.totalPoolingFactor() + spec.numFeatures()) *
+                   double(shard.width()) * spec.elementBytes;
+    return std::max(bytes, double(shard.width()) * spec.elementBytes * 1e-3);
   };
   std::vector<double> deviceTraffic(n, 0.0);
   for (const Shard &shard : shards)
@@ -160,8 +164,10 @@ PlotData collect(ArrayRef<TableSpec> tables, const Topology &topology,
   for (const Shard &shard : shards) {
     shardMs.push_back(result.cost.devices[shard.device].computeMs *
                       traffic(shard) / deviceTraffic[shard.device]);
-    shardGB.push_back(topology.shardBytes(tables[shard.table], shard.width()) /
-                      kBytesPerGB);
+    const TableSpec &table = tables[shard.table];
+    shardGB.push_back(
+        topology.shardBytes(table, shard.width(), shard.numRows(table)) /
+        kBytesPerGB);
     tableMs[shard.table] += shardMs.back();
     tableGB[shard.table] += shardGB.back();
   }

@@ -106,6 +106,24 @@ Error validateSearchOptions(const SearchOptions &options) {
   return Error::success();
 }
 
+ShardingKindSet defaultShardingKinds(StringRef deviceKind) {
+  return isCPUDeviceKind(deviceKind) ? kTableColumnKinds : kAllShardingKinds;
+}
+
+Expected<ShardingKindSet> resolveShardingKinds(StringRef option,
+                                               StringRef deviceKind) {
+  if (option == "default")
+    return defaultShardingKinds(deviceKind);
+  if (option == "all")
+    return kAllShardingKinds;
+  Expected<ShardingKindSet> kinds = parseShardingKindList(option);
+  if (!kinds)
+    return createStringError(inconvertibleErrorCode(),
+                             "sharding-types: " + toString(kinds.takeError()) +
+                                 ", 'all' or 'default'");
+  return kinds;
+}
+
 unsigned autoSearchSteps(unsigned numDevices) {
   return std::min<unsigned>(kMaxSteps, std::max(10u, 2 * numDevices));
 }
@@ -183,16 +201,72 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
       slices.push_back({t, 0, table.dim});
       continue;
     }
+    bool columnsMay = !table.noSplit && table.allows(ShardingKind::ColumnWise);
+    bool rowsMay = !table.noSplit && table.rows >= 2 &&
+                   (table.allows(ShardingKind::RowWise) ||
+                    table.allows(ShardingKind::TableRowWise));
+    unsigned mostRowPieces = static_cast<unsigned>(std::min<int64_t>(
+        table.rows,
+        table.allows(ShardingKind::RowWise) ? n : topology.nodeSize()));
+    ColumnSlice whole{t, 0, table.dim};
+    if (!table.allows(ShardingKind::TableWise) && !columnsMay && !rowsMay) {
+      // Data-parallel only: a replica on every device.
+      uint64_t smallest = topology.usableBytes(0);
+      for (unsigned d = 1; d < n; ++d)
+        smallest = std::min(smallest, topology.usableBytes(d));
+      if (bytes > smallest) {
+        auto [need, have] = formatGBPair(bytes, smallest);
+        return infeasible(formatv("table '{0}' may only be data_parallel and "
+                                  "its replicas need {1}{2} on every device, "
+                                  "but the smallest device has {3}{4}",
+                                  table.name, need, storage, have, usable));
+      }
+      needed += bytes * (n - 1);
+      for (const ColumnSlice &replica : replicas(whole, n))
+        slices.push_back(replica);
+      continue;
+    }
     int64_t width = table.dim;
-    while (topology.shardBytes(table, width) > largest && canSplit &&
-           !table.noSplit && width % (2 * kColumnAlignment) == 0)
+    // A table whose constraints exclude table-wise starts in pieces: its
+    // columns halved, else its rows cut as TorchRec cuts them, one block per
+    // device (per device of a node for table-row-wise).
+    if (!table.allows(ShardingKind::TableWise) && columnsMay &&
+        width % (2 * kColumnAlignment) == 0)
       width /= 2;
-    if (topology.shardBytes(table, width) > largest) {
+    while (topology.shardBytes(table, width) > largest && canSplit &&
+           columnsMay && width % (2 * kColumnAlignment) == 0)
+      width /= 2;
+    int64_t blocks = 1;
+    if ((!table.allows(ShardingKind::TableWise) && width == table.dim &&
+         rowsMay) ||
+        (topology.shardBytes(table, width) > largest && canSplit && rowsMay)) {
+      // Whole columns in the fewest row blocks that fit the largest device.
+      width = table.dim;
+      blocks = table.allows(ShardingKind::TableWise) ? 2 : mostRowPieces;
+      auto blockBytes = [&](int64_t pieces) {
+        return topology.shardBytes(table, width,
+                                   (table.rows + pieces - 1) / pieces);
+      };
+      while (blockBytes(blocks) > largest && blocks < mostRowPieces)
+        ++blocks;
+      if (blockBytes(blocks) > largest) {
+        auto [need, have] = formatGBPair(bytes, largest);
+        return infeasible(formatv(
+            "table '{0}' needs {1}{2} but the largest device has {3}{4}, and "
+            "its rows in {5} blocks still need {6} each",
+            table.name, need, storage, have, usable, blocks,
+            formatGB(blockBytes(blocks))));
+      }
+    }
+    if (topology.shardBytes(table, width) > largest && blocks == 1) {
       auto [need, have] = formatGBPair(bytes, largest);
       std::string why;
       if (canSplit)
-        why = table.noSplit
-                  ? " and it may not be split"
+        why = table.noSplit ? " and it may not be split"
+              : !columnsMay
+                  ? formatv(" and its constraints allow only {0}",
+                            shardingKindList(table.shardingKinds))
+                        .str()
                   : formatv(" and its narrowest shards ({0} of {1} "
                             "columns) still need {2}",
                             width, table.dim,
@@ -201,6 +275,11 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
       return infeasible(formatv("table '{0}' needs {1}{2} but the largest "
                                 "device has {3}{4}{5}",
                                 table.name, need, storage, have, usable, why));
+    }
+    if (blocks > 1) {
+      for (const ColumnSlice &piece : rowPieces(table, whole, blocks))
+        slices.push_back(piece);
+      continue;
     }
     for (int64_t begin = 0; begin < table.dim; begin += width)
       slices.push_back({t, begin, begin + width});
@@ -265,8 +344,7 @@ static std::vector<std::vector<Shard>>
 candidateSignature(const ShardingPlan &plan, const Topology &topology) {
   std::vector<std::vector<Shard>> devices(topology.numDevices());
   for (const Shard &shard : plan.shards)
-    devices[shard.device].push_back(
-        {shard.table, shard.colBegin, shard.colEnd, 0});
+    devices[shard.device].push_back(Shard::of(shard.slice(), 0));
   for (std::vector<Shard> &shards : devices)
     llvm::sort(shards, [](const Shard &a, const Shard &b) {
       return a.slice() < b.slice();
@@ -323,11 +401,37 @@ selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
   return chosen;
 }
 
-Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
-                                  const Topology &topology,
-                                  const SearchOptions &options,
-                                  CostModel &model) {
+/// The tables with the kinds `allowed` lets them take.
+static Expected<std::vector<TableSpec>>
+restrictKinds(ArrayRef<TableSpec> tables, ShardingKindSet allowed) {
+  std::vector<TableSpec> restricted(tables.begin(), tables.end());
+  for (TableSpec &table : restricted) {
+    ShardingKindSet kinds = table.shardingKinds & allowed;
+    if (kinds == 0)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("table '{0}' may be {1} but the plan may use only {2}",
+                  table.name, shardingKindList(table.shardingKinds),
+                  shardingKindList(allowed)));
+    table.shardingKinds = kinds;
+  }
+  return std::move(restricted);
+}
+
+/// planSharding within the kinds options.shardingKinds allows.
+static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
+                                            const Topology &topology,
+                                            const SearchOptions &options,
+                                            CostModel &model) {
   auto start = std::chrono::steady_clock::now();
+  if (options.shardingKinds == 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "sharding-types: no sharding type is allowed");
+  Expected<std::vector<TableSpec>> restricted =
+      restrictKinds(givenTables, options.shardingKinds);
+  if (!restricted)
+    return restricted.takeError();
+  ArrayRef<TableSpec> tables = *restricted;
   if (Error err = validateProblem(tables, topology))
     return std::move(err);
   if (Error err = validateSearchOptions(options))
@@ -388,6 +492,57 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                      std::chrono::steady_clock::now() - start)
                      .count();
   result->stats = stats;
+  return result;
+}
+
+/// Whether some table may take a kind beyond whole tables and column
+/// pieces under `options`, while every table may also take one of those.
+static bool widensTableColumnSpace(ArrayRef<TableSpec> tables,
+                                   const SearchOptions &options) {
+  bool wider = false;
+  for (const TableSpec &table : tables) {
+    ShardingKindSet kinds = table.shardingKinds & options.shardingKinds;
+    if (!(kinds & kTableColumnKinds))
+      return false;
+    wider |= (kinds & ~kTableColumnKinds) != 0;
+  }
+  return wider;
+}
+
+Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
+                                  const Topology &topology,
+                                  const SearchOptions &options,
+                                  CostModel &model) {
+  Expected<PlanResult> result =
+      planWithinKinds(tables, topology, options, model);
+  if (!result || options.algorithm != Algorithm::NeuroShard ||
+      !widensTableColumnSpace(tables, options))
+    return result;
+  // Row pieces and replicas widen the space, and a beam of a few states
+  // may follow them away from a plan of whole tables and column pieces
+  // that ranks better: the search over those alone runs as well, and the
+  // better plan is returned, so that the wider space never does worse.
+  SearchOptions narrower = options;
+  narrower.shardingKinds &= kTableColumnKinds;
+  narrower.progress = nullptr;
+  Expected<PlanResult> tableColumn =
+      planWithinKinds(tables, topology, narrower, model);
+  if (!tableColumn) {
+    // No plan of whole tables and column pieces (a table too large for
+    // them): the wider space's plan stands.
+    consumeError(tableColumn.takeError());
+    return result;
+  }
+  SearchStats both = result->stats;
+  both.timeMs += tableColumn->stats.timeMs;
+  both.costQueries += tableColumn->stats.costQueries;
+  both.cacheHits += tableColumn->stats.cacheHits;
+  both.modelCalls += tableColumn->stats.modelCalls;
+  both.statesExplored += tableColumn->stats.statesExplored;
+  both.greedyRuns += tableColumn->stats.greedyRuns;
+  if (rankedBefore(tableColumn->cost, result->cost))
+    result = std::move(tableColumn);
+  result->stats = both;
   return result;
 }
 

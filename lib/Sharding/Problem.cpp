@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Sharding/Problem.h"
+#include "neuroshard/Sharding/AccessEstimate.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -46,14 +48,87 @@ std::string optimizerNameList() {
   return names;
 }
 
+static constexpr std::pair<ShardingKind, StringLiteral> kKindNames[] = {
+    {ShardingKind::TableWise, "table_wise"},
+    {ShardingKind::ColumnWise, "column_wise"},
+    {ShardingKind::RowWise, "row_wise"},
+    {ShardingKind::TableRowWise, "table_row_wise"},
+    {ShardingKind::DataParallel, "data_parallel"},
+};
+
+StringRef shardingKindName(ShardingKind kind) {
+  return kKindNames[static_cast<unsigned>(kind)].second;
+}
+
+std::optional<ShardingKind> parseShardingKind(StringRef name) {
+  for (auto [kind, kindName] : kKindNames)
+    if (name == kindName)
+      return kind;
+  return std::nullopt;
+}
+
+std::string shardingKindList(ShardingKindSet kinds) {
+  SmallVector<StringRef> names;
+  for (auto [kind, name] : kKindNames)
+    if (kinds & kindBit(kind))
+      names.push_back(name);
+  return join(names, ", ");
+}
+
+Expected<ShardingKindSet> parseShardingKindList(StringRef list) {
+  SmallVector<StringRef> entries;
+  list.split(entries, ',');
+  ShardingKindSet kinds = 0;
+  for (StringRef entry : entries) {
+    std::optional<ShardingKind> kind = parseShardingKind(entry.trim());
+    if (!kind)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("unknown sharding type '{0}' (expected one of: {1})",
+                  entry.trim(), shardingKindList()));
+    kinds |= kindBit(*kind);
+  }
+  return kinds;
+}
+
+TableSpec pieceSpec(const TableSpec &table, const ColumnSlice &slice,
+                    unsigned replicas, int64_t batchSize) {
+  TableSpec piece = table;
+  if (slice.replica && replicas > 1) {
+    // One device's share of the bags: every feature's lookups and hits
+    // divided among the replicas.
+    int64_t share = std::max<int64_t>(1, batchSize / replicas);
+    auto carry = [&](double pooling, std::array<double, kNumAccessBins> &hist) {
+      bool hit = llvm::any_of(hist, [](double bin) { return bin > 0.0; });
+      if (hit)
+        hist =
+            rescaleAccessHistogram(hist, table.rows, pooling, batchSize, share);
+      return pooling / replicas;
+    };
+    piece.poolingFactor = carry(piece.poolingFactor, piece.accessHist);
+    for (FeatureStats &feature : piece.moreFeatures)
+      feature.poolingFactor = carry(feature.poolingFactor, feature.accessHist);
+    return piece;
+  }
+  if (slice.allRows() || table.rows <= 0)
+    return piece;
+  int64_t rows = std::max<int64_t>(1, slice.numRows(table));
+  double fraction = static_cast<double>(rows) / table.rows;
+  piece.rows = rows;
+  piece.poolingFactor *= fraction;
+  for (FeatureStats &feature : piece.moreFeatures)
+    feature.poolingFactor *= fraction;
+  return piece;
+}
+
 bool isCPUDeviceKind(StringRef kind) {
   return kind == "cpu" || kind.starts_with("cpu-");
 }
 
-uint64_t Topology::optimizerStateBytes(const TableSpec &table,
-                                       int64_t width) const {
+uint64_t Topology::optimizerStateBytes(const TableSpec &table, int64_t width,
+                                       std::optional<int64_t> rowCount) const {
   constexpr uint64_t kStateBytes = 4; // fp32
-  uint64_t rows = static_cast<uint64_t>(table.rows);
+  uint64_t rows = static_cast<uint64_t>(rowCount.value_or(table.rows));
   uint64_t cols = static_cast<uint64_t>(width);
   switch (optimizer) {
   case Optimizer::SGD:
@@ -116,6 +191,15 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
           formatv("the name is already used by tables[{0}]", it->second));
     if (RuleViolation v = checkTable(table, n))
       return tableError(i, table, *v);
+    if (table.shardingKinds == 0)
+      return tableError(i, table, "its constraints allow no sharding type");
+    if ((table.pinnedDevice || table.noSplit) &&
+        !table.allows(ShardingKind::TableWise))
+      return tableError(
+          i, table,
+          formatv("it is {0} but its sharding types ({1}) exclude table_wise",
+                  table.pinnedDevice ? "pinned to a device" : "kept whole",
+                  shardingKindList(table.shardingKinds)));
     // checkTable has checked every feature's statistics on their own.
     for (unsigned f = 0; f < table.numFeatures(); ++f) {
       FeatureStats stats = table.feature(f);

@@ -10,6 +10,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <numeric>
+#include <tuple>
 
 using namespace llvm;
 
@@ -40,6 +41,29 @@ static void addPooledTraffic(const Topology &topology,
   }
 }
 
+/// Adds the all-reduce of the replicas' gradients. Every device holds a
+/// replica of a data-parallel table, so every device moves the same volume.
+static void addGradientTraffic(ArrayRef<TableSpec> tables,
+                               const Topology &topology,
+                               ArrayRef<ColumnSlice> slices,
+                               ArrayRef<unsigned> deviceOf,
+                               MutableArrayRef<DeviceTraffic> traffic) {
+  std::vector<double> replicaValues(topology.numDevices(), 0.0);
+  for (auto [slice, device] : zip_equal(slices, deviceOf))
+    if (slice.replica)
+      replicaValues[device] += static_cast<double>(tables[slice.table].rows) *
+                               static_cast<double>(slice.width());
+  double g = topology.nodeSize(), m = topology.numNodes();
+  for (auto [values, device] : zip_equal(replicaValues, traffic)) {
+    // Reduce-scatter and all-gather inside the node move 2 (g - 1) / g of
+    // the values each way; the node's 1 / g share is all-reduced across
+    // the m nodes, 2 (m - 1) / m of it each way.
+    double intra = 2.0 * (g - 1.0) / g * values;
+    double inter = m > 1 ? 2.0 * (m - 1.0) / m * values / g : 0.0;
+    device.gradients = {intra, intra, inter, inter};
+  }
+}
+
 std::vector<DeviceTraffic> computeTraffic(ArrayRef<TableSpec> tables,
                                           const Topology &topology,
                                           ArrayRef<ColumnSlice> slices,
@@ -49,41 +73,52 @@ std::vector<DeviceTraffic> computeTraffic(ArrayRef<TableSpec> tables,
   if (numDevices == 0)
     return traffic;
   for (auto [slice, device] : zip_equal(slices, deviceOf))
-    traffic[device].dimSum +=
-        static_cast<double>(slice.width() * tables[slice.table].numFeatures());
+    if (!slice.replica)
+      traffic[device].dimSum += static_cast<double>(
+          slice.width() * tables[slice.table].numFeatures());
   addPooledTraffic(topology, traffic);
+  addGradientTraffic(tables, topology, slices, deviceOf, traffic);
 
   double n = numDevices;
   double nodeSize = topology.nodeSize();
   double bags = static_cast<double>(topology.batchSize);
-  // Each table's pieces, by a counting sort (slices are usually sorted by
-  // table already, but need not be).
-  std::vector<uint32_t> firstOfTable(tables.size() + 1, 0);
-  for (const ColumnSlice &slice : slices)
-    ++firstOfTable[slice.table + 1];
-  std::partial_sum(firstOfTable.begin(), firstOfTable.end(),
-                   firstOfTable.begin());
-  std::vector<uint32_t> byTable(slices.size());
-  {
-    std::vector<uint32_t> next(firstOfTable.begin(), firstOfTable.end() - 1);
-    for (auto [i, slice] : enumerate(slices))
-      byTable[next[slice.table]++] = i;
-  }
-
-  // Per node: the lookups of the pieces it holds (H), and of the tables it
-  // holds a piece of, once each (A); over all tables, the lookups times the
-  // nodes that hold the table (S); per device, its pieces' lookups (I).
+  // The pieces that share their lookups: those of one table and one row
+  // range (replicas look up their own bags and share nothing), in groups
+  // of consecutive indices of `order`.
+  std::vector<uint32_t> order;
+  for (auto [i, slice] : enumerate(slices))
+    if (!slice.replica)
+      order.push_back(i);
+  auto sameLookups = [&](uint32_t a, uint32_t b) {
+    const ColumnSlice &x = slices[a], &y = slices[b];
+    return x.table == y.table && x.rowBegin == y.rowBegin &&
+           x.rowEnd == y.rowEnd;
+  };
+  llvm::stable_sort(order, [&](uint32_t a, uint32_t b) {
+    const ColumnSlice &x = slices[a], &y = slices[b];
+    return std::make_tuple(x.table, x.rowBegin, x.rowEnd) <
+           std::make_tuple(y.table, y.rowBegin, y.rowEnd);
+  });
+  // Per node: the lookups of the pieces it holds (H), and of the groups it
+  // holds a piece of, once each (A); over all groups, the lookups times the
+  // nodes that hold the group (S); per device, its pieces' lookups (I).
   std::vector<double> nodePieceLookups(topology.numNodes(), 0.0);
   std::vector<double> nodeTableLookups(topology.numNodes(), 0.0);
   std::vector<double> devicePieceLookups(numDevices, 0.0);
   double lookupsTimesNodes = 0.0;
   SmallVector<std::pair<unsigned, unsigned>, 8> holders; // (node, pieces)
-  for (unsigned table = 0; table < tables.size(); ++table) {
-    ArrayRef<uint32_t> pieces = ArrayRef(byTable).slice(
-        firstOfTable[table], firstOfTable[table + 1] - firstOfTable[table]);
-    if (pieces.empty())
-      continue;
-    double lookups = bags * tables[table].totalPoolingFactor();
+  for (size_t first = 0; first < order.size();) {
+    size_t last = first + 1;
+    while (last < order.size() && sameLookups(order[first], order[last]))
+      ++last;
+    ArrayRef<uint32_t> pieces = ArrayRef(order).slice(first, last - first);
+    first = last;
+    const ColumnSlice &group = slices[pieces.front()];
+    const TableSpec &table = tables[group.table];
+    double share = group.allRows() || table.rows <= 0
+                       ? 1.0
+                       : double(group.numRows(table)) / double(table.rows);
+    double lookups = bags * table.totalPoolingFactor() * share;
     holders.clear();
     for (uint32_t piece : pieces) {
       unsigned node = topology.nodeOf(deviceOf[piece]);

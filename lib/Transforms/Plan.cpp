@@ -153,6 +153,9 @@ PlanPass::buildSearchOptions(ModuleOp module) {
   values.thresholdMin = thresholdMin;
   values.thresholdMax = thresholdMax;
   values.seed = seed;
+  // The rewrite materializes whole tables and column pieces; row pieces and
+  // replicas are planned by neuroshard-plan and the Python module.
+  values.shardingKinds = ::neuroshard::kTableColumnKinds;
   llvm::Expected<::neuroshard::SearchOptions> options =
       ::neuroshard::makeSearchOptions(algorithm, values, progress);
   if (!options)

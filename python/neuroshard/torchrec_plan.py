@@ -20,7 +20,9 @@ import json
 from typing import Dict, Mapping, Optional
 
 FORMAT = "neuroshard-torchrec-1"
-SHARDING_TYPES = ("table_wise", "column_wise")
+SHARDING_TYPES = ("table_wise", "column_wise", "row_wise", "table_row_wise",
+                  "data_parallel")
+ROW_TYPES = ("row_wise", "table_row_wise")
 
 
 class TorchRecPlanError(Exception):
@@ -41,7 +43,13 @@ def _check_table(name: str, table: Mapping, world_size: int) -> None:
     if kind == "table_wise" and len(shards) != 1:
         raise TorchRecPlanError("%s: a table_wise table has one shard, not %d"
                                 % (where, len(shards)))
-    column = 0
+    if kind == "data_parallel" and sorted(ranks) != list(range(world_size)):
+        raise TorchRecPlanError("%s: a data_parallel table has a replica on "
+                                "every rank, got ranks %r" % (where, ranks))
+    # Column pieces follow one another along the columns; row pieces, which
+    # hold every column, along the rows; replicas are all the whole table.
+    along = 0 if kind in ROW_TYPES else 1
+    position = 0
     for i, (shard, rank) in enumerate(zip(shards, ranks)):
         offsets, sizes = shard.get("shard_offsets"), shard.get("shard_sizes")
         ok = (isinstance(rank, int) and 0 <= rank < world_size and
@@ -52,15 +60,16 @@ def _check_table(name: str, table: Mapping, world_size: int) -> None:
             raise TorchRecPlanError("%s: shard %d is malformed (rank %r, "
                                     "offsets %r, sizes %r)" %
                                     (where, i, rank, offsets, sizes))
-        if offsets[1] != column:
-            raise TorchRecPlanError("%s: shard %d starts at column %d, "
-                                    "expected %d" % (where, i, offsets[1],
-                                                     column))
+        expected = 0 if kind == "data_parallel" else position
+        if offsets[along] != expected:
+            raise TorchRecPlanError("%s: shard %d starts at %s %d, expected %d"
+                                    % (where, i, ("row", "column")[along],
+                                       offsets[along], expected))
         if shard.get("placement") != "rank:%d/cuda:%d" % (rank, rank):
             raise TorchRecPlanError("%s: shard %d is placed on %r but its rank "
                                     "is %d" % (where, i, shard.get("placement"),
                                                rank))
-        column += sizes[1]
+        position += sizes[along]
 
 
 def load(path: str) -> Dict:
@@ -106,6 +115,13 @@ def to_parameter_shardings(plan: Mapping,
     rename = rename or {}
     result = {}
     for name, table in plan["tables"].items():
+        if table["sharding_type"] == "data_parallel":
+            # TorchRec's replicas carry no shard spec.
+            result[rename.get(name, name)] = ParameterSharding(
+                sharding_type="data_parallel",
+                compute_kernel=table["compute_kernel"],
+                ranks=list(table["ranks"]), sharding_spec=None)
+            continue
         spec = EnumerableShardingSpec([
             ShardMetadata(shard_offsets=list(s["shard_offsets"]),
                           shard_sizes=list(s["shard_sizes"]),

@@ -21,9 +21,34 @@ def plan_file(tmp_path):
     path = tmp_path / "plan.json"
     subprocess.run([tool("neuroshard-plan"), TASK, "--devices", "2",
                     "--memory-gb", "0.3", "--cost-model", "analytical",
+                    "--sharding-types", "table_wise,column_wise",
                     "--format", "torchrec", "--output", str(path)],
                    check=True)
     return path
+
+
+def test_row_wise_and_data_parallel_tables(tmp_path, fake_torchrec):
+    path = tmp_path / "dcnv2.json"
+    subprocess.run([tool("neuroshard-plan"),
+                    REPO + "/examples/mlperf-dcnv2.json", "--devices", "8",
+                    "--memory-gb", "80", "--reserved-memory", "0.15",
+                    "--cost-model", "analytical", "--format", "torchrec",
+                    "--output", str(path)], check=True)
+    plan = trp.load(str(path))
+    kinds = {t["sharding_type"] for t in plan["tables"].values()}
+    assert {"row_wise", "data_parallel"} <= kinds
+    shardings = trp.to_parameter_shardings(plan)
+    for name, table in plan["tables"].items():
+        sharding = shardings[name]
+        assert sharding.sharding_type == table["sharding_type"]
+        if table["sharding_type"] == "data_parallel":
+            assert sharding.sharding_spec is None
+            assert sorted(sharding.ranks) == list(range(8))
+        elif table["sharding_type"] == "row_wise":
+            pieces = sharding.sharding_spec.shards
+            rows = [p.shard_offsets[0] for p in pieces]
+            assert rows == sorted(rows) and rows[0] == 0
+            assert sum(p.shard_sizes[0] for p in pieces) == 40000000
 
 
 def test_objects_follow_the_plan(plan_file, fake_torchrec):
@@ -54,8 +79,10 @@ def test_without_torchrec_the_error_says_so(plan_file, monkeypatch):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda p: p.update(format="other"), "not a NeuroShard TorchRec plan"),
-    (lambda p: p["tables"]["sparse.item_id"].update(sharding_type="row_wise"),
-     "sharding_type must be one of table_wise, column_wise"),
+    (lambda p: p["tables"]["sparse.item_id"].update(sharding_type="grid"),
+     "sharding_type must be one of table_wise, column_wise, row_wise"),
+    (lambda p: p["tables"]["sparse.item_id"].update(
+        sharding_type="data_parallel"), "a replica on every rank"),
     (lambda p: p["tables"]["sparse.user_id"]["ranks"].append(0),
      "needs one rank per shard"),
     (lambda p: p["tables"]["sparse.user_id"]["shards"][1]

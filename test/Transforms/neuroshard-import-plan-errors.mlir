@@ -22,9 +22,11 @@
 // RUN: echo '{"devices": 2, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "device": 0}, {"table": "b", "col_begin": 0, "col_end": 8, "device": 0}]}' > %t.pinned.json
 // RUN: not neuroshard-opt %s --neuroshard-import-plan="file=%t.pinned.json" 2>&1 | FileCheck %s --check-prefix=PINNED
 // PINNED: error: {{.*}}pinned.json: table 'b' is pinned to device 1 but shard [0, 8) is on device 0
-// RUN: echo '{"format": "neuroshard-torchrec-1", "world_size": 2, "tables": {"a": {"sharding_type": "row_wise", "shards": []}}}' > %t.rows.json
+// A valid plan of row pieces cannot go into the IR, whose shards are column
+// ranges.
+// RUN: echo '{"devices": 2, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "row_begin": 0, "row_end": 55000, "device": 0}, {"table": "a", "col_begin": 0, "col_end": 8, "row_begin": 55000, "row_end": 60000, "device": 1}, {"table": "b", "col_begin": 0, "col_end": 8, "device": 1}]}' > %t.rows.json
 // RUN: not neuroshard-opt %s --neuroshard-import-plan="file=%t.rows.json" 2>&1 | FileCheck %s --check-prefix=ROWS
-// ROWS: error: {{.*}}rows.json: TorchRec plan: table 'a': 'sharding_type' is "row_wise"; NeuroShard places a table whole (table_wise) or by column ranges (column_wise)
+// ROWS: error: {{.*}}rows.json: table 'a' is row_wise, but the IR places tables whole or by column ranges only; price or export this plan with neuroshard-plan
 //
 // The module must have a topology, and tables without shards.
 // RUN: echo '{"devices": 2, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "device": 0}, {"table": "b", "col_begin": 0, "col_end": 8, "device": 1}]}' > %t.good.json

@@ -62,6 +62,14 @@ static const std::string algorithmHelp =
 static cl::opt<std::string> algorithm("algorithm", cl::desc(algorithmHelp),
                                       cl::init("neuroshard"),
                                       cl::cat(category));
+static cl::opt<std::string> shardingTypes(
+    "sharding-types",
+    cl::desc("The sharding types plans may use, on top of each table's own "
+             "'sharding_types': 'default' (every type for GPUs; table_wise "
+             "and column_wise for CPU execution), 'all', or a comma list of "
+             "table_wise, column_wise, row_wise, table_row_wise, "
+             "data_parallel"),
+    cl::init("default"), cl::cat(category));
 static cl::opt<std::string>
     costModel("cost-model",
               cl::desc("'default' (the shipped trained model of the device "
@@ -250,7 +258,7 @@ static Expected<Topology> buildTopology(const PlanningTask &task,
   return topology;
 }
 
-static Expected<SearchOptions> buildSearchOptions() {
+static Expected<SearchOptions> buildSearchOptions(const Topology &topology) {
   SearchOptions values;
   values.beamWidth = beamWidth;
   values.candidates = candidates;
@@ -259,6 +267,11 @@ static Expected<SearchOptions> buildSearchOptions() {
   values.thresholdMin = thresholdMin;
   values.thresholdMax = thresholdMax;
   values.seed = seed;
+  Expected<ShardingKindSet> kinds =
+      resolveShardingKinds(shardingTypes, topology.deviceKind);
+  if (!kinds)
+    return optionError("--" + toString(kinds.takeError()));
+  values.shardingKinds = *kinds;
   Expected<SearchOptions> options =
       makeSearchOptions(algorithm, values, progress);
   if (!options)
@@ -283,7 +296,7 @@ static Error run() {
     return topology.takeError();
   if (Error err = setHistogramBatch(*task, topology->batchSize))
     return err;
-  Expected<SearchOptions> options = buildSearchOptions();
+  Expected<SearchOptions> options = buildSearchOptions(*topology);
   if (!options)
     return options.takeError();
   if (verbose && outputFormat != OutputFormat::Table)

@@ -132,7 +132,7 @@ TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
             "tables[0] ('t0'): unknown field 'pooling' (expected one of: "
             "name, rows, dim, dtype, pooling_factor, access_hist, "
             "hist_batch_size, zipf_alpha, features, pinned_device, "
-            "no_split)");
+            "no_split, sharding_types)");
   EXPECT_EQ(parseError(taskWithTable(R"(, "dtype": "f8")")),
             "tables[0] ('t0'): 'dtype' must be one of f32, f16, bf16, got "
             "'f8'");
@@ -188,7 +188,7 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
                       "algorithm", "cost_model", "cost_ms", "device_kind",
                       "devices", "devices_per_node", "imbalance", "nodes",
                       "optimizer", "per_device", "reserved_fraction", "search",
-                      "shards", "warnings"}));
+                      "sharding_types", "shards", "warnings"}));
   EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
   EXPECT_EQ(plan.getString("cost_model"), "analytical");
   EXPECT_EQ(plan.getInteger("devices"), 2);
@@ -310,7 +310,8 @@ TEST_F(PlanOutputTest, NamesWhatIsWrongWithAPlanFile) {
          "placement": "rank:0/cuda:0"}]}}})",
                     tables),
       "TorchRec plan: table 'user': shards[0]: covers rows [10, 1000) of the "
-      "table's 1000; NeuroShard's shards hold every row of their columns");
+      "table's 1000; the shards of a column_wise table hold every row of "
+      "their columns");
   EXPECT_EQ(
       planFileError(R"({"format": "neuroshard-torchrec-1", "world_size": 2,
       "tables": {"user": {"sharding_type": "table_wise", "ranks": [1],

@@ -35,9 +35,12 @@ std::vector<unsigned> devicesOfTables(const ShardingPlan &plan) {
   return devices;
 }
 
+/// The cases here are worked out for whole tables and column pieces; row
+/// pieces and replicas have tests of their own (RowWiseSearchTest.cpp).
 SearchOptions withAlgorithm(Algorithm algorithm) {
   SearchOptions options;
   options.algorithm = algorithm;
+  options.shardingKinds = kTableColumnKinds;
   return options;
 }
 

@@ -72,6 +72,9 @@ public:
   /// lookups, over the prepared topology's links. Requires prepare().
   double pooledExchangeMs(const LinkVolume &pooled) const;
   double indexDistributionMs(const LinkVolume &indices) const;
+  /// Milliseconds of the replicas' gradient all-reduce (`gradients`
+  /// values).
+  double gradientAllReduceMs(const LinkVolume &gradients) const;
 
   /// Forward + backward cost of one slice in ms; a set costs the sum of its
   /// slices. Requires prepare().

@@ -80,6 +80,10 @@ std::string formatProgress(const SearchProgress &progress);
 
 struct SearchOptions {
   Algorithm algorithm = Algorithm::NeuroShard;
+  /// The sharding kinds plans may use, on top of each table's own
+  /// constraints (TableSpec::shardingKinds): a table takes the kinds both
+  /// allow. defaultShardingKinds gives the front ends' default.
+  ShardingKindSet shardingKinds = kAllShardingKinds;
   /// Beam search: states kept per level.
   unsigned beamWidth = 3;
   /// Beam search: the union of this many largest and this many most
@@ -105,6 +109,17 @@ struct SearchOptions {
   /// table-wise baselines, which take one step), for progress output.
   std::function<void(const SearchProgress &)> progress;
 };
+
+/// The kinds a front end plans with unless told: every kind for GPUs;
+/// whole tables and column pieces for CPU execution, whose kernels and
+/// measured bundles cover those.
+ShardingKindSet defaultShardingKinds(llvm::StringRef deviceKind);
+/// The kinds a front end's `sharding-types` option names: "default"
+/// (defaultShardingKinds of `deviceKind`), "all", or a comma-separated list
+/// of kind names ("table_wise,column_wise,row_wise"). The error names the
+/// option, the entry and the kinds there are.
+llvm::Expected<ShardingKindSet>
+resolveShardingKinds(llvm::StringRef option, llvm::StringRef deviceKind);
 
 /// Upper bounds of the search options: each far above what helps (the
 /// defaults are 3, 10, auto and 11), and low enough that a mistyped value

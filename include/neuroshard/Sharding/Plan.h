@@ -44,12 +44,28 @@ struct PlanCost {
   double maxMs = 0.0;
 };
 
+/// The kind of every table in `plan` (TorchRec's names, Problem.h): a
+/// table with replicas is data-parallel; one split into row ranges is
+/// table-row-wise when the topology has several nodes, all its pieces are
+/// on one of them and its constraints allow table-row-wise, row-wise
+/// otherwise; one split into column ranges
+/// alone is column-wise; a table in one piece is table-wise.
+std::vector<ShardingKind> tableKinds(llvm::ArrayRef<TableSpec> tables,
+                                     const Topology &topology,
+                                     const ShardingPlan &plan);
+/// Whether `table`'s constraints allow `kind` on `topology`: a row-wise
+/// table on one node is also table-row-wise, and table-row-wise pieces
+/// are row-wise pieces that happen to share a node.
+bool allowsKind(const TableSpec &table, ShardingKind kind,
+                const Topology &topology);
+
 /// Checks that the plan is a valid placement: every shard names an existing
-/// table and device and a non-empty, 4-aligned column range inside the
-/// table; every column of every table is on exactly one device; pinned and
-/// no-split constraints hold; no device holds more than its usable memory
-/// (Topology::usableBytes), weights and optimizer state counted. The error
-/// names the table or device and the numbers.
+/// table and device, a non-empty, 4-aligned column range inside the table
+/// and a non-empty row range inside it; the pieces of every table tile its
+/// rows x columns exactly once, or the table is replicated whole on every
+/// device; pinned, no-split and sharding-type constraints hold; no device holds
+/// more than its usable memory (Topology::usableBytes), weights and optimizer
+/// state counted. The error names the table or device and the numbers.
 llvm::Error validatePlan(llvm::ArrayRef<TableSpec> tables,
                          const Topology &topology, const ShardingPlan &plan);
 

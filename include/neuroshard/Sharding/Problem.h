@@ -27,8 +27,10 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,6 +44,43 @@ struct FeatureStats {
   double poolingFactor = 1.0;
   std::array<double, kNumAccessBins> accessHist{};
 };
+
+/// The forms a table may take in a plan (DESIGN §3), by TorchRec's names:
+///  - TableWise: whole on one device;
+///  - ColumnWise: column ranges on several devices, each reading every
+///    index of the table;
+///  - RowWise: contiguous row blocks on any devices; an index goes to the
+///    block that holds its row, and the blocks' partial sums are reduced;
+///  - TableRowWise: row blocks that all stay inside one node;
+///  - DataParallel: a replica on every device, each looking up its own
+///    slice of the batch, gradients summed across replicas.
+enum class ShardingKind : uint8_t {
+  TableWise,
+  ColumnWise,
+  RowWise,
+  TableRowWise,
+  DataParallel,
+};
+constexpr unsigned kNumShardingKinds = 5;
+/// A set of kinds, one bit per kind (1 << kind).
+using ShardingKindSet = uint8_t;
+constexpr ShardingKindSet kindBit(ShardingKind kind) {
+  return static_cast<ShardingKindSet>(1u << static_cast<unsigned>(kind));
+}
+constexpr ShardingKindSet kAllShardingKinds = (1u << kNumShardingKinds) - 1;
+/// The kinds planning has always used: whole tables and column pieces.
+constexpr ShardingKindSet kTableColumnKinds =
+    kindBit(ShardingKind::TableWise) | kindBit(ShardingKind::ColumnWise);
+/// "table_wise", "column_wise", "row_wise", "table_row_wise",
+/// "data_parallel": TorchRec's ShardingType values.
+llvm::StringRef shardingKindName(ShardingKind kind);
+std::optional<ShardingKind> parseShardingKind(llvm::StringRef name);
+/// The names of `kinds`, comma-separated ("table_wise, column_wise").
+std::string shardingKindList(ShardingKindSet kinds = kAllShardingKinds);
+/// Parses a comma-separated list of kind names ("table_wise,row_wise"),
+/// as the front ends' `sharding-types` option takes it; the error names the
+/// entry and the kinds there are.
+llvm::Expected<ShardingKindSet> parseShardingKindList(llvm::StringRef list);
 
 /// One embedding table and how it is used by the model.
 struct TableSpec {
@@ -65,6 +104,11 @@ struct TableSpec {
   std::optional<unsigned> pinnedDevice;
   /// Constraint: the table must stay whole (no column-wise split).
   bool noSplit = false;
+  /// Constraint: the kinds the table may take (TorchRec's
+  /// ParameterConstraints.sharding_types). A pinned or no-split table is
+  /// table-wise whatever this says.
+  ShardingKindSet shardingKinds = kAllShardingKinds;
+  bool allows(ShardingKind kind) const { return shardingKinds & kindBit(kind); }
 
   /// Bytes of the columns [colBegin, colBegin + width).
   uint64_t sliceBytes(int64_t width) const {
@@ -173,47 +217,98 @@ struct Topology {
     return static_cast<uint64_t>(memoryGB[device] * (1.0 - reservedFraction) *
                                  kBytesPerGB);
   }
-  /// Bytes of optimizer state for `width` columns of `table`.
-  uint64_t optimizerStateBytes(const TableSpec &table, int64_t width) const;
-  /// Bytes `width` columns of `table` take on a device: weights and
-  /// optimizer state.
-  uint64_t shardBytes(const TableSpec &table, int64_t width) const {
-    return table.sliceBytes(width) + optimizerStateBytes(table, width);
+  /// Bytes of optimizer state for `width` columns of `rows` rows of
+  /// `table` (all of its rows by default).
+  uint64_t optimizerStateBytes(const TableSpec &table, int64_t width,
+                               std::optional<int64_t> rows = {}) const;
+  /// Bytes `width` columns of `table` (of `rows` of its rows) take on a
+  /// device: weights and optimizer state.
+  uint64_t shardBytes(const TableSpec &table, int64_t width,
+                      std::optional<int64_t> rows = {}) const {
+    uint64_t weights = static_cast<uint64_t>(rows.value_or(table.rows)) *
+                       static_cast<uint64_t>(width) * table.elementBytes;
+    return weights + optimizerStateBytes(table, width, rows);
   }
 };
 
-/// The columns [colBegin, colEnd) of table `table` (an index into the table
-/// list of the problem). This is what cost models price.
+/// The end of a row range that holds a table's rows to its last one.
+constexpr int64_t kAllRows = std::numeric_limits<int64_t>::max();
+
+/// A piece of table `table` (an index into the table list of the problem):
+/// the columns [colBegin, colEnd) of the rows [rowBegin, rowEnd) (rowEnd
+/// kAllRows: to the table's last row), or, with `replica`, a data-parallel
+/// replica of the whole table that looks up one device's share of the
+/// batch. This is what cost models price.
 struct ColumnSlice {
   unsigned table = 0;
   int64_t colBegin = 0;
   int64_t colEnd = 0;
-
+  int64_t rowBegin = 0;
+  int64_t rowEnd = kAllRows;
+  bool replica = false;
   int64_t width() const { return colEnd - colBegin; }
+  /// Whether the piece holds every row (a whole table or a column piece).
+  bool allRows() const { return rowBegin == 0 && rowEnd == kAllRows; }
+  /// The rows the piece holds of `spec`, its table.
+  int64_t numRows(const TableSpec &spec) const {
+    return std::min(rowEnd, spec.rows) - rowBegin;
+  }
+  /// The row range's end in `spec`'s rows.
+  int64_t rowEndIn(const TableSpec &spec) const {
+    return std::min(rowEnd, spec.rows);
+  }
   friend bool operator==(const ColumnSlice &a, const ColumnSlice &b) {
     return a.table == b.table && a.colBegin == b.colBegin &&
-           a.colEnd == b.colEnd;
+           a.colEnd == b.colEnd && a.rowBegin == b.rowBegin &&
+           a.rowEnd == b.rowEnd && a.replica == b.replica;
   }
   friend bool operator<(const ColumnSlice &a, const ColumnSlice &b) {
     if (a.table != b.table)
       return a.table < b.table;
+    if (a.rowBegin != b.rowBegin)
+      return a.rowBegin < b.rowBegin;
     return a.colBegin < b.colBegin;
   }
 };
 
-/// A column slice of a table placed on a device.
+/// A piece of a table placed on a device.
 struct Shard {
   unsigned table = 0;
   int64_t colBegin = 0;
   int64_t colEnd = 0;
   unsigned device = 0;
-
-  ColumnSlice slice() const { return {table, colBegin, colEnd}; }
+  int64_t rowBegin = 0;
+  int64_t rowEnd = kAllRows;
+  bool replica = false;
+  ColumnSlice slice() const {
+    return {table, colBegin, colEnd, rowBegin, rowEnd, replica};
+  }
+  static Shard of(const ColumnSlice &slice, unsigned device) {
+    return {slice.table,    slice.colBegin, slice.colEnd, device,
+            slice.rowBegin, slice.rowEnd,   slice.replica};
+  }
   int64_t width() const { return colEnd - colBegin; }
+  bool allRows() const { return rowBegin == 0 && rowEnd == kAllRows; }
+  int64_t numRows(const TableSpec &spec) const { return slice().numRows(spec); }
   friend bool operator==(const Shard &a, const Shard &b) {
     return a.slice() == b.slice() && a.device == b.device;
   }
 };
+
+/// What a cost model prices for `slice`: its table as the piece sees it.
+/// A row piece is a table of its rows that receives their share of every
+/// bag: the rows of a table are assumed to be in random order with respect
+/// to how often they are hit (hashed ids, as production tables have), so a
+/// block of a fraction f of the rows receives a fraction f of the lookups,
+/// and the rows it holds are hit as often as the table's rows are (the
+/// histogram is unchanged). A replica looks up one device's share of the
+/// batch, `batchSize / replicas` bags: as many lookups per bag over 1 /
+/// replicas of the bags, priced as every bag with a fraction 1 / replicas
+/// of the pooling factor, each row hit 1 / replicas as often
+/// (rescaleAccessHistogram). Columns are not narrowed here: the slice's
+/// width says that.
+TableSpec pieceSpec(const TableSpec &table, const ColumnSlice &slice,
+                    unsigned replicas, int64_t batchSize);
 
 /// Checks that the tables and devices describe a well-formed problem: every
 /// table and capacity satisfies TableRules.h, names are unique and

@@ -18,7 +18,18 @@
 //    takes the lookups it lacks for a table across its links once, however
 //    many pieces of that table it holds: the k holders of the node each
 //    receive 1/k of it and pass it to the others, so a table split inside
-//    one node costs the network no more than the table whole.
+//    one node costs the network no more than the table whole. A row piece
+//    needs only the lookups of its rows: the pieces of one row range share
+//    them as the pieces of a table do above.
+//  - Row pieces: a row piece pools its rows' part of every bag, and the
+//    partial sums are reduce-scattered: each device receives its slice of
+//    the batch from every piece, the same volumes as the pooled exchange
+//    of a column piece as wide, so row pieces count in the dim sums.
+//  - Replicas: a data-parallel table looks up each device's own bags in
+//    its replica and exchanges neither indices nor pooled values; the
+//    backward all-reduces its gradients, hierarchically: reduce-scatter
+//    inside the node, all-reduce of the node's share across nodes, then
+//    all-gather inside the node.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +61,8 @@ struct DeviceTraffic {
   LinkVolume pooled;
   /// Lookup indices of the input distribution.
   LinkVolume indices;
+  /// Gradient values of the replicas' all-reduce (backward).
+  LinkVolume gradients;
 };
 
 /// The traffic of every device when slices[i] is on device deviceOf[i],

@@ -140,6 +140,7 @@ struct PlanOptions {
   std::string costModel;
   double costRisk = kDefaultRiskMargin;
   std::optional<int64_t> batchSize;
+  std::string shardingTypes = "default";
   /// The search's numeric settings (makeSearchOptions takes the rest).
   SearchOptions search;
   VerifyRequest verify;
@@ -209,6 +210,14 @@ static py::object plan(const py::handle &taskObject,
   Topology topology = buildTopology(
       options, task, given ? std::optional(given->devices) : std::nullopt);
   throwIfError(setHistogramBatch(task, topology.batchSize));
+  Expected<ShardingKindSet> kinds =
+      resolveShardingKinds(options.shardingTypes, topology.deviceKind);
+  if (!kinds)
+    throw optionError(StringRef(toString(kinds.takeError()))
+                          .drop_front(StringRef("sharding-types").size())
+                          .str()
+                          .insert(0, "sharding_types"));
+  options.search.shardingKinds = *kinds;
   SearchOptions search = unwrap(
       makeSearchOptions(options.algorithm, options.search, /*progress=*/false));
   if (given && options.verify.top.value_or(0))
@@ -353,8 +362,8 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
          int64_t candidates, int64_t maxSteps, int64_t gridSteps,
          double thresholdMin, double thresholdMax, uint64_t seed,
          const py::handle &verifyTop, double verifySeconds,
-         const py::handle &experience, const std::string &format,
-         bool verbose) {
+         const py::handle &experience, const std::string &shardingTypes,
+         const std::string &format, bool verbose) {
         PlanOptions options;
         options.topology.devices = countOption("devices", devices);
         if (!memoryGB.is_none())
@@ -387,6 +396,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         options.verify.options.seconds = verifySeconds;
         if (!experience.is_none())
           options.verify.experience = pathText(experience);
+        options.shardingTypes = shardingTypes;
         return plan(task, price, std::move(options), format, verbose);
       },
       py::arg("task"), py::kw_only(), py::arg("price") = py::none(),
@@ -409,8 +419,8 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       py::arg("threshold_max") = search.thresholdMax,
       py::arg("seed") = search.seed, py::arg("verify_top") = "auto",
       py::arg("verify_seconds") = VerifyOptions().seconds,
-      py::arg("experience") = py::none(), py::arg("format") = "json",
-      py::arg("verbose") = false,
+      py::arg("experience") = py::none(), py::arg("sharding_types") = "default",
+      py::arg("format") = "json", py::arg("verbose") = false,
       R"(Plans the sharding of a task's tables, as neuroshard-plan does.
 
 task: a Task, the path of a task file, a dict {"tables": [...],

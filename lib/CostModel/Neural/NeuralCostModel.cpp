@@ -179,6 +179,7 @@ struct NeuralCostModel::Impl {
   bool prepared = false;
   std::vector<TableSpec> tables;
   unsigned numDevices = 0;
+  int64_t batchSize = 0;
   /// Compute costs at the bundle's batch size times this are costs at the
   /// topology's (batchScaleFactor).
   double batchFactor = 1.0;
@@ -190,8 +191,10 @@ struct NeuralCostModel::Impl {
   /// distribution of all.
   AnalyticalCostModel analyticalComm;
 
-  /// (table, width) -> row of `encodings` (rows of encodingDim floats).
-  DenseMap<uint64_t, uint32_t> encodingRows;
+  /// (table, width, piece rows: the row count of a row piece, -1 for every
+  /// row, -2 for a replica) -> row of `encodings` (rows of encodingDim
+  /// floats).
+  DenseMap<std::tuple<unsigned, int64_t, int64_t>, uint32_t> encodingRows;
   std::vector<float> encodings;
 
   // Scratch buffers reused across calls to avoid allocations on the hot
@@ -743,6 +746,7 @@ Error NeuralCostModel::prepare(ArrayRef<TableSpec> tables,
     return err;
   m.tables.assign(tables.begin(), tables.end());
   m.numDevices = topology.numDevices();
+  m.batchSize = topology.batchSize;
   m.batchFactor = batchScaleFactor(m.meta, topology.batchSize);
   m.collectWarnings(topology);
   m.encodingRows.clear();
@@ -773,11 +777,18 @@ Error NeuralCostModel::Impl::findRows(ArrayRef<ArrayRef<ColumnSlice>> sets) {
                                    slice.colBegin, slice.colEnd, slice.table,
                                    tables.size()));
       }
-      uint64_t key = (uint64_t(slice.table) << 32) | uint64_t(slice.width());
-      auto [it, inserted] = encodingRows.try_emplace(key, 0);
+      const TableSpec &table = tables[slice.table];
+      int64_t pieceRows = slice.replica     ? -2
+                          : slice.allRows() ? -1
+                                            : slice.numRows(table);
+      auto [it, inserted] = encodingRows.try_emplace(
+          std::make_tuple(slice.table, slice.width(), pieceRows), 0);
       if (inserted) {
         it->second = encodingRows.size() - 1;
-        appendFeatures(tables[slice.table], slice.width());
+        appendFeatures(slice.allRows() && !slice.replica
+                           ? table
+                           : pieceSpec(table, slice, numDevices, batchSize),
+                       slice.width());
       }
       sliceRows.push_back(it->second);
     }
@@ -906,7 +917,14 @@ Error NeuralCostModel::predictBackwardComm(ArrayRef<DeviceTraffic> traffic,
     return notPrepared(m.dir());
   if (!m.commBw)
     return m.analyticalComm.predictBackwardComm(traffic, costsMs);
-  return m.runComm(*m.commBw, "comm_bw.pt", {dimSumsOf(traffic)}, costsMs);
+  if (Error err =
+          m.runComm(*m.commBw, "comm_bw.pt", {dimSumsOf(traffic)}, costsMs))
+    return err;
+  // The comm model measured pooled exchanges; replicas' all-reduce is
+  // priced analytically.
+  for (auto [device, cost] : zip_equal(traffic, costsMs))
+    cost += m.analyticalComm.gradientAllReduceMs(device.gradients);
+  return Error::success();
 }
 
 Error NeuralCostModel::predictForwardComm(ArrayRef<DeviceTraffic> traffic,
