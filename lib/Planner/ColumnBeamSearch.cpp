@@ -49,17 +49,14 @@ struct BeamState {
 };
 } // namespace
 
-/// Indices of the splittable slices among the `count` largest by bytes and
-/// the `count` most expensive alone, in slice order.
-static std::vector<uint32_t> splitCandidates(const PlacementInput &input,
-                                             ArrayRef<TableSpec> tables,
-                                             unsigned count) {
-  std::vector<uint32_t> splittable;
-  for (auto [i, slice] : enumerate(input.slices))
-    if (isSplittable(tables[slice.table], slice))
-      splittable.push_back(i);
+/// The slices of `eligible` (indices into input's slices) among the
+/// `count` largest by bytes and the `count` most expensive alone, in slice
+/// order.
+static std::vector<uint32_t> largestAndCostliest(const PlacementInput &input,
+                                                 ArrayRef<uint32_t> eligible,
+                                                 unsigned count) {
   auto topBy = [&](auto key) {
-    std::vector<uint32_t> top = splittable;
+    std::vector<uint32_t> top(eligible.begin(), eligible.end());
     size_t kept = std::min<size_t>(count, top.size());
     std::partial_sort(top.begin(), top.begin() + kept, top.end(),
                       [&](uint32_t a, uint32_t b) {
@@ -78,6 +75,18 @@ static std::vector<uint32_t> splitCandidates(const PlacementInput &input,
   candidates.erase(std::unique(candidates.begin(), candidates.end()),
                    candidates.end());
   return candidates;
+}
+
+/// The split candidates of a state: the slices whose columns may be
+/// halved, among the largest and costliest.
+static std::vector<uint32_t> splitCandidates(const PlacementInput &input,
+                                             ArrayRef<TableSpec> tables,
+                                             unsigned count) {
+  std::vector<uint32_t> splittable;
+  for (auto [i, slice] : enumerate(input.slices))
+    if (isSplittable(tables[slice.table], slice))
+      splittable.push_back(i);
+  return largestAndCostliest(input, splittable, count);
 }
 
 namespace {
@@ -176,26 +185,7 @@ static std::vector<uint32_t> rowCandidates(const PlacementInput &input,
   for (uint32_t i = 0; i < input.slices.size(); ++i)
     if (eligible(i))
       all.push_back(i);
-  auto topBy = [&](auto key) {
-    std::vector<uint32_t> top = all;
-    size_t kept = std::min<size_t>(count, top.size());
-    std::partial_sort(top.begin(), top.begin() + kept, top.end(),
-                      [&](uint32_t a, uint32_t b) {
-                        return std::make_pair(key(a), b) >
-                               std::make_pair(key(b), a);
-                      });
-    top.resize(kept);
-    return top;
-  };
-  std::vector<uint32_t> candidates =
-      topBy([&](uint32_t i) { return double(input.bytes[i]); });
-  std::vector<uint32_t> byCost =
-      topBy([&](uint32_t i) { return input.sortCost[i]; });
-  candidates.insert(candidates.end(), byCost.begin(), byCost.end());
-  llvm::sort(candidates);
-  candidates.erase(std::unique(candidates.begin(), candidates.end()),
-                   candidates.end());
-  return candidates;
+  return largestAndCostliest(input, all, count);
 }
 
 /// The piece counts a whole table's rows may be cut into in one move:
