@@ -351,6 +351,23 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
   Expected<PlanResult> result = planSharding(tables, topology, search, model);
   if (!result || !*count)
     return result;
+  // The kernels time whole tables and column pieces: a candidate with row
+  // pieces or replicas is not timed, and when the model's best has them,
+  // nothing is.
+  auto timeable = [](const PlanCandidate &candidate) {
+    return llvm::all_of(candidate.plan.shards, [](const Shard &shard) {
+      return shard.allRows() && !shard.replica;
+    });
+  };
+  if (!result->candidates.empty() && !timeable(result->candidates.front())) {
+    result->warnings.push_back(
+        "the plan has row pieces or replicas, which the kernels that time "
+        "candidates do not run: it was not verified");
+    return result;
+  }
+  llvm::erase_if(result->candidates, [&](const PlanCandidate &candidate) {
+    return !timeable(candidate);
+  });
   if (!model.describesThisHost())
     result->warnings.push_back(
         formatv("the candidates are timed on this machine, which cost model "

@@ -382,6 +382,31 @@ TEST(PlanVerificationTest, ExperienceGoesNextToTheUsersBundle) {
   sys::fs::remove_directories(sys::path::parent_path(shipped));
 }
 
+// The kernels that time candidates run whole tables and column pieces: a
+// plan with row pieces is returned unverified, with a warning.
+TEST(PlanVerificationTest, LeavesPlansWithRowPiecesUnverified) {
+  std::vector<TableSpec> tables = hotAndCold();
+  tables[0].shardingKinds = kindBit(ShardingKind::RowWise);
+  Topology cpu = twoDevices();
+  cpu.deviceKind = "cpu";
+  SliceCostModel model;
+  model.describesHost = true;
+  FormulaTimerInstalled installed;
+  VerifyRequest request;
+  request.top = 2;
+  request.options.seconds = 0.0;
+  request.experience = "none";
+  auto spell = [](StringRef name) { return "--" + name.str(); };
+  Expected<PlanResult> result =
+      planWithVerification(tables, cpu, SearchOptions(), model, request, spell);
+  ASSERT_EQ(errorMessage(result), "");
+  EXPECT_FALSE(result->verification);
+  ASSERT_EQ(result->warnings.size(), 1u);
+  EXPECT_EQ(result->warnings[0],
+            "the plan has row pieces or replicas, which the kernels that time "
+            "candidates do not run: it was not verified");
+}
+
 TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {
   std::vector<TableSpec> tables = hotAndCold();
   tables[1].moreFeatures.push_back({3.0, tables[1].accessHist});
