@@ -77,18 +77,6 @@ static std::vector<uint32_t> largestAndCostliest(const PlacementInput &input,
   return candidates;
 }
 
-/// The split candidates of a state: the slices whose columns may be
-/// halved, among the largest and costliest.
-static std::vector<uint32_t> splitCandidates(const PlacementInput &input,
-                                             ArrayRef<TableSpec> tables,
-                                             unsigned count) {
-  std::vector<uint32_t> splittable;
-  for (auto [i, slice] : enumerate(input.slices))
-    if (isSplittable(tables[slice.table], slice))
-      splittable.push_back(i);
-  return largestAndCostliest(input, splittable, count);
-}
-
 namespace {
 /// What a move does to the slices it names.
 enum class MoveKind : uint8_t {
@@ -168,34 +156,20 @@ static bool sameCost(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
 
-/// The row-split candidates of a state: the slices whose rows the search
-/// may cut (whole tables that may be row-wise, and row pieces of two rows
-/// or more), among the `count` largest and `count` most expensive.
-static std::vector<uint32_t> rowCandidates(const PlacementInput &input,
-                                           const SearchContext &ctx,
-                                           unsigned count) {
-  auto eligible = [&](uint32_t i) {
-    const ColumnSlice &slice = input.slices[i];
-    const TableSpec &table = ctx.tables[slice.table];
-    if (slice.allRows())
-      return mayRowSplit(table, slice, ctx.topology);
-    return !slice.replica && slice.numRows(table) >= 2;
-  };
-  std::vector<uint32_t> all;
-  for (uint32_t i = 0; i < input.slices.size(); ++i)
-    if (eligible(i))
-      all.push_back(i);
-  return largestAndCostliest(input, all, count);
-}
-
-/// The piece counts a whole table's rows may be cut into in one move:
-/// 2, 4, 8, ... up to the devices it may spread over (all of them, or a
-/// node's for a table-row-wise table), and that count itself.
+/// The piece counts a move may cut `slice`'s rows into: for a whole table
+/// that may be row-wise, 2, 4, 8, ... up to the devices it may spread over
+/// (all of them, or a node's for a table-row-wise table) and that count
+/// itself; 2 for a row piece of two rows or more; none otherwise.
 static std::vector<unsigned> rowPieceCounts(const ColumnSlice &slice,
                                             const SearchContext &ctx) {
   const TableSpec &table = ctx.tables[slice.table];
-  if (!slice.allRows())
-    return {2};
+  if (!slice.allRows()) {
+    if (!slice.replica && slice.numRows(table) >= 2)
+      return {2};
+    return {};
+  }
+  if (!mayRowSplit(table, slice, ctx.topology))
+    return {};
   unsigned most = table.allows(ShardingKind::RowWise)
                       ? ctx.topology.numDevices()
                       : ctx.topology.nodeSize();
@@ -226,48 +200,52 @@ static bool worthReplicating(const PlacementInput &input, uint32_t i,
   return exchanged > gradients;
 }
 
-/// The moves of one level from `input`: every candidate's columns halved
-/// alone, and together with the other splittable slices that cost exactly
-/// as much (K equal hot tables tie at the maximum: halving one of them
-/// cannot lower it, halving all K does); the same for cutting rows, into
-/// each piece count rowPieceCounts allows; and replicating each of the
-/// `count` costliest tables worth replicating.
+/// Adds the moves of one kind: each candidate (among the `count` largest
+/// and costliest slices the kind applies to) alone, into each piece count
+/// it allows, and together with the other slices that cost exactly as much
+/// and allow that count (K equal hot tables tie at the maximum: cutting one
+/// of them cannot lower it, cutting all K does). `counts[i]` lists the
+/// piece counts slice i allows, none where the kind does not apply.
+static void addMovesWithTies(MoveKind kind,
+                             ArrayRef<std::vector<unsigned>> counts,
+                             const PlacementInput &input, unsigned count,
+                             std::vector<Move> &moves) {
+  std::vector<uint32_t> eligible;
+  for (auto [i, allowed] : enumerate(counts))
+    if (!allowed.empty())
+      eligible.push_back(i);
+  std::vector<uint32_t> candidates =
+      largestAndCostliest(input, eligible, count);
+  for (uint32_t candidate : candidates)
+    for (unsigned pieces : counts[candidate])
+      moves.push_back({kind, {candidate}, pieces});
+  for (uint32_t candidate : candidates)
+    for (unsigned pieces : counts[candidate]) {
+      Move group{kind, {}, pieces};
+      for (uint32_t i : eligible)
+        if (sameCost(input.sortCost[i], input.sortCost[candidate]) &&
+            llvm::is_contained(counts[i], pieces))
+          group.slices.push_back(i);
+      if (group.slices.size() > 1 && llvm::find(moves, group) == moves.end())
+        moves.push_back(std::move(group));
+    }
+}
+
+/// The moves of one level from `input`: halving columns and cutting rows
+/// (addMovesWithTies), and replicating each of the `count` costliest
+/// tables worth replicating.
 static std::vector<Move> splitMoves(const PlacementInput &input,
                                     const SearchContext &ctx, unsigned count) {
   std::vector<Move> moves;
-  auto addWithTies = [&](MoveKind kind, ArrayRef<uint32_t> candidates,
-                         auto applies, auto piecesFor) {
-    for (uint32_t candidate : candidates)
-      for (unsigned pieces : piecesFor(candidate))
-        moves.push_back({kind, {candidate}, pieces});
-    for (uint32_t candidate : candidates)
-      for (unsigned pieces : piecesFor(candidate)) {
-        Move group{kind, {}, pieces};
-        for (uint32_t i = 0; i < input.slices.size(); ++i)
-          if (applies(i) &&
-              sameCost(input.sortCost[i], input.sortCost[candidate]) &&
-              llvm::is_contained(piecesFor(i), pieces))
-            group.slices.push_back(i);
-        if (group.slices.size() > 1 && llvm::find(moves, group) == moves.end())
-          moves.push_back(std::move(group));
-      }
-  };
-  auto halves = [](uint32_t) { return std::vector<unsigned>{2}; };
-  addWithTies(
-      MoveKind::HalveColumns, splitCandidates(input, ctx.tables, count),
-      [&](uint32_t i) {
-        return isSplittable(ctx.tables[input.slices[i].table], input.slices[i]);
-      },
-      halves);
-  std::vector<uint32_t> rows = rowCandidates(input, ctx, count);
-  if (!rows.empty()) {
-    std::vector<bool> eligible(input.slices.size(), false);
-    for (uint32_t i : rowCandidates(input, ctx, input.slices.size()))
-      eligible[i] = true;
-    addWithTies(
-        MoveKind::SplitRows, rows, [&](uint32_t i) { return eligible[i]; },
-        [&](uint32_t i) { return rowPieceCounts(input.slices[i], ctx); });
+  std::vector<std::vector<unsigned>> halves, rowCounts;
+  for (const ColumnSlice &slice : input.slices) {
+    halves.push_back(isSplittable(ctx.tables[slice.table], slice)
+                         ? std::vector<unsigned>{2}
+                         : std::vector<unsigned>{});
+    rowCounts.push_back(rowPieceCounts(slice, ctx));
   }
+  addMovesWithTies(MoveKind::HalveColumns, halves, input, count, moves);
+  addMovesWithTies(MoveKind::SplitRows, rowCounts, input, count, moves);
   std::vector<uint32_t> replicable;
   for (uint32_t i = 0; i < input.slices.size(); ++i)
     if (worthReplicating(input, i, ctx))
