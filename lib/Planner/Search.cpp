@@ -111,7 +111,8 @@ ShardingKindSet defaultShardingKinds(StringRef deviceKind) {
 }
 
 Expected<ShardingKindSet> resolveShardingKinds(StringRef option,
-                                               StringRef deviceKind) {
+                                               StringRef deviceKind,
+                                               OptionSpelling spell) {
   if (option == "default")
     return defaultShardingKinds(deviceKind);
   if (option == "all")
@@ -119,7 +120,8 @@ Expected<ShardingKindSet> resolveShardingKinds(StringRef option,
   Expected<ShardingKindSet> kinds = parseShardingKindList(option);
   if (!kinds)
     return createStringError(inconvertibleErrorCode(),
-                             "sharding-types: " + toString(kinds.takeError()) +
+                             spell("sharding-types") + ": " +
+                                 toString(kinds.takeError()) +
                                  ", 'all' or 'default'");
   return kinds;
 }

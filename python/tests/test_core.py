@@ -501,6 +501,10 @@ def test_the_table_format_is_the_readable_plan():
     ({"devices": 2, "cost_model": "analytical", "device_kind": "cpu",
       "verify_top": 2, "verify_seconds": -1},
      "verify_seconds: must be between 0 and 3600 seconds, got -1"),
+    ({"devices": 2, "cost_model": "analytical", "sharding_types": "rows"},
+     "sharding_types: unknown sharding type 'rows' (expected one of: "
+     "table_wise, column_wise, row_wise, table_row_wise, data_parallel), "
+     "'all' or 'default'"),
 ])
 def test_plan_errors_say_what_is_wrong(options, message):
     with pytest.raises(neuroshard.NeuroShardError) as info:

@@ -267,10 +267,10 @@ static Expected<SearchOptions> buildSearchOptions(const Topology &topology) {
   values.thresholdMin = thresholdMin;
   values.thresholdMax = thresholdMax;
   values.seed = seed;
-  Expected<ShardingKindSet> kinds =
-      resolveShardingKinds(shardingTypes, topology.deviceKind);
+  Expected<ShardingKindSet> kinds = resolveShardingKinds(
+      shardingTypes, topology.deviceKind, commandLineSpelling);
   if (!kinds)
-    return optionError("--" + toString(kinds.takeError()));
+    return optionError(toString(kinds.takeError()));
   values.shardingKinds = *kinds;
   Expected<SearchOptions> options =
       makeSearchOptions(algorithm, values, progress);

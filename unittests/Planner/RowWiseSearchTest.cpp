@@ -67,6 +67,7 @@ PlanResult planOrFail(ArrayRef<TableSpec> tables, const Topology &topology,
 }
 
 TEST(ShardingKindTest, NamesAndLists) {
+  auto asWritten = [](StringRef name) { return name.str(); };
   EXPECT_EQ(shardingKindName(ShardingKind::TableRowWise), "table_row_wise");
   EXPECT_EQ(parseShardingKind("data_parallel"), ShardingKind::DataParallel);
   EXPECT_EQ(parseShardingKind("grid"), std::nullopt);
@@ -79,13 +80,14 @@ TEST(ShardingKindTest, NamesAndLists) {
   EXPECT_EQ(errorMessage(bad),
             "unknown sharding type 'rows' (expected one of: table_wise, "
             "column_wise, row_wise, table_row_wise, data_parallel)");
-  Expected<ShardingKindSet> option = resolveShardingKinds("default", "cpu");
+  Expected<ShardingKindSet> option =
+      resolveShardingKinds("default", "cpu", asWritten);
   ASSERT_TRUE(bool(option));
   EXPECT_EQ(*option, kTableColumnKinds);
-  option = resolveShardingKinds("default", "h100");
+  option = resolveShardingKinds("default", "h100", asWritten);
   ASSERT_TRUE(bool(option));
   EXPECT_EQ(*option, kAllShardingKinds);
-  option = resolveShardingKinds("row", "h100");
+  option = resolveShardingKinds("row", "h100", asWritten);
   EXPECT_EQ(errorMessage(option),
             "sharding-types: unknown sharding type 'row' (expected one of: "
             "table_wise, column_wise, row_wise, table_row_wise, "

@@ -15,6 +15,7 @@
 #define NEUROSHARD_PLANNER_SEARCH_H
 
 #include "neuroshard/Planner/PlanEvaluation.h"
+#include "neuroshard/Planner/TopologyOptions.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -117,9 +118,10 @@ ShardingKindSet defaultShardingKinds(llvm::StringRef deviceKind);
 /// The kinds a front end's `sharding-types` option names: "default"
 /// (defaultShardingKinds of `deviceKind`), "all", or a comma-separated list
 /// of kind names ("table_wise,column_wise,row_wise"). The error names the
-/// option, the entry and the kinds there are.
-llvm::Expected<ShardingKindSet>
-resolveShardingKinds(llvm::StringRef option, llvm::StringRef deviceKind);
+/// option as `spell` spells it, the entry and the kinds there are.
+llvm::Expected<ShardingKindSet> resolveShardingKinds(llvm::StringRef option,
+                                                     llvm::StringRef deviceKind,
+                                                     OptionSpelling spell);
 
 /// Upper bounds of the search options: each far above what helps (the
 /// defaults are 3, 10, auto and 11), and low enough that a mistyped value

@@ -210,13 +210,10 @@ static py::object plan(const py::handle &taskObject,
   Topology topology = buildTopology(
       options, task, given ? std::optional(given->devices) : std::nullopt);
   throwIfError(setHistogramBatch(task, topology.batchSize));
-  Expected<ShardingKindSet> kinds =
-      resolveShardingKinds(options.shardingTypes, topology.deviceKind);
+  Expected<ShardingKindSet> kinds = resolveShardingKinds(
+      options.shardingTypes, topology.deviceKind, pythonSpelling);
   if (!kinds)
-    throw optionError(StringRef(toString(kinds.takeError()))
-                          .drop_front(StringRef("sharding-types").size())
-                          .str()
-                          .insert(0, "sharding_types"));
+    throw optionError(toString(kinds.takeError()));
   options.search.shardingKinds = *kinds;
   SearchOptions search = unwrap(
       makeSearchOptions(options.algorithm, options.search, /*progress=*/false));
