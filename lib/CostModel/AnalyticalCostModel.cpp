@@ -89,8 +89,8 @@ double AnalyticalCostModel::sliceComputeMs(const ColumnSlice &slice) const {
   if (slice.replica) {
     bags /= topology.numDevices();
     lookups /= topology.numDevices();
-  } else if (!slice.allRows() && table.rows > 0) {
-    lookups *= double(slice.numRows(table)) / double(table.rows);
+  } else {
+    lookups *= slice.rowShare(table);
   }
   // Every column piece of a table reads all of the table's indices, then
   // one row segment per index, and writes one pooled output per bag and

@@ -148,22 +148,20 @@ PlotData collect(ArrayRef<TableSpec> tables, const Topology &topology,
   // index's row piece, one pooled output per feature; a row piece reads
   // its rows' share of the indices, a replica its device's share of the
   // bags): the share of its device's compute it is drawn with. Never zero:
-  // a width is at least 4.
-  auto traffic = [&](const Shard &shard) {
-    const TableSpec &spec =
+  // a width is at least 4 and a shard writes at least one output per bag.
+  std::vector<double> traffic, deviceTraffic(n, 0.0);
+  for (const Shard &shard : shards) {
+    TableSpec spec =
         pieceSpec(tables[shard.table], shard.slice(), n, topology.batchSize);
-    double bytes = (spec.totalPoolingFactor() + spec.numFeatures()) *
-                   double(shard.width()) * spec.elementBytes;
-    return std::max(bytes, double(shard.width()) * spec.elementBytes * 1e-3);
-  };
-  std::vector<double> deviceTraffic(n, 0.0);
-  for (const Shard &shard : shards)
-    deviceTraffic[shard.device] += traffic(shard);
+    traffic.push_back((spec.totalPoolingFactor() + spec.numFeatures()) *
+                      double(shard.width()) * spec.elementBytes);
+    deviceTraffic[shard.device] += traffic.back();
+  }
   std::vector<double> shardMs, shardGB;
   std::vector<double> tableMs(tables.size(), 0.0), tableGB(tables.size(), 0.0);
-  for (const Shard &shard : shards) {
-    shardMs.push_back(result.cost.devices[shard.device].computeMs *
-                      traffic(shard) / deviceTraffic[shard.device]);
+  for (auto [shard, bytes] : zip_equal(shards, traffic)) {
+    shardMs.push_back(result.cost.devices[shard.device].computeMs * bytes /
+                      deviceTraffic[shard.device]);
     const TableSpec &table = tables[shard.table];
     shardGB.push_back(
         topology.shardBytes(table, shard.width(), shard.numRows(table)) /

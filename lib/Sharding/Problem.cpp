@@ -112,9 +112,8 @@ TableSpec pieceSpec(const TableSpec &table, const ColumnSlice &slice,
   }
   if (slice.allRows() || table.rows <= 0)
     return piece;
-  int64_t rows = std::max<int64_t>(1, slice.numRows(table));
-  double fraction = static_cast<double>(rows) / table.rows;
-  piece.rows = rows;
+  double fraction = slice.rowShare(table);
+  piece.rows = std::max<int64_t>(1, slice.numRows(table));
   piece.poolingFactor *= fraction;
   for (FeatureStats &feature : piece.moreFeatures)
     feature.poolingFactor *= fraction;

@@ -115,10 +115,7 @@ std::vector<DeviceTraffic> computeTraffic(ArrayRef<TableSpec> tables,
     first = last;
     const ColumnSlice &group = slices[pieces.front()];
     const TableSpec &table = tables[group.table];
-    double share = group.allRows() || table.rows <= 0
-                       ? 1.0
-                       : double(group.numRows(table)) / double(table.rows);
-    double lookups = bags * table.totalPoolingFactor() * share;
+    double lookups = bags * table.totalPoolingFactor() * group.rowShare(table);
     holders.clear();
     for (uint32_t piece : pieces) {
       unsigned node = topology.nodeOf(deviceOf[piece]);

@@ -257,6 +257,13 @@ struct ColumnSlice {
   int64_t rowEndIn(const TableSpec &spec) const {
     return std::min(rowEnd, spec.rows);
   }
+  /// The fraction of `spec`'s rows the piece holds, and so of the table's
+  /// lookups it receives (pieceSpec): 1 for a piece of every row.
+  double rowShare(const TableSpec &spec) const {
+    return allRows() || spec.rows <= 0 ? 1.0
+                                       : static_cast<double>(numRows(spec)) /
+                                             static_cast<double>(spec.rows);
+  }
   friend bool operator==(const ColumnSlice &a, const ColumnSlice &b) {
     return a.table == b.table && a.colBegin == b.colBegin &&
            a.colEnd == b.colEnd && a.rowBegin == b.rowBegin &&
