@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestProblems.h"
+#include "PlannerTestSupport.h"
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/Planner/PlanIO.h"
@@ -245,25 +245,13 @@ TEST_F(PlanOutputTest, PrintsOneRowPerDevice) {
   EXPECT_NE(text.find(" / 1.00"), std::string::npos) << text;
 }
 
-std::string writeJSON(const std::vector<TableSpec> &tables,
-                      const Topology &topology, const PlanResult &result,
-                      bool torchrec) {
-  std::string text;
-  raw_string_ostream os(text);
-  if (torchrec)
-    writeTorchRecPlan(os, tables, topology, result);
-  else
-    writePlanJSON(os, tables, topology, result);
-  return text;
-}
-
 // Both formats the planner writes read back as the plan they describe.
 TEST_F(PlanOutputTest, ReadsBackThePlansItWrites) {
   result.plan.shards = {
       {0, 0, 32, 0}, {0, 32, 64, 1}, {1, 0, 8, 1}, {2, 0, 4, 0}};
   for (bool torchrec : {false, true}) {
-    Expected<PlanFile> plan =
-        parsePlanJSON(writeJSON(tables, topology, result, torchrec), tables);
+    Expected<PlanFile> plan = parsePlanJSON(
+        writePlanText(tables, topology, result, torchrec), tables);
     ASSERT_EQ(errorMessage(plan), "") << torchrec;
     EXPECT_EQ(plan->devices, 2u);
     EXPECT_EQ(plan->plan.shards, result.plan.shards) << torchrec;

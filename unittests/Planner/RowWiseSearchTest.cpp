@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestProblems.h"
+#include "PlannerTestSupport.h"
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/Planner/PlanIO.h"
@@ -54,16 +54,6 @@ SearchOptions withKinds(ShardingKindSet kinds) {
   SearchOptions options;
   options.shardingKinds = kinds;
   return options;
-}
-
-PlanResult planOrFail(ArrayRef<TableSpec> tables, const Topology &topology,
-                      const SearchOptions &options, CostModel &model) {
-  Expected<PlanResult> result = planSharding(tables, topology, options, model);
-  EXPECT_EQ(errorMessage(result), "");
-  if (!result)
-    return PlanResult();
-  EXPECT_EQ(errorMessage(validatePlan(tables, topology, result->plan)), "");
-  return std::move(*result);
 }
 
 TEST(ShardingKindTest, NamesAndLists) {
@@ -260,8 +250,8 @@ TEST(RowWiseSearchTest, RowPiecesRelieveAHotTable) {
   Topology topology = Topology::uniform(4, 16);
   AnalyticalCostModel model;
   PlanResult columns =
-      planOrFail(tables, topology, withKinds(kTableColumnKinds), model);
-  PlanResult all = planOrFail(tables, topology, SearchOptions(), model);
+      plan(tables, topology, withKinds(kTableColumnKinds), model);
+  PlanResult all = plan(tables, topology, SearchOptions(), model);
   EXPECT_LT(all.cost.maxMs, columns.cost.maxMs);
   std::vector<ShardingKind> kinds = tableKinds(tables, topology, all.plan);
   EXPECT_EQ(kinds[0], ShardingKind::RowWise);
@@ -282,7 +272,7 @@ TEST(RowWiseSearchTest, PlacesATableLargerThanItsNarrowestColumns) {
             "table 'huge' needs 596.0 GB but the largest device has 68.0 GB "
             "(15% of each device kept free) and its narrowest shards (4 of 32 "
             "columns) still need 74.5 GB");
-  PlanResult rows = planOrFail(tables, topology, SearchOptions(), model);
+  PlanResult rows = plan(tables, topology, SearchOptions(), model);
   EXPECT_EQ(tableKinds(tables, topology, rows.plan)[0], ShardingKind::RowWise);
   // Allowed only table-wise and column-wise, the table cannot be placed.
   tables[0].shardingKinds = kTableColumnKinds;
@@ -302,7 +292,7 @@ TEST(RowWiseSearchTest, HonoursEachTablesShardingTypes) {
   Topology topology = Topology::uniform(4, 16);
   topology.devicesPerNode = 2;
   AnalyticalCostModel model;
-  PlanResult result = planOrFail(tables, topology, SearchOptions(), model);
+  PlanResult result = plan(tables, topology, SearchOptions(), model);
   std::vector<ShardingKind> kinds = tableKinds(tables, topology, result.plan);
   EXPECT_EQ(kinds[0], ShardingKind::RowWise);
   EXPECT_EQ(kinds[1], ShardingKind::DataParallel);
@@ -340,8 +330,8 @@ TEST(RowWiseSearchTest, FullSpaceNeverAboveTableColumnSpace) {
     Topology topology = Topology::uniform(4u << (task % 3), 16);
     topology.devicesPerNode = 4;
     PlanResult columns =
-        planOrFail(tables, topology, withKinds(kTableColumnKinds), model);
-    PlanResult all = planOrFail(tables, topology, SearchOptions(), model);
+        plan(tables, topology, withKinds(kTableColumnKinds), model);
+    PlanResult all = plan(tables, topology, SearchOptions(), model);
     EXPECT_LE(all.cost.maxMs, columns.cost.maxMs * (1 + 1e-9))
         << "task " << task;
   }
@@ -358,12 +348,7 @@ TEST(RowWisePlanIOTest, PlanJSONAndTorchRecRoundTrip) {
   ASSERT_TRUE(bool(cost));
   result.cost = *cost;
   for (bool torchrec : {false, true}) {
-    std::string text;
-    raw_string_ostream os(text);
-    if (torchrec)
-      writeTorchRecPlan(os, tables, topology, result);
-    else
-      writePlanJSON(os, tables, topology, result);
+    std::string text = writePlanText(tables, topology, result, torchrec);
     EXPECT_NE(text.find(torchrec ? "\"data_parallel\"" : "\"row_end\": 3"),
               std::string::npos)
         << text;

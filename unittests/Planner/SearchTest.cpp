@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestProblems.h"
+#include "PlannerTestSupport.h"
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/Planner/Search.h"
@@ -42,17 +42,6 @@ SearchOptions withAlgorithm(Algorithm algorithm) {
   options.algorithm = algorithm;
   options.shardingKinds = kTableColumnKinds;
   return options;
-}
-
-/// Plans and checks that the plan is valid.
-PlanResult plan(ArrayRef<TableSpec> tables, const Topology &topology,
-                const SearchOptions &options, CostModel &model) {
-  Expected<PlanResult> result = planSharding(tables, topology, options, model);
-  EXPECT_EQ(errorMessage(result), "");
-  if (!result)
-    return PlanResult();
-  EXPECT_EQ(errorMessage(validatePlan(tables, topology, result->plan)), "");
-  return std::move(*result);
 }
 
 std::string planError(ArrayRef<TableSpec> tables, const Topology &topology,
