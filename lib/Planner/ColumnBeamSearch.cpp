@@ -170,10 +170,8 @@ static std::vector<unsigned> rowPieceCounts(const ColumnSlice &slice,
   }
   if (!mayRowSplit(table, slice, ctx.topology))
     return {};
-  unsigned most = table.allows(ShardingKind::RowWise)
-                      ? ctx.topology.numDevices()
-                      : ctx.topology.nodeSize();
-  most = static_cast<unsigned>(std::min<int64_t>(most, slice.numRows(table)));
+  // A whole table's rows are all of its rows.
+  unsigned most = mostRowBlocks(table, ctx.topology);
   std::vector<unsigned> counts;
   for (unsigned k = 2; k <= most; k *= 2)
     counts.push_back(k);

@@ -232,10 +232,20 @@ PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
   return input;
 }
 
-bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
+bool mayColumnSplit(const TableSpec &table, const ColumnSlice &slice) {
   return !table.noSplit && !table.pinnedDevice && slice.allRows() &&
-         !slice.replica && table.allows(ShardingKind::ColumnWise) &&
+         !slice.replica && table.allows(ShardingKind::ColumnWise);
+}
+
+bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
+  return mayColumnSplit(table, slice) &&
          slice.width() % (2 * kColumnAlignment) == 0;
+}
+
+unsigned mostRowBlocks(const TableSpec &table, const Topology &topology) {
+  unsigned devices = table.allows(ShardingKind::RowWise) ? topology.numDevices()
+                                                         : topology.nodeSize();
+  return static_cast<unsigned>(std::min<int64_t>(devices, table.rows));
 }
 
 bool mayRowSplit(const TableSpec &table, const ColumnSlice &slice,
@@ -292,9 +302,8 @@ std::vector<ColumnSlice> splitAboveFairShare(const PlacementInput &input,
   for (auto [i, slice] : enumerate(input.slices)) {
     int64_t pieces = 1;
     const TableSpec &table = tables[slice.table];
-    if (!table.noSplit && !table.pinnedDevice && slice.allRows() &&
-        !slice.replica && table.allows(ShardingKind::ColumnWise) &&
-        slice.width() > kColumnAlignment && input.sortCost[i] > share) {
+    if (mayColumnSplit(table, slice) && slice.width() > kColumnAlignment &&
+        input.sortCost[i] > share) {
       int64_t most =
           std::min<int64_t>(numDevices, slice.width() / kColumnAlignment);
       int64_t wanted = std::min<int64_t>(
@@ -331,16 +340,13 @@ std::vector<ColumnSlice> rowSplitAboveFairShare(const PlacementInput &input,
   for (auto [i, slice] : enumerate(input.slices)) {
     const TableSpec &table = tables[slice.table];
     int64_t pieces = 1;
-    if (mayRowSplit(table, slice, topology) && input.sortCost[i] > share) {
-      unsigned most = table.allows(ShardingKind::RowWise) ? numDevices
-                                                          : topology.nodeSize();
+    if (mayRowSplit(table, slice, topology) && input.sortCost[i] > share)
       pieces = std::min<int64_t>(
-          most, static_cast<int64_t>(std::ceil(input.sortCost[i] / share)));
-    }
+          mostRowBlocks(table, topology),
+          static_cast<int64_t>(std::ceil(input.sortCost[i] / share)));
     for (const ColumnSlice &piece : rowPieces(table, slice, pieces))
       slices.push_back(piece);
   }
-  llvm::sort(slices);
   return slices;
 }
 

@@ -360,16 +360,22 @@ llvm::Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
                                                const BeamBudget &budget,
                                                SearchContext &ctx);
 
-/// Whether the search may halve the columns of `slice` of `table`: the
-/// table is neither pinned nor kept whole and may be column-wise, the slice
-/// holds every row and is no replica, and both halves stay multiples of
-/// kColumnAlignment.
+/// Whether the columns of `slice` of `table` may be cut: the table is
+/// neither pinned nor kept whole and may be column-wise, and the slice
+/// holds every row and is no replica.
+bool mayColumnSplit(const TableSpec &table, const ColumnSlice &slice);
+/// Whether the search may halve the columns of `slice` of `table`:
+/// mayColumnSplit, and both halves stay multiples of kColumnAlignment.
 bool isSplittable(const TableSpec &table, const ColumnSlice &slice);
 /// Whether the search may split the rows of `slice` (every column of its
 /// table, at least two rows, no replica) into pieces: the table is neither
 /// pinned nor kept whole and may be row-wise or table-row-wise.
 bool mayRowSplit(const TableSpec &table, const ColumnSlice &slice,
                  const Topology &topology);
+/// The most row blocks `table` may be cut into on `topology`: one per
+/// device, or per device of a node for a table that may be table-row-wise
+/// but not row-wise, and never more than its rows.
+unsigned mostRowBlocks(const TableSpec &table, const Topology &topology);
 /// Whether the search may replicate `slice`, a whole table that may be
 /// data-parallel and is neither pinned nor kept whole.
 bool mayReplicate(const TableSpec &table, const ColumnSlice &slice);
@@ -383,7 +389,7 @@ std::vector<ColumnSlice> replicas(const ColumnSlice &slice,
 /// The slices of `input` (ordered by model cost) with every slice that may
 /// be row-split and costs more alone than a device's fair share cut into
 /// that many row pieces (at most one per device, or per device of a node
-/// for a table-row-wise table), sorted.
+/// for a table-row-wise table), in order.
 std::vector<ColumnSlice>
 rowSplitAboveFairShare(const PlacementInput &input,
                        llvm::ArrayRef<TableSpec> tables,

@@ -207,9 +207,7 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
     bool rowsMay = !table.noSplit && table.rows >= 2 &&
                    (table.allows(ShardingKind::RowWise) ||
                     table.allows(ShardingKind::TableRowWise));
-    unsigned mostRowPieces = static_cast<unsigned>(std::min<int64_t>(
-        table.rows,
-        table.allows(ShardingKind::RowWise) ? n : topology.nodeSize()));
+    unsigned mostRowPieces = mostRowBlocks(table, topology);
     ColumnSlice whole{t, 0, table.dim};
     if (!table.allows(ShardingKind::TableWise) && !columnsMay && !rowsMay) {
       // Data-parallel only: a replica on every device.
