@@ -1031,7 +1031,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
           if (!shard.allRows()) {
             json.attribute("row_begin", shard.rowBegin);
             json.attribute("row_end",
-                           shard.numRows(tables[shard.table]) + shard.rowBegin);
+                           shard.slice().rowEndIn(tables[shard.table]));
           }
           if (shard.replica)
             json.attribute("replica", true);
