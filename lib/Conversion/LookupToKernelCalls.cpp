@@ -32,6 +32,9 @@ struct Entry {
   abi::ShardDescriptor shard;
   Value indices;
   Value offsets;
+  /// Added to every index: the first row of a row piece's entry when the
+  /// arena holds its table whole (the indices are the piece's local rows).
+  int64_t rowShift = 0;
 };
 
 MemRefType dynamic1D(Type element) {
@@ -59,9 +62,9 @@ Value toDynamicBuffer(OpBuilder &b, Location loc, Value tensor) {
 }
 
 /// Copies `source` into `dest` at `base`, sign-extending when the element
-/// types differ.
-void copyInto(OpBuilder &b, Location loc, Value source, Value dest,
-              Value base) {
+/// types differ and adding `shift` to every value.
+void copyInto(OpBuilder &b, Location loc, Value source, Value dest, Value base,
+              int64_t shift = 0) {
   Value size = memref::DimOp::create(b, loc, source, 0);
   Type destElement = cast<MemRefType>(dest.getType()).getElementType();
   auto loop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0), size,
@@ -72,6 +75,9 @@ void copyInto(OpBuilder &b, Location loc, Value source, Value dest,
   Value v = memref::LoadOp::create(b, loc, source, ValueRange{i});
   if (v.getType() != destElement)
     v = arith::ExtSIOp::create(b, loc, destElement, v);
+  if (shift != 0)
+    v = arith::AddIOp::create(
+        b, loc, v, arith::ConstantIntOp::create(b, loc, destElement, shift));
   Value at = arith::AddIOp::create(b, loc, base, i);
   memref::StoreOp::create(b, loc, v, dest, ValueRange{at});
 }
@@ -108,12 +114,16 @@ buildInvocation(Operation *op, ArrayRef<Entry> entries, int64_t batch,
   // ABI concatenates them: the shards of a split table share theirs. The
   // metadata is static except for the indices bases, which depend on the
   // sizes of the index tensors; every pair has batch + 1 offsets.
-  llvm::MapVector<std::pair<Value, Value>, size_t> pairs;
+  // Row pieces read their local rows shifted by their first row, so a pair
+  // with a shift is a pair of its own.
+  llvm::MapVector<std::tuple<Value, Value, int64_t>, size_t> pairs;
   std::vector<abi::ShardDescriptor> shards;
   for (const Entry &entry : entries) {
     shards.push_back(entry.shard);
     shards.back().input =
-        pairs.insert({{entry.indices, entry.offsets}, pairs.size()})
+        pairs
+            .insert(
+                {{entry.indices, entry.offsets, entry.rowShift}, pairs.size()})
             .first->second;
   }
   abi::ShardSetLayout set =
@@ -122,24 +132,24 @@ buildInvocation(Operation *op, ArrayRef<Entry> entries, int64_t batch,
   IntegerType indexType;
   for (auto &[pair, number] : pairs) {
     auto element = cast<IntegerType>(
-        cast<RankedTensorType>(pair.first.getType()).getElementType());
+        cast<RankedTensorType>(std::get<0>(pair).getType()).getElementType());
     indexType = !indexType || indexType == element ? element : b.getI64Type();
   }
 
   // Concatenated indices and offsets (the buffers themselves for one pair).
   SmallVector<Value> indicesBase;
   Value indices, offsets;
-  if (pairs.size() == 1) {
+  if (pairs.size() == 1 && std::get<2>(pairs.begin()->first) == 0) {
     auto [pair, number] = *pairs.begin();
-    indices = toDynamicBuffer(b, loc, pair.first);
-    offsets = toDynamicBuffer(b, loc, pair.second);
+    indices = toDynamicBuffer(b, loc, std::get<0>(pair));
+    offsets = toDynamicBuffer(b, loc, std::get<1>(pair));
     indicesBase.push_back(indexConstant(b, loc, 0));
   } else {
     SmallVector<Value> indexBuffers, offsetBuffers;
     Value total = indexConstant(b, loc, 0);
     for (auto &[pair, number] : pairs) {
-      indexBuffers.push_back(toDynamicBuffer(b, loc, pair.first));
-      offsetBuffers.push_back(toDynamicBuffer(b, loc, pair.second));
+      indexBuffers.push_back(toDynamicBuffer(b, loc, std::get<0>(pair)));
+      offsetBuffers.push_back(toDynamicBuffer(b, loc, std::get<1>(pair)));
       indicesBase.push_back(total);
       total = arith::AddIOp::create(
           b, loc, total, memref::DimOp::create(b, loc, indexBuffers.back(), 0));
@@ -149,8 +159,9 @@ buildInvocation(Operation *op, ArrayRef<Entry> entries, int64_t batch,
     offsets = memref::AllocOp::create(
         b, loc, dynamic1D(indexType),
         ValueRange{indexConstant(b, loc, (batch + 1) * pairs.size())});
-    for (unsigned k = 0; k < pairs.size(); ++k) {
-      copyInto(b, loc, indexBuffers[k], indices, indicesBase[k]);
+    for (auto [k, pair] : llvm::enumerate(llvm::make_first_range(pairs))) {
+      copyInto(b, loc, indexBuffers[k], indices, indicesBase[k],
+               std::get<2>(pair));
       copyInto(b, loc, offsetBuffers[k], offsets,
                indexConstant(b, loc, set.bases[k].offsets));
     }
@@ -246,10 +257,18 @@ fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
     if (!piece)
       return rewriter.notifyMatchFailure(op, "the arena does not hold the "
                                              "shard");
+    // A rank's arena holds its own pieces; it does not hold row pieces yet.
+    if (isRowPieceEntry(op, i) &&
+        getProgramRank(op->template getParentOfType<ModuleOp>()))
+      return op.emitOpError()
+             << "entry " << i << " reads a row piece of table '"
+             << op.getEntryTable(i)
+             << "'; a rank's program holds whole tables and column pieces "
+                "only";
     entries.push_back(
         {shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i),
                  cast<PoolingModeAttr>(op.getModes()[i]).getValue()),
-         indices[i], offsets[i]});
+         indices[i], offsets[i], getEntryRowBegin(op, i)});
   }
   return entries;
 }
@@ -443,6 +462,191 @@ struct AllToAllIntoWholeBatch : public OpConversionPattern<AllToAllOp> {
   }
 };
 
+/// The buffer of a `B x W` tensor, whatever its layout (a slice of a fused
+/// lookup's result is strided).
+Value toStridedBuffer(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto layout = StridedLayoutAttr::get(
+      b.getContext(), ShapedType::kDynamic,
+      SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic));
+  return bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType(), layout),
+      tensor, /*read_only=*/true);
+}
+
+/// A buffer of `type`'s shape, sized like `like` along a dynamic dimension.
+Value allocLike(OpBuilder &b, Location loc, RankedTensorType type,
+                Value dynamicSize) {
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  return memref::AllocOp::create(
+      b, loc, memrefType,
+      type.hasStaticShape() ? ValueRange() : ValueRange{dynamicSize});
+}
+
+/// `neuroshard.bucketize` as two passes over the indices per block: one that
+/// counts the block's indices, one that writes them, local, bag by bag.
+struct BucketizeToLoops : public OpConversionPattern<BucketizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(BucketizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    Value indices = toDynamicBuffer(b, loc, adaptor.getIndices());
+    Value offsets = toDynamicBuffer(b, loc, adaptor.getOffsets());
+    auto element =
+        cast<IntegerType>(cast<MemRefType>(indices.getType()).getElementType());
+    Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+    Value numIndices = memref::DimOp::create(b, loc, indices, 0);
+    Value numOffsets = memref::DimOp::create(b, loc, offsets, 0);
+    Value numBags = arith::SubIOp::create(b, loc, numOffsets, one);
+    auto asIndex = [&](OpBuilder &nested, Value v) -> Value {
+      return arith::IndexCastOp::create(nested, loc, nested.getIndexType(), v);
+    };
+    auto asElement = [&](OpBuilder &nested, Value v) -> Value {
+      return arith::IndexCastOp::create(nested, loc, element, v);
+    };
+
+    SmallVector<Value> blockIndices, blockOffsets;
+    ArrayRef<int64_t> rows = op.getRows();
+    for (size_t j = 0; j + 1 < rows.size(); ++j) {
+      Value first = arith::ConstantIntOp::create(b, loc, element, rows[j]);
+      Value end = arith::ConstantIntOp::create(b, loc, element, rows[j + 1]);
+      // Whether `v` lies in the block.
+      auto inBlock = [&](OpBuilder &nested, Value v) -> Value {
+        Value above = arith::CmpIOp::create(
+            nested, loc, arith::CmpIPredicate::sge, v, first);
+        Value below = arith::CmpIOp::create(nested, loc,
+                                            arith::CmpIPredicate::slt, v, end);
+        return arith::AndIOp::create(nested, loc, above, below);
+      };
+
+      auto count = scf::ForOp::create(
+          b, loc, zero, numIndices, one, ValueRange{zero},
+          [&](OpBuilder &nested, Location, Value i, ValueRange counted) {
+            Value v = memref::LoadOp::create(nested, loc, indices, i);
+            Value next = arith::AddIOp::create(nested, loc, counted[0], one);
+            Value kept = arith::SelectOp::create(
+                nested, loc, inBlock(nested, v), next, counted[0]);
+            scf::YieldOp::create(nested, loc, kept);
+          });
+      auto indicesType =
+          cast<RankedTensorType>(op.getBlockIndices()[j].getType());
+      auto offsetsType =
+          cast<RankedTensorType>(op.getBlockOffsets()[j].getType());
+      Value local = allocLike(b, loc, indicesType, count.getResult(0));
+      Value localOffsets = allocLike(b, loc, offsetsType, numOffsets);
+
+      auto bags = scf::ForOp::create(
+          b, loc, zero, numBags, one, ValueRange{zero},
+          [&](OpBuilder &nested, Location, Value bag, ValueRange written) {
+            memref::StoreOp::create(nested, loc, asElement(nested, written[0]),
+                                    localOffsets, bag);
+            Value begin = asIndex(
+                nested, memref::LoadOp::create(nested, loc, offsets, bag));
+            Value after = arith::AddIOp::create(nested, loc, bag, one);
+            Value stop = asIndex(
+                nested, memref::LoadOp::create(nested, loc, offsets, after));
+            auto pool = scf::ForOp::create(
+                nested, loc, begin, stop, one, written,
+                [&](OpBuilder &inner, Location, Value i, ValueRange at) {
+                  Value v = memref::LoadOp::create(inner, loc, indices, i);
+                  auto keep = scf::IfOp::create(
+                      inner, loc, inBlock(inner, v),
+                      [&](OpBuilder &then, Location) {
+                        Value row = arith::SubIOp::create(then, loc, v, first);
+                        memref::StoreOp::create(then, loc, row, local, at[0]);
+                        scf::YieldOp::create(then, loc,
+                                             ValueRange{arith::AddIOp::create(
+                                                 then, loc, at[0], one)});
+                      },
+                      [&](OpBuilder &otherwise, Location) {
+                        scf::YieldOp::create(otherwise, loc, at[0]);
+                      });
+                  scf::YieldOp::create(inner, loc, keep.getResults());
+                });
+            scf::YieldOp::create(nested, loc, pool.getResults());
+          });
+      memref::StoreOp::create(b, loc, asElement(b, bags.getResult(0)),
+                              localOffsets, numBags);
+      blockIndices.push_back(bufferization::ToTensorOp::create(
+          b, loc, indicesType, local, /*restrict=*/true, /*writable=*/true));
+      blockOffsets.push_back(bufferization::ToTensorOp::create(
+          b, loc, offsetsType, localOffsets, /*restrict=*/true,
+          /*writable=*/true));
+    }
+    rewriter.replaceOp(
+        op, llvm::to_vector(llvm::concat<Value>(blockIndices, blockOffsets)));
+    return success();
+  }
+};
+
+/// `neuroshard.reduce_scatter` as a loop nest per device: each element of a
+/// device's rows is the sum of the inputs', divided for `mean` by its bag's
+/// length.
+struct ReduceScatterToLoops : public OpConversionPattern<ReduceScatterOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ReduceScatterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    SmallVector<Value> inputs;
+    for (Value input : adaptor.getInputs())
+      inputs.push_back(toStridedBuffer(b, loc, input));
+    Value offsets = adaptor.getMeanOffsets()
+                        ? toDynamicBuffer(b, loc, adaptor.getMeanOffsets())
+                        : Value();
+    Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+    int64_t rowStart = 0;
+    SmallVector<Value> results;
+    for (Value result : op.getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      Type element = type.getElementType();
+      Value out = memref::AllocOp::create(
+          b, loc, MemRefType::get(type.getShape(), element));
+      Value start = indexConstant(b, loc, rowStart);
+      scf::buildLoopNest(
+          b, loc, {zero, zero},
+          {indexConstant(b, loc, type.getDimSize(0)),
+           indexConstant(b, loc, type.getDimSize(1))},
+          {one, one}, [&](OpBuilder &nested, Location, ValueRange ivs) {
+            Value bag = arith::AddIOp::create(nested, loc, start, ivs[0]);
+            Value sum = arith::ConstantOp::create(
+                nested, loc, nested.getFloatAttr(element, 0.0));
+            for (Value input : inputs)
+              sum = arith::AddFOp::create(
+                  nested, loc, sum,
+                  memref::LoadOp::create(nested, loc, input,
+                                         ValueRange{bag, ivs[1]}));
+            if (offsets) {
+              Value next = arith::AddIOp::create(nested, loc, bag, one);
+              Value length = arith::SubIOp::create(
+                  nested, loc,
+                  memref::LoadOp::create(nested, loc, offsets, next),
+                  memref::LoadOp::create(nested, loc, offsets, bag));
+              Value nonEmpty = arith::CmpIOp::create(
+                  nested, loc, arith::CmpIPredicate::sgt, length,
+                  arith::ConstantIntOp::create(nested, loc, length.getType(),
+                                               0));
+              Value mean = arith::DivFOp::create(
+                  nested, loc, sum,
+                  arith::SIToFPOp::create(nested, loc, element, length));
+              sum = arith::SelectOp::create(nested, loc, nonEmpty, mean, sum);
+            }
+            memref::StoreOp::create(nested, loc, sum, out, ivs);
+          });
+      results.push_back(bufferization::ToTensorOp::create(
+          b, loc, type, out, /*restrict=*/true, /*writable=*/true));
+      rowStart += type.getDimSize(0);
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 /// Constant 1-D i64 buffer of `values`, with a dynamic size.
 Value i64Buffer(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   Value buffer = memref::AllocaOp::create(
@@ -570,7 +774,7 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
   llvm::SetVector<func::FuncOp> funcs;
   module.walk([&](Operation *op) {
     if (!isa<EmbeddingBagOp, FusedEmbeddingBagOp, FusedEmbeddingBagSGDOp,
-             AllToAllOp, ExchangeOp, ExchangeGradientOp>(op))
+             AllToAllOp, ReduceScatterOp, ExchangeOp, ExchangeGradientOp>(op))
       return;
     for (Type type :
          llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
@@ -582,7 +786,7 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
         return;
       }
     }
-    if (isa<AllToAllOp, ExchangeOp, ExchangeGradientOp>(op))
+    if (isa<AllToAllOp, ReduceScatterOp, ExchangeOp, ExchangeGradientOp>(op))
       return;
     auto func = op->getParentOfType<func::FuncOp>();
     if (!func) {
@@ -645,6 +849,11 @@ void mlir::neuroshard::populateAllToAllToSlicesPatterns(
   patterns.add<AllToAllIntoWholeBatch, AllToAllToSlices>(patterns.getContext());
 }
 
+void mlir::neuroshard::populateRowPieceDistributionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<BucketizeToLoops, ReduceScatterToLoops>(patterns.getContext());
+}
+
 void mlir::neuroshard::populateExchangeToRuntimeCallPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *context = patterns.getContext();
@@ -682,6 +891,7 @@ LogicalResult mlir::neuroshard::lowerLookups(ModuleOp module,
   RewritePatternSet patterns(context);
   populateLookupToKernelCallPatterns(patterns, *layout, std::move(emit));
   populateAllToAllToSlicesPatterns(patterns);
+  populateRowPieceDistributionPatterns(patterns);
   populateExchangeToRuntimeCallPatterns(patterns);
   ConversionTarget target(*context);
   configureLookupConversionTarget(target);

@@ -232,6 +232,14 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
                                    llvm::Twine(data.gradients.size()) +
                                    " lookups but @" + info.entry + " has " +
                                    llvm::Twine(info.lookups.size()));
+  for (const LookupInfo &lookup : info.lookups)
+    if (lookup.distributesRows)
+      return llvm::createStringError(
+          "the fused lookup of device " + llvm::Twine(lookup.device) + " in @" +
+          info.entry +
+          " reads row pieces or a replica's slice of the batch; their "
+          "backward (the gradients' all-gather and all-reduce) is not built "
+          "yet, so such a module runs forward only");
   for (size_t l = 0; l < info.lookups.size(); ++l)
     if (data.gradients[l].size() !=
         static_cast<size_t>(info.lookups[l].batch * info.lookups[l].width))

@@ -10,6 +10,7 @@
 #include "neuroshard/Transforms/SPMD.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -99,6 +100,21 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
   // Input pairs, keyed by argument numbers.
   std::map<std::pair<unsigned, unsigned>, unsigned> pairIds;
   llvm::Error failure = llvm::Error::success();
+  // Row pieces read bucketized indices and replicas a slice of the
+  // offsets: both come from the lookup's arguments.
+  bool distributesRows = false;
+  auto traceToArgument = [&](Value v) -> Value {
+    if (auto bucketize = v.getDefiningOp<BucketizeOp>()) {
+      distributesRows = true;
+      bool isIndices = llvm::is_contained(bucketize.getBlockIndices(), v);
+      return isIndices ? bucketize.getIndices() : bucketize.getOffsets();
+    }
+    if (auto slice = v.getDefiningOp<tensor::ExtractSliceOp>()) {
+      distributesRows = true;
+      return slice.getSource();
+    }
+    return v;
+  };
   auto argNumber = [&](Value v, llvm::StringRef what,
                        Operation *op) -> std::optional<unsigned> {
     auto arg = dyn_cast<BlockArgument>(v);
@@ -116,6 +132,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
                       Value offsets, std::optional<double> ownPooling,
                       llvm::ArrayRef<double> ownHist,
                       std::vector<abi::ShardDescriptor> &shards) -> bool {
+    indices = traceToArgument(indices);
+    offsets = traceToArgument(offsets);
     auto idx = argNumber(indices, "indices", op);
     if (!idx)
       return false;
@@ -237,6 +255,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     lookup.batch = type.getDimSize(0);
     lookup.width = type.getDimSize(1);
     lookup.device = device;
+    lookup.distributesRows = distributesRows;
+    distributesRows = false;
     info.lookups.push_back(std::move(lookup));
     return WalkResult::advance();
   });

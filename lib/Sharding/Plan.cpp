@@ -10,6 +10,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace llvm;
 
@@ -146,9 +147,10 @@ static Error checkGridTiling(const TableSpec &table,
 }
 
 /// The pieces of a data-parallel table: one whole replica on every device.
-static Error checkReplicas(const TableSpec &table, const Topology &topology,
+static Error checkReplicas(const TableSpec &table,
+                           std::optional<unsigned> numDevices,
                            ArrayRef<const Shard *> shards) {
-  std::vector<bool> holds(topology.numDevices(), false);
+  std::set<unsigned> holds;
   for (const Shard *shard : shards) {
     if (!shard->replica)
       return planError(
@@ -166,18 +168,30 @@ static Error checkReplicas(const TableSpec &table, const Topology &topology,
           describeRect(shard->rowBegin, shard->slice().rowEndIn(table),
                        shard->colBegin, shard->colEnd),
           table.rows, table.dim));
-    if (holds[shard->device])
+    if (!holds.insert(shard->device).second)
       return planError(formatv("table '{0}' has two replicas on device {1}",
                                table.name, shard->device));
-    holds[shard->device] = true;
   }
-  for (auto [d, held] : enumerate(holds))
-    if (!held)
+  for (unsigned d = 0; d < numDevices.value_or(0); ++d)
+    if (!holds.count(d))
       return planError(formatv("table '{0}' is replicated but device {1} "
                                "holds no replica (a data-parallel table is "
                                "on every device)",
                                table.name, d));
   return Error::success();
+}
+
+Error checkTableTiling(const TableSpec &table,
+                       std::optional<unsigned> numDevices,
+                       std::vector<const Shard *> shards) {
+  bool replicated =
+      llvm::any_of(shards, [](const Shard *shard) { return shard->replica; });
+  bool rowSplit = llvm::any_of(
+      shards, [](const Shard *shard) { return !shard->allRows(); });
+  if (replicated)
+    return checkReplicas(table, numDevices, shards);
+  return rowSplit ? checkGridTiling(table, shards)
+                  : checkColumnTiling(table, shards);
 }
 
 Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
@@ -227,13 +241,7 @@ Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
       return planError(formatv("table '{0}' may not be split but has {1} "
                                "shards",
                                table.name, shards.size()));
-    bool replicated =
-        llvm::any_of(shards, [](const Shard *shard) { return shard->replica; });
-    bool rowSplit = llvm::any_of(
-        shards, [](const Shard *shard) { return !shard->allRows(); });
-    if (Error err = replicated ? checkReplicas(table, topology, shards)
-                    : rowSplit ? checkGridTiling(table, shards)
-                               : checkColumnTiling(table, shards))
+    if (Error err = checkTableTiling(table, n, std::move(shards)))
       return err;
   }
   for (auto [table, kind] :

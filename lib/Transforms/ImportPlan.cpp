@@ -75,20 +75,6 @@ struct ImportPlanPass
       module.emitError() << llvm::toString(std::move(err));
       return signalPassFailure();
     }
-    // The table ops' shards are column ranges: a plan of row pieces or
-    // replicas would lose them.
-    std::vector<::neuroshard::ShardingKind> kinds =
-        ::neuroshard::tableKinds(specs, *topology, plan->plan);
-    for (auto [spec, kind] : llvm::zip_equal(specs, kinds))
-      if (kind != ::neuroshard::ShardingKind::TableWise &&
-          kind != ::neuroshard::ShardingKind::ColumnWise) {
-        module.emitError() << file << ": table '" << spec.name << "' is "
-                           << ::neuroshard::shardingKindName(kind)
-                           << ", but the IR places tables whole or by column "
-                              "ranges only; price or export this plan with "
-                              "neuroshard-plan";
-        return signalPassFailure();
-      }
     writeShards(*tables, plan->plan);
   }
 };

@@ -19,6 +19,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <tuple>
+
 namespace mlir::neuroshard {
 #define GEN_PASS_DEF_MATERIALIZE
 #include "neuroshard/Transforms/Passes.h.inc"
@@ -54,16 +56,106 @@ static Operation *lastLookup(ArrayRef<EmbeddingBagOp> lookups) {
 
 namespace {
 
-/// A sharded table that lookups of one block read: its shards in column
-/// order and those lookups in block order.
+/// How a table's pieces are placed.
+enum class Layout { Columns, RowPieces, Replicas };
+
+/// A sharded table that lookups of one block read: its shards (row ranges
+/// first, then columns) and those lookups in block order.
 struct BlockTable {
+  TableOp op;
   SmallVector<ShardAttr> shards;
   SmallVector<EmbeddingBagOp> lookups;
+  Layout layout = Layout::Columns;
+};
+
+/// Where a lookup's pieces land: per shard of its table, the column of the
+/// exchanged buffer (whole tables and column pieces) or of its device's
+/// fused result (row pieces and replicas).
+using PieceColumns = DenseMap<Operation *, SmallVector<int64_t>>;
+
+/// Whole rows `[0, rows)` of columns `[column, column + width)` of `source`.
+Value sliceColumns(PatternRewriter &rewriter, Location loc, Value source,
+                   int64_t column, int64_t width) {
+  auto type = cast<RankedTensorType>(source.getType());
+  if (column == 0 && width == type.getDimSize(1))
+    return source;
+  return tensor::ExtractSliceOp::create(
+      rewriter, loc, source,
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                             rewriter.getIndexAttr(column)},
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(type.getDimSize(0)),
+                             rewriter.getIndexAttr(width)},
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
+                             rewriter.getIndexAttr(1)});
+}
+
+/// `pieces` side by side along `dim` (one piece is itself).
+Value concat(PatternRewriter &rewriter, Location loc, int64_t dim,
+             ArrayRef<Value> pieces) {
+  if (pieces.size() == 1)
+    return pieces.front();
+  return tensor::ConcatOp::create(rewriter, loc, dim, pieces).getResult();
+}
+
+/// The batch rows device `device` of `numDevices` owns: even slices, the
+/// first `batch % N` devices taking one more bag. Returns (first, count).
+std::pair<int64_t, int64_t> batchSlice(int64_t batch, int64_t numDevices,
+                                       int64_t device) {
+  int64_t base = batch / numDevices, extra = batch % numDevices;
+  int64_t first = device * base + std::min(device, extra);
+  return {first, base + (device < extra ? 1 : 0)};
+}
+
+/// The rows `[first, end)` of a table of `rows` rows that `shard` holds.
+std::pair<int64_t, int64_t> rowRangeOf(ShardAttr shard, int64_t rows) {
+  return {shard.getRowBegin(), shard.getRowEndIn(rows)};
+}
+
+/// The bucketized (indices, offsets) of each lookup of a row-split table,
+/// by the lookup and the rows of the block.
+using RowBlocks = DenseMap<std::tuple<Operation *, int64_t, int64_t>,
+                           std::pair<Value, Value>>;
+
+/// One fused lookup being built: its entries and their lookups.
+struct FusedBuilder {
+  SmallVector<Attribute> tableRefs, modes;
+  SmallVector<int64_t> rowBegins, rowEnds, colBegins, colEnds;
+  SmallVector<Value> indices, offsets;
+  SmallVector<EmbeddingBagOp> lookups;
+  int64_t width = 0;
+  bool anyRows = false;
+
+  /// Adds an entry and returns its first column in the result.
+  int64_t add(EmbeddingBagOp lookup, ShardAttr shard, int64_t tableRows,
+              PoolingModeAttr mode, Value entryIndices, Value entryOffsets) {
+    ::neuroshard::Shard piece = toPlanShard(shard, 0, tableRows);
+    tableRefs.push_back(lookup.getTableAttr());
+    modes.push_back(mode);
+    rowBegins.push_back(piece.rowBegin);
+    rowEnds.push_back(piece.rowEnd);
+    anyRows |= !piece.allRows();
+    colBegins.push_back(shard.getColBegin());
+    colEnds.push_back(shard.getColEnd());
+    indices.push_back(entryIndices);
+    offsets.push_back(entryOffsets);
+    lookups.push_back(lookup);
+    int64_t column = width;
+    width += shard.getWidth();
+    return column;
+  }
 };
 
 /// Rewrites every lookup of a sharded table in the block of the lookup it
 /// matches. The fused lookups go after the block's last lookup, so that
 /// every index and offset operand dominates them.
+///
+/// Whole tables and column pieces are looked up for the whole batch and
+/// exchanged (`neuroshard.all_to_all`). The indices of a table split by
+/// rows are bucketized by its row ranges; each row piece pools its part of
+/// every bag (sums), and the partial sums of each column cell are reduced
+/// while the batch is scattered (`neuroshard.reduce_scatter`, which divides
+/// mean bags after the sum). A replicated table is looked up on every
+/// device for that device's slice of the batch, which needs no exchange.
 struct MaterializeBlockLookups : public OpRewritePattern<EmbeddingBagOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -86,11 +178,22 @@ struct MaterializeBlockLookups : public OpRewritePattern<EmbeddingBagOp> {
     for (auto &[op, table] : tables) {
       if (table.lookups.empty())
         continue;
-      table.shards = llvm::to_vector(
-          cast<TableOp>(op).getShardsAttr().getAsRange<ShardAttr>());
-      llvm::sort(table.shards, [](ShardAttr a, ShardAttr b) {
-        return a.getColBegin() < b.getColBegin();
+      table.op = cast<TableOp>(op);
+      int64_t rows = table.op.getNumRows();
+      table.shards =
+          llvm::to_vector(table.op.getShardsAttr().getAsRange<ShardAttr>());
+      llvm::sort(table.shards, [&](ShardAttr a, ShardAttr b) {
+        return std::make_tuple(toPlanShard(a, 0, rows).rowBegin,
+                               a.getColBegin(), a.getDevice()) <
+               std::make_tuple(toPlanShard(b, 0, rows).rowBegin,
+                               b.getColBegin(), b.getDevice());
       });
+      if (table.shards.front().getReplica())
+        table.layout = Layout::Replicas;
+      else if (llvm::any_of(table.shards, [&](ShardAttr shard) {
+                 return !toPlanShard(shard, 0, rows).allRows();
+               }))
+        table.layout = Layout::RowPieces;
     }
 
     Operation *last = lastLookup(lookups);
@@ -99,94 +202,139 @@ struct MaterializeBlockLookups : public OpRewritePattern<EmbeddingBagOp> {
     auto firstType = lookups.front().getResult().getType();
     int64_t batch = firstType.getDimSize(0);
     Type elementType = firstType.getElementType();
-
-    // Column of the exchanged buffer where each shard of a lookup's table
-    // lands, for every lookup.
-    DenseMap<Operation *, SmallVector<int64_t>> columnsOf;
-    SmallVector<Value> deviceBuffers;
-    int64_t totalWidth = 0;
     int64_t numDevices = topology.getDevices();
+
+    // The row blocks every lookup of a row-split table reads.
+    RowBlocks blocks;
+    for (BlockTable &table : llvm::make_second_range(tables))
+      if (table.layout == Layout::RowPieces)
+        for (EmbeddingBagOp lookup : table.lookups)
+          bucketize(rewriter, table, lookup, blocks);
+
+    // Per device, one fused lookup over the whole batch: the exchanged
+    // pieces first, then the row pieces.
+    PieceColumns exchangedColumn, rowPieceColumn;
+    SmallVector<Value> deviceResults, exchanged;
+    int64_t exchangedWidth = 0;
     for (int64_t device = 0; device < numDevices; ++device) {
-      SmallVector<Attribute> tableRefs, modes;
-      SmallVector<int64_t> begins, ends;
-      SmallVector<Value> indices, offsets;
-      SmallVector<EmbeddingBagOp> fused;
-      int64_t width = 0;
+      FusedBuilder fused;
       for (BlockTable &table : llvm::make_second_range(tables)) {
+        if (table.layout != Layout::Columns)
+          continue;
         for (auto [s, shard] : llvm::enumerate(table.shards)) {
           if (shard.getDevice() != device)
             continue;
           for (EmbeddingBagOp lookup : table.lookups) {
-            SmallVector<int64_t> &columns = columnsOf[lookup];
+            SmallVector<int64_t> &columns = exchangedColumn[lookup];
             columns.resize(table.shards.size());
-            columns[s] = totalWidth + width;
-            tableRefs.push_back(lookup.getTableAttr());
-            modes.push_back(lookup.getModeAttr());
-            begins.push_back(shard.getColBegin());
-            ends.push_back(shard.getColEnd());
-            indices.push_back(lookup.getIndices());
-            offsets.push_back(lookup.getOffsets());
-            fused.push_back(lookup);
-            width += shard.getWidth();
+            columns[s] = exchangedWidth +
+                         fused.add(lookup, shard, table.op.getNumRows(),
+                                   lookup.getModeAttr(), lookup.getIndices(),
+                                   lookup.getOffsets());
           }
         }
       }
-      auto type = RankedTensorType::get({batch, width}, elementType);
-      if (tableRefs.empty()) {
-        deviceBuffers.push_back(tensor::EmptyOp::create(
-            rewriter, loc, type.getShape(), elementType));
-      } else {
-        auto [poolingFactors, accessHists] = entryStatistics(rewriter, fused);
-        deviceBuffers.push_back(FusedEmbeddingBagOp::create(
-            rewriter, loc, type, rewriter.getI64IntegerAttr(device),
-            rewriter.getArrayAttr(tableRefs),
-            rewriter.getDenseI64ArrayAttr(begins),
-            rewriter.getDenseI64ArrayAttr(ends), rewriter.getArrayAttr(modes),
-            indices, offsets, poolingFactors, accessHists));
+      int64_t deviceExchangedWidth = fused.width;
+      auto sum = PoolingModeAttr::get(getContext(), PoolingMode::Sum);
+      for (BlockTable &table : llvm::make_second_range(tables)) {
+        if (table.layout != Layout::RowPieces)
+          continue;
+        for (auto [s, shard] : llvm::enumerate(table.shards)) {
+          if (shard.getDevice() != device)
+            continue;
+          for (EmbeddingBagOp lookup : table.lookups) {
+            auto [firstRow, endRow] = rowRangeOf(shard, table.op.getNumRows());
+            auto [blockIndices, blockOffsets] =
+                blocks.lookup({lookup, firstRow, endRow});
+            SmallVector<int64_t> &columns = rowPieceColumn[lookup];
+            columns.resize(table.shards.size());
+            columns[s] = fused.add(lookup, shard, table.op.getNumRows(), sum,
+                                   blockIndices, blockOffsets);
+          }
+        }
       }
-      totalWidth += width;
+      Value result = build(rewriter, loc, device, batch, elementType, fused);
+      deviceResults.push_back(result);
+      if (deviceExchangedWidth == 0 && fused.width > 0)
+        exchanged.push_back(tensor::EmptyOp::create(
+            rewriter, loc, ArrayRef<int64_t>{batch, 0}, elementType));
+      else
+        exchanged.push_back(
+            sliceColumns(rewriter, loc, result, 0, deviceExchangedWidth));
+      exchangedWidth += deviceExchangedWidth;
     }
 
-    // Even batch slices; the first `batch % N` devices take one more bag.
-    SmallVector<Type> sliceTypes;
+    // The exchange of whole tables and column pieces, stacked back into the
+    // whole batch.
+    Value all;
+    if (exchangedWidth > 0)
+      all = exchange(rewriter, loc, batch, numDevices, exchangedWidth,
+                     elementType, exchanged);
+
+    // The replicas: every device looks up its slice of the batch.
+    PieceColumns replicaColumn;
+    SmallVector<Value> replicaResults(numDevices);
     for (int64_t device = 0; device < numDevices; ++device) {
-      int64_t rows = batch / numDevices + (device < batch % numDevices ? 1 : 0);
-      sliceTypes.push_back(
-          RankedTensorType::get({rows, totalWidth}, elementType));
+      auto [first, count] = batchSlice(batch, numDevices, device);
+      if (count == 0)
+        continue;
+      FusedBuilder fused;
+      for (BlockTable &table : llvm::make_second_range(tables)) {
+        if (table.layout != Layout::Replicas)
+          continue;
+        for (auto [s, shard] : llvm::enumerate(table.shards)) {
+          if (shard.getDevice() != device)
+            continue;
+          for (EmbeddingBagOp lookup : table.lookups) {
+            Value offsets = tensor::ExtractSliceOp::create(
+                rewriter, loc, lookup.getOffsets(),
+                ArrayRef<OpFoldResult>{rewriter.getIndexAttr(first)},
+                ArrayRef<OpFoldResult>{rewriter.getIndexAttr(count + 1)},
+                ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+            replicaColumn[lookup].push_back(
+                fused.add(lookup, shard, table.op.getNumRows(),
+                          lookup.getModeAttr(), lookup.getIndices(), offsets));
+          }
+        }
+      }
+      if (!fused.tableRefs.empty())
+        replicaResults[device] =
+            build(rewriter, loc, device, count, elementType, fused);
     }
-    auto exchange =
-        AllToAllOp::create(rewriter, loc, sliceTypes, deviceBuffers);
-    // With fewer bags than devices the last devices own no rows; their
-    // empty slices take no part in the batch (a concatenation would place
-    // them past its end).
-    SmallVector<Value> owned;
-    for (Value slice : exchange.getResults())
-      if (cast<RankedTensorType>(slice.getType()).getDimSize(0) > 0)
-        owned.push_back(slice);
-    Value all = owned.size() > 1 ? tensor::ConcatOp::create(rewriter, loc,
-                                                            /*dim=*/0, owned)
-                                       .getResult()
-                : owned.empty() ? exchange.getResult(0)
-                                : owned.front();
 
     for (BlockTable &table : llvm::make_second_range(tables)) {
       for (EmbeddingBagOp lookup : table.lookups) {
-        SmallVector<Value> pieces;
-        for (auto [shard, column] :
-             llvm::zip_equal(table.shards, columnsOf[lookup]))
-          pieces.push_back(tensor::ExtractSliceOp::create(
-              rewriter, lookup.getLoc(), all,
-              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
-                                     rewriter.getIndexAttr(column)},
-              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(batch),
-                                     rewriter.getIndexAttr(shard.getWidth())},
-              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                                     rewriter.getIndexAttr(1)}));
-        Value result = pieces.size() == 1
-                           ? pieces.front()
-                           : tensor::ConcatOp::create(rewriter, lookup.getLoc(),
-                                                      /*dim=*/1, pieces)
-                                 .getResult();
+        Location at = lookup.getLoc();
+        Value result;
+        switch (table.layout) {
+        case Layout::Columns: {
+          SmallVector<Value> pieces;
+          for (auto [shard, column] :
+               llvm::zip_equal(table.shards, exchangedColumn[lookup]))
+            pieces.push_back(
+                sliceColumns(rewriter, at, all, column, shard.getWidth()));
+          result = concat(rewriter, at, /*dim=*/1, pieces);
+          break;
+        }
+        case Layout::RowPieces:
+          result = reduceRowPieces(rewriter, at, table, lookup,
+                                   rowPieceColumn[lookup], deviceResults,
+                                   numDevices);
+          break;
+        case Layout::Replicas: {
+          SmallVector<Value> slices;
+          unsigned entry = 0;
+          for (auto [device, fused] : llvm::enumerate(replicaResults)) {
+            if (!fused)
+              continue;
+            slices.push_back(sliceColumns(rewriter, at, fused,
+                                          replicaColumn[lookup][entry++],
+                                          table.op.getNumCols()));
+          }
+          result = concat(rewriter, at, /*dim=*/0, slices);
+          break;
+        }
+        }
         rewriter.replaceOp(lookup, result);
       }
     }
@@ -194,6 +342,144 @@ struct MaterializeBlockLookups : public OpRewritePattern<EmbeddingBagOp> {
   }
 
 private:
+  /// Bucketizes `lookup`'s indices by its table's row ranges. When the
+  /// ranges partition the rows, one op splits them; otherwise each range is
+  /// a bucket of its own.
+  static void bucketize(PatternRewriter &rewriter, BlockTable &table,
+                        EmbeddingBagOp lookup, RowBlocks &blocks) {
+    int64_t rows = table.op.getNumRows();
+    SmallVector<std::pair<int64_t, int64_t>> ranges;
+    for (ShardAttr shard : table.shards) {
+      std::pair<int64_t, int64_t> range = rowRangeOf(shard, rows);
+      if (!llvm::is_contained(ranges, range))
+        ranges.push_back(range);
+    }
+    llvm::sort(ranges);
+    bool partition = ranges.front().first == 0 && ranges.back().second == rows;
+    for (size_t r = 1; r < ranges.size(); ++r)
+      partition &= ranges[r].first == ranges[r - 1].second;
+    SmallVector<SmallVector<int64_t>> bucketings;
+    if (partition) {
+      SmallVector<int64_t> cuts = {0};
+      for (auto range : ranges)
+        cuts.push_back(range.second);
+      bucketings.push_back(cuts);
+    } else {
+      for (auto range : ranges) {
+        // A piece of every row reads the lookup's own indices.
+        if (range == std::make_pair(int64_t{0}, rows))
+          blocks[{lookup, 0, rows}] = {lookup.getIndices(),
+                                       lookup.getOffsets()};
+        else
+          bucketings.push_back({range.first, range.second});
+      }
+    }
+    Type indicesType = RankedTensorType::get(
+        {ShapedType::kDynamic},
+        getElementTypeOrSelf(lookup.getIndices().getType()));
+    Type offsetsType = lookup.getOffsets().getType();
+    for (ArrayRef<int64_t> cuts : bucketings) {
+      size_t k = cuts.size() - 1;
+      SmallVector<Type> types(k, indicesType);
+      types.append(k, offsetsType);
+      auto op = BucketizeOp::create(rewriter, lookup.getLoc(), types,
+                                    lookup.getIndices(), lookup.getOffsets(),
+                                    rewriter.getDenseI64ArrayAttr(cuts));
+      for (size_t j = 0; j < k; ++j)
+        blocks[{lookup, cuts[j], cuts[j + 1]}] = {op.getBlockIndices()[j],
+                                                  op.getBlockOffsets()[j]};
+    }
+  }
+
+  /// The fused lookup `fused` describes on `device`, `batch` bags, or an
+  /// empty buffer when it has no entries.
+  static Value build(PatternRewriter &rewriter, Location loc, int64_t device,
+                     int64_t batch, Type elementType, FusedBuilder &fused) {
+    auto type = RankedTensorType::get({batch, fused.width}, elementType);
+    if (fused.tableRefs.empty())
+      return tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                     elementType);
+    auto [poolingFactors, accessHists] =
+        entryStatistics(rewriter, fused.lookups);
+    DenseI64ArrayAttr rowBegins, rowEnds;
+    if (fused.anyRows) {
+      rowBegins = rewriter.getDenseI64ArrayAttr(fused.rowBegins);
+      rowEnds = rewriter.getDenseI64ArrayAttr(fused.rowEnds);
+    }
+    auto op = FusedEmbeddingBagOp::create(
+        rewriter, loc, type, rewriter.getI64IntegerAttr(device),
+        rewriter.getArrayAttr(fused.tableRefs),
+        rewriter.getDenseI64ArrayAttr(fused.colBegins),
+        rewriter.getDenseI64ArrayAttr(fused.colEnds),
+        rewriter.getArrayAttr(fused.modes), fused.indices, fused.offsets,
+        poolingFactors, accessHists, rowBegins, rowEnds);
+    return op.getResult();
+  }
+
+  /// The all-to-all of the exchanged columns, stacked back into the batch.
+  static Value exchange(PatternRewriter &rewriter, Location loc, int64_t batch,
+                        int64_t numDevices, int64_t width, Type elementType,
+                        ArrayRef<Value> buffers) {
+    SmallVector<Type> sliceTypes;
+    for (int64_t device = 0; device < numDevices; ++device)
+      sliceTypes.push_back(RankedTensorType::get(
+          {batchSlice(batch, numDevices, device).second, width}, elementType));
+    auto op = AllToAllOp::create(rewriter, loc, sliceTypes, buffers);
+    return stackOwnedRows(rewriter, loc, op.getResults());
+  }
+
+  /// The devices' batch slices stacked into the whole batch. With fewer
+  /// bags than devices the last devices own no rows; their empty slices
+  /// take no part (a concatenation would place them past its end).
+  static Value stackOwnedRows(PatternRewriter &rewriter, Location loc,
+                              ValueRange slices) {
+    SmallVector<Value> owned;
+    for (Value slice : slices)
+      if (cast<RankedTensorType>(slice.getType()).getDimSize(0) > 0)
+        owned.push_back(slice);
+    if (owned.empty())
+      return slices.front();
+    return concat(rewriter, loc, /*dim=*/0, owned);
+  }
+
+  /// A row-split table's lookup: per cell of the columns its pieces cut,
+  /// the reduce-scatter of the partial sums of the pieces that hold it.
+  static Value reduceRowPieces(PatternRewriter &rewriter, Location loc,
+                               BlockTable &table, EmbeddingBagOp lookup,
+                               ArrayRef<int64_t> columns,
+                               ArrayRef<Value> deviceResults,
+                               int64_t numDevices) {
+    SmallVector<int64_t> cuts;
+    for (ShardAttr shard : table.shards) {
+      cuts.push_back(shard.getColBegin());
+      cuts.push_back(shard.getColEnd());
+    }
+    llvm::sort(cuts);
+    cuts.erase(llvm::unique(cuts), cuts.end());
+    bool mean = lookup.getMode() == PoolingMode::Mean;
+    auto type = lookup.getResult().getType();
+    int64_t batch = type.getDimSize(0);
+    SmallVector<Value> cells;
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      int64_t begin = cuts[c], width = cuts[c + 1] - cuts[c];
+      SmallVector<Value> partials;
+      for (auto [shard, column] : llvm::zip_equal(table.shards, columns))
+        if (shard.getColBegin() <= begin && begin < shard.getColEnd())
+          partials.push_back(
+              sliceColumns(rewriter, loc, deviceResults[shard.getDevice()],
+                           column + begin - shard.getColBegin(), width));
+      SmallVector<Type> sliceTypes;
+      for (int64_t device = 0; device < numDevices; ++device)
+        sliceTypes.push_back(RankedTensorType::get(
+            {batchSlice(batch, numDevices, device).second, width},
+            type.getElementType()));
+      auto op = ReduceScatterOp::create(rewriter, loc, sliceTypes, partials,
+                                        mean ? lookup.getOffsets() : Value());
+      cells.push_back(stackOwnedRows(rewriter, loc, op.getResults()));
+    }
+    return concat(rewriter, loc, /*dim=*/1, cells);
+  }
+
   /// Lookups with statistics of their own keep them per entry of the fused
   /// lookup; the other entries of the same op get their tables' statistics.
   /// Null when no entry has statistics of its own.

@@ -11,6 +11,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::neuroshard;
 
@@ -112,12 +114,12 @@ mlir::neuroshard::readShards(ArrayRef<ModuleTable> tables) {
       continue;
     size_t first = plan.shards.size();
     for (ShardAttr shard : shards.getAsRange<ShardAttr>())
-      plan.shards.push_back({static_cast<unsigned>(index), shard.getColBegin(),
-                             shard.getColEnd(),
-                             static_cast<unsigned>(shard.getDevice())});
+      plan.shards.push_back(toPlanShard(shard, static_cast<unsigned>(index),
+                                        TableOp(info.op).getNumRows()));
     std::sort(plan.shards.begin() + first, plan.shards.end(),
               [](const ::neuroshard::Shard &a, const ::neuroshard::Shard &b) {
-                return a.colBegin < b.colBegin;
+                return std::tie(a.rowBegin, a.colBegin, a.device) <
+                       std::tie(b.rowBegin, b.colBegin, b.device);
               });
   }
   return plan;
@@ -131,8 +133,7 @@ void mlir::neuroshard::writeShards(ArrayRef<ModuleTable> tables,
     SmallVector<Attribute> shards;
     for (const ::neuroshard::Shard &shard : plan.shards)
       if (shard.table == index)
-        shards.push_back(
-            ShardAttr::get(ctx, shard.colBegin, shard.colEnd, shard.device));
+        shards.push_back(toShardAttr(ctx, shard, table.getNumRows()));
     table.setShardsAttr(ArrayAttr::get(ctx, shards));
   }
 }

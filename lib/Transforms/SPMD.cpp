@@ -202,6 +202,21 @@ struct SPMDPass : public mlir::neuroshard::impl::SPMDBase<SPMDPass> {
                              "module with --neuroshard-shard first";
         unsharded = true;
       }
+      // Row pieces and replicas run in one address space for now.
+      if (isa<BucketizeOp, ReduceScatterOp>(op)) {
+        op->emitOpError() << "distributes a row-wise table; the SPMD form "
+                             "holds whole tables and column pieces only";
+        unsharded = true;
+      }
+      if (auto table = dyn_cast<TableOp>(op);
+          table && table.getShardsAttr() &&
+          llvm::any_of(table.getShardsAttr().getAsRange<ShardAttr>(),
+                       [](ShardAttr shard) { return shard.getReplica(); })) {
+        op->emitOpError() << "table '" << table.getSymName()
+                          << "' is replicated; the SPMD form holds whole "
+                             "tables and column pieces only";
+        unsharded = true;
+      }
     });
     if (unsharded)
       return signalPassFailure();

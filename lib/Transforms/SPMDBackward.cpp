@@ -178,8 +178,8 @@ LogicalResult addBackwardFunction(func::FuncOp func, ExchangeOp exchange) {
     FusedEmbeddingBagSGDOp::create(
         b, lookup.getLoc(), lookup.getDeviceAttr(), lookup.getTablesAttr(),
         lookup.getColBeginsAttr(), lookup.getColEndsAttr(),
-        lookup.getModesAttr(), indices, offsets, lookupGradient.getResult(),
-        lr);
+        lookup.getModesAttr(), indices, offsets, lookupGradient.getResult(), lr,
+        lookup.getRowBeginsAttr(), lookup.getRowEndsAttr());
   }
   func::ReturnOp::create(b, loc);
   return success();

@@ -22,11 +22,14 @@
 // RUN: echo '{"devices": 2, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "device": 0}, {"table": "b", "col_begin": 0, "col_end": 8, "device": 0}]}' > %t.pinned.json
 // RUN: not neuroshard-opt %s --neuroshard-import-plan="file=%t.pinned.json" 2>&1 | FileCheck %s --check-prefix=PINNED
 // PINNED: error: {{.*}}pinned.json: table 'b' is pinned to device 1 but shard [0, 8) is on device 0
-// A valid plan of row pieces cannot go into the IR, whose shards are column
-// ranges.
+// A plan of row pieces goes into the IR as it is.
 // RUN: echo '{"devices": 2, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "row_begin": 0, "row_end": 55000, "device": 0}, {"table": "a", "col_begin": 0, "col_end": 8, "row_begin": 55000, "row_end": 60000, "device": 1}, {"table": "b", "col_begin": 0, "col_end": 8, "device": 1}]}' > %t.rows.json
-// RUN: not neuroshard-opt %s --neuroshard-import-plan="file=%t.rows.json" 2>&1 | FileCheck %s --check-prefix=ROWS
-// ROWS: error: {{.*}}rows.json: table 'a' is row_wise, but the IR places tables whole or by column ranges only; price or export this plan with neuroshard-plan
+// RUN: neuroshard-opt %s --neuroshard-import-plan="file=%t.rows.json" | FileCheck %s --check-prefix=ROWS
+// ROWS: neuroshard.table @a : rows 60000, dim 8, f32 shards [#neuroshard.shard<rows = 0 to 55000, cols = 0 to 8, device = 0>, #neuroshard.shard<rows = 55000 to 60000, cols = 0 to 8, device = 1>]
+// The plan exports as TorchRec's row_wise.
+// RUN: neuroshard-opt %s --neuroshard-import-plan="file=%t.rows.json" | neuroshard-opt --neuroshard-export-plan="format=torchrec" -o /dev/null | FileCheck %s --check-prefix=ROWS-TORCHREC
+// ROWS-TORCHREC: "a": {
+// ROWS-TORCHREC-NEXT: "sharding_type": "row_wise",
 //
 // The module must have a topology, and tables without shards.
 // RUN: echo '{"devices": 2, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "device": 0}, {"table": "b", "col_begin": 0, "col_end": 8, "device": 1}]}' > %t.good.json

@@ -40,7 +40,7 @@ module {
 // Shards that leave columns out are refused by the table's verifier, before
 // the pass runs.
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
-  // expected-error @+1 {{table 'a' has columns [4, 8) that no shard covers}}
+  // expected-error @+1 {{table 'a': columns [4, 8) are on no device}}
   neuroshard.table @a : rows 100, dim 8, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0>]
 }
 

@@ -119,14 +119,14 @@ TEST_F(NeuroShardDialectTest, ShardsMustCoverEveryColumnOnce) {
   EXPECT_EQ(verifyAndCollect(), "");
 
   table.setShardsAttr(shards({{0, 8, 0}, {12, 16, 1}}));
-  EXPECT_NE(verifyAndCollect().find(
-                "table 'item' has columns [8, 12) that no shard covers"),
-            std::string::npos);
+  EXPECT_NE(
+      verifyAndCollect().find("table 'item': columns [8, 12) are on no device"),
+      std::string::npos);
 
   table.setShardsAttr(shards({{0, 12, 0}, {8, 16, 1}}));
   EXPECT_NE(verifyAndCollect().find(
-                "table 'item' has columns [8, 12) covered by more than one "
-                "shard"),
+                "table 'item': columns [8, 12) are on more than one "
+                "device"),
             std::string::npos);
 
   table.setShardsAttr(shards({{0, 6, 0}, {6, 16, 1}}));
@@ -213,7 +213,8 @@ TEST_F(NeuroShardDialectTest, FusedLookupAndExchangeVerify) {
             {PoolingModeAttr::get(&context, PoolingMode::Sum)}),
         ValueRange{body->getArgument(0)}, ValueRange{body->getArgument(1)},
         /*pooling_factors=*/DenseF64ArrayAttr(),
-        /*access_hists=*/DenseF64ArrayAttr());
+        /*access_hists=*/DenseF64ArrayAttr(),
+        /*row_begins=*/DenseI64ArrayAttr(), /*row_ends=*/DenseI64ArrayAttr());
     EXPECT_EQ(op.getNumEntries(), 1u);
     EXPECT_EQ(op.getEntryTable(0), "user");
     EXPECT_EQ(op.getEntryWidth(0), 8);

@@ -105,6 +105,11 @@ void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
 /// one column concatenation of the inputs instead, linear in the devices.
 void populateAllToAllToSlicesPatterns(RewritePatternSet &patterns);
 
+/// `neuroshard.bucketize` and `neuroshard.reduce_scatter` as loops over
+/// buffers: the input and output distribution of row pieces when all
+/// devices share one address space.
+void populateRowPieceDistributionPatterns(RewritePatternSet &patterns);
+
 /// `neuroshard.exchange` and `neuroshard.exchange_gradient` to calls of the
 /// exchange runtime functions (ExchangeABI.h): the buffer sent, a fresh
 /// buffer received, and the widths and batches as constants.

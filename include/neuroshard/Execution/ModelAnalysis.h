@@ -47,6 +47,9 @@ struct LookupInfo {
   int64_t width = 0;
   /// The device of a fused lookup; -1 for an unsharded one.
   int64_t device = -1;
+  /// Whether an entry reads a row piece (bucketized indices) or a replica's
+  /// slice of the batch; such lookups run forward only.
+  bool distributesRows = false;
 };
 
 /// The entry arguments of one lookup input: indices and offsets.

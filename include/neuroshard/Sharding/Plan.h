@@ -21,6 +21,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace neuroshard {
@@ -58,6 +59,15 @@ std::vector<ShardingKind> tableKinds(llvm::ArrayRef<TableSpec> tables,
 /// are row-wise pieces that happen to share a node.
 bool allowsKind(const TableSpec &table, ShardingKind kind,
                 const Topology &topology);
+
+/// Checks that `shards`, the pieces of `table`, tile its rows x columns
+/// exactly once, or that they are one whole replica on each of the
+/// `numDevices` devices (with no count, each replica is checked whole and
+/// on a device of its own). The error names the table and the rows and
+/// columns that are on no device or on several, or the device.
+llvm::Error checkTableTiling(const TableSpec &table,
+                             std::optional<unsigned> numDevices,
+                             std::vector<const Shard *> shards);
 
 /// Checks that the plan is a valid placement: every shard names an existing
 /// table and device, a non-empty, 4-aligned column range inside the table

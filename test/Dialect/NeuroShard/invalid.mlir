@@ -97,30 +97,97 @@ neuroshard.table @t : rows 4, dim 8, f32
 
 // -----
 
-// expected-error @+1 {{table 't' has columns [4, 8) that no shard covers}}
+// expected-error @+1 {{table 't': columns [4, 8) are on no device}}
 neuroshard.table @t : rows 4, dim 12, f32
     shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
             #neuroshard.shard<cols = 8 to 12, device = 1>]
 
 // -----
 
-// expected-error @+1 {{table 't' has columns [8, 12) that no shard covers}}
+// expected-error @+1 {{table 't': columns [8, 12) are on no device}}
 neuroshard.table @t : rows 4, dim 12, f32
     shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
             #neuroshard.shard<cols = 4 to 8, device = 1>]
 
 // -----
 
-// expected-error @+1 {{table 't' has columns [0, 4) that no shard covers}}
+// expected-error @+1 {{table 't': columns [0, 4) are on no device}}
 neuroshard.table @t : rows 4, dim 12, f32
     shards [#neuroshard.shard<cols = 4 to 12, device = 1>]
 
 // -----
 
-// expected-error @+1 {{table 't' has columns [4, 8) covered by more than one shard}}
+// expected-error @+1 {{table 't': columns [4, 8) are on more than one device}}
 neuroshard.table @t : rows 4, dim 12, f32
     shards [#neuroshard.shard<cols = 0 to 8, device = 0>,
             #neuroshard.shard<cols = 4 to 12, device = 1>]
+
+// -----
+
+// Row pieces tile rows x columns: every cell of the grid their boundaries
+// draw is on exactly one device.
+// expected-error @+1 {{table 't': rows [3, 4) of columns [0, 8) are on no device}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<rows = 0 to 3, cols = 0 to 8, device = 0>]
+
+// -----
+
+// expected-error @+1 {{table 't': rows [2, 3) of columns [4, 8) are on more than one device}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<rows = 0 to 3, cols = 0 to 8, device = 0>,
+            #neuroshard.shard<rows = 2 to 4, cols = 4 to 8, device = 1>,
+            #neuroshard.shard<rows = 3 to 4, cols = 0 to 4, device = 1>]
+
+// -----
+
+// expected-error @+1 {{table 't' has a shard with rows [2, 6) outside its 4 rows}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<rows = 0 to 2, cols = 0 to 8, device = 0>,
+            #neuroshard.shard<rows = 2 to 6, cols = 0 to 8, device = 1>]
+
+// -----
+
+// expected-error @+2 {{shard row range [3, 3) is empty or negative}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<rows = 3 to 3, cols = 0 to 8, device = 0>]
+
+// -----
+
+// expected-error @+2 {{the replica on device 0 names rows [0, 2); a replica holds every row}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<rows = 0 to 2, cols = 0 to 8, device = 0, replica>]
+
+// -----
+
+// A data-parallel table is whole on every device of the topology.
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memory_gb = 8.0>} {
+  // expected-error @+1 {{table 't' is replicated but device 1 holds no replica (a data-parallel table is on every device)}}
+  neuroshard.table @t : rows 4, dim 8, f32
+      shards [#neuroshard.shard<cols = 0 to 8, device = 0, replica>,
+              #neuroshard.shard<cols = 0 to 8, device = 2, replica>]
+}
+
+// -----
+
+// expected-error @+1 {{table 't': the replica on device 1 holds rows [0, 4) of columns [0, 4), not the whole table (4 rows, 8 columns)}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0, replica>,
+            #neuroshard.shard<cols = 0 to 4, device = 1, replica>,
+            #neuroshard.shard<cols = 4 to 8, device = 1, replica>]
+
+// -----
+
+// expected-error @+1 {{table 't' has two replicas on device 0}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0, replica>,
+            #neuroshard.shard<cols = 0 to 8, device = 0, replica>]
+
+// -----
+
+// expected-error @+1 {{table 't' is replicated but also has the piece rows [0, 4) of columns [0, 8) on device 1}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0, replica>,
+            #neuroshard.shard<cols = 0 to 8, device = 1>]
 
 // -----
 
@@ -663,5 +730,68 @@ module {
         @t cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
       ] {pooling_factors = array<f64: 1.0>} : tensor<4x8xf32>
     return %r : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) {
+  // expected-error @+1 {{has block 1 of rows [10, 10), which is empty; boundaries must increase}}
+  %b:2, %bo:2 = neuroshard.bucketize %i, %o rows [0, 10, 10] : tensor<?xi32>, tensor<5xi32> -> (tensor<?xi32>, tensor<?xi32>), (tensor<5xi32>, tensor<5xi32>)
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) {
+  // expected-error @+1 {{has 2 row blocks but 1 pairs of results; expected one per block}}
+  %b, %bo = neuroshard.bucketize %i, %o rows [0, 10, 20] : tensor<?xi32>, tensor<5xi32> -> (tensor<?xi32>), (tensor<5xi32>)
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) {
+  // expected-error @+1 {{block 0 has offsets of type 'tensor<4xi32>' but the lookup's are 'tensor<5xi32>'; every block keeps every bag}}
+  %b, %bo = neuroshard.bucketize %i, %o rows [0, 10] : tensor<?xi32>, tensor<5xi32> -> (tensor<?xi32>), (tensor<4xi32>)
+  return
+}
+
+// -----
+
+func.func @f(%p: tensor<4x8xf32>, %q: tensor<4x8xf32>) {
+  // expected-error @+1 {{results hold 3 rows in all but the batch has 4}}
+  %r:2 = neuroshard.reduce_scatter %p, %q : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<2x8xf32>, tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%p: tensor<4x8xf32>, %q: tensor<4x4xf32>) {
+  // expected-error @+1 {{input 1 is 'tensor<4x4xf32>' but input 0 is 'tensor<4x8xf32>'; the partial sums of one lookup's columns have one type}}
+  %r:2 = neuroshard.reduce_scatter %p, %q : tensor<4x8xf32>, tensor<4x4xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%p: tensor<4x8xf32>, %o: tensor<4xi32>) {
+  // expected-error @+1 {{the mean's offsets has 4 offsets but the result has 4 bags; expected 5 offsets (one per bag plus the end)}}
+  %r:2 = neuroshard.reduce_scatter %p mean(%o : tensor<4xi32>) : tensor<4x8xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
+  return
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 8, f32
+      shards [#neuroshard.shard<rows = 0 to 5, cols = 0 to 8, device = 0>,
+              #neuroshard.shard<rows = 5 to 10, cols = 0 to 8, device = 1>]
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{entry 0 reads rows [0, 6) of columns [0, 8) of table 't' on device 0, but the table places no such shard there}}
+    %0 = neuroshard.fused_embedding_bag device 0 [
+        @t rows 0 to 6 cols 0 to 8 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] : tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
   }
 }

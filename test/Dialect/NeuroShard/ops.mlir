@@ -21,6 +21,20 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memor
   neuroshard.table @narrow : rows 10, dim 4, bf16
       shards [#neuroshard.shard<cols = 0 to 4, device = 1>]
 
+  // Row pieces, one of them two column pieces; a range of every row is
+  // every row.
+  // CHECK: neuroshard.table @rowwise : rows 1000, dim 16, f32 shards [#neuroshard.shard<rows = 0 to 300, cols = 0 to 16, device = 0>, #neuroshard.shard<rows = 300 to 1000, cols = 0 to 8, device = 1>, #neuroshard.shard<rows = 300 to 1000, cols = 8 to 16, device = 2>]
+  neuroshard.table @rowwise : rows 1000, dim 16, f32
+      shards [#neuroshard.shard<rows = 0 to 300, cols = 0 to 16, device = 0>,
+              #neuroshard.shard<rows = 300 to 1000, cols = 0 to 8, device = 1>,
+              #neuroshard.shard<rows = 300 to 1000, cols = 8 to 16, device = 2>]
+
+  // CHECK: neuroshard.table @replicated : rows 50, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>, #neuroshard.shard<cols = 0 to 4, device = 2, replica>]
+  neuroshard.table @replicated : rows 50, dim 4, f32
+      shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>,
+              #neuroshard.shard<cols = 0 to 4, device = 1, replica>,
+              #neuroshard.shard<cols = 0 to 4, device = 2, replica>]
+
   // CHECK: neuroshard.table @pinned : rows 64, dim 8, f32 {no_split, pinned_device = 1 : i64}
   neuroshard.table @pinned : rows 64, dim 8, f32 {pinned_device = 1 : i64, no_split}
 
@@ -104,4 +118,34 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memor
     return
   }
   func.func @step() { return }
+}
+
+// The input and output distribution of a row-wise table: bucketized
+// indices, row-piece entries that read local rows, and the reduce-scatter
+// of their partial sums, with mean pooling divided after the sum.
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
+  neuroshard.table @r : rows 100, dim 8, f32
+      shards [#neuroshard.shard<rows = 0 to 40, cols = 0 to 8, device = 0>,
+              #neuroshard.shard<rows = 40 to 100, cols = 0 to 8, device = 1>]
+  // CHECK-LABEL: func.func @row_wise
+  func.func @row_wise(%i: tensor<?xi32>, %o: tensor<5xi32>)
+      -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+    // CHECK: %[[B:.+]]:2, %[[BO:.+]]:2 = neuroshard.bucketize %{{.*}}, %{{.*}} rows [0, 40, 100] : tensor<?xi32>, tensor<5xi32> -> (tensor<?xi32>, tensor<?xi32>), (tensor<5xi32>, tensor<5xi32>)
+    %b:2, %bo:2 = neuroshard.bucketize %i, %o rows [0, 40, 100]
+        : tensor<?xi32>, tensor<5xi32>
+        -> (tensor<?xi32>, tensor<?xi32>), (tensor<5xi32>, tensor<5xi32>)
+    // CHECK: neuroshard.fused_embedding_bag device 1 [
+    // CHECK-NEXT: @r rows 40 to 100 cols 0 to 8 sum(%[[B]]#1, %[[BO]]#1 : tensor<?xi32>, tensor<5xi32>)
+    // CHECK-NEXT: ] : tensor<4x8xf32>
+    %p0 = neuroshard.fused_embedding_bag device 0 [
+        @r rows 0 to 40 cols 0 to 8 sum(%b#0, %bo#0 : tensor<?xi32>, tensor<5xi32>)
+      ] : tensor<4x8xf32>
+    %p1 = neuroshard.fused_embedding_bag device 1 [
+        @r rows 40 to 100 cols 0 to 8 sum(%b#1, %bo#1 : tensor<?xi32>, tensor<5xi32>)
+      ] : tensor<4x8xf32>
+    // CHECK: neuroshard.reduce_scatter %{{.*}}, %{{.*}} mean(%{{.*}} : tensor<5xi32>) : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
+    %r:2 = neuroshard.reduce_scatter %p0, %p1 mean(%o : tensor<5xi32>)
+        : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<2x8xf32>, tensor<2x8xf32>
+    return %r#0, %r#1 : tensor<2x8xf32>, tensor<2x8xf32>
+  }
 }

@@ -37,13 +37,89 @@ void NeuroShardDialect::registerAttributes() {
 
 LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t colBegin, int64_t colEnd,
-                                int64_t device) {
+                                int64_t device, int64_t rowBegin,
+                                int64_t rowEnd, bool replica) {
   if (colBegin < 0 || colEnd <= colBegin)
     return emitError() << "shard column range [" << colBegin << ", " << colEnd
                        << ") is empty or negative";
+  if (rowBegin < 0 || rowEnd <= rowBegin)
+    return emitError() << "shard row range [" << rowBegin << ", " << rowEnd
+                       << ") is empty or negative";
   if (device < 0)
     return emitError() << "shard device " << device << " is negative";
+  if (replica && (rowBegin != 0 || rowEnd != ::neuroshard::kAllRows))
+    return emitError() << "the replica on device " << device << " names rows ["
+                       << rowBegin << ", " << rowEnd
+                       << "); a replica holds every row";
   return success();
+}
+
+/// `= begin to end`, after a range's keyword.
+static ParseResult parseRange(AsmParser &parser, int64_t &begin, int64_t &end) {
+  return failure(parser.parseEqual() || parser.parseInteger(begin) ||
+                 parser.parseKeyword("to") || parser.parseInteger(end));
+}
+
+/// `rows = a to b, cols = c to d, device = n` with the rows optional and an
+/// optional trailing `replica`.
+Attribute ShardAttr::parse(AsmParser &parser, Type) {
+  int64_t rowBegin = 0, rowEnd = ::neuroshard::kAllRows;
+  int64_t colBegin = 0, colEnd = 0, device = 0;
+  bool replica = false;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess())
+    return {};
+  if (succeeded(parser.parseOptionalKeyword("rows")) &&
+      (parseRange(parser, rowBegin, rowEnd) || parser.parseComma()))
+    return {};
+  if (parser.parseKeyword("cols") || parseRange(parser, colBegin, colEnd) ||
+      parser.parseComma() || parser.parseKeyword("device") ||
+      parser.parseEqual() || parser.parseInteger(device))
+    return {};
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("replica"))
+      return {};
+    replica = true;
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<ShardAttr>(loc, parser.getContext(), colBegin,
+                                      colEnd, device, rowBegin, rowEnd,
+                                      replica);
+}
+
+void ShardAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  if (!hasAllRows())
+    printer << "rows = " << getRowBegin() << " to " << getRowEnd() << ", ";
+  printer << "cols = " << getColBegin() << " to " << getColEnd()
+          << ", device = " << getDevice();
+  if (getReplica())
+    printer << ", replica";
+  printer << ">";
+}
+
+::neuroshard::Shard
+mlir::neuroshard::toPlanShard(ShardAttr shard, unsigned table, int64_t rows) {
+  bool allRows = shard.getRowBegin() == 0 && shard.getRowEndIn(rows) == rows;
+  return {table,
+          shard.getColBegin(),
+          shard.getColEnd(),
+          static_cast<unsigned>(shard.getDevice()),
+          allRows ? 0 : shard.getRowBegin(),
+          allRows ? ::neuroshard::kAllRows : shard.getRowEnd(),
+          shard.getReplica()};
+}
+
+ShardAttr mlir::neuroshard::toShardAttr(MLIRContext *context,
+                                        const ::neuroshard::Shard &shard,
+                                        int64_t rows) {
+  bool allRows =
+      shard.allRows() || (shard.rowBegin == 0 && shard.rowEnd == rows);
+  return ShardAttr::get(context, shard.colBegin, shard.colEnd, shard.device,
+                        allRows ? 0 : shard.rowBegin,
+                        allRows ? ::neuroshard::kAllRows : shard.rowEnd,
+                        shard.replica);
 }
 
 //===----------------------------------------------------------------------===//

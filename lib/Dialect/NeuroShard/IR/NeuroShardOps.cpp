@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Sharding/Plan.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -41,32 +42,43 @@ static void printPoolingMode(OpAsmPrinter &printer, Operation *,
   printer << stringifyPoolingMode(mode.getValue());
 }
 
-/// Parses `[ @table cols begin to end mode(%indices, %offsets : type, type),
-/// ... ]`.
+/// Parses `[ @table (rows r0 to r1)? cols begin to end mode(%indices,
+/// %offsets : type, type), ... ]`.
 static ParseResult parseFusedEntries(
-    OpAsmParser &parser, ArrayAttr &tables, DenseI64ArrayAttr &colBegins,
+    OpAsmParser &parser, ArrayAttr &tables, DenseI64ArrayAttr &rowBegins,
+    DenseI64ArrayAttr &rowEnds, DenseI64ArrayAttr &colBegins,
     DenseI64ArrayAttr &colEnds, ArrayAttr &modes,
     SmallVectorImpl<OpAsmParser::UnresolvedOperand> &indices,
     SmallVectorImpl<OpAsmParser::UnresolvedOperand> &offsets,
     SmallVectorImpl<Type> &indicesTypes, SmallVectorImpl<Type> &offsetsTypes) {
   SmallVector<Attribute> tableRefs, modeAttrs;
-  SmallVector<int64_t> begins, ends;
+  SmallVector<int64_t> begins, ends, firstRows, endRows;
+  bool anyRows = false;
   auto parseEntry = [&]() -> ParseResult {
     FlatSymbolRefAttr table;
-    int64_t begin = 0, end = 0;
+    int64_t begin = 0, end = 0, firstRow = 0, endRow = ::neuroshard::kAllRows;
     PoolingModeAttr mode;
     OpAsmParser::UnresolvedOperand index, offset;
     Type indexType, offsetType;
-    if (parser.parseAttribute(table) || parser.parseKeyword("cols") ||
-        parser.parseInteger(begin) || parser.parseKeyword("to") ||
-        parser.parseInteger(end) || parsePoolingMode(parser, mode) ||
-        parser.parseLParen() || parser.parseOperand(index) ||
-        parser.parseComma() || parser.parseOperand(offset) ||
-        parser.parseColon() || parser.parseType(indexType) ||
-        parser.parseComma() || parser.parseType(offsetType) ||
-        parser.parseRParen())
+    if (parser.parseAttribute(table))
+      return failure();
+    if (succeeded(parser.parseOptionalKeyword("rows"))) {
+      if (parser.parseInteger(firstRow) || parser.parseKeyword("to") ||
+          parser.parseInteger(endRow))
+        return failure();
+      anyRows = true;
+    }
+    if (parser.parseKeyword("cols") || parser.parseInteger(begin) ||
+        parser.parseKeyword("to") || parser.parseInteger(end) ||
+        parsePoolingMode(parser, mode) || parser.parseLParen() ||
+        parser.parseOperand(index) || parser.parseComma() ||
+        parser.parseOperand(offset) || parser.parseColon() ||
+        parser.parseType(indexType) || parser.parseComma() ||
+        parser.parseType(offsetType) || parser.parseRParen())
       return failure();
     tableRefs.push_back(table);
+    firstRows.push_back(firstRow);
+    endRows.push_back(endRow);
     begins.push_back(begin);
     ends.push_back(end);
     modeAttrs.push_back(mode);
@@ -84,11 +96,17 @@ static ParseResult parseFusedEntries(
   colBegins = DenseI64ArrayAttr::get(ctx, begins);
   colEnds = DenseI64ArrayAttr::get(ctx, ends);
   modes = ArrayAttr::get(ctx, modeAttrs);
+  if (anyRows) {
+    rowBegins = DenseI64ArrayAttr::get(ctx, firstRows);
+    rowEnds = DenseI64ArrayAttr::get(ctx, endRows);
+  }
   return success();
 }
 
 static void printFusedEntries(OpAsmPrinter &printer, Operation *,
-                              ArrayAttr tables, DenseI64ArrayAttr colBegins,
+                              ArrayAttr tables, DenseI64ArrayAttr rowBegins,
+                              DenseI64ArrayAttr rowEnds,
+                              DenseI64ArrayAttr colBegins,
                               DenseI64ArrayAttr colEnds, ArrayAttr modes,
                               OperandRange indices, OperandRange offsets,
                               TypeRange indicesTypes, TypeRange offsetsTypes) {
@@ -98,8 +116,11 @@ static void printFusedEntries(OpAsmPrinter &printer, Operation *,
     if (i)
       printer << ",";
     printer.printNewline();
-    printer << tables[i] << " cols " << colBegins[i] << " to " << colEnds[i]
-            << " "
+    printer << tables[i];
+    if (rowBegins && rowEnds && i < rowBegins.size() && i < rowEnds.size() &&
+        rowEnds[i] != ::neuroshard::kAllRows)
+      printer << " rows " << rowBegins[i] << " to " << rowEnds[i];
+    printer << " cols " << colBegins[i] << " to " << colEnds[i] << " "
             << stringifyPoolingMode(cast<PoolingModeAttr>(modes[i]).getValue())
             << "(" << indices[i] << ", " << offsets[i] << " : "
             << indicesTypes[i] << ", " << offsetsTypes[i] << ")";
@@ -213,12 +234,18 @@ LogicalResult TableOp::verify() {
   if (split && getNoSplit())
     return emitOpError() << "table '" << name << "' is marked no_split but "
                          << "has " << shards.size() << " shards";
+  std::vector<::neuroshard::Shard> pieces;
   for (ShardAttr shard : shards) {
     if (shard.getColEnd() > dim)
       return emitOpError() << "table '" << name << "' has a shard with "
                            << "columns [" << shard.getColBegin() << ", "
                            << shard.getColEnd() << ") outside its " << dim
                            << " columns";
+    if (!shard.hasAllRows() && shard.getRowEnd() > getNumRows())
+      return emitOpError() << "table '" << name << "' has a shard with "
+                           << "rows [" << shard.getRowBegin() << ", "
+                           << shard.getRowEnd() << ") outside its "
+                           << getNumRows() << " rows";
     if (split)
       for (int64_t boundary : {shard.getColBegin(), shard.getColEnd()})
         if (boundary % ::neuroshard::kColumnAlignment != 0)
@@ -233,27 +260,23 @@ LogicalResult TableOp::verify() {
       return emitOpError() << "table '" << name << "' is pinned to device "
                            << *pinnedTo << " but has a shard on device "
                            << shard.getDevice();
+    pieces.push_back(toPlanShard(shard, /*table=*/0, getNumRows()));
   }
 
-  llvm::sort(shards, [](ShardAttr a, ShardAttr b) {
-    return a.getColBegin() < b.getColBegin();
-  });
-  int64_t covered = 0;
-  for (ShardAttr shard : shards) {
-    if (shard.getColBegin() > covered)
-      return emitOpError() << "table '" << name << "' has columns [" << covered
-                           << ", " << shard.getColBegin()
-                           << ") that no shard covers";
-    if (shard.getColBegin() < covered)
-      return emitOpError() << "table '" << name << "' has columns ["
-                           << shard.getColBegin() << ", "
-                           << std::min(covered, shard.getColEnd())
-                           << ") covered by more than one shard";
-    covered = shard.getColEnd();
-  }
-  if (covered < dim)
-    return emitOpError() << "table '" << name << "' has columns [" << covered
-                         << ", " << dim << ") that no shard covers";
+  // The planner's tiling rules, with its words.
+  ::neuroshard::TableSpec spec;
+  spec.name = name.str();
+  spec.rows = getNumRows();
+  spec.dim = dim;
+  std::optional<unsigned> numDevices;
+  if (topology)
+    numDevices = static_cast<unsigned>(topology.getDevices());
+  std::vector<const ::neuroshard::Shard *> pointers;
+  for (const ::neuroshard::Shard &piece : pieces)
+    pointers.push_back(&piece);
+  if (llvm::Error err =
+          ::neuroshard::checkTableTiling(spec, numDevices, pointers))
+    return emitOpError() << llvm::toString(std::move(err));
   return success();
 }
 
@@ -338,6 +361,20 @@ static LogicalResult verifyFusedEntries(FusedOp op, RankedTensorType pooled,
            << " index operands";
   if (failed(verifyDeviceInTopology(op, op.getDevice(), "runs on")))
     return failure();
+  if (bool(op.getRowBegins()) != bool(op.getRowEnds()))
+    return op.emitOpError() << "has one of 'row_begins' and 'row_ends'; row "
+                               "ranges need both";
+  if (op.getRowBegins() && (op.getRowBegins()->size() != entries ||
+                            op.getRowEnds()->size() != entries))
+    return op.emitOpError()
+           << "has " << entries << " entries but " << op.getRowBegins()->size()
+           << " row begins and " << op.getRowEnds()->size() << " row ends";
+  for (size_t i = 0; i < entries && op.getRowBegins(); ++i) {
+    int64_t first = (*op.getRowBegins())[i], end = (*op.getRowEnds())[i];
+    if (first < 0 || end <= first)
+      return op.emitOpError() << "entry " << i << " has an empty or negative "
+                              << "row range [" << first << ", " << end << ")";
+  }
 
   int64_t width = 0;
   for (size_t i = 0; i < entries; ++i) {
@@ -390,19 +427,40 @@ verifyFusedTables(FusedOp op, SymbolTableCollection &symbolTable,
              << "entry " << i << " reads table '" << name
              << "' of element type " << table->getElementType() << " "
              << relation << " of element type " << elementType;
+    bool rowPiece = isRowPieceEntry(op, i);
+    int64_t firstRow = getEntryRowBegin(op, i);
+    int64_t endRow = rowPiece ? (*op.getRowEnds())[i] : table->getNumRows();
+    if (endRow > table->getNumRows())
+      return op.emitOpError()
+             << "entry " << i << " reads rows [" << firstRow << ", " << endRow
+             << ") of table '" << name << "', which has " << table->getNumRows()
+             << " rows";
     std::optional<ArrayAttr> shards = table->getShards();
     if (!shards)
       continue;
+    // The entry's rows as the plan writes them (every row as kAllRows).
+    ::neuroshard::Shard wanted =
+        toPlanShard(ShardAttr::get(op.getContext(), begin, end, op.getDevice(),
+                                   firstRow, endRow, /*replica=*/false),
+                    0, table->getNumRows());
     bool placedHere =
         llvm::any_of(shards->getAsRange<ShardAttr>(), [&](ShardAttr shard) {
-          return shard.getColBegin() == begin && shard.getColEnd() == end &&
-                 shard.getDevice() == static_cast<int64_t>(op.getDevice());
+          ::neuroshard::Shard piece =
+              toPlanShard(shard, 0, table->getNumRows());
+          return piece.device == wanted.device &&
+                 piece.colBegin == wanted.colBegin &&
+                 piece.colEnd == wanted.colEnd &&
+                 piece.rowBegin == wanted.rowBegin &&
+                 piece.rowEnd == wanted.rowEnd;
         });
-    if (!placedHere)
-      return op.emitOpError()
-             << "entry " << i << " reads columns [" << begin << ", " << end
-             << ") of table '" << name << "' on device " << op.getDevice()
-             << ", but the table places no such shard there";
+    if (!placedHere) {
+      InFlightDiagnostic diag = op.emitOpError() << "entry " << i << " reads ";
+      if (rowPiece)
+        diag << "rows [" << firstRow << ", " << endRow << ") of ";
+      return diag << "columns [" << begin << ", " << end << ") of table '"
+                  << name << "' on device " << op.getDevice()
+                  << ", but the table places no such shard there";
+    }
   }
   return success();
 }
@@ -591,4 +649,94 @@ LogicalResult ExchangeGradientOp::verify() {
   return verifyExchangeSide(*this, static_cast<int64_t>(getRank()), getWidths(),
                             getBatches(), getResult().getType(), "result",
                             getGradient().getType(), "gradient");
+}
+
+//===----------------------------------------------------------------------===//
+// BucketizeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BucketizeOp::verify() {
+  ArrayRef<int64_t> rows = getRows();
+  if (rows.size() < 2)
+    return emitOpError() << "has " << rows.size()
+                         << " row boundaries; a block needs two";
+  if (rows.front() < 0)
+    return emitOpError() << "starts its first block at row " << rows.front()
+                         << ", which is negative";
+  for (size_t j = 1; j < rows.size(); ++j)
+    if (rows[j] <= rows[j - 1])
+      return emitOpError() << "has block " << j - 1 << " of rows ["
+                           << rows[j - 1] << ", " << rows[j]
+                           << "), which is empty; boundaries must increase";
+  size_t blocks = rows.size() - 1;
+  if (getBlockIndices().size() != blocks)
+    return emitOpError() << "has " << blocks << " row blocks but "
+                         << getBlockIndices().size()
+                         << " pairs of results; expected one per block";
+  Type indexType = getElementTypeOrSelf(getIndices().getType());
+  if (getElementTypeOrSelf(getOffsets().getType()) != indexType)
+    return emitOpError() << "has indices of type " << getIndices().getType()
+                         << " but offsets of type " << getOffsets().getType()
+                         << "; their element types must match";
+  for (size_t j = 0; j < blocks; ++j) {
+    if (getElementTypeOrSelf(getBlockIndices()[j].getType()) != indexType ||
+        getElementTypeOrSelf(getBlockOffsets()[j].getType()) != indexType)
+      return emitOpError() << "block " << j
+                           << " changes the index element type " << indexType;
+    if (getBlockOffsets()[j].getType() != getOffsets().getType())
+      return emitOpError() << "block " << j << " has offsets of type "
+                           << getBlockOffsets()[j].getType()
+                           << " but the lookup's are " << getOffsets().getType()
+                           << "; every block keeps every bag";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceScatterOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceScatterOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "has no partial sums to reduce";
+  if (getResults().empty())
+    return emitOpError() << "has no results; expected one per device";
+  TopologyAttr topology = getEnclosingTopology(*this);
+  if (topology &&
+      static_cast<int64_t>(getResults().size()) != topology.getDevices())
+    return emitOpError() << "scatters to " << getResults().size()
+                         << " devices but the topology has "
+                         << topology.getDevices();
+  auto first = cast<RankedTensorType>(getInputs()[0].getType());
+  for (auto [i, input] : llvm::enumerate(getInputs()))
+    if (input.getType() != first)
+      return emitOpError() << "input " << i << " is " << input.getType()
+                           << " but input 0 is " << first
+                           << "; the partial sums of one lookup's columns "
+                              "have one type";
+  int64_t rows = 0;
+  bool staticShapes = first.hasStaticShape();
+  for (auto [d, result] : llvm::enumerate(getResults())) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (type.getElementType() != first.getElementType())
+      return emitOpError() << "result " << d << " has element type "
+                           << type.getElementType() << " but the inputs "
+                           << first.getElementType();
+    staticShapes &= type.hasStaticShape();
+    if (!staticShapes)
+      continue;
+    if (type.getDimSize(1) != first.getDimSize(1))
+      return emitOpError() << "result " << d << " has " << type.getDimSize(1)
+                           << " columns but the inputs have "
+                           << first.getDimSize(1);
+    rows += type.getDimSize(0);
+  }
+  if (staticShapes && rows != first.getDimSize(0))
+    return emitOpError() << "results hold " << rows << " rows in all but the "
+                         << "batch has " << first.getDimSize(0);
+  if (Value offsets = getMeanOffsets())
+    if (failed(verifyBatch(*this, offsets, first.getDimSize(0),
+                           "the mean's offsets")))
+      return failure();
+  return success();
 }

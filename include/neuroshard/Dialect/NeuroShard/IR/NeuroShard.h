@@ -12,6 +12,7 @@
 #ifndef NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARD_H
 #define NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARD_H
 
+#include "neuroshard/Sharding/Problem.h"
 #include "neuroshard/Sharding/TableRules.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
@@ -23,6 +24,9 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <algorithm>
+#include <limits>
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShardOpsDialect.h.inc"
 
@@ -36,8 +40,27 @@
 
 namespace mlir::neuroshard {
 
+/// The first row of the table that entry `i` of a fused lookup or update
+/// reads (0 unless the entry is a row piece): its indices count from there.
+template <typename FusedOp> int64_t getEntryRowBegin(FusedOp op, unsigned i) {
+  return op.getRowBegins() ? (*op.getRowBegins())[i] : 0;
+}
+
+/// Whether entry `i` of a fused lookup or update reads a row piece.
+template <typename FusedOp> bool isRowPieceEntry(FusedOp op, unsigned i) {
+  return op.getRowEnds() && (*op.getRowEnds())[i] != ::neuroshard::kAllRows;
+}
+
 /// The topology attached to the module that encloses `op`, or null.
 TopologyAttr getEnclosingTopology(Operation *op);
+
+/// `shard`, a piece of table number `table` of `rows` rows, as the planner
+/// writes it: a row range of every row, spelled out or not, is every row.
+::neuroshard::Shard toPlanShard(ShardAttr shard, unsigned table, int64_t rows);
+
+/// The attribute of `shard`, a piece of a table of `rows` rows.
+ShardAttr toShardAttr(MLIRContext *context, const ::neuroshard::Shard &shard,
+                      int64_t rows);
 
 /// Columns `colBegin .. colEnd` of `table`, held by one device.
 struct DeviceShard {

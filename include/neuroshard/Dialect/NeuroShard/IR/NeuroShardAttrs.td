@@ -40,24 +40,52 @@ class NeuroShard_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def NeuroShard_ShardAttr : NeuroShard_Attr<"Shard", "shard"> {
-  let summary = "a column range of a table placed on one device";
+  let summary = "a piece of a table placed on one device";
   let description = [{
     Columns `[begin, end)` of the table that carries this attribute live on
-    device `device`; as in `scf.for`, `begin to end` excludes `end`. A table's shards must cover each of its columns exactly
-    once; when a table is split, every boundary is a multiple of 4.
+    device `device`; as in `scf.for`, `begin to end` excludes `end`. A
+    shard holds every row of the table unless it names a row range
+    `rows = r0 to r1`, the rows `[r0, r1)` (a row-wise piece). With
+    `replica`, the shard is a whole copy of the table (a data-parallel
+    replica), and the table has one on every device.
+
+    A table's shards must tile its rows x columns exactly once, or be one
+    replica per device. When a table is split by columns, every column
+    boundary is a multiple of 4; row boundaries are free.
 
     ```mlir
     #neuroshard.shard<cols = 0 to 64, device = 2>
+    #neuroshard.shard<rows = 0 to 500000, cols = 0 to 128, device = 3>
+    #neuroshard.shard<cols = 0 to 16, device = 1, replica>
     ```
   }];
   let parameters = (ins "int64_t":$colBegin, "int64_t":$colEnd,
-                        "int64_t":$device);
-  let assemblyFormat = [{
-    `<` `cols` `=` $colBegin `to` $colEnd `,` `device` `=` $device `>`
-  }];
+                        "int64_t":$device,
+                        DefaultValuedParameter<"int64_t", "0">:$rowBegin,
+                        DefaultValuedParameter<"int64_t",
+                            "std::numeric_limits<int64_t>::max()">:$rowEnd,
+                        DefaultValuedParameter<"bool", "false">:$replica);
+  let builders = [
+    // Every row of columns [colBegin, colEnd).
+    AttrBuilder<(ins "int64_t":$colBegin, "int64_t":$colEnd,
+                     "int64_t":$device), [{
+      return $_get($_ctxt, colBegin, colEnd, device, int64_t{0},
+                   std::numeric_limits<int64_t>::max(), false);
+    }]>
+  ];
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getWidth() const { return getColEnd() - getColBegin(); }
+    /// Whether the shard holds every row of its table.
+    bool hasAllRows() const {
+      return getRowBegin() == 0 &&
+             getRowEnd() == std::numeric_limits<int64_t>::max();
+    }
+    /// The end of the shard's rows in a table of `rows` rows.
+    int64_t getRowEndIn(int64_t rows) const {
+      return std::min(getRowEnd(), rows);
+    }
   }];
 }
 

@@ -167,6 +167,13 @@ def NeuroShard_FusedEmbeddingBagOp : NeuroShard_Op<"fused_embedding_bag", [
     `B x sum(end - begin)` in one buffer. All entries share the batch size
     and the element type of the result.
 
+    An entry that reads a row piece names its rows, `rows r0 to r1`: its
+    indices are the piece's local rows (index `i` reads row `r0 + i` of the
+    table), as `neuroshard.bucketize` produces them, and it pools partial
+    sums of the bags. An entry's offsets index into its indices; a batch
+    slice of a lookup (a data-parallel replica's share of the bags) may use
+    a slice of the lookup's offsets with the lookup's whole indices.
+
     When the lookups it fuses had statistics of their own (a table shared
     by several features), `pooling_factors` (one per entry) and
     `access_hists` (17 bins per entry, entry after entry) keep them, so that
@@ -176,8 +183,10 @@ def NeuroShard_FusedEmbeddingBagOp : NeuroShard_Op<"fused_embedding_bag", [
     ```mlir
     %f = neuroshard.fused_embedding_bag device 1 [
         @user cols 0 to 64 sum(%idx0, %off0 : tensor<?xi32>, tensor<1025xi32>),
-        @item cols 0 to 32 mean(%idx1, %off1 : tensor<?xi64>, tensor<1025xi64>)
-      ] : tensor<1024x96xf32>
+        @item cols 0 to 32 mean(%idx1, %off1 : tensor<?xi64>, tensor<1025xi64>),
+        @ads rows 500 to 1000 cols 0 to 16 sum(%b1, %o1
+                                               : tensor<?xi32>, tensor<1025xi32>)
+      ] : tensor<1024x112xf32>
     ```
   }];
   let arguments = (ins
@@ -189,13 +198,16 @@ def NeuroShard_FusedEmbeddingBagOp : NeuroShard_Op<"fused_embedding_bag", [
     Variadic<NeuroShard_IndexTensor>:$indices,
     Variadic<NeuroShard_IndexTensor>:$offsets,
     OptionalAttr<DenseF64ArrayAttr>:$pooling_factors,
-    OptionalAttr<DenseF64ArrayAttr>:$access_hists
+    OptionalAttr<DenseF64ArrayAttr>:$access_hists,
+    OptionalAttr<DenseI64ArrayAttr>:$row_begins,
+    OptionalAttr<DenseI64ArrayAttr>:$row_ends
   );
   let results = (outs NeuroShard_PooledTensor:$result);
   let assemblyFormat = [{
     `device` $device
-    custom<FusedEntries>($tables, $col_begins, $col_ends, $modes,
-                         $indices, $offsets, type($indices), type($offsets))
+    custom<FusedEntries>($tables, $row_begins, $row_ends, $col_begins,
+                         $col_ends, $modes, $indices, $offsets,
+                         type($indices), type($offsets))
     attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
@@ -209,6 +221,73 @@ def NeuroShard_FusedEmbeddingBagOp : NeuroShard_Op<"fused_embedding_bag", [
       return getColEnds()[i] - getColBegins()[i];
     }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// BucketizeOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_BucketizeOp : NeuroShard_Op<"bucketize", [
+    Pure, SameVariadicResultSize]> {
+  let summary = "split a lookup's indices by contiguous row blocks";
+  let description = [{
+    The input distribution of a row-wise table: `rows` lists the boundaries
+    `r0 < r1 < ... < rk` of k row blocks, and result pair `j` (its indices
+    and offsets) holds, bag by bag and in order, the indices `i` of the
+    lookup with `r_j <= i < r_{j+1}`, shifted to the block's local row
+    `i - r_j`. Every pair has the lookup's `B + 1` offsets, starting at 0;
+    a bag with no index in a block is empty there. Indices outside
+    `[r0, rk)` go to no block.
+
+    ```mlir
+    %i:2, %o:2 = neuroshard.bucketize %idx, %off rows [0, 500, 1000]
+        : tensor<?xi32>, tensor<1025xi32>
+        -> (tensor<?xi32>, tensor<?xi32>), (tensor<1025xi32>, tensor<1025xi32>)
+    ```
+  }];
+  let arguments = (ins NeuroShard_IndexTensor:$indices,
+                       NeuroShard_IndexTensor:$offsets,
+                       DenseI64ArrayAttr:$rows);
+  let results = (outs Variadic<NeuroShard_IndexTensor>:$block_indices,
+                      Variadic<NeuroShard_IndexTensor>:$block_offsets);
+  let assemblyFormat = [{
+    $indices `,` $offsets `rows` $rows attr-dict `:` type($indices) `,`
+    type($offsets) `->` `(` type($block_indices) `)` `,`
+    `(` type($block_offsets) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceScatterOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_ReduceScatterOp : NeuroShard_Op<"reduce_scatter", [
+    Pure, AttrSizedOperandSegments]> {
+  let summary = "sum partial lookups while scattering the batch";
+  let description = [{
+    The output distribution of a row-wise table: every operand is one row
+    piece's `B x W` partial sums of the same columns of the batch, and
+    result `d` is device `d`'s slice of the batch, `B_d x W`, of their sum;
+    the rows of device `d` follow those of devices `0 .. d-1`, so the
+    `B_d` sum to `B`. With `mean` and the lookup's offsets, every bag's
+    sum is divided by the whole bag's length after the reduction (an empty
+    bag stays zero), which is how mean pooling splits over row pieces.
+
+    ```mlir
+    %r:2 = neuroshard.reduce_scatter %p0, %p1 mean(%off : tensor<1025xi32>)
+        : tensor<1024x16xf32>, tensor<1024x16xf32>
+        -> tensor<512x16xf32>, tensor<512x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NeuroShard_PooledTensor>:$inputs,
+                       Optional<NeuroShard_IndexTensor>:$mean_offsets);
+  let results = (outs Variadic<NeuroShard_PooledTensor>:$results);
+  let assemblyFormat = [{
+    $inputs (`mean` `(` $mean_offsets^ `:` type($mean_offsets) `)`)?
+    attr-dict `:` type($inputs) `->` type($results)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -322,7 +401,8 @@ def NeuroShard_FusedEmbeddingBagSGDOp
     entry's bag reads is updated in place,
     `w[row, begin:end] -= lr * scale * gradient[bag, entry's columns]`, with
     `scale` 1 for `sum` and 1 / (bag size) for `mean`. A row read several
-    times is updated once per read. The tables are the op's memory: it has
+    times is updated once per read. An entry of a row piece (`rows r0 to
+    r1`) reads and updates local rows, as in the fused lookup. The tables are the op's memory: it has
     no result and is ordered with respect to other memory effects.
 
     ```mlir
@@ -340,12 +420,15 @@ def NeuroShard_FusedEmbeddingBagSGDOp
     Variadic<NeuroShard_IndexTensor>:$indices,
     Variadic<NeuroShard_IndexTensor>:$offsets,
     NeuroShard_PooledTensor:$gradient,
-    F32:$lr
+    F32:$lr,
+    OptionalAttr<DenseI64ArrayAttr>:$row_begins,
+    OptionalAttr<DenseI64ArrayAttr>:$row_ends
   );
   let assemblyFormat = [{
     `device` $device
-    custom<FusedEntries>($tables, $col_begins, $col_ends, $modes,
-                         $indices, $offsets, type($indices), type($offsets))
+    custom<FusedEntries>($tables, $row_begins, $row_ends, $col_begins,
+                         $col_ends, $modes, $indices, $offsets,
+                         type($indices), type($offsets))
     `gradient` $gradient `lr` $lr attr-dict `:` type($gradient)
   }];
   let hasVerifier = 1;
