@@ -25,7 +25,9 @@
 // `outColumn .. outColumn + width` of the kernel's `B x W` output (row-major,
 // row stride W). Its bags are `indices[indicesBase + offsets[offsetsBase + b]
 // .. indicesBase + offsets[offsetsBase + b + 1])` for b in 0..B: every
-// lookup's offsets are its own (they start at 0, as in PyTorch), and the
+// lookup's offsets are its own and index its own indices (they start at 0,
+// as in PyTorch, except for a slice of a lookup's bags, such as a
+// replica's share of the batch, which keeps the lookup's indices), and the
 // shards of all lookups are concatenated into one indices and one offsets
 // buffer.
 //
