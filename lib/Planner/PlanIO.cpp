@@ -648,8 +648,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
         return std::move(err);
       if (Error err = shardFields.readInteger("row_end", *rowEnd, shard.rowEnd))
         return std::move(err);
-      if (shard.rowBegin == 0 && shard.rowEnd == reader.rows(shard.table))
-        shard.rowEnd = kAllRows;
+      shard.setRows(shard.rowBegin, shard.rowEnd, reader.rows(shard.table));
     }
     if (const json::Value *replica = shardFields.find("replica")) {
       std::optional<bool> flag = replica->getAsBoolean();
@@ -770,10 +769,7 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
       shard.colBegin = pairs[0][1];
       shard.colEnd = pairs[0][1] + pairs[1][1];
       shard.replica = replicated;
-      if (pairs[0][0] != 0 || pairs[1][0] != rows) {
-        shard.rowBegin = pairs[0][0];
-        shard.rowEnd = pairs[0][0] + pairs[1][0];
-      }
+      shard.setRows(pairs[0][0], pairs[0][0] + pairs[1][0], rows);
       if (Error err = shardFields.require("placement", field))
         return std::move(err);
       // "rank:R/cuda:R": the rank is the device.

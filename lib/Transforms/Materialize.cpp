@@ -106,6 +106,16 @@ std::pair<int64_t, int64_t> batchSlice(int64_t batch, int64_t numDevices,
   return {first, base + (device < extra ? 1 : 0)};
 }
 
+/// The types of every device's batch slice of a `batch x width` result.
+SmallVector<Type> batchSliceTypes(int64_t batch, int64_t numDevices,
+                                  int64_t width, Type elementType) {
+  SmallVector<Type> types;
+  for (int64_t device = 0; device < numDevices; ++device)
+    types.push_back(RankedTensorType::get(
+        {batchSlice(batch, numDevices, device).second, width}, elementType));
+  return types;
+}
+
 /// The rows `[first, end)` of a table of `rows` rows that `shard` holds.
 std::pair<int64_t, int64_t> rowRangeOf(ShardAttr shard, int64_t rows) {
   return {shard.getRowBegin(), shard.getRowEndIn(rows)};
@@ -420,11 +430,9 @@ private:
   static Value exchange(PatternRewriter &rewriter, Location loc, int64_t batch,
                         int64_t numDevices, int64_t width, Type elementType,
                         ArrayRef<Value> buffers) {
-    SmallVector<Type> sliceTypes;
-    for (int64_t device = 0; device < numDevices; ++device)
-      sliceTypes.push_back(RankedTensorType::get(
-          {batchSlice(batch, numDevices, device).second, width}, elementType));
-    auto op = AllToAllOp::create(rewriter, loc, sliceTypes, buffers);
+    auto op = AllToAllOp::create(
+        rewriter, loc, batchSliceTypes(batch, numDevices, width, elementType),
+        buffers);
     return stackOwnedRows(rewriter, loc, op.getResults());
   }
 
@@ -468,13 +476,10 @@ private:
           partials.push_back(
               sliceColumns(rewriter, loc, deviceResults[shard.getDevice()],
                            column + begin - shard.getColBegin(), width));
-      SmallVector<Type> sliceTypes;
-      for (int64_t device = 0; device < numDevices; ++device)
-        sliceTypes.push_back(RankedTensorType::get(
-            {batchSlice(batch, numDevices, device).second, width},
-            type.getElementType()));
-      auto op = ReduceScatterOp::create(rewriter, loc, sliceTypes, partials,
-                                        mean ? lookup.getOffsets() : Value());
+      auto op = ReduceScatterOp::create(
+          rewriter, loc,
+          batchSliceTypes(batch, numDevices, width, type.getElementType()),
+          partials, mean ? lookup.getOffsets() : Value());
       cells.push_back(stackOwnedRows(rewriter, loc, op.getResults()));
     }
     return concat(rewriter, loc, /*dim=*/1, cells);

@@ -297,6 +297,13 @@ struct Shard {
   int64_t width() const { return colEnd - colBegin; }
   bool allRows() const { return rowBegin == 0 && rowEnd == kAllRows; }
   int64_t numRows(const TableSpec &spec) const { return slice().numRows(spec); }
+  /// Sets the rows to [begin, end) of a table of `tableRows` rows; the
+  /// range of every row spelled out is written kAllRows, so that every
+  /// reader of a plan or of the IR gives it one form.
+  void setRows(int64_t begin, int64_t end, int64_t tableRows) {
+    rowBegin = begin;
+    rowEnd = begin == 0 && end == tableRows ? kAllRows : end;
+  }
   friend bool operator==(const Shard &a, const Shard &b) {
     return a.slice() == b.slice() && a.device == b.device;
   }

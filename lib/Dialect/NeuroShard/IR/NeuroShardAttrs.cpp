@@ -101,25 +101,23 @@ void ShardAttr::print(AsmPrinter &printer) const {
 
 ::neuroshard::Shard
 mlir::neuroshard::toPlanShard(ShardAttr shard, unsigned table, int64_t rows) {
-  bool allRows = shard.getRowBegin() == 0 && shard.getRowEndIn(rows) == rows;
-  return {table,
-          shard.getColBegin(),
-          shard.getColEnd(),
-          static_cast<unsigned>(shard.getDevice()),
-          allRows ? 0 : shard.getRowBegin(),
-          allRows ? ::neuroshard::kAllRows : shard.getRowEnd(),
-          shard.getReplica()};
+  ::neuroshard::Shard piece;
+  piece.table = table;
+  piece.colBegin = shard.getColBegin();
+  piece.colEnd = shard.getColEnd();
+  piece.device = static_cast<unsigned>(shard.getDevice());
+  piece.setRows(shard.getRowBegin(), shard.getRowEnd(), rows);
+  piece.replica = shard.getReplica();
+  return piece;
 }
 
 ShardAttr mlir::neuroshard::toShardAttr(MLIRContext *context,
                                         const ::neuroshard::Shard &shard,
                                         int64_t rows) {
-  bool allRows =
-      shard.allRows() || (shard.rowBegin == 0 && shard.rowEnd == rows);
-  return ShardAttr::get(context, shard.colBegin, shard.colEnd, shard.device,
-                        allRows ? 0 : shard.rowBegin,
-                        allRows ? ::neuroshard::kAllRows : shard.rowEnd,
-                        shard.replica);
+  ::neuroshard::Shard piece = shard;
+  piece.setRows(shard.rowBegin, shard.rowEnd, rows);
+  return ShardAttr::get(context, piece.colBegin, piece.colEnd, piece.device,
+                        piece.rowBegin, piece.rowEnd, piece.replica);
 }
 
 //===----------------------------------------------------------------------===//

@@ -438,11 +438,12 @@ verifyFusedTables(FusedOp op, SymbolTableCollection &symbolTable,
     std::optional<ArrayAttr> shards = table->getShards();
     if (!shards)
       continue;
-    // The entry's rows as the plan writes them (every row as kAllRows).
-    ::neuroshard::Shard wanted =
-        toPlanShard(ShardAttr::get(op.getContext(), begin, end, op.getDevice(),
-                                   firstRow, endRow, /*replica=*/false),
-                    0, table->getNumRows());
+    // The entry's piece as the plan writes it (every row as kAllRows).
+    ::neuroshard::Shard wanted;
+    wanted.colBegin = begin;
+    wanted.colEnd = end;
+    wanted.device = static_cast<unsigned>(op.getDevice());
+    wanted.setRows(firstRow, endRow, table->getNumRows());
     bool placedHere =
         llvm::any_of(shards->getAsRange<ShardAttr>(), [&](ShardAttr shard) {
           ::neuroshard::Shard piece =
