@@ -225,6 +225,23 @@ CompiledModel::backwardEntry(ModelData &data,
   return impl->checkDevice("backward");
 }
 
+/// The part of `in` a shard reads: the indices in its rows of `batch` bags
+/// from its first. The arena holds its table whole, so the indices keep
+/// their rows.
+static inputs::LookupInputs readsOf(const inputs::LookupInputs &in,
+                                    const ShardReads &reads, int64_t batch) {
+  inputs::LookupInputs part;
+  part.offsets.reserve(static_cast<size_t>(batch + 1));
+  part.offsets.push_back(0);
+  for (int64_t b = reads.firstBag; b < reads.firstBag + batch; ++b) {
+    for (int64_t k = in.offsets[b]; k < in.offsets[b + 1]; ++k)
+      if (in.indices[k] >= reads.rowBegin && in.indices[k] < reads.rowEnd)
+        part.indices.push_back(in.indices[k]);
+    part.offsets.push_back(static_cast<int64_t>(part.indices.size()));
+  }
+  return part;
+}
+
 llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
   const ModelInfo &info = impl->info;
   if (data.gradients.size() != info.lookups.size())
@@ -232,14 +249,6 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
                                    llvm::Twine(data.gradients.size()) +
                                    " lookups but @" + info.entry + " has " +
                                    llvm::Twine(info.lookups.size()));
-  for (const LookupInfo &lookup : info.lookups)
-    if (lookup.distributesRows)
-      return llvm::createStringError(
-          "the fused lookup of device " + llvm::Twine(lookup.device) + " in @" +
-          info.entry +
-          " reads row pieces or a replica's slice of the batch; their "
-          "backward (the gradients' all-gather and all-reduce) is not built "
-          "yet, so such a module runs forward only");
   for (size_t l = 0; l < info.lookups.size(); ++l)
     if (data.gradients[l].size() !=
         static_cast<size_t>(info.lookups[l].batch * info.lookups[l].width))
@@ -252,8 +261,26 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
     for (const inputs::LookupInputs &in : data.inputs)
       pairs.push_back(&in);
     impl->lookups.clear();
-    for (const LookupInfo &lookup : info.lookups)
-      impl->lookups.push_back(abi::packShardSet<int64_t>(lookup.shards, pairs));
+    for (const LookupInfo &lookup : info.lookups) {
+      if (!lookup.distributesRows) {
+        impl->lookups.push_back(
+            abi::packShardSet<int64_t>(lookup.shards, pairs));
+        continue;
+      }
+      // Each shard updates with what it read in the forward: a row piece
+      // the indices of its rows, a replica its slice of the bags.
+      std::vector<abi::ShardDescriptor> shards = lookup.shards;
+      std::vector<inputs::LookupInputs> parts;
+      for (size_t s = 0; s < shards.size(); ++s) {
+        parts.push_back(readsOf(data.inputs[shards[s].input], lookup.reads[s],
+                                lookup.batch));
+        shards[s].input = s;
+      }
+      std::vector<const inputs::LookupInputs *> partPointers;
+      for (const inputs::LookupInputs &part : parts)
+        partPointers.push_back(&part);
+      impl->lookups.push_back(abi::packShardSet<int64_t>(shards, partPointers));
+    }
     impl->prepared = &data;
   }
   impl->initializeDevice();

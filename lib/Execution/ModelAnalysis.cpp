@@ -24,6 +24,36 @@ namespace abi = ::neuroshard::kernel_abi;
 namespace ex = ::neuroshard::execution;
 namespace inputs = ::neuroshard::inputs;
 
+/// The output columns of `fused` that a reduce-scatter divides by whole
+/// bags' lengths, each with the offsets it divides by.
+static FailureOr<SmallVector<std::tuple<int64_t, int64_t, Value>>>
+meanReducedColumns(FusedEmbeddingBagOp fused, std::string &why) {
+  SmallVector<std::tuple<int64_t, int64_t, Value>> ranges;
+  for (Operation *user : fused.getResult().getUsers()) {
+    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+    if (!slice)
+      continue;
+    for (Operation *sliceUser : slice->getUsers()) {
+      auto reduce = dyn_cast<ReduceScatterOp>(sliceUser);
+      if (!reduce || !reduce.getMeanOffsets())
+        continue;
+      ArrayRef<int64_t> offsets = slice.getStaticOffsets();
+      ArrayRef<int64_t> sizes = slice.getStaticSizes();
+      if (offsets.size() != 2 || ShapedType::isDynamic(offsets[1]) ||
+          ShapedType::isDynamic(sizes[1])) {
+        why = "a neuroshard.reduce_scatter with mean reads columns of the "
+              "fused lookup of device " +
+              std::to_string(fused.getDevice()) +
+              " at a dynamic position; their gradient cannot be scaled";
+        return failure();
+      }
+      ranges.emplace_back(offsets[1], offsets[1] + sizes[1],
+                          reduce.getMeanOffsets());
+    }
+  }
+  return ranges;
+}
+
 llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
                                            llvm::StringRef entry) {
   ModelInfo info;
@@ -115,6 +145,57 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     }
     return v;
   };
+  // What entry `i` of `fused` reads of its lookup's inputs: the bucket of
+  // its rows and the slice of its bags. They must agree with the rows the
+  // entry names, which the backward updates.
+  auto entryReads = [&](FusedEmbeddingBagOp fused, unsigned i,
+                        int64_t tableRows) -> std::optional<ShardReads> {
+    ShardReads reads;
+    reads.rowBegin = getEntryRowBegin(fused, i);
+    reads.rowEnd = isRowPieceEntry(fused, i) ? (*fused.getRowEnds())[i]
+                                             : ::neuroshard::kAllRows;
+    std::string entry = "entry #" + std::to_string(i) + " (table '" +
+                        fused.getEntryTable(i).str() +
+                        "') of the fused lookup of device " +
+                        std::to_string(fused.getDevice()) + " in " + where;
+    Value indices = fused.getIndices()[i], offsets = fused.getOffsets()[i];
+    auto bucketize = indices.getDefiningOp<BucketizeOp>();
+    if (bucketize) {
+      unsigned block = cast<OpResult>(indices).getResultNumber();
+      ArrayRef<int64_t> rows = bucketize.getRows();
+      int64_t entryEnd = std::min(reads.rowEnd, tableRows);
+      if (offsets != bucketize.getBlockOffsets()[block]) {
+        failure = llvm::createStringError(
+            entry + " reads the indices of one bucket and other offsets");
+        return std::nullopt;
+      }
+      if (rows[block] != reads.rowBegin || rows[block + 1] != entryEnd) {
+        failure = llvm::createStringError(
+            entry + " names rows [" + llvm::Twine(reads.rowBegin) + ", " +
+            llvm::Twine(entryEnd) + ") but reads the bucket of rows [" +
+            llvm::Twine(rows[block]) + ", " + llvm::Twine(rows[block + 1]) +
+            ")");
+        return std::nullopt;
+      }
+    } else if (!reads.allRows()) {
+      failure = llvm::createStringError(
+          entry + " names rows [" + llvm::Twine(reads.rowBegin) + ", " +
+          llvm::Twine(reads.rowEnd) +
+          ") but reads indices that no neuroshard.bucketize shifted to "
+          "them");
+      return std::nullopt;
+    }
+    if (auto slice = offsets.getDefiningOp<tensor::ExtractSliceOp>()) {
+      ArrayRef<int64_t> first = slice.getStaticOffsets();
+      if (first.size() != 1 || ShapedType::isDynamic(first[0])) {
+        failure = llvm::createStringError(
+            entry + " reads a slice of its offsets at a dynamic position");
+        return std::nullopt;
+      }
+      reads.firstBag = first[0];
+    }
+    return reads;
+  };
   auto argNumber = [&](Value v, llvm::StringRef what,
                        Operation *op) -> std::optional<unsigned> {
     auto arg = dyn_cast<BlockArgument>(v);
@@ -204,6 +285,7 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     if (failure)
       return WalkResult::interrupt();
     std::vector<abi::ShardDescriptor> shards;
+    std::vector<ShardReads> reads;
     int64_t device = -1;
     if (auto exchange = dyn_cast<ExchangeOp>(op)) {
       exchangeOp = exchange;
@@ -231,7 +313,37 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
         return WalkResult::interrupt();
     } else if (auto fused = dyn_cast<FusedEmbeddingBagOp>(op)) {
       device = static_cast<int64_t>(fused.getDevice());
+      std::string why;
+      FailureOr<SmallVector<std::tuple<int64_t, int64_t, Value>>> meanColumns =
+          meanReducedColumns(fused, why);
+      if (failed(meanColumns)) {
+        failure = llvm::createStringError(why + " (in " + where + ")");
+        return WalkResult::interrupt();
+      }
+      int64_t outColumn = 0;
       for (unsigned i = 0; i < fused.getNumEntries(); ++i) {
+        auto table = module.lookupSymbol<TableOp>(fused.getEntryTable(i));
+        std::optional<ShardReads> entry =
+            entryReads(fused, i, table ? table.getNumRows() : 0);
+        if (!entry)
+          return WalkResult::interrupt();
+        int64_t width = fused.getEntryWidth(i);
+        for (auto [begin, end, meanOffsets] : *meanColumns) {
+          if (end <= outColumn || outColumn + width <= begin)
+            continue;
+          if (traceToArgument(meanOffsets) !=
+              traceToArgument(fused.getOffsets()[i])) {
+            failure = llvm::createStringError(
+                "a neuroshard.reduce_scatter in " + where +
+                " divides the partial sums of table '" +
+                fused.getEntryTable(i) +
+                "' by the lengths of other bags than the lookup's");
+            return WalkResult::interrupt();
+          }
+          entry->wholeBagMean = true;
+        }
+        outColumn += width;
+        reads.push_back(*entry);
         auto mode = cast<PoolingModeAttr>(fused.getModes()[i]).getValue();
         std::optional<double> pooling;
         ArrayRef<double> hist;
@@ -256,6 +368,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     lookup.width = type.getDimSize(1);
     lookup.device = device;
     lookup.distributesRows = distributesRows;
+    if (distributesRows)
+      lookup.reads = std::move(reads);
     distributesRows = false;
     info.lookups.push_back(std::move(lookup));
     return WalkResult::advance();

@@ -10,6 +10,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace ::neuroshard::execution;
 namespace abi = ::neuroshard::kernel_abi;
@@ -34,15 +35,29 @@ static double expectedIndices(const inputs::TableStats *stats, int64_t batch) {
 
 void ex::fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
                             uint64_t seed, int64_t firstBag, int64_t bags,
-                            float *out, int64_t rowStride) {
+                            float *out, int64_t rowStride,
+                            llvm::ArrayRef<inputs::LookupInputs> pairInputs) {
   int64_t outColumn = 0;
-  for (const abi::ShardDescriptor &shard : lookup.shards) {
+  for (auto [s, shard] : llvm::enumerate(lookup.shards)) {
     uint64_t key = inputs::mixSeed(seed ^ 0x6772616469656e74ULL,
                                    info.pairs[shard.input].indicesArg);
-    for (int64_t b = 0; b < bags; ++b)
+    ShardReads reads = lookup.reads.empty() ? ShardReads() : lookup.reads[s];
+    const int64_t *bagOffsets = nullptr;
+    if (reads.wholeBagMean) {
+      assert(shard.input < pairInputs.size() &&
+             "a row piece of a mean lookup needs its bags' lengths");
+      bagOffsets = pairInputs[shard.input].offsets.data();
+    }
+    for (int64_t b = 0; b < bags; ++b) {
+      int64_t bag = firstBag + reads.firstBag + b;
+      float divisor = 1.0f;
+      if (bagOffsets)
+        divisor =
+            float(std::max<int64_t>(bagOffsets[bag + 1] - bagOffsets[bag], 1));
       for (int64_t c = 0; c < shard.width; ++c)
         out[b * rowStride + outColumn + c] =
-            inputs::gradientValue(key, firstBag + b, shard.colBegin + c);
+            inputs::gradientValue(key, bag, shard.colBegin + c) / divisor;
+    }
     outColumn += shard.width;
   }
 }
@@ -133,7 +148,7 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
   for (const LookupInfo &lookup : info.lookups) {
     std::vector<float> grad(static_cast<size_t>(lookup.batch * lookup.width));
     fillLookupGradient(info, lookup, options.seed, 0, lookup.batch, grad.data(),
-                       lookup.width);
+                       lookup.width, data.inputs);
     data.gradients.push_back(std::move(grad));
   }
   return data;

@@ -268,9 +268,13 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
                             shardingKindList(table.shardingKinds))
                         .str()
                   : formatv(" and its narrowest shards ({0} of {1} "
-                            "columns) still need {2}",
+                            "columns) still need {2}{3}",
                             width, table.dim,
-                            formatGB(topology.shardBytes(table, width)))
+                            formatGB(topology.shardBytes(table, width)),
+                            rowsMay || table.noSplit || table.rows < 2
+                                ? ""
+                                : "; row pieces (row_wise) are not among "
+                                  "the sharding types allowed")
                         .str();
       return infeasible(formatv("table '{0}' needs {1}{2} but the largest "
                                 "device has {3}{4}{5}",

@@ -56,7 +56,8 @@ private:
   FailureOr<::neuroshard::Topology> buildTopology(ModuleOp module);
   FailureOr<int64_t> findBatchSize(ModuleOp module,
                                    ArrayRef<ModuleTable> tables);
-  FailureOr<::neuroshard::SearchOptions> buildSearchOptions(ModuleOp module);
+  FailureOr<::neuroshard::SearchOptions>
+  buildSearchOptions(ModuleOp module, const ::neuroshard::Topology &topology);
 };
 
 } // namespace
@@ -144,7 +145,8 @@ FailureOr<int64_t> PlanPass::findBatchSize(ModuleOp module,
 }
 
 FailureOr<::neuroshard::SearchOptions>
-PlanPass::buildSearchOptions(ModuleOp module) {
+PlanPass::buildSearchOptions(ModuleOp module,
+                             const ::neuroshard::Topology &topology) {
   ::neuroshard::SearchOptions values;
   values.beamWidth = beamWidth;
   values.candidates = candidates;
@@ -153,9 +155,13 @@ PlanPass::buildSearchOptions(ModuleOp module) {
   values.thresholdMin = thresholdMin;
   values.thresholdMax = thresholdMax;
   values.seed = seed;
-  // The rewrite materializes whole tables and column pieces; row pieces and
-  // replicas are planned by neuroshard-plan and the Python module.
-  values.shardingKinds = ::neuroshard::kTableColumnKinds;
+  llvm::Expected<::neuroshard::ShardingKindSet> kinds =
+      ::neuroshard::resolveShardingKinds(
+          shardingTypes, topology.deviceKind,
+          [](StringRef name) { return name.str(); });
+  if (!kinds)
+    return emitPlannerError(module.getLoc(), kinds.takeError());
+  values.shardingKinds = *kinds;
   llvm::Expected<::neuroshard::SearchOptions> options =
       ::neuroshard::makeSearchOptions(algorithm, values, progress);
   if (!options)
@@ -229,7 +235,8 @@ void PlanPass::runOnOperation() {
       }
     specs.push_back(std::move(*spec));
   }
-  FailureOr<::neuroshard::SearchOptions> options = buildSearchOptions(module);
+  FailureOr<::neuroshard::SearchOptions> options =
+      buildSearchOptions(module, *topology);
   if (failed(options))
     return signalPassFailure();
 

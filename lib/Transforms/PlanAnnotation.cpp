@@ -63,6 +63,13 @@ mlir::neuroshard::buildTableSpec(const ModuleTable &info, unsigned numDevices,
     spec.pinnedDevice = static_cast<unsigned>(*pinned);
   }
   spec.noSplit = table.getNoSplit();
+  // The verifier has checked the names.
+  if (std::optional<ArrayAttr> kinds = table.getShardingTypes()) {
+    spec.shardingKinds = 0;
+    for (StringRef kind : kinds->getAsValueRange<StringAttr>())
+      spec.shardingKinds |=
+          ::neuroshard::kindBit(*::neuroshard::parseShardingKind(kind));
+  }
   if (!statistics)
     return spec;
 

@@ -65,6 +65,7 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.verifyTop = verifyTop;
     options.verifySeconds = verifySeconds;
     options.experience = experience;
+    options.shardingTypes = shardingTypes;
     options.progress = progress;
     options.modelWarnings = modelWarnings;
     return options;

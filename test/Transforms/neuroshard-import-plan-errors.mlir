@@ -30,6 +30,10 @@
 // RUN: neuroshard-opt %s --neuroshard-import-plan="file=%t.rows.json" | neuroshard-opt --neuroshard-export-plan="format=torchrec" -o /dev/null | FileCheck %s --check-prefix=ROWS-TORCHREC
 // ROWS-TORCHREC: "a": {
 // ROWS-TORCHREC-NEXT: "sharding_type": "row_wise",
+// Unless the table's own sharding_types forbid row pieces.
+// RUN: sed 's/@a : rows 60000, dim 8, f32/& {sharding_types = ["table_wise", "column_wise"]}/' %s \
+// RUN:   | not neuroshard-opt --neuroshard-import-plan="file=%t.rows.json" 2>&1 | FileCheck %s --check-prefix=KINDS
+// KINDS: error: {{.*}}rows.json: table 'a' is row_wise but its constraints allow only table_wise, column_wise
 //
 // The module must have a topology, and tables without shards.
 // RUN: echo '{"devices": 2, "shards": [{"table": "a", "col_begin": 0, "col_end": 8, "device": 0}, {"table": "b", "col_begin": 0, "col_end": 8, "device": 1}]}' > %t.good.json

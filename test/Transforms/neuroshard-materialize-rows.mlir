@@ -4,7 +4,7 @@
 // lookups, one fused lookup per device, the exchange of the whole table,
 // a reduce-scatter per column cell of each row-split table, and per-device
 // lookups of the replicas' batch slices. It computes what the unsharded
-// module computes: sum and mean pooling, i32 and i64 indices, bags empty
+// module computes, forward and backward with SGD: sum and mean pooling, i32 and i64 indices, bags empty
 // in a row block, 500 rows in 3 blocks, 65 bags over 3 devices.
 // RUN: neuroshard-opt %S/../neuroshard-run/Inputs/row-pieces.mlir \
 // RUN:   --neuroshard-import-plan=file=%S/Inputs/row-pieces.plan.json \
@@ -14,10 +14,12 @@
 // RUN:   | FileCheck %s --check-prefix=MATCH
 // MATCH: (outputs), tolerance 1.0E-05: match
 //
-// Their backward is not built yet: the run says so.
-// RUN: not neuroshard-run %S/../neuroshard-run/Inputs/row-pieces.mlir --compare %t.mlir \
-// RUN:   --backward 2>&1 | FileCheck %s --check-prefix=BACKWARD
-// BACKWARD: error: backward: the fused lookup of device 0 in @embed reads row pieces or a replica's slice of the batch; their backward (the gradients' all-gather and all-reduce) is not built yet, so such a module runs forward only
+// The backward updates the same weights: each row piece the rows of its
+// bucket with the result's gradient (divided by the whole bag's length for
+// mean bags), each replica with its slice of the batch.
+// RUN: neuroshard-run %S/../neuroshard-run/Inputs/row-pieces.mlir --compare %t.mlir \
+// RUN:   --backward | FileCheck %s --check-prefix=BACKWARD
+// BACKWARD: (updated weights), tolerance 1.0E-05: match
 //
 // Nor are rank programs of them.
 // RUN: not neuroshard-opt %t.mlir --neuroshard-spmd=rank=0 2>&1 | FileCheck %s --check-prefix=SPMD

@@ -54,7 +54,8 @@ protected:
                            /*pooling_factor=*/builder.getF64FloatAttr(8.0),
                            /*access_hist=*/histogram(),
                            /*pinned_device=*/IntegerAttr(),
-                           /*no_split=*/false, /*shards=*/ArrayAttr(),
+                           /*no_split=*/false, /*sharding_types=*/ArrayAttr(),
+                           /*shards=*/ArrayAttr(),
                            /*module_path=*/StringAttr());
   }
 

@@ -271,7 +271,8 @@ TEST(RowWiseSearchTest, PlacesATableLargerThanItsNarrowestColumns) {
   EXPECT_EQ(errorMessage(columns),
             "table 'huge' needs 596.0 GB but the largest device has 68.0 GB "
             "(15% of each device kept free) and its narrowest shards (4 of 32 "
-            "columns) still need 74.5 GB");
+            "columns) still need 74.5 GB; row pieces (row_wise) are not among "
+            "the sharding types allowed");
   PlanResult rows = plan(tables, topology, SearchOptions(), model);
   EXPECT_EQ(tableKinds(tables, topology, rows.plan)[0], ShardingKind::RowWise);
   // Allowed only table-wise and column-wise, the table cannot be placed.

@@ -474,7 +474,8 @@ TEST(InfeasibleTest, TableLargerThanEveryDevice) {
   EXPECT_EQ(
       planError(tables, topology, withAlgorithm(Algorithm::NeuroShard), model),
       "table 'user' needs 20.3 GB but the largest device has 16.0 GB "
-      "and its narrowest shards (4 of 4 columns) still need 20.3 GB");
+      "and its narrowest shards (4 of 4 columns) still need 20.3 GB; row "
+      "pieces (row_wise) are not among the sharding types allowed");
   tables[0].dim = 8;
   tables[0].rows /= 2;
   tables[0].noSplit = true;

@@ -16,6 +16,7 @@
 #include "neuroshard/Runtime/ExchangeABI.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Sharding/Problem.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -38,6 +39,25 @@ struct TableInfo {
   int64_t columnBegin = 0;
 };
 
+/// What part of its input pair a shard of a lookup that distributes rows
+/// pools: the indices of rows [rowBegin, rowEnd) of its table (a row piece
+/// reads them bucketized, shifted to its local rows) in bags
+/// `firstBag .. firstBag + batch` (a replica reads its device's slice of
+/// the batch).
+struct ShardReads {
+  int64_t rowBegin = 0;
+  int64_t rowEnd = ::neuroshard::kAllRows;
+  int64_t firstBag = 0;
+  /// A row piece of a mean lookup: it sums its part of every bag, and the
+  /// reduce-scatter divides the sum of the pieces by the whole bag's
+  /// length, so its gradient is the result's divided by that length.
+  bool wholeBagMean = false;
+
+  bool allRows() const {
+    return rowBegin == 0 && rowEnd == ::neuroshard::kAllRows;
+  }
+};
+
 /// One lookup op (embedding_bag or fused_embedding_bag) of the entry. Its
 /// shards' `table` is the table's ordinal (the model's arena keeps tables
 /// whole, in module order) and their `input` the input pair they pool over.
@@ -48,8 +68,9 @@ struct LookupInfo {
   /// The device of a fused lookup; -1 for an unsharded one.
   int64_t device = -1;
   /// Whether an entry reads a row piece (bucketized indices) or a replica's
-  /// slice of the batch; such lookups run forward only.
+  /// slice of the batch; then `reads` says, per shard, what it reads.
   bool distributesRows = false;
+  std::vector<ShardReads> reads;
 };
 
 /// The entry arguments of one lookup input: indices and offsets.

@@ -61,10 +61,13 @@ struct DataOptions {
 /// `rowStride`, the lookup's columns from column 0. Column c of a table in
 /// bag b gets the same value whichever lookup or shard produces it, so a
 /// model and its sharded form (or one rank's part of it) get the same
-/// gradients.
+/// gradients. A replica's bag b is bag `firstBag + b` of its slice of the
+/// batch; a row piece of a mean lookup gets the gradient divided by the
+/// whole bag's length, read from `pairInputs` (the inputs of every pair).
 void fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
                         uint64_t seed, int64_t firstBag, int64_t bags,
-                        float *out, int64_t rowStride);
+                        float *out, int64_t rowStride,
+                        llvm::ArrayRef<inputs::LookupInputs> pairInputs = {});
 
 /// What generateData would allocate for `info`, part by part: weights,
 /// indices, offsets, outputs (with the output gradients). Index counts are

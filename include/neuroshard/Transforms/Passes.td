@@ -95,6 +95,13 @@ defvar PlanOptions = [
          "JSON Lines file the verified device sets are appended to ('none': "
          "nowhere; default: experience.jsonl in the bundle's directory, for "
          "a bundle of your own)">,
+  Option<"shardingTypes", "sharding-types", "std::string",
+         "\"table_wise,column_wise\"",
+         "The kinds of shards plans may use, on top of each table's own "
+         "'sharding_types': a list such as 'table_wise,row_wise', 'all', or "
+         "'default' (every kind for GPUs; whole tables and column pieces "
+         "for CPUs). The rewrite materializes every kind; the SPMD form "
+         "(--neuroshard-spmd) takes whole tables and column pieces only">,
   Option<"progress", "progress", "bool", "false",
          "Print a line to stderr after each step of the search (level, "
          "states priced, best cost, time)">,
@@ -112,7 +119,9 @@ def Plan : Pass<"neuroshard-plan", "::mlir::ModuleOp"> {
     `neuroshard-plan` runs on JSON tasks), and records the plan on the
     module without rewriting a lookup:
 
-    * every table gets its `shards` (a column range and a device each);
+    * every table gets its `shards` (a column range and a device each,
+      and a row range or `replica` where `sharding-types` allows row
+      pieces or replicas);
     * the module's `neuroshard.topology` becomes the topology planned for
       (`devices` and `memory-gb` override the module's);
     * the module's `neuroshard.plan` records how the plan was made and what

@@ -666,6 +666,16 @@ neuroshard.table @t : rows 10, dim 8, f32 {module_path = ""}
 
 // -----
 
+// expected-error @+1 {{table 't': 'sharding_types' has 'rows', not one of: table_wise, column_wise, row_wise, table_row_wise, data_parallel}}
+neuroshard.table @t : rows 10, dim 8, f32 {sharding_types = ["table_wise", "rows"]}
+
+// -----
+
+// expected-error @+1 {{table 't': 'sharding_types' is empty; leave it out to allow every kind}}
+neuroshard.table @t : rows 10, dim 8, f32 {sharding_types = []}
+
+// -----
+
 // expected-error @+1 {{table 't': 'module_path': 'name' must be valid UTF-8 without control characters, got byte 0x0a at offset 1}}
 neuroshard.table @t : rows 10, dim 8, f32 {module_path = "a\0Ab"}
 

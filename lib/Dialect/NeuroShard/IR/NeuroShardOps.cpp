@@ -215,6 +215,16 @@ LogicalResult TableOp::verify() {
       return broken("'module_path': " + *v);
   }
 
+  if (std::optional<ArrayAttr> kinds = getShardingTypes()) {
+    if (kinds->empty())
+      return broken("'sharding_types' is empty; leave it out to allow every "
+                    "kind");
+    for (StringRef kind : kinds->getAsValueRange<StringAttr>())
+      if (!::neuroshard::parseShardingKind(kind))
+        return broken("'sharding_types' has '" + kind.str() +
+                      "', not one of: " + ::neuroshard::shardingKindList());
+  }
+
   std::optional<int64_t> pinned = getPinnedDevice();
   TopologyAttr topology = getEnclosingTopology(*this);
   if (pinned && topology)

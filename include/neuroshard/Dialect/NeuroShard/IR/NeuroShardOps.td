@@ -41,8 +41,12 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
       batch of B bags with the pooling factor's B * pooling_factor indices
       can produce the histogram over at most `rows` distinct rows.
 
-    Planner constraints: `pinned_device` keeps the whole table on one device
-    and `no_split` forbids column splits.
+    Planner constraints: `pinned_device` keeps the whole table on one device,
+    `no_split` forbids column splits, and `sharding_types` lists the kinds
+    of shards the table may take (TorchRec's `ShardingType` names:
+    `table_wise`, `column_wise`, `row_wise`, `table_row_wise`,
+    `data_parallel`; every kind when absent), as TorchRec's
+    `ParameterConstraints.sharding_types` does.
 
     `module_path` is the table's name in the model it comes from, such as
     the PyTorch module path `sparse.user_id`, which the symbol can only
@@ -73,6 +77,7 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
     OptionalAttr<DenseF64ArrayAttr>:$access_hist,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$pinned_device,
     UnitAttr:$no_split,
+    OptionalAttr<StrArrayAttr>:$sharding_types,
     OptionalAttr<NeuroShard_ShardArrayAttr>:$shards,
     OptionalAttr<StrAttr>:$module_path
   );
