@@ -106,6 +106,24 @@ Error validateSearchOptions(const SearchOptions &options) {
   return Error::success();
 }
 
+/// The model's warnings about the problem, and one about `plan` when its
+/// row pieces or replicas are priced by a model that never saw one.
+static std::vector<std::string> planWarnings(const CostModel &model,
+                                             const ShardingPlan &plan) {
+  std::vector<std::string> warnings = model.warnings();
+  auto pieces = count_if(plan.shards, [](const Shard &shard) {
+    return !shard.allRows() || shard.replica;
+  });
+  if (pieces && !model.coversRowPieces())
+    warnings.push_back(formatv(
+        "{0} of the plan's shards are row pieces or replicas, which cost "
+        "model '{1}' was not trained on: it prices a row piece as a table of "
+        "its rows with their share of the bags, and a replica as the table "
+        "with its device's share of the batch",
+        pieces, model.name()));
+  return warnings;
+}
+
 ShardingKindSet defaultShardingKinds(StringRef deviceKind) {
   return isCPUDeviceKind(deviceKind) ? kTableColumnKinds : kAllShardingKinds;
 }
@@ -491,7 +509,7 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
   result->algorithm = options.algorithm;
   result->costModelName = model.name().str();
   result->costModelDescription = model.description();
-  result->warnings = model.warnings();
+  result->warnings = planWarnings(model, result->plan);
   stats.timeMs = std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - start)
                      .count();
@@ -568,7 +586,7 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
   result.algorithm = given.algorithm;
   result.costModelName = model.name().str();
   result.costModelDescription = model.description();
-  result.warnings = model.warnings();
+  result.warnings = planWarnings(model, plan);
   result.plan = plan;
   llvm::sort(result.plan.shards, [](const Shard &a, const Shard &b) {
     return a.slice() < b.slice();

@@ -58,6 +58,12 @@ public:
   /// model measured on another machine. Empty by default.
   virtual std::vector<std::string> warnings() const { return {}; }
 
+  /// Whether the model's compute costs of row pieces and replicas rest on
+  /// samples of them: true for the analytical model, whose formulas price
+  /// them, and for a neural bundle that records "row_pieces"; false for a
+  /// bundle that prices each as the table it is without having seen one.
+  virtual bool coversRowPieces() const { return true; }
+
   /// Whether the model's compute costs were measured on this very machine
   /// (a trained CPU bundle whose recorded host is this one), so that plans
   /// made with it can be checked by timing their device sets here.

@@ -70,6 +70,8 @@ public:
   /// True for a bundle whose compute.pt exports spread() (the standard
   /// deviation of an ensemble's members) with more than one member.
   bool describesThisHost() const override;
+  /// What the bundle's "row_pieces" records.
+  bool coversRowPieces() const override;
   std::string bundlePath() const override;
   bool estimatesUncertainty() const override;
   void setRiskMargin(double sigmas) override;

@@ -350,6 +350,13 @@ static Expected<BundleMeta> checkBundleMeta(StringRef bundleDir,
     return fail(toString(std::move(err)));
   if (Error err = readComputeModel(*root, meta))
     return fail(toString(std::move(err)));
+  if (const json::Value *rowPieces = root->get("row_pieces")) {
+    std::optional<bool> value = rowPieces->getAsBoolean();
+    if (!value)
+      return fail(
+          formatv("\"row_pieces\" must be true or false, got {0}", *rowPieces));
+    meta.rowPieces = *value;
+  }
   return meta;
 }
 

@@ -84,6 +84,9 @@ struct BundleMeta {
   /// form (cost_model.ComputeCostModel); unset for a plain network.
   std::optional<double> correctionBound;
   std::optional<unsigned> ensemble;
+  /// "row_pieces": whether the samples the compute model was trained on
+  /// include row pieces and replicas; absent means they do not.
+  bool rowPieces = false;
 };
 
 /// The factor that turns a compute cost at the bundle's batch size into one

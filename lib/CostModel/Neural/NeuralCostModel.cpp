@@ -708,6 +708,8 @@ bool NeuralCostModel::describesThisHost() const {
          !impl->machineWarning;
 }
 
+bool NeuralCostModel::coversRowPieces() const { return impl->meta.rowPieces; }
+
 std::string NeuralCostModel::bundlePath() const { return impl->meta.info.path; }
 
 const NeuralBundleInfo &NeuralCostModel::info() const {
