@@ -73,6 +73,25 @@ struct BlockTable {
 /// fused result (row pieces and replicas).
 using PieceColumns = DenseMap<Operation *, SmallVector<int64_t>>;
 
+/// Calls `visit(table, s, shard, lookup)` for every lookup of every table
+/// of `layout` in `tables` whose shard `s` is on `device`: tables in order,
+/// then shards, then lookups, which is the order of a fused lookup's
+/// entries.
+template <typename Visit>
+void forEachPieceOn(llvm::MapVector<Operation *, BlockTable> &tables,
+                    Layout layout, int64_t device, Visit visit) {
+  for (BlockTable &table : llvm::make_second_range(tables)) {
+    if (table.layout != layout)
+      continue;
+    for (auto [s, shard] : llvm::enumerate(table.shards)) {
+      if (shard.getDevice() != device)
+        continue;
+      for (EmbeddingBagOp lookup : table.lookups)
+        visit(table, s, shard, lookup);
+    }
+  }
+}
+
 /// Whole rows `[0, rows)` of columns `[column, column + width)` of `source`.
 Value sliceColumns(PatternRewriter &rewriter, Location loc, Value source,
                    int64_t column, int64_t width) {
@@ -228,41 +247,32 @@ struct MaterializeBlockLookups : public OpRewritePattern<EmbeddingBagOp> {
     int64_t exchangedWidth = 0;
     for (int64_t device = 0; device < numDevices; ++device) {
       FusedBuilder fused;
-      for (BlockTable &table : llvm::make_second_range(tables)) {
-        if (table.layout != Layout::Columns)
-          continue;
-        for (auto [s, shard] : llvm::enumerate(table.shards)) {
-          if (shard.getDevice() != device)
-            continue;
-          for (EmbeddingBagOp lookup : table.lookups) {
-            SmallVector<int64_t> &columns = exchangedColumn[lookup];
-            columns.resize(table.shards.size());
-            columns[s] = exchangedWidth +
-                         fused.add(lookup, shard, table.op.getNumRows(),
-                                   lookup.getModeAttr(), lookup.getIndices(),
-                                   lookup.getOffsets());
-          }
-        }
-      }
+      forEachPieceOn(tables, Layout::Columns, device,
+                     [&](BlockTable &table, size_t s, ShardAttr shard,
+                         EmbeddingBagOp lookup) {
+                       SmallVector<int64_t> &columns = exchangedColumn[lookup];
+                       columns.resize(table.shards.size());
+                       columns[s] =
+                           exchangedWidth +
+                           fused.add(lookup, shard, table.op.getNumRows(),
+                                     lookup.getModeAttr(), lookup.getIndices(),
+                                     lookup.getOffsets());
+                     });
       int64_t deviceExchangedWidth = fused.width;
       auto sum = PoolingModeAttr::get(getContext(), PoolingMode::Sum);
-      for (BlockTable &table : llvm::make_second_range(tables)) {
-        if (table.layout != Layout::RowPieces)
-          continue;
-        for (auto [s, shard] : llvm::enumerate(table.shards)) {
-          if (shard.getDevice() != device)
-            continue;
-          for (EmbeddingBagOp lookup : table.lookups) {
-            auto [firstRow, endRow] = rowRangeOf(shard, table.op.getNumRows());
-            auto [blockIndices, blockOffsets] =
-                blocks.lookup({lookup, firstRow, endRow});
-            SmallVector<int64_t> &columns = rowPieceColumn[lookup];
-            columns.resize(table.shards.size());
-            columns[s] = fused.add(lookup, shard, table.op.getNumRows(), sum,
-                                   blockIndices, blockOffsets);
-          }
-        }
-      }
+      forEachPieceOn(tables, Layout::RowPieces, device,
+                     [&](BlockTable &table, size_t s, ShardAttr shard,
+                         EmbeddingBagOp lookup) {
+                       auto [firstRow, endRow] =
+                           rowRangeOf(shard, table.op.getNumRows());
+                       auto [blockIndices, blockOffsets] =
+                           blocks.lookup({lookup, firstRow, endRow});
+                       SmallVector<int64_t> &columns = rowPieceColumn[lookup];
+                       columns.resize(table.shards.size());
+                       columns[s] =
+                           fused.add(lookup, shard, table.op.getNumRows(), sum,
+                                     blockIndices, blockOffsets);
+                     });
       Value result = build(rewriter, loc, device, batch, elementType, fused);
       deviceResults.push_back(result);
       if (deviceExchangedWidth == 0 && fused.width > 0)
@@ -285,17 +295,15 @@ struct MaterializeBlockLookups : public OpRewritePattern<EmbeddingBagOp> {
     PieceColumns replicaColumn;
     SmallVector<Value> replicaResults(numDevices);
     for (int64_t device = 0; device < numDevices; ++device) {
-      auto [first, count] = batchSlice(batch, numDevices, device);
+      int64_t first, count;
+      std::tie(first, count) = batchSlice(batch, numDevices, device);
       if (count == 0)
         continue;
       FusedBuilder fused;
-      for (BlockTable &table : llvm::make_second_range(tables)) {
-        if (table.layout != Layout::Replicas)
-          continue;
-        for (auto [s, shard] : llvm::enumerate(table.shards)) {
-          if (shard.getDevice() != device)
-            continue;
-          for (EmbeddingBagOp lookup : table.lookups) {
+      forEachPieceOn(
+          tables, Layout::Replicas, device,
+          [&](BlockTable &table, size_t, ShardAttr shard,
+              EmbeddingBagOp lookup) {
             Value offsets = tensor::ExtractSliceOp::create(
                 rewriter, loc, lookup.getOffsets(),
                 ArrayRef<OpFoldResult>{rewriter.getIndexAttr(first)},
@@ -304,9 +312,7 @@ struct MaterializeBlockLookups : public OpRewritePattern<EmbeddingBagOp> {
             replicaColumn[lookup].push_back(
                 fused.add(lookup, shard, table.op.getNumRows(),
                           lookup.getModeAttr(), lookup.getIndices(), offsets));
-          }
-        }
-      }
+          });
       if (!fused.tableRefs.empty())
         replicaResults[device] =
             build(rewriter, loc, device, count, elementType, fused);
