@@ -328,7 +328,7 @@ static std::optional<ShardingPlan> mergeTable(const ShardingPlan &plan,
     if (shard.table != table)
       continue;
     // Row pieces and replicas are not column pieces to join.
-    if (!shard.allRows() || shard.replica)
+    if (shard.distributesRows())
       return std::nullopt;
     auto it = llvm::find_if(
         widths, [&](const auto &entry) { return entry.first == shard.device; });

@@ -356,7 +356,7 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
   // nothing is.
   auto timeable = [](const PlanCandidate &candidate) {
     return llvm::all_of(candidate.plan.shards, [](const Shard &shard) {
-      return shard.allRows() && !shard.replica;
+      return !shard.distributesRows();
     });
   };
   if (!result->candidates.empty() && !timeable(result->candidates.front())) {

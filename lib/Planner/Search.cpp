@@ -111,9 +111,8 @@ Error validateSearchOptions(const SearchOptions &options) {
 static std::vector<std::string> planWarnings(const CostModel &model,
                                              const ShardingPlan &plan) {
   std::vector<std::string> warnings = model.warnings();
-  auto pieces = count_if(plan.shards, [](const Shard &shard) {
-    return !shard.allRows() || shard.replica;
-  });
+  auto pieces = count_if(
+      plan.shards, [](const Shard &shard) { return shard.distributesRows(); });
   if (pieces && !model.coversRowPieces())
     warnings.push_back(formatv(
         "{0} of the plan's shards are row pieces or replicas, which cost "

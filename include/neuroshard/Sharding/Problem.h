@@ -249,6 +249,9 @@ struct ColumnSlice {
   int64_t width() const { return colEnd - colBegin; }
   /// Whether the piece holds every row (a whole table or a column piece).
   bool allRows() const { return rowBegin == 0 && rowEnd == kAllRows; }
+  /// Whether the piece is a row piece or a replica, not a whole table or a
+  /// column piece.
+  bool distributesRows() const { return !allRows() || replica; }
   /// The rows the piece holds of `spec`, its table.
   int64_t numRows(const TableSpec &spec) const {
     return std::min(rowEnd, spec.rows) - rowBegin;
@@ -296,6 +299,7 @@ struct Shard {
   }
   int64_t width() const { return colEnd - colBegin; }
   bool allRows() const { return rowBegin == 0 && rowEnd == kAllRows; }
+  bool distributesRows() const { return slice().distributesRows(); }
   int64_t numRows(const TableSpec &spec) const { return slice().numRows(spec); }
   /// Sets the rows to [begin, end) of a table of `tableRows` rows; the
   /// range of every row spelled out is written kAllRows, so that every

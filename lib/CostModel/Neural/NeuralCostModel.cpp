@@ -787,7 +787,7 @@ Error NeuralCostModel::Impl::findRows(ArrayRef<ArrayRef<ColumnSlice>> sets) {
           std::make_tuple(slice.table, slice.width(), pieceRows), 0);
       if (inserted) {
         it->second = encodingRows.size() - 1;
-        appendFeatures(slice.allRows() && !slice.replica
+        appendFeatures(!slice.distributesRows()
                            ? table
                            : pieceSpec(table, slice, numDevices, batchSize),
                        slice.width());
