@@ -32,8 +32,9 @@ struct Entry {
   abi::ShardDescriptor shard;
   Value indices;
   Value offsets;
-  /// Added to every index: the first row of a row piece's entry when the
-  /// arena holds its table whole (the indices are the piece's local rows).
+  /// Added to every index: where a row piece's entry starts in the arena
+  /// piece that holds it (its first row when the arena holds its table
+  /// whole; the indices are the entry's local rows).
   int64_t rowShift = 0;
 };
 
@@ -251,24 +252,22 @@ fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
              ConversionPatternRewriter &rewriter) {
   SmallVector<Entry> entries;
   for (unsigned i = 0, e = op.getNumEntries(); i < e; ++i) {
-    const KernelTableLayout::Piece *piece =
-        layout.find(StringAttr::get(op.getContext(), op.getEntryTable(i)),
-                    op.getColBegins()[i], op.getEntryWidth(i));
+    int64_t rowBegin = getEntryRowBegin(op, i);
+    int64_t rowEnd =
+        isRowPieceEntry(op, i) ? (*op.getRowEnds())[i] : ::neuroshard::kAllRows;
+    const KernelTableLayout::Piece *piece = layout.find(
+        StringAttr::get(op.getContext(), op.getEntryTable(i)), rowBegin, rowEnd,
+        op.getColBegins()[i], op.getEntryWidth(i));
     if (!piece)
-      return rewriter.notifyMatchFailure(op, "the arena does not hold the "
-                                             "shard");
-    // A rank's arena holds its own pieces; it does not hold row pieces yet.
-    if (isRowPieceEntry(op, i) &&
-        getProgramRank(op->template getParentOfType<ModuleOp>()))
       return op.emitOpError()
-             << "entry " << i << " reads a row piece of table '"
+             << "entry " << i << " reads columns [" << op.getColBegins()[i]
+             << ", " << op.getColEnds()[i] << ") of table '"
              << op.getEntryTable(i)
-             << "'; a rank's program holds whole tables and column pieces "
-                "only";
+             << "', which no piece of the weight arena holds";
     entries.push_back(
         {shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i),
                  cast<PoolingModeAttr>(op.getModes()[i]).getValue()),
-         indices[i], offsets[i], getEntryRowBegin(op, i)});
+         indices[i], offsets[i], rowBegin - piece->rowBegin});
   }
   return entries;
 }
@@ -295,7 +294,8 @@ struct EmbeddingBagToKernelCall : public ArenaKernelPattern<EmbeddingBagOp> {
     auto table = op->getParentOfType<ModuleOp>().lookupSymbol<TableOp>(
         op.getTableAttr());
     const KernelTableLayout::Piece *piece =
-        table ? layout.find(table.getSymNameAttr(), 0, table.getNumCols())
+        table ? layout.find(table.getSymNameAttr(), 0, ::neuroshard::kAllRows,
+                            0, table.getNumCols())
               : nullptr;
     if (!piece)
       return rewriter.notifyMatchFailure(op, "the arena does not hold the "
@@ -349,9 +349,33 @@ struct FusedEmbeddingBagSGDToKernelCall
         adaptor.getGradient(), /*read_only=*/true);
     invocation->out = toDynamic2D(b, loc, gradient);
     invocation->lr = adaptor.getLr();
-    emit(b, loc, *invocation);
+    if (op.getAllReduce())
+      callReplicaUpdate(op->getParentOfType<ModuleOp>(), *invocation, i32,
+                        rewriter);
+    else
+      emit(b, loc, *invocation);
     rewriter.eraseOp(op);
     return success();
+  }
+
+  /// The update of replicas sums every rank's gradient first: a collective,
+  /// so a call of the runtime with the backward kernel's operands.
+  static void callReplicaUpdate(ModuleOp module,
+                                const KernelInvocation &invocation, bool i32,
+                                ConversionPatternRewriter &rewriter) {
+    StringRef name = i32 ? ex_abi::kReplicaSGDI32 : ex_abi::kReplicaSGDI64;
+    SmallVector<Value> operands = invocation.operands();
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      callee = func::FuncOp::create(
+          rewriter, module.getLoc(), name,
+          rewriter.getFunctionType(ValueRange(operands).getTypes(), {}));
+      callee.setPrivate();
+      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    }
+    func::CallOp::create(rewriter, invocation.meta.getLoc(), callee, operands);
   }
 };
 
@@ -718,25 +742,106 @@ struct ExchangeToRuntimeCall : public OpConversionPattern<ExchangeSideOp> {
   std::string function;
 };
 
+/// Declares the reduce-scatter runtime function `name` (ExchangeABI.h's C
+/// interface: two f32 buffers, the batches, the offsets and the rank) once.
+func::FuncOp declareReduceScatterFunction(ModuleOp module, StringRef name,
+                                          ConversionPatternRewriter &rewriter) {
+  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+    return callee;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  auto dynamic2D = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                   rewriter.getF32Type());
+  auto i64Dynamic = dynamic1D(rewriter.getI64Type());
+  auto callee = func::FuncOp::create(
+      rewriter, module.getLoc(), name,
+      rewriter.getFunctionType(
+          {dynamic2D, dynamic2D, i64Dynamic, i64Dynamic, rewriter.getI64Type()},
+          {}));
+  callee.setPrivate();
+  callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+  return callee;
+}
+
+/// One rank's side of the reduce-scatter, in either direction, becomes a
+/// call of the runtime: the mean's offsets go as i64 (none for a sum).
+template <typename SideOp>
+struct ReduceScatterToRuntimeCall : public OpConversionPattern<SideOp> {
+  ReduceScatterToRuntimeCall(MLIRContext *context, StringRef function)
+      : OpConversionPattern<SideOp>(context), function(function) {}
+
+  LogicalResult
+  matchAndRewrite(SideOp op, typename SideOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value sent = adaptor.getOperands()[0];
+    auto sentType = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto receivedType = cast<RankedTensorType>(op.getResult().getType());
+    if (!sentType.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 is reduced");
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    Type f32 = b.getF32Type();
+    func::FuncOp callee = declareReduceScatterFunction(
+        op->template getParentOfType<ModuleOp>(), function, rewriter);
+    Value send = bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(sentType.getShape(), f32), sent,
+        /*read_only=*/true);
+    Value recv = memref::AllocOp::create(
+        b, loc, MemRefType::get(receivedType.getShape(), f32));
+    Value offsets;
+    if (Value mean = adaptor.getMeanOffsets()) {
+      Value source = toDynamicBuffer(b, loc, mean);
+      Value size = memref::DimOp::create(b, loc, source, 0);
+      offsets = memref::AllocOp::create(b, loc, dynamic1D(b.getI64Type()),
+                                        ValueRange{size});
+      copyInto(b, loc, source, offsets, indexConstant(b, loc, 0));
+    } else {
+      offsets = memref::CastOp::create(
+          b, loc, dynamic1D(b.getI64Type()),
+          memref::AllocaOp::create(b, loc,
+                                   MemRefType::get({0}, b.getI64Type())));
+    }
+    SmallVector<Value> operands = {
+        toDynamic2D(b, loc, send), toDynamic2D(b, loc, recv),
+        i64Buffer(b, loc, op.getBatches()), offsets,
+        i64Constant(b, loc, static_cast<int64_t>(op.getRank()))};
+    func::CallOp::create(b, loc, callee, operands);
+    rewriter.replaceOp(op, bufferization::ToTensorOp::create(
+                               b, loc, receivedType, recv, /*restrict=*/true,
+                               /*writable=*/true));
+    return success();
+  }
+
+  std::string function;
+};
+
 } // namespace
 
-const KernelTableLayout::Piece *KernelTableLayout::find(StringAttr table,
-                                                        int64_t colBegin,
-                                                        int64_t width) const {
+const KernelTableLayout::Piece *
+KernelTableLayout::find(StringAttr table, int64_t rowBegin, int64_t rowEnd,
+                        int64_t colBegin, int64_t width) const {
   auto it = tables.find(table);
   if (it == tables.end())
     return nullptr;
   for (const Piece &piece : it->second)
-    if (piece.colBegin <= colBegin && colBegin + width <= piece.colEnd)
+    if (piece.colBegin <= colBegin && colBegin + width <= piece.colEnd &&
+        piece.rowBegin <= rowBegin &&
+        std::min(rowEnd, piece.tableRows) <= piece.rowEnd)
       return &piece;
   return nullptr;
 }
 
 KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {
   KernelTableLayout layout;
-  auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd) {
+  auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd,
+                      int64_t rowBegin, int64_t rowEnd) {
     KernelTableLayout::Piece piece{int64_t(layout.arena.size()),
-                                   colEnd - colBegin, colBegin, colEnd};
+                                   colEnd - colBegin,
+                                   colBegin,
+                                   colEnd,
+                                   rowBegin,
+                                   rowEnd,
+                                   table.getNumRows()};
     layout.tables[table.getSymNameAttr()].push_back(piece);
     layout.arena.push_back({table.getSymNameAttr(), piece});
   };
@@ -744,10 +849,11 @@ KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {
   // every table whole.
   if (std::optional<int64_t> rank = getProgramRank(module)) {
     for (const DeviceShard &shard : getDeviceShards(module, *rank))
-      addPiece(shard.table, shard.colBegin, shard.colEnd);
+      addPiece(shard.table, shard.colBegin, shard.colEnd, shard.rowBegin,
+               shard.rowEnd);
   } else {
     for (TableOp table : module.getOps<TableOp>())
-      addPiece(table, 0, table.getNumCols());
+      addPiece(table, 0, table.getNumCols(), 0, table.getNumRows());
   }
   return layout;
 }
@@ -764,8 +870,14 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
   for (auto &[table, piece] : layout.arena) {
     std::string name = table.str();
     auto op = module.lookupSymbol<TableOp>(table);
-    if (piece.colBegin != 0 || piece.colEnd != op.getNumCols())
-      name += "[" + std::to_string(piece.colBegin) + ":" +
+    bool allRows = piece.rowBegin == 0 && piece.rowEnd == op.getNumRows();
+    if (!allRows)
+      name += "[" + std::to_string(piece.rowBegin) + ":" +
+              std::to_string(piece.rowEnd) + ", ";
+    else if (piece.colBegin != 0 || piece.colEnd != op.getNumCols())
+      name += "[";
+    if (!allRows || piece.colBegin != 0 || piece.colEnd != op.getNumCols())
+      name += std::to_string(piece.colBegin) + ":" +
               std::to_string(piece.colEnd) + "]";
     names.push_back(StringAttr::get(module.getContext(), name));
   }
@@ -774,7 +886,8 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
   llvm::SetVector<func::FuncOp> funcs;
   module.walk([&](Operation *op) {
     if (!isa<EmbeddingBagOp, FusedEmbeddingBagOp, FusedEmbeddingBagSGDOp,
-             AllToAllOp, ReduceScatterOp, ExchangeOp, ExchangeGradientOp>(op))
+             AllToAllOp, ReduceScatterOp, ExchangeOp, ExchangeGradientOp,
+             RankReduceScatterOp, RankReduceScatterGradientOp>(op))
       return;
     for (Type type :
          llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
@@ -786,7 +899,8 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
         return;
       }
     }
-    if (isa<AllToAllOp, ReduceScatterOp, ExchangeOp, ExchangeGradientOp>(op))
+    if (isa<AllToAllOp, ReduceScatterOp, ExchangeOp, ExchangeGradientOp,
+            RankReduceScatterOp, RankReduceScatterGradientOp>(op))
       return;
     auto func = op->getParentOfType<func::FuncOp>();
     if (!func) {
@@ -861,6 +975,10 @@ void mlir::neuroshard::populateExchangeToRuntimeCallPatterns(
                                                   ex_abi::kExchangeF32);
   patterns.add<ExchangeToRuntimeCall<ExchangeGradientOp>>(
       context, ex_abi::kExchangeGradientF32);
+  patterns.add<ReduceScatterToRuntimeCall<RankReduceScatterOp>>(
+      context, ex_abi::kReduceScatterF32);
+  patterns.add<ReduceScatterToRuntimeCall<RankReduceScatterGradientOp>>(
+      context, ex_abi::kReduceScatterGradientF32);
 }
 
 void mlir::neuroshard::configureLookupConversionTarget(

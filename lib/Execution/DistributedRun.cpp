@@ -12,6 +12,7 @@
 #include "neuroshard/Support/Units.h"
 #include "neuroshard/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -31,7 +32,6 @@
 using namespace llvm;
 using namespace mlir;
 using namespace ::neuroshard::execution;
-using ::neuroshard::exchange_abi::ExchangeLayout;
 namespace ex = ::neuroshard::execution;
 namespace mpi = ::neuroshard::mpi;
 namespace inputs = ::neuroshard::inputs;
@@ -100,50 +100,26 @@ std::vector<double> planWeightsGB(ModuleOp module, int64_t devices) {
   return memory;
 }
 
-/// The gradient of this rank's result (its rows, every device's columns),
-/// laid out as the exchange delivers it: the values a single-process run
-/// gives each device's lookup.
-std::vector<float> resultGradient(const ModelInfo &sharded,
-                                  const ExchangeLayout &layout, uint64_t seed) {
-  int64_t rows = layout.batches[layout.rank], width = layout.totalWidth();
-  std::vector<float> gradient(static_cast<size_t>(rows * width), 0.0f);
-  for (const LookupInfo &lookup : sharded.lookups)
-    fillLookupGradient(
-        sharded, lookup, seed, layout.rowBegin(layout.rank), rows,
-        gradient.data() + layout.columnBegin(lookup.device), width);
-  return gradient;
-}
-
-/// The gradients of the rank program's results, taken from `exchanged`, the
-/// gradient of its exchanged columns (B_rank x sum(W)), by the columns each
-/// result holds. Every exchanged column must reach a result: the original
-/// module's backward updates it, while the program's backward would send it
-/// a zero gradient. `why` says otherwise.
+/// The gradients of the rank program's results, its rows [rowBegin,
+/// rowBegin + rows) of each result of the sharded module: every column gets
+/// the gradient a single-process run gives the table column it comes from
+/// (`sources`, traceResultSources).
 std::vector<std::vector<float>>
-splitResultGradient(const ModelInfo &program,
-                    const std::vector<float> &exchanged, std::string &why) {
-  const ExchangeLayout &layout = program.exchange;
-  int64_t rows = layout.batches[layout.rank], width = layout.totalWidth();
-  std::vector<bool> reached(static_cast<size_t>(width), false);
+rankResultGradients(const ModelInfo &program,
+                    const std::vector<std::vector<ResultSource>> &sources,
+                    int64_t rowBegin, uint64_t seed) {
   std::vector<std::vector<float>> gradients;
-  for (auto [r, pieces] : llvm::enumerate(program.resultColumns)) {
+  for (auto [r, pieces] : llvm::enumerate(sources)) {
+    int64_t rows = program.resultShapes[r][0];
     int64_t cols = program.resultShapes[r][1];
     std::vector<float> gradient(static_cast<size_t>(rows * cols), 0.0f);
-    for (const ResultColumns &piece : pieces)
-      for (int64_t c = 0; c < piece.width; ++c) {
-        reached[piece.source + c] = true;
-        for (int64_t row = 0; row < rows; ++row)
-          gradient[row * cols + piece.column + c] =
-              exchanged[row * width + piece.source + c];
-      }
+    for (const ResultSource &piece : pieces)
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t c = 0; c < piece.width; ++c)
+          gradient[row * cols + piece.column + c] = lookupGradientValue(
+              seed, piece.indicesArg, rowBegin + row, piece.tableColumn + c);
     gradients.push_back(std::move(gradient));
   }
-  auto missing = std::find(reached.begin(), reached.end(), false);
-  if (missing != reached.end())
-    why = "exchanged column " + std::to_string(missing - reached.begin()) +
-          " of @" + program.entry +
-          " reaches no result, so the backward check cannot give it the "
-          "gradient a single-process run gives it";
   return gradients;
 }
 
@@ -278,21 +254,36 @@ Expected<Program> RankRun::buildProgram(ModuleOp sharded,
   if (!info)
     return info.takeError();
   program.info = std::move(*info);
-  const ExchangeLayout &layout = program.info.exchange;
-  for (const LookupInfo &lookup : whole.lookups)
-    if (lookup.width != layout.widths[lookup.device])
-      return createStringError(path + ": device " + Twine(lookup.device) +
-                               "'s lookup has " + Twine(lookup.width) +
-                               " columns but the exchange gives it " +
-                               Twine(layout.widths[lookup.device]));
+  // A rank divides its rows of a mean reduce-scatter by the bags' lengths
+  // even where it holds no piece of the table: it needs those offsets too,
+  // generated as the lookup's inputs are everywhere else.
+  auto entry = program.module->lookupSymbol<func::FuncOp>(program.info.entry);
+  for (const InputPair &pair : whole.pairs) {
+    bool read = llvm::any_of(program.info.pairs, [&](const InputPair &mine) {
+      return mine.offsetsArg == pair.offsetsArg;
+    });
+    if (read || !entry || entry.getArgument(pair.offsetsArg).use_empty())
+      continue;
+    const ::neuroshard::inputs::TableStats *stats =
+        inputStatistics(whole, pair);
+    if (!stats)
+      return createStringError(
+          path + ": table '" + whole.tables[pair.table].stats.name +
+          "' has no pooling_factor and access_hist; inputs are generated "
+          "from them");
+    InputPair needed = pair;
+    needed.table = -1;
+    needed.stats = *stats;
+    program.info.pairs.push_back(needed);
+  }
+  if (program.info.resultShapes.size() != whole.resultShapes.size())
+    return createStringError(
+        path + ": the program of rank " + Twine(rank) + " returns " +
+        Twine(program.info.resultShapes.size()) + " results but @" +
+        whole.entry + " returns " + Twine(whole.resultShapes.size()));
   CompileOptions compileOptions;
-  compileOptions.hostSymbols.push_back(
-      {std::string("_mlir_ciface_") + ::neuroshard::exchange_abi::kExchangeF32,
-       mpi::exchangeEntryPoint()});
-  compileOptions.hostSymbols.push_back(
-      {std::string("_mlir_ciface_") +
-           ::neuroshard::exchange_abi::kExchangeGradientF32,
-       mpi::exchangeGradientEntryPoint()});
+  for (auto &[name, address] : mpi::collectiveEntryPoints())
+    compileOptions.hostSymbols.push_back({name, address});
   auto compiled =
       CompiledModel::compile(*program.module, program.info, compileOptions);
   if (!compiled)
@@ -355,9 +346,10 @@ Error RankRun::compare(ModuleOp sharded, const ModelInfo &whole,
           for (mlir::neuroshard::DeviceShard shard :
                mlir::neuroshard::getDeviceShards(sharded, d)) {
             size_t t = ordinal.lookup(shard.table.getSymName());
-            int64_t rows = otherData->allocatedRows[t];
+            int64_t rowEnd =
+                std::min(shard.rowEnd, otherData->allocatedRows[t]);
             int64_t dim = info->tables[t].stats.dim;
-            for (int64_t r = 0; r < rows; ++r)
+            for (int64_t r = shard.rowBegin; r < rowEnd; ++r)
               for (int64_t c = 0; c < shard.width(); ++c)
                 assembled[otherData->layout[t] + r * dim + shard.colBegin + c] =
                     weights[next++];
@@ -461,14 +453,19 @@ Expected<DistributedRunResult> RankRun::run() {
   // rank's shards.
   std::vector<std::vector<float>> resultGradients;
   if (options.backward) {
-    std::string why;
-    resultGradients = splitResultGradient(
-        program.info,
-        resultGradient(whole, program.info.exchange, options.data.seed), why);
-    if (anyRank(!why.empty()))
-      return createStringError(why.empty() ? "another rank's results do not "
-                                             "hold its exchanged columns"
-                                           : why);
+    auto sources = traceResultSources(*sharded, whole);
+    if (!sources)
+      return createStringError(path + ": " + toString(sources.takeError()));
+    // The rank's rows follow those of the ranks before it.
+    int64_t rows = program.info.resultShapes.empty()
+                       ? 0
+                       : program.info.resultShapes.front()[0];
+    int64_t rowBegin = 0;
+    MPI_Exscan(&rows, &rowBegin, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+      rowBegin = 0;
+    resultGradients = rankResultGradients(program.info, *sources, rowBegin,
+                                          options.data.seed);
   }
   std::vector<std::vector<float>> outputs;
   mpi::resetExchangeStatistics();
@@ -545,7 +542,7 @@ Expected<DistributedRunResult> RankRun::run() {
   // what was allocated (rows capped by the data options).
   double mineBytes[4] = {0.0, 0.0, stepBytes.intraNode, stepBytes.interNode};
   for (auto [t, table] : llvm::enumerate(program.info.tables)) {
-    mineBytes[0] += double(table.stats.rows) * table.stats.dim * sizeof(float);
+    mineBytes[0] += double(table.pieceRows()) * table.stats.dim * sizeof(float);
     mineBytes[1] +=
         double(data.allocatedRows[t]) * table.stats.dim * sizeof(float);
   }

@@ -7,7 +7,6 @@
 #include "neuroshard/Execution/ModelAnalysis.h"
 #include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
-#include "neuroshard/Transforms/SPMD.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -15,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -73,6 +73,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     t.stats.rows = table.getNumRows();
     t.stats.dim = piece.colEnd - piece.colBegin;
     t.columnBegin = piece.colBegin;
+    t.rowBegin = piece.rowBegin;
+    t.rowEnd = piece.rowEnd;
     if (table.hasCostStatistics()) {
       t.hasStatistics = true;
       t.stats.poolingFactor = *table.getPoolingFactorValue();
@@ -82,9 +84,10 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     }
     info.tables.push_back(t);
   }
-  auto findPiece = [&](llvm::StringRef table, int64_t colBegin, int64_t width) {
-    return layout.find(StringAttr::get(module.getContext(), table), colBegin,
-                       width);
+  auto findPiece = [&](llvm::StringRef table, int64_t rowBegin, int64_t rowEnd,
+                       int64_t colBegin, int64_t width) {
+    return layout.find(StringAttr::get(module.getContext(), table), rowBegin,
+                       rowEnd, colBegin, width);
   };
 
   func::FuncOp func;
@@ -208,9 +211,10 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
         "generates lookup inputs for arguments only");
     return std::nullopt;
   };
-  auto addShard = [&](Operation *op, llvm::StringRef table, int64_t colBegin,
-                      int64_t width, PoolingMode mode, Value indices,
-                      Value offsets, std::optional<double> ownPooling,
+  auto addShard = [&](Operation *op, llvm::StringRef table,
+                      const ShardReads &rows, int64_t colBegin, int64_t width,
+                      PoolingMode mode, Value indices, Value offsets,
+                      std::optional<double> ownPooling,
                       llvm::ArrayRef<double> ownHist,
                       std::vector<abi::ShardDescriptor> &shards) -> bool {
     indices = traceToArgument(indices);
@@ -229,7 +233,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
           "be static");
       return false;
     }
-    const KernelTableLayout::Piece *piece = findPiece(table, colBegin, width);
+    const KernelTableLayout::Piece *piece =
+        findPiece(table, rows.rowBegin, rows.rowEnd, colBegin, width);
     if (!piece) {
       failure = llvm::createStringError("columns [" + llvm::Twine(colBegin) +
                                         ", " + llvm::Twine(colBegin + width) +
@@ -280,35 +285,20 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     return true;
   };
 
-  ExchangeOp exchangeOp;
   func.walk([&](Operation *op) {
     if (failure)
       return WalkResult::interrupt();
     std::vector<abi::ShardDescriptor> shards;
     std::vector<ShardReads> reads;
     int64_t device = -1;
-    if (auto exchange = dyn_cast<ExchangeOp>(op)) {
-      exchangeOp = exchange;
-      if (!info.exchange.widths.empty()) {
-        failure = llvm::createStringError(
-            where + " has more than one neuroshard.exchange");
-        return WalkResult::interrupt();
-      }
-      info.exchange.widths.assign(exchange.getWidths().begin(),
-                                  exchange.getWidths().end());
-      info.exchange.batches.assign(exchange.getBatches().begin(),
-                                   exchange.getBatches().end());
-      info.exchange.rank = static_cast<int64_t>(exchange.getRank());
-      return WalkResult::advance();
-    }
     if (auto bag = dyn_cast<EmbeddingBagOp>(op)) {
       auto table = module.lookupSymbol<TableOp>(bag.getTableAttr());
       int64_t dim = table ? table.getNumCols() : 0;
       std::optional<double> pooling;
       if (bag.getPoolingFactor())
         pooling = bag.getPoolingFactor()->convertToDouble();
-      if (!addShard(op, bag.getTable(), 0, dim, bag.getMode(), bag.getIndices(),
-                    bag.getOffsets(), pooling,
+      if (!addShard(op, bag.getTable(), ShardReads(), 0, dim, bag.getMode(),
+                    bag.getIndices(), bag.getOffsets(), pooling,
                     bag.getAccessHist().value_or(ArrayRef<double>()), shards))
         return WalkResult::interrupt();
     } else if (auto fused = dyn_cast<FusedEmbeddingBagOp>(op)) {
@@ -353,9 +343,10 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
           hist =
               fused.getAccessHists()->slice(i * kNumAccessBins, kNumAccessBins);
         }
-        if (!addShard(op, fused.getEntryTable(i), fused.getColBegins()[i],
-                      fused.getEntryWidth(i), mode, fused.getIndices()[i],
-                      fused.getOffsets()[i], pooling, hist, shards))
+        if (!addShard(op, fused.getEntryTable(i), *entry,
+                      fused.getColBegins()[i], fused.getEntryWidth(i), mode,
+                      fused.getIndices()[i], fused.getOffsets()[i], pooling,
+                      hist, shards))
           return WalkResult::interrupt();
       }
     } else {
@@ -420,33 +411,12 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
           "neuroshard-run can only generate lookup inputs");
     }
   }
-  if (info.rank && info.exchange.widths.empty())
-    return llvm::createStringError("the program of rank " +
-                                   llvm::Twine(*info.rank) +
-                                   " has no "
-                                   "neuroshard.exchange in " +
-                                   where);
-
-  // The backward function, and where each result's gradient goes.
+  // The backward function of a rank's program.
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     auto of = f->getAttrOfType<FlatSymbolRefAttr>(
         NeuroShardDialect::getBackwardOfAttrName());
-    if (!of || of.getValue() != info.entry || !exchangeOp)
-      continue;
-    info.backwardEntry = f.getSymName().str();
-    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-      std::string why;
-      FailureOr<SmallVector<ExchangedColumns>> traced =
-          traceExchangedColumns(value, exchangeOp.getResult(), why);
-      if (failed(traced))
-        return llvm::createStringError("result #" + llvm::Twine(i) + " of " +
-                                       where + ": " + why);
-      std::vector<ResultColumns> pieces;
-      for (const ExchangedColumns &piece : *traced)
-        pieces.push_back({piece.column, piece.source, piece.width});
-      info.resultColumns.push_back(std::move(pieces));
-    }
+    if (of && of.getValue() == info.entry && info.rank)
+      info.backwardEntry = f.getSymName().str();
   }
   return info;
 }
@@ -481,4 +451,146 @@ llvm::Error ex::checkComparable(const ModelInfo &a, const ModelInfo &b) {
     return llvm::createStringError(
         "the entry functions return different result shapes");
   return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<std::vector<ResultSource>>>
+ex::traceResultSources(ModuleOp module, const ModelInfo &info) {
+  auto func = module.lookupSymbol<func::FuncOp>(info.entry);
+  auto ret =
+      func ? dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator())
+           : func::ReturnOp();
+  if (!ret)
+    return llvm::createStringError("@" + info.entry +
+                                   " does not end in func.return");
+  std::string where = "@" + info.entry;
+  llvm::DenseMap<Operation *, std::vector<bool>> reached;
+  std::string why;
+
+  // The function argument a lookup's indices come from.
+  auto indicesArgument = [&](Value v) -> std::optional<unsigned> {
+    if (auto bucketize = v.getDefiningOp<BucketizeOp>())
+      v = bucketize.getIndices();
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getArgNumber();
+    return std::nullopt;
+  };
+  // Columns [col, col + width) of `v`, placed at column `at` of a result.
+  std::function<bool(Value, int64_t, int64_t, int64_t,
+                     std::vector<ResultSource> &)>
+      trace = [&](Value v, int64_t col, int64_t width, int64_t at,
+                  std::vector<ResultSource> &out) -> bool {
+    if (width <= 0)
+      return true;
+    Operation *op = v.getDefiningOp();
+    // Columns of `inputs` laid side by side.
+    auto traceSideBySide = [&](ValueRange inputs) {
+      int64_t begin = 0;
+      for (Value input : inputs) {
+        int64_t w = cast<RankedTensorType>(input.getType()).getDimSize(1);
+        int64_t from = std::max(col, begin),
+                to = std::min(col + width, begin + w);
+        if (from < to &&
+            !trace(input, from - begin, to - from, at + from - col, out))
+          return false;
+        begin += w;
+      }
+      return true;
+    };
+    // The same columns of other bags (or partial sums): the first input
+    // says where they come from, the others are reached too.
+    auto traceEach = [&](ValueRange inputs) {
+      bool first = true;
+      for (Value input : inputs) {
+        if (cast<RankedTensorType>(input.getType()).getDimSize(0) == 0)
+          continue;
+        std::vector<ResultSource> ignored;
+        if (!trace(input, col, width, at, first ? out : ignored))
+          return false;
+        first = false;
+      }
+      return true;
+    };
+    if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(op)) {
+      ArrayRef<int64_t> offsets = slice.getStaticOffsets();
+      if (offsets.size() != 2 || ShapedType::isDynamic(offsets[1])) {
+        why = "a tensor.extract_slice in " + where +
+              " takes columns at a dynamic position";
+        return false;
+      }
+      return trace(slice.getSource(), col + offsets[1], width, at, out);
+    }
+    if (auto concat = dyn_cast_or_null<tensor::ConcatOp>(op))
+      return concat.getDim() == 1 ? traceSideBySide(concat.getInputs())
+                                  : traceEach(concat.getInputs());
+    if (auto exchange = dyn_cast_or_null<AllToAllOp>(op))
+      return traceSideBySide(exchange.getInputs());
+    if (auto reduce = dyn_cast_or_null<ReduceScatterOp>(op))
+      return traceEach(reduce.getInputs());
+    if (auto fused = dyn_cast_or_null<FusedEmbeddingBagOp>(op)) {
+      std::vector<bool> &columns = reached[op];
+      columns.resize(fused.getType().getDimSize(1), false);
+      std::fill(columns.begin() + col, columns.begin() + col + width, true);
+      int64_t outColumn = 0;
+      for (unsigned i = 0; i < fused.getNumEntries(); ++i) {
+        int64_t w = fused.getEntryWidth(i);
+        int64_t from = std::max(col, outColumn),
+                to = std::min(col + width, outColumn + w);
+        if (from < to) {
+          std::optional<unsigned> arg = indicesArgument(fused.getIndices()[i]);
+          if (!arg) {
+            why = "the indices of table '" + fused.getEntryTable(i).str() +
+                  "' in " + where + " are not a function argument";
+            return false;
+          }
+          out.push_back({at + from - col, to - from, *arg,
+                         fused.getColBegins()[i] + from - outColumn});
+        }
+        outColumn += w;
+      }
+      return true;
+    }
+    if (auto bag = dyn_cast_or_null<EmbeddingBagOp>(op)) {
+      std::optional<unsigned> arg = indicesArgument(bag.getIndices());
+      if (!arg) {
+        why = "the indices of table '" + bag.getTable().str() + "' in " +
+              where + " are not a function argument";
+        return false;
+      }
+      out.push_back({at, width, *arg, col});
+      return true;
+    }
+    why = op ? "a result of " + where + " is computed by '" +
+                   op->getName().getStringRef().str() +
+                   "'; only lookups, slices, concatenations, the exchange and "
+                   "the reduce-scatter lead back to the tables"
+             : "a result of " + where + " is an argument, not a lookup";
+    return false;
+  };
+
+  std::vector<std::vector<ResultSource>> sources;
+  for (Value value : ret.getOperands()) {
+    std::vector<ResultSource> pieces;
+    int64_t width = cast<RankedTensorType>(value.getType()).getDimSize(1);
+    if (!trace(value, 0, width, 0, pieces))
+      return llvm::createStringError(why);
+    sources.push_back(std::move(pieces));
+  }
+  llvm::Error unreached = llvm::Error::success();
+  func.walk([&](FusedEmbeddingBagOp fused) {
+    std::vector<bool> columns = reached.lookup(fused);
+    columns.resize(fused.getType().getDimSize(1), false);
+    auto missing = std::find(columns.begin(), columns.end(), false);
+    if (missing == columns.end())
+      return WalkResult::advance();
+    unreached = llvm::createStringError(
+        "column " + llvm::Twine(missing - columns.begin()) +
+        " of the fused lookup of device " + llvm::Twine(fused.getDevice()) +
+        " in " + where +
+        " reaches no result, so the backward check cannot give it the "
+        "gradient a single-process run gives it");
+    return WalkResult::interrupt();
+  });
+  if (unreached)
+    return std::move(unreached);
+  return sources;
 }

@@ -17,10 +17,28 @@ namespace abi = ::neuroshard::kernel_abi;
 namespace ex = ::neuroshard::execution;
 namespace inputs = ::neuroshard::inputs;
 
+/// Rows the indices of a table of `rows` rows range over.
+static int64_t indexRows(int64_t rows, const DataOptions &options) {
+  return options.maxRows > 0 ? std::min(rows, options.maxRows) : rows;
+}
+
+/// Rows of the piece of `table` the arena holds, below the cap.
 static int64_t allocatedRows(const TableInfo &table,
                              const DataOptions &options) {
-  return options.maxRows > 0 ? std::min(table.stats.rows, options.maxRows)
-                             : table.stats.rows;
+  int64_t end = std::min(table.rowEnd, indexRows(table.stats.rows, options));
+  return std::max<int64_t>(end - table.rowBegin, 0);
+}
+
+/// The name of the table `pair`'s indices read.
+static std::string pairTableName(const ModelInfo &info, const InputPair &pair) {
+  return pair.table >= 0 ? info.tables[pair.table].stats.name
+                         : pair.stats->name;
+}
+
+float ex::lookupGradientValue(uint64_t seed, unsigned indicesArg, int64_t bag,
+                              int64_t column) {
+  uint64_t key = inputs::mixSeed(seed ^ 0x6772616469656e74ULL, indicesArg);
+  return inputs::gradientValue(key, bag, column);
 }
 
 /// Bags' lengths are Poisson with the pooling factor; a lookup never hit
@@ -39,8 +57,7 @@ void ex::fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
                             llvm::ArrayRef<inputs::LookupInputs> pairInputs) {
   int64_t outColumn = 0;
   for (auto [s, shard] : llvm::enumerate(lookup.shards)) {
-    uint64_t key = inputs::mixSeed(seed ^ 0x6772616469656e74ULL,
-                                   info.pairs[shard.input].indicesArg);
+    unsigned indicesArg = info.pairs[shard.input].indicesArg;
     ShardReads reads = lookup.reads.empty() ? ShardReads() : lookup.reads[s];
     const int64_t *bagOffsets = nullptr;
     if (reads.wholeBagMean) {
@@ -56,7 +73,8 @@ void ex::fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
             float(std::max<int64_t>(bagOffsets[bag + 1] - bagOffsets[bag], 1));
       for (int64_t c = 0; c < shard.width; ++c)
         out[b * rowStride + outColumn + c] =
-            inputs::gradientValue(key, bag, shard.colBegin + c) / divisor;
+            lookupGradientValue(seed, indicesArg, bag, shard.colBegin + c) /
+            divisor;
     }
     outColumn += shard.width;
   }
@@ -120,28 +138,29 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
         inputs::mixSeed(options.seed, inputs::hashString(stats.name));
     inputs::fillWeights(key, data.allocatedRows[t], info.tables[t].columnBegin,
                         stats.dim, data.weights.data() + data.layout[t],
-                        stats.dim);
+                        stats.dim, info.tables[t].rowBegin);
   }
 
   for (const InputPair &pair : info.pairs) {
-    const TableInfo &table = info.tables[pair.table];
     const inputs::TableStats *stats = inputStatistics(info, pair);
     if (!stats)
       return llvm::createStringError(
-          "table '" + table.stats.name +
+          "table '" + pairTableName(info, pair) +
           "' has no pooling_factor and access_hist; inputs are "
           "generated from them");
+    int64_t rows = indexRows(
+        pair.table >= 0 ? info.tables[pair.table].stats.rows : stats->rows,
+        options);
+    data.pairRows.push_back(rows);
     data.inputs.push_back(inputs::generateLookup(
-        *stats, pair.batch, options.seed, pair.indicesArg,
-        data.allocatedRows[pair.table]));
+        *stats, pair.batch, options.seed, pair.indicesArg, rows));
     const inputs::LookupInputs &in = data.inputs.back();
     data.indices32.emplace_back(in.indices.begin(), in.indices.end());
     data.offsets32.emplace_back(in.offsets.begin(), in.offsets.end());
     if (pair.indicesAreI32 &&
-        (in.offsets.back() > INT32_MAX ||
-         data.allocatedRows[pair.table] > int64_t(INT32_MAX) + 1))
+        (in.offsets.back() > INT32_MAX || rows > int64_t(INT32_MAX) + 1))
       return llvm::createStringError("the i32 inputs of table '" +
-                                     table.stats.name +
+                                     pairTableName(info, pair) +
                                      "' cannot hold its indices or offsets");
   }
 
@@ -227,12 +246,12 @@ std::optional<std::string> ex::findOutOfRangeIndex(const ModelInfo &info,
   for (size_t p = 0; p < info.pairs.size(); ++p) {
     const InputPair &pair = info.pairs[p];
     const inputs::LookupInputs &in = data.inputs[p];
-    int64_t rows = data.allocatedRows[pair.table];
+    int64_t rows = data.pairRows[p];
     for (int64_t b = 0; b + 1 < static_cast<int64_t>(in.offsets.size()); ++b)
       for (int64_t k = in.offsets[b]; k < in.offsets[b + 1]; ++k)
         if (in.indices[k] < 0 || in.indices[k] >= rows)
-          return "table '" + info.tables[pair.table].stats.name +
-                 "' (argument #" + std::to_string(pair.indicesArg) + "), bag " +
+          return "table '" + pairTableName(info, pair) + "' (argument #" +
+                 std::to_string(pair.indicesArg) + "), bag " +
                  std::to_string(b) + ", position " + std::to_string(k) +
                  ": index " + std::to_string(in.indices[k]) +
                  " is outside [0, " + std::to_string(rows) + ")";

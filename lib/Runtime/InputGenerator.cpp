@@ -234,10 +234,12 @@ float gradientValue(uint64_t lookupKey, int64_t bag, int64_t column) {
 }
 
 void fillWeights(uint64_t tableKey, int64_t rows, int64_t colBegin,
-                 int64_t width, float *out, int64_t rowStride) {
+                 int64_t width, float *out, int64_t rowStride,
+                 int64_t rowBegin) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < width; ++c)
-      out[r * rowStride + c] = weightValue(tableKey, r, colBegin + c);
+      out[r * rowStride + c] =
+          weightValue(tableKey, rowBegin + r, colBegin + c);
 }
 
 } // namespace inputs

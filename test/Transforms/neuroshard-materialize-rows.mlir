@@ -20,11 +20,8 @@
 // RUN: neuroshard-run %S/../neuroshard-run/Inputs/row-pieces.mlir --compare %t.mlir \
 // RUN:   --backward | FileCheck %s --check-prefix=BACKWARD
 // BACKWARD: (updated weights), tolerance 1.0E-05: match
-//
-// Nor are rank programs of them.
-// RUN: not neuroshard-opt %t.mlir --neuroshard-spmd=rank=0 2>&1 | FileCheck %s --check-prefix=SPMD
-// SPMD: error: 'neuroshard.table' op table 'small' is replicated; the SPMD form holds whole tables and column pieces only
-// SPMD: error: 'neuroshard.bucketize' op distributes a row-wise table; the SPMD form holds whole tables and column pieces only
+// (neuroshard-spmd-rows.mlir checks the rank programs of this module, and
+// neuroshard-run/distributed-rows.test runs them over MPI.)
 
 // CHECK-LABEL: func.func @embed
 // CHECK-NOT: neuroshard.embedding_bag

@@ -19,20 +19,20 @@
 // NOTRANK: error: is not one rank's program; build it with --neuroshard-spmd="rank=R" first
 
 // Rank 0's results are made of exchanged columns [0,16) [48,80) [16,32),
-// [80,112) and [32,48): each gradient goes back to its columns, which cover
-// all 112, so the gradient starts from an empty tensor.
+// [80,112) and [32,48): the gradients go back to their columns, last result
+// first, and cover all 112, so the gradient starts from an empty tensor.
 // RANK0:      func.func @embed_backward(%[[I0:.+]]: tensor<?xi32>, %[[O0:.+]]: tensor<66xi32>, %{{.+}}: tensor<?xi32>, %{{.+}}: tensor<66xi32>, %[[I2:.+]]: tensor<?xi64>, %[[O2:.+]]: tensor<66xi64>,
 // RANK0-SAME:   %[[G0:.+]]: tensor<33x64xf32>, %[[G1:.+]]: tensor<33x32xf32>, %[[G2:.+]]: tensor<33x16xf32>, %[[LR:.+]]: f32)
 // RANK0-SAME:   attributes {neuroshard.backward_of = @embed}
 // RANK0-NEXT:   %[[E:.+]] = tensor.empty() : tensor<33x112xf32>
+// RANK0-NEXT:   %[[X0:.+]] = tensor.insert_slice %[[G2]] into %[[E]][0, 32] [33, 16] [1, 1]
+// RANK0-NEXT:   %[[X1:.+]] = tensor.insert_slice %[[G1]] into %[[X0]][0, 80] [33, 32] [1, 1]
 // RANK0-NEXT:   %[[A:.+]] = tensor.extract_slice %[[G0]][0, 0] [33, 16] [1, 1]
-// RANK0-NEXT:   %[[X0:.+]] = tensor.insert_slice %[[A]] into %[[E]][0, 0] [33, 16] [1, 1]
-// RANK0-NEXT:   %[[B:.+]] = tensor.extract_slice %[[G0]][0, 48] [33, 16] [1, 1]
-// RANK0-NEXT:   %[[X1:.+]] = tensor.insert_slice %[[B]] into %[[X0]][0, 16] [33, 16] [1, 1]
-// RANK0-NEXT:   %[[X2:.+]] = tensor.insert_slice %[[G2]] into %[[X1]][0, 32] [33, 16] [1, 1]
 // RANK0-NEXT:   %[[C:.+]] = tensor.extract_slice %[[G0]][0, 16] [33, 32] [1, 1]
+// RANK0-NEXT:   %[[B:.+]] = tensor.extract_slice %[[G0]][0, 48] [33, 16] [1, 1]
+// RANK0-NEXT:   %[[X2:.+]] = tensor.insert_slice %[[B]] into %[[X1]][0, 16] [33, 16] [1, 1]
 // RANK0-NEXT:   %[[X3:.+]] = tensor.insert_slice %[[C]] into %[[X2]][0, 48] [33, 32] [1, 1]
-// RANK0-NEXT:   %[[X4:.+]] = tensor.insert_slice %[[G1]] into %[[X3]][0, 80] [33, 32] [1, 1]
+// RANK0-NEXT:   %[[X4:.+]] = tensor.insert_slice %[[A]] into %[[X3]][0, 0] [33, 16] [1, 1]
 // RANK0-NEXT:   %[[D:.+]] = neuroshard.exchange_gradient %[[X4]] rank 0 widths [48, 64] batches [33, 32] : tensor<33x112xf32> -> tensor<65x48xf32>
 // RANK0-NEXT:   neuroshard.fused_embedding_bag_sgd device 0 [
 // RANK0-NEXT:     @split cols 0 to 16 sum(%[[I0]], %[[O0]] : tensor<?xi32>, tensor<66xi32>),
@@ -70,9 +70,7 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memor
   }
 }
 // CHECK:      func.func @f_backward(%[[I:.+]]: tensor<?xi32>, %[[O:.+]]: tensor<5xi32>, %[[G:.+]]: tensor<2x8xf32>, %[[LR:.+]]: f32) attributes {neuroshard.backward_of = @f} {
-// CHECK-NEXT:   %[[E:.+]] = tensor.empty() : tensor<2x8xf32>
-// CHECK-NEXT:   %[[X:.+]] = tensor.insert_slice %[[G]] into %[[E]][0, 0] [2, 8] [1, 1]
-// CHECK-NEXT:   %[[D:.+]] = neuroshard.exchange_gradient %[[X]] rank 1 widths [4, 4] batches [2, 2] : tensor<2x8xf32> -> tensor<4x4xf32>
+// CHECK-NEXT:   %[[D:.+]] = neuroshard.exchange_gradient %[[G]] rank 1 widths [4, 4] batches [2, 2] : tensor<2x8xf32> -> tensor<4x4xf32>
 // CHECK-NEXT:   neuroshard.fused_embedding_bag_sgd device 1 [
 // CHECK-NEXT:     @t cols 4 to 8 sum(%[[I]], %[[O]] : tensor<?xi32>, tensor<5xi32>)
 // CHECK-NEXT:   ] gradient %[[D]] lr %[[LR]] : tensor<4x4xf32>

@@ -59,19 +59,26 @@ using KernelEmitter =
 /// A piece's ordinal is its position in the module's
 /// `neuroshard.weight_tables` (the layout argument's index).
 struct KernelTableLayout {
+  /// Rows [rowBegin, rowEnd) and columns [colBegin, colEnd) of a table,
+  /// its local row 0 being the table's row `rowBegin`.
   struct Piece {
     int64_t ordinal = 0;
     int64_t rowStride = 0;
     int64_t colBegin = 0;
     int64_t colEnd = 0;
+    int64_t rowBegin = 0;
+    int64_t rowEnd = 0;
+    /// Rows of the whole table.
+    int64_t tableRows = 0;
   };
   llvm::DenseMap<StringAttr, llvm::SmallVector<Piece, 1>> tables;
   /// Every piece with its table, in arena (ordinal) order.
   llvm::SmallVector<std::pair<StringAttr, Piece>> arena;
 
-  /// The piece of `table` that holds columns [colBegin, colBegin + width),
-  /// or null.
-  const Piece *find(StringAttr table, int64_t colBegin, int64_t width) const;
+  /// The piece of `table` that holds columns [colBegin, colBegin + width)
+  /// of rows [rowBegin, rowEnd), or null.
+  const Piece *find(StringAttr table, int64_t rowBegin, int64_t rowEnd,
+                    int64_t colBegin, int64_t width) const;
 };
 
 /// The weight arena of `module`'s lowered functions: every table whole, in
@@ -84,8 +91,9 @@ KernelTableLayout layoutWeightArena(ModuleOp module);
 /// lookups inside entry functions) and, only if it can, gives every function
 /// with lookups its trailing weight-arena and layout arguments (argument
 /// attributes `neuroshard.weights` and `neuroshard.layout`) and records the
-/// pieces' order in `neuroshard.weight_tables` (a table's name, or
-/// `name[begin:end]` for a column range of it). On failure the module is
+/// pieces' order in `neuroshard.weight_tables` (a table's name,
+/// `name[begin:end]` for a column range of it, or `name[r0:r1, begin:end]`
+/// for a row piece). On failure the module is
 /// unchanged and diagnostics name the offending op.
 FailureOr<KernelTableLayout> prepareLookupConversion(ModuleOp module);
 

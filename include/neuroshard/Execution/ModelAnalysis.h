@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,14 +30,19 @@
 namespace neuroshard {
 namespace execution {
 
-/// A table, or the columns of one that the weight arena holds, as the
+/// A table, or the piece of one that the weight arena holds, as the
 /// runtime sees it. A model's arena holds every table whole; the program of
 /// one rank (`neuroshard.rank`) holds only its device's shards, each a piece
-/// of `stats.dim` columns starting at column `columnBegin` of its table.
+/// of `stats.dim` columns starting at column `columnBegin` of its table, and
+/// of its rows [rowBegin, rowEnd) (every row but for a row piece).
+/// `stats.rows` is the whole table's, which its lookups' indices range over.
 struct TableInfo {
   inputs::TableStats stats; // name, rows, dim, pooling factor, histogram
   bool hasStatistics = false;
   int64_t columnBegin = 0;
+  int64_t rowBegin = 0;
+  int64_t rowEnd = ::neuroshard::kAllRows;
+  int64_t pieceRows() const { return std::min(rowEnd, stats.rows) - rowBegin; }
 };
 
 /// What part of its input pair a shard of a lookup that distributes rows
@@ -73,18 +79,23 @@ struct LookupInfo {
   std::vector<ShardReads> reads;
 };
 
-/// The entry arguments of one lookup input: indices and offsets.
 /// `width` columns of a result, from its column `column`, that are columns
-/// `source ..` of a rank's exchanged result.
-struct ResultColumns {
+/// `tableColumn ..` of a table looked up with the indices of argument
+/// `indicesArg`: where the gradient a run gives them comes from.
+struct ResultSource {
   int64_t column = 0;
-  int64_t source = 0;
   int64_t width = 0;
+  unsigned indicesArg = 0;
+  int64_t tableColumn = 0;
 };
 
+/// The entry arguments of one lookup input: indices and offsets.
 struct InputPair {
   unsigned indicesArg = 0;
   unsigned offsetsArg = 0;
+  /// The table its lookups read; -1 in a rank's program for a pair none of
+  /// the rank's lookups reads but whose offsets the rank needs (the mean of
+  /// a reduce-scatter divides by them): then `stats` says what it is.
   int64_t table = 0;
   int64_t batch = 0;
   bool indicesAreI32 = false;
@@ -102,18 +113,23 @@ struct ModelInfo {
   std::vector<LookupInfo> lookups;
   /// Static shapes of the entry's results (all 2-D f32).
   std::vector<std::vector<int64_t>> resultShapes;
-  /// The program of one rank: its rank and its side of the exchange.
-  /// Arguments no lookup of the rank reads are allowed (other ranks read
-  /// them) and are not in `pairs`.
+  /// The program of one rank: its rank. Arguments no lookup of the rank
+  /// reads are allowed (other ranks read them) and are not in `pairs`.
   std::optional<int64_t> rank;
-  exchange_abi::ExchangeLayout exchange;
   /// A rank's program built with its backward function
-  /// (`--neuroshard-spmd=rank=R backward=true`): that function's name, and
-  /// per result of the entry the exchanged columns it holds. Empty
-  /// otherwise.
+  /// (`--neuroshard-spmd=rank=R backward=true`): that function's name.
+  /// Empty otherwise.
   std::string backwardEntry;
-  std::vector<std::vector<ResultColumns>> resultColumns;
 };
+
+/// Where the columns of every result of `info`'s entry in `module` (a
+/// sharded module in one program) come from: through slices, column and
+/// batch concatenations, the exchange and the reduce-scatter of row pieces
+/// to the entries of its fused lookups. Also checks that every column of
+/// every fused lookup reaches a result, since a backward step gives each a
+/// gradient; fails with the reason otherwise.
+llvm::Expected<std::vector<std::vector<ResultSource>>>
+traceResultSources(mlir::ModuleOp module, const ModelInfo &info);
 
 /// Reads `module` before lowering. `entry` empty means the module's only
 /// public function. Errors name the function, argument or op at fault.
@@ -121,8 +137,8 @@ struct ModelInfo {
 /// neither has any.
 inline const inputs::TableStats *inputStatistics(const ModelInfo &info,
                                                  const InputPair &pair) {
-  if (pair.stats)
-    return &*pair.stats;
+  if (pair.stats || pair.table < 0)
+    return pair.stats ? &*pair.stats : nullptr;
   const TableInfo &table = info.tables[pair.table];
   return table.hasStatistics ? &table.stats : nullptr;
 }

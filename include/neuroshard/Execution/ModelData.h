@@ -31,8 +31,11 @@ namespace execution {
 
 /// The data of a run.
 struct ModelData {
-  /// Rows allocated per table (the table's rows, or the cap).
+  /// Rows allocated per table or piece of one (its rows below the cap).
   std::vector<int64_t> allocatedRows;
+  /// Per input pair: the rows its indices range over (its whole table's,
+  /// or the cap), whichever piece of the table the arena holds.
+  std::vector<int64_t> pairRows;
   /// Where each table starts in `weights`: in order, each base aligned to
   /// kernel_abi::kArenaAlignment floats (the gaps hold zeros).
   std::vector<int64_t> layout;
@@ -68,6 +71,12 @@ void fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
                         uint64_t seed, int64_t firstBag, int64_t bags,
                         float *out, int64_t rowStride,
                         llvm::ArrayRef<inputs::LookupInputs> pairInputs = {});
+
+/// The output gradient a run gives column `column` of a table in bag `bag`
+/// of the lookup whose indices are argument `indicesArg` (what
+/// fillLookupGradient writes, before a mean row piece's division).
+float lookupGradientValue(uint64_t seed, unsigned indicesArg, int64_t bag,
+                          int64_t column);
 
 /// What generateData would allocate for `info`, part by part: weights,
 /// indices, offsets, outputs (with the output gradients). Index counts are

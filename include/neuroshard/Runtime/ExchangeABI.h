@@ -49,6 +49,29 @@ constexpr const char *kExchangeF32 = "neuroshard_exchange_f32";
 /// (`memref<?x?xf32>`, B x W_r), the widths, the batches and the rank.
 constexpr const char *kExchangeGradientF32 = "neuroshard_exchange_gradient_f32";
 
+/// Symbol of a rank's side of the reduce-scatter of row pieces' partial
+/// sums (`neuroshard.rank_reduce_scatter`), with a C interface. Operands:
+/// the rank's partial sums (`memref<?x?xf32>`, B x W), its slice of their
+/// sum (`memref<?x?xf32>`, B_rank x W), the batches (`memref<?xi64>`, one
+/// per rank), the lookup's B + 1 offsets for a mean (`memref<?xi64>`;
+/// empty for a sum) and the rank (i64).
+constexpr const char *kReduceScatterF32 = "neuroshard_reduce_scatter_f32";
+
+/// Symbol of its backward direction, an all-gather: the gradient of the
+/// rank's slice (`memref<?x?xf32>`, B_rank x W), the gradient of its
+/// partial sums (`memref<?x?xf32>`, B x W), the batches, the offsets and
+/// the rank.
+constexpr const char *kReduceScatterGradientF32 =
+    "neuroshard_reduce_scatter_gradient_f32";
+
+/// Symbols of the SGD update of data-parallel replicas
+/// (`neuroshard.fused_embedding_bag_sgd ... all_reduce`), with a C
+/// interface and the operands of the backward kernel (KernelABI.h): each
+/// rank's gradient of the replicas' rows is summed over all ranks before
+/// the update.
+constexpr const char *kReplicaSGDI32 = "neuroshard_replica_sgd_i32";
+constexpr const char *kReplicaSGDI64 = "neuroshard_replica_sgd_i64";
+
 /// One rank's view of an exchange between `widths.size()` ranks.
 struct ExchangeLayout {
   std::vector<int64_t> widths;  ///< Columns each rank's fused lookup makes.

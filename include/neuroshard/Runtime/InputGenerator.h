@@ -96,10 +96,11 @@ float weightValue(uint64_t tableKey, int64_t row, int64_t column);
 /// receives the columns of the same gradient.
 float gradientValue(uint64_t lookupKey, int64_t bag, int64_t column);
 
-/// Fills rows [0, rows) x columns [colBegin, colBegin + width) of a table
-/// into `out` with the given row stride (elements).
+/// Fills rows [rowBegin, rowBegin + rows) x columns [colBegin, colBegin +
+/// width) of a table into `out` with the given row stride (elements).
 void fillWeights(uint64_t tableKey, int64_t rows, int64_t colBegin,
-                 int64_t width, float *out, int64_t rowStride);
+                 int64_t width, float *out, int64_t rowStride,
+                 int64_t rowBegin = 0);
 
 } // namespace inputs
 } // namespace neuroshard

@@ -309,8 +309,15 @@ def SPMD : Pass<"neuroshard-spmd", "::mlir::ModuleOp"> {
       of the entry function becomes the rank's `B_rank x dim` slice of the
       original result (the data-parallel part after the embedding layer
       runs on that slice);
+    * every `neuroshard.reduce_scatter` of row pieces becomes a
+      `neuroshard.rank_reduce_scatter`: the rank gives its partial sums
+      (zeros if it holds no row piece of those columns) and receives its
+      rows of the sum;
+    * the lookups of a replicated table, one per device on its slice of the
+      batch, become the rank's own lookup of its slice;
     * the module's `neuroshard.rank` records the rank: its weight arena
-      holds the shards the plan places on this device, and nothing else.
+      holds the shards the plan places on this device (a row piece's rows
+      only), and nothing else.
 
     Arguments are kept, so every rank's program has the original signature.
     After the exchange, the pass supports `tensor.extract_slice` of whole
@@ -332,20 +339,24 @@ def SPMD : Pass<"neuroshard-spmd", "::mlir::ModuleOp"> {
 def SPMDBackward : Pass<"neuroshard-spmd-backward", "::mlir::ModuleOp"> {
   let summary = "Add the backward step to one rank's program";
   let description = [{
-    In a rank's program (`--neuroshard-spmd`), every function with an
-    exchange `@f` gets `@f_backward` (marked `neuroshard.backward_of = @f`),
-    one training step's backward for the rank: it takes `@f`'s arguments,
-    the gradient of each of `@f`'s results (the rank's rows) and the
-    learning rate (`f32`); puts each gradient in the columns of the
-    exchanged result that result is made of (zero where no result reads a
-    column); sends them back with `neuroshard.exchange_gradient`; and
-    updates the rank's shards with `neuroshard.fused_embedding_bag_sgd`.
+    In a rank's program (`--neuroshard-spmd`), every function `@f` with
+    lookups or collectives gets `@f_backward` (marked
+    `neuroshard.backward_of = @f`), one training step's backward for the
+    rank: it takes `@f`'s arguments, the gradient of each of `@f`'s results
+    (the rank's rows) and the learning rate (`f32`), and walks `@f`
+    backwards: column concatenations and slices place the gradients, every
+    collective is reversed in reverse order on every rank
+    (`neuroshard.exchange_gradient`, and for row pieces
+    `neuroshard.rank_reduce_scatter_gradient`, an all-gather), and the
+    rank's shards are updated with `neuroshard.fused_embedding_bag_sgd`
+    (`all_reduce` for replicas, which sums every rank's gradient first).
 
     Refused with a diagnostic: a module that is not one rank's program, a
-    function with more than one exchange, a column returned in two results
-    (its gradients would have to be summed), results not made of exchanged
-    columns by whole-row slices and column concatenations, and a function
-    `@f_backward` that already exists.
+    value whose gradient two uses would have to sum (a column returned in
+    two results, overlapping slices), an operation other than lookups,
+    collectives, slices and concatenations between the lookups and the
+    results, a fused lookup mixing replicas and other shards, and a
+    function `@f_backward` that already exists.
 
     ```sh
     build/bin/neuroshard-opt build/dlrm.imported.mlir --neuroshard-spmd="rank=1" \

@@ -6,6 +6,7 @@
 
 #include "neuroshard/Runtime/MPI/MPIExchange.h"
 #include "neuroshard/Runtime/ExchangeCall.h"
+#include "neuroshard/Runtime/KernelABI.h"
 
 #include <mpi.h>
 
@@ -13,6 +14,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 using namespace neuroshard;
@@ -352,7 +354,264 @@ extern "C" void exchangeGradientF32(MemRefDescriptor<float, 2> *gradient,
     abortJob(why);
 }
 
+/// Bytes this rank sends rank d in a collective: `elements[d]` floats,
+/// counted inside or between nodes as the ranks are grouped.
+void countSentBytes(const std::vector<int64_t> &elements) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (size_t d = 0; d < elements.size(); ++d) {
+    if (static_cast<int>(d) == rank)
+      continue;
+    double bytes = double(elements[d]) * sizeof(float);
+    bool sameNode =
+        groups.ranksPerNode == 0 ||
+        rank / groups.ranksPerNode == static_cast<int>(d) / groups.ranksPerNode;
+    (sameNode ? bytesMoved.intraNode : bytesMoved.interNode) += bytes;
+  }
+}
+
+/// The rows each rank owns and where they start, from a call's batches;
+/// fails unless they describe this job and fit MPI's int counts for rows
+/// of `width` values.
+std::string readBatches(const MemRefDescriptor<int64_t, 1> &batches,
+                        int64_t rank, int64_t width, std::vector<int> &counts,
+                        std::vector<int> &displacements, int64_t &rowBegin,
+                        int64_t &batch) {
+  int jobRank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &jobRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (batches.sizes[0] != size || rank != jobRank)
+    return "a reduce-scatter of rank " + std::to_string(rank) + " between " +
+           std::to_string(batches.sizes[0]) + " ranks runs on rank " +
+           std::to_string(jobRank) + " of a job of " + std::to_string(size);
+  counts.assign(size, 0);
+  displacements.assign(size, 0);
+  batch = 0;
+  for (int d = 0; d < size; ++d) {
+    int64_t rows = batches.aligned[batches.offset + d * batches.strides[0]];
+    if (rows < 0)
+      return "rank " + std::to_string(d) + " owns " + std::to_string(rows) +
+             " rows";
+    if (d == rank)
+      rowBegin = batch;
+    if ((batch + rows) * width > INT_MAX)
+      return "a reduce-scatter of " + std::to_string(batch + rows) + " x " +
+             std::to_string(width) +
+             " values needs more than MPI's int counts hold";
+    counts[d] = static_cast<int>(rows * width);
+    displacements[d] = static_cast<int>(batch * width);
+    batch += rows;
+  }
+  return "";
+}
+
+/// Why `buffer` is not a contiguous `rows x cols` row-major buffer.
+std::string checkContiguous(const MemRefDescriptor<float, 2> &buffer,
+                            int64_t rows, int64_t cols, const char *what) {
+  if (buffer.sizes[0] != rows || buffer.sizes[1] != cols)
+    return std::string(what) + " is " + std::to_string(buffer.sizes[0]) +
+           " x " + std::to_string(buffer.sizes[1]) + ", expected " +
+           std::to_string(rows) + " x " + std::to_string(cols);
+  if ((rows > 1 && buffer.strides[0] != cols) ||
+      (cols > 1 && buffer.strides[1] != 1))
+    return std::string(what) + " is not contiguous";
+  return "";
+}
+
+/// The divisor of every bag of the rank's rows under a mean: its whole
+/// length, 1 for an empty bag (which stays zero); none for a sum.
+std::string bagDivisors(const MemRefDescriptor<int64_t, 1> &offsets,
+                        int64_t batch, int64_t rowBegin, int64_t rows,
+                        std::vector<float> &divisors) {
+  divisors.clear();
+  if (offsets.sizes[0] == 0)
+    return "";
+  if (offsets.sizes[0] != batch + 1)
+    return "the mean of a reduce-scatter has " +
+           std::to_string(offsets.sizes[0]) + " offsets for " +
+           std::to_string(batch) + " bags";
+  auto at = [&](int64_t i) {
+    return offsets.aligned[offsets.offset + i * offsets.strides[0]];
+  };
+  for (int64_t b = rowBegin; b < rowBegin + rows; ++b)
+    divisors.push_back(float(std::max<int64_t>(at(b + 1) - at(b), 1)));
+  return "";
+}
+
+extern "C" void reduceScatterF32(MemRefDescriptor<float, 2> *partial,
+                                 MemRefDescriptor<float, 2> *result,
+                                 MemRefDescriptor<int64_t, 1> *batches,
+                                 MemRefDescriptor<int64_t, 1> *offsets,
+                                 int64_t rank) {
+  double start = MPI_Wtime();
+  int64_t width = partial->sizes[1], rowBegin = 0, batch = 0;
+  std::vector<int> counts, displacements;
+  std::string why = readBatches(*batches, rank, width, counts, displacements,
+                                rowBegin, batch);
+  int64_t rows = why.empty() ? counts[rank] / std::max<int64_t>(width, 1) : 0;
+  if (why.empty())
+    why = checkContiguous(*partial, batch, width, "the partial sums");
+  if (why.empty())
+    why = checkContiguous(*result, rows, width, "the rank's slice");
+  std::vector<float> divisors;
+  if (why.empty())
+    why = bagDivisors(*offsets, batch, rowBegin, rows, divisors);
+  if (!why.empty())
+    abortJob(why);
+  float *out = result->aligned + result->offset;
+  MPI_Reduce_scatter(partial->aligned + partial->offset, out, counts.data(),
+                     MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (size_t b = 0; b < divisors.size(); ++b)
+    for (int64_t c = 0; c < width; ++c)
+      out[b * width + c] /= divisors[b];
+  std::vector<int64_t> sent(counts.begin(), counts.end());
+  countSentBytes(sent);
+  accumulatedSeconds += MPI_Wtime() - start;
+}
+
+extern "C" void reduceScatterGradientF32(MemRefDescriptor<float, 2> *gradient,
+                                         MemRefDescriptor<float, 2> *result,
+                                         MemRefDescriptor<int64_t, 1> *batches,
+                                         MemRefDescriptor<int64_t, 1> *offsets,
+                                         int64_t rank) {
+  double start = MPI_Wtime();
+  int64_t width = gradient->sizes[1], rowBegin = 0, batch = 0;
+  std::vector<int> counts, displacements;
+  std::string why = readBatches(*batches, rank, width, counts, displacements,
+                                rowBegin, batch);
+  int64_t rows = why.empty() ? counts[rank] / std::max<int64_t>(width, 1) : 0;
+  if (why.empty())
+    why = checkContiguous(*gradient, rows, width, "the slice's gradient");
+  if (why.empty())
+    why = checkContiguous(*result, batch, width, "the partial sums' gradient");
+  std::vector<float> divisors;
+  if (why.empty())
+    why = bagDivisors(*offsets, batch, rowBegin, rows, divisors);
+  if (!why.empty())
+    abortJob(why);
+  // The adjoint of the mean's division, then every rank's rows gathered.
+  const float *in = gradient->aligned + gradient->offset;
+  std::vector<float> scaled(in, in + rows * width);
+  for (size_t b = 0; b < divisors.size(); ++b)
+    for (int64_t c = 0; c < width; ++c)
+      scaled[b * width + c] /= divisors[b];
+  MPI_Allgatherv(scaled.data(), counts[rank], MPI_FLOAT,
+                 result->aligned + result->offset, counts.data(),
+                 displacements.data(), MPI_FLOAT, MPI_COMM_WORLD);
+  countSentBytes(std::vector<int64_t>(counts.size(), counts[rank]));
+  accumulatedSeconds += MPI_Wtime() - start;
+}
+
+/// The SGD update of replicas: every rank's gradient of each shard's rows,
+/// summed over the job (MPI_Allreduce), then applied once. `meta` and the
+/// other operands are the backward kernel's (KernelABI.h).
+template <typename Index>
+void replicaSGD(MemRefDescriptor<int64_t, 1> *meta,
+                MemRefDescriptor<int64_t, 1> *layout,
+                MemRefDescriptor<float, 1> *weights,
+                MemRefDescriptor<Index, 1> *indices,
+                MemRefDescriptor<Index, 1> *offsets,
+                MemRefDescriptor<float, 2> *gradient, float lr) {
+  namespace abi = kernel_abi;
+  double start = MPI_Wtime();
+  const int64_t *fields = meta->aligned + meta->offset;
+  int64_t shards = meta->sizes[0] / abi::kShardFields;
+  const int64_t *bases = layout->aligned + layout->offset;
+  float *arena = weights->aligned + weights->offset;
+  const Index *index = indices->aligned + indices->offset;
+  const Index *offset = offsets->aligned + offsets->offset;
+  const float *grad = gradient->aligned + gradient->offset;
+  int64_t bags = gradient->sizes[0], gradStride = gradient->strides[0];
+
+  // Rows touched on any rank, per shard: the extent of the summed gradient.
+  std::vector<int64_t> extent(shards, 0);
+  for (int64_t s = 0; s < shards; ++s) {
+    const int64_t *f = fields + s * abi::kShardFields;
+    for (int64_t b = 0; b < bags; ++b)
+      for (Index i = offset[f[abi::kOffsetsBase] + b];
+           i < offset[f[abi::kOffsetsBase] + b + 1]; ++i)
+        extent[s] = std::max<int64_t>(
+            extent[s], int64_t(index[f[abi::kIndicesBase] + i]) + 1);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, extent.data(), static_cast<int>(shards),
+                MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+
+  std::vector<float> sum;
+  for (int64_t s = 0; s < shards; ++s) {
+    const int64_t *f = fields + s * abi::kShardFields;
+    int64_t width = f[abi::kWidth];
+    if (extent[s] * width > INT_MAX)
+      abortJob("the gradient of a replica's " + std::to_string(extent[s]) +
+               " x " + std::to_string(width) +
+               " values needs more than MPI's int counts hold");
+    sum.assign(static_cast<size_t>(extent[s] * width), 0.0f);
+    for (int64_t b = 0; b < bags; ++b) {
+      Index first = offset[f[abi::kOffsetsBase] + b];
+      Index end = offset[f[abi::kOffsetsBase] + b + 1];
+      float scale = f[abi::kMode] == abi::kMean && end > first
+                        ? 1.0f / float(end - first)
+                        : 1.0f;
+      const float *row = grad + b * gradStride + f[abi::kOutColumn];
+      for (Index i = first; i < end; ++i) {
+        float *into =
+            sum.data() + int64_t(index[f[abi::kIndicesBase] + i]) * width;
+        for (int64_t c = 0; c < width; ++c)
+          into[c] += scale * row[c];
+      }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(sum.size()),
+                  MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    float *table = arena + bases[f[abi::kTable]];
+    for (int64_t r = 0; r < extent[s]; ++r)
+      for (int64_t c = 0; c < width; ++c)
+        table[r * f[abi::kRowStride] + f[abi::kColBegin] + c] -=
+            lr * sum[r * width + c];
+    // A ring all-reduce sends about twice the buffer.
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    countSentBytes(std::vector<int64_t>(
+        size, size > 1 ? 2 * int64_t(sum.size()) / size : 0));
+  }
+  accumulatedSeconds += MPI_Wtime() - start;
+}
+
+extern "C" void replicaSGDI32(MemRefDescriptor<int64_t, 1> *meta,
+                              MemRefDescriptor<int64_t, 1> *layout,
+                              MemRefDescriptor<float, 1> *weights,
+                              MemRefDescriptor<int32_t, 1> *indices,
+                              MemRefDescriptor<int32_t, 1> *offsets,
+                              MemRefDescriptor<float, 2> *gradient, float lr) {
+  replicaSGD(meta, layout, weights, indices, offsets, gradient, lr);
+}
+
+extern "C" void replicaSGDI64(MemRefDescriptor<int64_t, 1> *meta,
+                              MemRefDescriptor<int64_t, 1> *layout,
+                              MemRefDescriptor<float, 1> *weights,
+                              MemRefDescriptor<int64_t, 1> *indices,
+                              MemRefDescriptor<int64_t, 1> *offsets,
+                              MemRefDescriptor<float, 2> *gradient, float lr) {
+  replicaSGD(meta, layout, weights, indices, offsets, gradient, lr);
+}
+
 } // namespace
+
+std::vector<std::pair<std::string, void *>> mpi::collectiveEntryPoints() {
+  auto entry = [](const char *name, void *address) {
+    return std::make_pair(std::string("_mlir_ciface_") + name, address);
+  };
+  return {
+      entry(exchange_abi::kExchangeF32, exchangeEntryPoint()),
+      entry(exchange_abi::kExchangeGradientF32, exchangeGradientEntryPoint()),
+      entry(exchange_abi::kReduceScatterF32,
+            reinterpret_cast<void *>(&reduceScatterF32)),
+      entry(exchange_abi::kReduceScatterGradientF32,
+            reinterpret_cast<void *>(&reduceScatterGradientF32)),
+      entry(exchange_abi::kReplicaSGDI32,
+            reinterpret_cast<void *>(&replicaSGDI32)),
+      entry(exchange_abi::kReplicaSGDI64,
+            reinterpret_cast<void *>(&replicaSGDI64)),
+  };
+}
 
 void *mpi::exchangeEntryPoint() {
   return reinterpret_cast<void *>(&exchangeF32);

@@ -805,3 +805,48 @@ module {
     return %0 : tensor<4x8xf32>
   }
 }
+
+// -----
+
+func.func @f(%p: tensor<9x4xf32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{result is 5 x 4 but rank 1 owns 4 x 4 (its rows, the same columns)}}
+  %r = neuroshard.rank_reduce_scatter %p rank 1 batches [5, 4] : tensor<9x4xf32> -> tensor<5x4xf32>
+  return %r : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @f(%p: tensor<8x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{input has 8 rows but the batches sum to 9}}
+  %r = neuroshard.rank_reduce_scatter %p rank 1 batches [5, 4] : tensor<8x4xf32> -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @f(%g: tensor<4x4xf32>, %o: tensor<9xi32>) -> tensor<9x4xf32> {
+  // expected-error @+1 {{the mean's offsets has 9 offsets but the result has 9 bags; expected 10 offsets (one per bag plus the end)}}
+  %r = neuroshard.rank_reduce_scatter_gradient %g mean(%o : tensor<9xi32>) rank 1 batches [5, 4] : tensor<4x4xf32> -> tensor<9x4xf32>
+  return %r : tensor<9x4xf32>
+}
+
+// -----
+
+func.func @f(%g: tensor<4x4xf32>) -> tensor<9x4xf32> {
+  // expected-error @+1 {{runs on rank 2 but scatters between 2 ranks}}
+  %r = neuroshard.rank_reduce_scatter_gradient %g rank 2 batches [5, 4] : tensor<4x4xf32> -> tensor<9x4xf32>
+  return %r : tensor<9x4xf32>
+}
+
+// -----
+
+module {
+  neuroshard.table @t : rows 10, dim 4, f32
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>, %g: tensor<4x4xf32>, %lr: f32) {
+    // expected-error @+1 {{sums the replicas' gradients across ranks ('all_reduce'), which only the program of one rank can do}}
+    neuroshard.fused_embedding_bag_sgd device 0 [
+        @t cols 0 to 4 sum(%i, %o : tensor<?xi32>, tensor<5xi32>)
+      ] gradient %g lr %lr all_reduce : tensor<4x4xf32>
+    return
+  }
+}

@@ -120,6 +120,30 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memor
   func.func @step() { return }
 }
 
+// One rank's side of the reduce-scatter of row pieces, its backward
+// all-gather, and the update of replicas that sums every rank's gradient.
+module attributes {neuroshard.rank = 1 : i64, neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
+  neuroshard.table @s : rows 20, dim 4, f32
+      shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>,
+              #neuroshard.shard<cols = 0 to 4, device = 1, replica>]
+  // CHECK-LABEL: func.func @rank_side
+  func.func @rank_side(%p: tensor<9x4xf32>, %o: tensor<10xi64>, %i: tensor<?xi64>,
+                       %lr: f32) -> tensor<9x4xf32> {
+    // CHECK: %[[S:.+]] = neuroshard.rank_reduce_scatter %{{.*}} mean(%{{.*}} : tensor<10xi64>) rank 1 batches [5, 4] : tensor<9x4xf32> -> tensor<4x4xf32>
+    %s = neuroshard.rank_reduce_scatter %p mean(%o : tensor<10xi64>) rank 1
+        batches [5, 4] : tensor<9x4xf32> -> tensor<4x4xf32>
+    // CHECK: neuroshard.rank_reduce_scatter_gradient %[[S]] rank 1 batches [5, 4] : tensor<4x4xf32> -> tensor<9x4xf32>
+    %g = neuroshard.rank_reduce_scatter_gradient %s rank 1 batches [5, 4]
+        : tensor<4x4xf32> -> tensor<9x4xf32>
+    %slice = tensor.extract_slice %o[5] [5] [1] : tensor<10xi64> to tensor<5xi64>
+    // CHECK: ] gradient %{{.*}} lr %{{.*}} all_reduce : tensor<4x4xf32>
+    neuroshard.fused_embedding_bag_sgd device 1 [
+        @s cols 0 to 4 sum(%i, %slice : tensor<?xi64>, tensor<5xi64>)
+      ] gradient %s lr %lr all_reduce : tensor<4x4xf32>
+    return %g : tensor<9x4xf32>
+  }
+}
+
 // The input and output distribution of a row-wise table: bucketized
 // indices, row-piece entries that read local rows, and the reduce-scatter
 // of their partial sums, with mean pooling divided after the sum.

@@ -22,6 +22,8 @@
 #include "neuroshard/Runtime/ExchangeABI.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace neuroshard {
 namespace mpi {
@@ -71,6 +73,13 @@ void *exchangeEntryPoint();
 /// The same for kExchangeGradientF32, the backward direction
 /// (exchangeBackward).
 void *exchangeGradientEntryPoint();
+
+/// Every collective a rank's lowered program calls, as (symbol of its C
+/// interface, address) for a JIT to resolve: both directions of the
+/// exchange and of the reduce-scatter of row pieces (MPI_Reduce_scatter,
+/// MPI_Allgatherv), and the update of replicas (MPI_Allreduce of their
+/// gradients). Like the exchange, a failure aborts the job.
+std::vector<std::pair<std::string, void *>> collectiveEntryPoints();
 
 } // namespace mpi
 } // namespace neuroshard

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::neuroshard;
 
@@ -103,11 +105,14 @@ SmallVector<DeviceShard> mlir::neuroshard::getDeviceShards(ModuleOp module,
     for (Attribute attr : attrs) {
       auto shard = cast<ShardAttr>(attr);
       if (shard.getDevice() == device)
-        shards.push_back({table, shard.getColBegin(), shard.getColEnd()});
+        shards.push_back({table, shard.getColBegin(), shard.getColEnd(),
+                          shard.getRowBegin(),
+                          shard.getRowEndIn(table.getNumRows())});
     }
     std::sort(shards.begin() + first, shards.end(),
               [](const DeviceShard &a, const DeviceShard &b) {
-                return a.colBegin < b.colBegin;
+                return std::tie(a.colBegin, a.rowBegin) <
+                       std::tie(b.colBegin, b.rowBegin);
               });
   }
   return shards;

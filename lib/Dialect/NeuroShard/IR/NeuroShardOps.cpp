@@ -521,6 +521,18 @@ StringRef FusedEmbeddingBagSGDOp::getEntryTable(unsigned i) {
 }
 
 LogicalResult FusedEmbeddingBagSGDOp::verify() {
+  if (getAllReduce()) {
+    auto module = (*this)->getParentOfType<ModuleOp>();
+    if (!module || !getProgramRank(module))
+      return emitOpError() << "sums the replicas' gradients across ranks "
+                              "('all_reduce'), which only the program of one "
+                              "rank can do";
+    for (unsigned i = 0, e = getNumEntries(); i < e; ++i)
+      if (isRowPieceEntry(*this, i))
+        return emitOpError() << "entry " << i << " is a row piece of table '"
+                             << getEntryTable(i)
+                             << "'; 'all_reduce' updates whole replicas only";
+  }
   return verifyFusedEntries(*this, getGradient().getType(), "gradient");
 }
 
@@ -660,6 +672,71 @@ LogicalResult ExchangeGradientOp::verify() {
   return verifyExchangeSide(*this, static_cast<int64_t>(getRank()), getWidths(),
                             getBatches(), getResult().getType(), "result",
                             getGradient().getType(), "gradient");
+}
+
+//===----------------------------------------------------------------------===//
+// RankReduceScatterOp and RankReduceScatterGradientOp
+//===----------------------------------------------------------------------===//
+
+/// Both directions of a rank's side of a reduce-scatter: `whole` is the
+/// B x W tensor of the whole batch (the partial sums, or their gradient),
+/// `own` the rank's B_rank x W slice.
+static LogicalResult verifyReduceScatterSide(Operation *op, int64_t rank,
+                                             ArrayRef<int64_t> batches,
+                                             RankedTensorType whole,
+                                             StringRef wholeName,
+                                             RankedTensorType own,
+                                             StringRef ownName, Value offsets) {
+  size_t ranks = batches.size();
+  if (ranks == 0)
+    return op->emitOpError() << "needs at least one rank";
+  TopologyAttr topology = getEnclosingTopology(op);
+  if (topology && static_cast<int64_t>(ranks) != topology.getDevices())
+    return op->emitOpError()
+           << "scatters between " << ranks << " ranks but the topology has "
+           << topology.getDevices() << " devices";
+  if (rank >= static_cast<int64_t>(ranks))
+    return op->emitOpError() << "runs on rank " << rank
+                             << " but scatters between " << ranks << " ranks";
+  int64_t batch = 0;
+  for (size_t d = 0; d < ranks; ++d) {
+    if (batches[d] < 0)
+      return op->emitOpError()
+             << "rank " << d << " has a negative batch " << batches[d];
+    batch += batches[d];
+  }
+  if (whole.getElementType() != own.getElementType())
+    return op->emitOpError() << "mixes element types " << whole.getElementType()
+                             << " and " << own.getElementType();
+  if (!whole.hasStaticShape() || !own.hasStaticShape())
+    return op->emitOpError() << "needs static shapes";
+  if (whole.getDimSize(0) != batch)
+    return op->emitOpError() << wholeName << " has " << whole.getDimSize(0)
+                             << " rows but the batches sum to " << batch;
+  if (own.getDimSize(0) != batches[rank] ||
+      own.getDimSize(1) != whole.getDimSize(1))
+    return op->emitOpError()
+           << ownName << " is " << own.getDimSize(0) << " x "
+           << own.getDimSize(1) << " but rank " << rank << " owns "
+           << batches[rank] << " x " << whole.getDimSize(1)
+           << " (its rows, the same columns)";
+  if (offsets && failed(verifyBatch(op, offsets, batch, "the mean's offsets")))
+    return failure();
+  return success();
+}
+
+LogicalResult RankReduceScatterOp::verify() {
+  return verifyReduceScatterSide(*this, static_cast<int64_t>(getRank()),
+                                 getBatches(), getInput().getType(), "input",
+                                 getResult().getType(), "result",
+                                 getMeanOffsets());
+}
+
+LogicalResult RankReduceScatterGradientOp::verify() {
+  return verifyReduceScatterSide(*this, static_cast<int64_t>(getRank()),
+                                 getBatches(), getResult().getType(), "result",
+                                 getGradient().getType(), "gradient",
+                                 getMeanOffsets());
 }
 
 //===----------------------------------------------------------------------===//

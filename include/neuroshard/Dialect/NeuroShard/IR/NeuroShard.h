@@ -62,17 +62,23 @@ TopologyAttr getEnclosingTopology(Operation *op);
 ShardAttr toShardAttr(MLIRContext *context, const ::neuroshard::Shard &shard,
                       int64_t rows);
 
-/// Columns `colBegin .. colEnd` of `table`, held by one device.
+/// Rows `rowBegin .. rowEnd` and columns `colBegin .. colEnd` of `table`,
+/// held by one device (every row unless it is a row piece; a replica is the
+/// whole table).
 struct DeviceShard {
   TableOp table;
   int64_t colBegin = 0;
   int64_t colEnd = 0;
+  int64_t rowBegin = 0;
+  int64_t rowEnd = 0;
   int64_t width() const { return colEnd - colBegin; }
+  int64_t rows() const { return rowEnd - rowBegin; }
 };
 
 /// The shards `device` holds: tables in module order, each table's shards
-/// in column order. This is the order of the weight arena of the program
-/// one rank runs (`--neuroshard-spmd`), which holds these shards only.
+/// in column order, then row order. This is the order of the weight arena of
+/// the program one rank runs (`--neuroshard-spmd`), which holds these shards
+/// only.
 SmallVector<DeviceShard> getDeviceShards(ModuleOp module, int64_t device);
 
 /// The rank of the program `module` is (its `neuroshard.rank`), if it is

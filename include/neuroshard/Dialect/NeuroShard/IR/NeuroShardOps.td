@@ -391,6 +391,76 @@ def NeuroShard_ExchangeGradientOp : NeuroShard_Op<"exchange_gradient"> {
 }
 
 //===----------------------------------------------------------------------===//
+// RankReduceScatterOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_RankReduceScatterOp : NeuroShard_Op<"rank_reduce_scatter"> {
+  let summary = "one rank's side of the reduce-scatter of row pieces";
+  let description = [{
+    The SPMD form of `neuroshard.reduce_scatter` (see `--neuroshard-spmd`):
+    the program of rank `rank` gives its partial sums of the columns for the
+    whole batch (`B x W`; zeros when the rank holds no row piece of them) and
+    receives its slice of the batch of every rank's sum
+    (`batches[rank] x W`). `batches` lists, per rank, the rows of the batch
+    it owns, in rank order, summing to `B`. With `mean` and the lookup's
+    offsets, each of the rank's bags is divided by its whole length after
+    the reduction (an empty bag stays zero). Every rank of the communicator
+    must run it with the same `batches`, as the collective it lowers to
+    requires.
+
+    ```mlir
+    %s = neuroshard.rank_reduce_scatter %p mean(%off : tensor<1025xi32>)
+        rank 1 batches [512, 512] : tensor<1024x16xf32> -> tensor<512x16xf32>
+    ```
+  }];
+  let arguments = (ins NeuroShard_PooledTensor:$input,
+                       Optional<NeuroShard_IndexTensor>:$mean_offsets,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$rank,
+                       DenseI64ArrayAttr:$batches);
+  let results = (outs NeuroShard_PooledTensor:$result);
+  let assemblyFormat = [{
+    $input (`mean` `(` $mean_offsets^ `:` type($mean_offsets) `)`)?
+    `rank` $rank `batches` $batches attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// RankReduceScatterGradientOp
+//===----------------------------------------------------------------------===//
+
+def NeuroShard_RankReduceScatterGradientOp
+    : NeuroShard_Op<"rank_reduce_scatter_gradient"> {
+  let summary = "one rank's side of the reduce-scatter's backward direction";
+  let description = [{
+    The reverse of `neuroshard.rank_reduce_scatter` with the same `rank`,
+    `batches` and offsets: the rank gives the gradient of its slice of the
+    batch (`batches[rank] x W`) and receives the gradient of its partial
+    sums for the whole batch (`B x W`), which is every rank's slice gathered
+    in rank order (an all-gather). With `mean`, every bag's gradient is
+    first divided by the bag's whole length, the adjoint of the division
+    after the reduction.
+
+    ```mlir
+    %g = neuroshard.rank_reduce_scatter_gradient %ds mean(%off : tensor<1025xi32>)
+        rank 1 batches [512, 512] : tensor<512x16xf32> -> tensor<1024x16xf32>
+    ```
+  }];
+  let arguments = (ins NeuroShard_PooledTensor:$gradient,
+                       Optional<NeuroShard_IndexTensor>:$mean_offsets,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$rank,
+                       DenseI64ArrayAttr:$batches);
+  let results = (outs NeuroShard_PooledTensor:$result);
+  let assemblyFormat = [{
+    $gradient (`mean` `(` $mean_offsets^ `:` type($mean_offsets) `)`)?
+    `rank` $rank `batches` $batches attr-dict `:` type($gradient) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // FusedEmbeddingBagSGDOp
 //===----------------------------------------------------------------------===//
 
@@ -407,8 +477,16 @@ def NeuroShard_FusedEmbeddingBagSGDOp
     `w[row, begin:end] -= lr * scale * gradient[bag, entry's columns]`, with
     `scale` 1 for `sum` and 1 / (bag size) for `mean`. A row read several
     times is updated once per read. An entry of a row piece (`rows r0 to
-    r1`) reads and updates local rows, as in the fused lookup. The tables are the op's memory: it has
-    no result and is ordered with respect to other memory effects.
+    r1`) reads and updates local rows, as in the fused lookup. The tables
+    are the op's memory: it has no result and is ordered with respect to
+    other memory effects.
+
+    With `all_reduce`, in the program of one rank, the entries are
+    data-parallel replicas held by every rank and `gradient` is the rank's
+    slice of the batch: the gradients of every rank's slice are summed
+    (an all-reduce of each entry's rows) before one update, so that the
+    replicas stay identical. Every rank runs it, as the collective
+    requires.
 
     ```mlir
     neuroshard.fused_embedding_bag_sgd device 1 [
@@ -427,14 +505,16 @@ def NeuroShard_FusedEmbeddingBagSGDOp
     NeuroShard_PooledTensor:$gradient,
     F32:$lr,
     OptionalAttr<DenseI64ArrayAttr>:$row_begins,
-    OptionalAttr<DenseI64ArrayAttr>:$row_ends
+    OptionalAttr<DenseI64ArrayAttr>:$row_ends,
+    UnitAttr:$all_reduce
   );
   let assemblyFormat = [{
     `device` $device
     custom<FusedEntries>($tables, $row_begins, $row_ends, $col_begins,
                          $col_ends, $modes, $indices, $offsets,
                          type($indices), type($offsets))
-    `gradient` $gradient `lr` $lr attr-dict `:` type($gradient)
+    `gradient` $gradient `lr` $lr (`all_reduce` $all_reduce^)? attr-dict
+    `:` type($gradient)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
