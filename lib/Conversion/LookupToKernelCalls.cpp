@@ -681,10 +681,11 @@ Value i64Buffer(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   return memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), buffer);
 }
 
-/// Declares the exchange runtime function `name` (ExchangeABI.h's C
-/// interface: two f32 buffers, the widths, the batches and the rank) once.
-func::FuncOp declareExchangeFunction(ModuleOp module, StringRef name,
-                                     ConversionPatternRewriter &rewriter) {
+/// Declares the collective runtime function `name` once. Both sides of
+/// the exchange and of the reduce-scatter share ExchangeABI.h's C interface:
+/// two f32 buffers, two i64 arrays and the rank.
+func::FuncOp declareCollectiveFunction(ModuleOp module, StringRef name,
+                                       ConversionPatternRewriter &rewriter) {
   if (auto callee = module.lookupSymbol<func::FuncOp>(name))
     return callee;
   OpBuilder::InsertionGuard guard(rewriter);
@@ -702,9 +703,41 @@ func::FuncOp declareExchangeFunction(ModuleOp module, StringRef name,
   return callee;
 }
 
-/// One rank's side of the exchange, in either direction, becomes a call of
-/// the exchange runtime function: the collective needs every rank, so it
-/// cannot be expressed as computation of this program alone.
+/// Replaces `op`, one rank's side of a collective in either direction, by a
+/// call of the runtime function `function`: the collective needs every
+/// rank, so it cannot be expressed as computation of this program alone.
+/// `sent` is the op's f32 operand; `arrays` builds the call's two i64
+/// arrays.
+LogicalResult replaceByCollectiveCall(
+    Operation *op, Value sent, StringRef function, int64_t rank,
+    function_ref<std::pair<Value, Value>(OpBuilder &)> arrays,
+    ConversionPatternRewriter &rewriter) {
+  auto sentType = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto receivedType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!sentType.getElementType().isF32())
+    return rewriter.notifyMatchFailure(op, "only f32 is exchanged");
+  OpBuilder &b = rewriter;
+  Location loc = op->getLoc();
+  Type f32 = b.getF32Type();
+  func::FuncOp callee = declareCollectiveFunction(
+      op->getParentOfType<ModuleOp>(), function, rewriter);
+  Value send = bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(sentType.getShape(), f32), sent,
+      /*read_only=*/true);
+  Value recv = memref::AllocOp::create(
+      b, loc, MemRefType::get(receivedType.getShape(), f32));
+  auto [first, second] = arrays(b);
+  SmallVector<Value> operands = {toDynamic2D(b, loc, send),
+                                 toDynamic2D(b, loc, recv), first, second,
+                                 i64Constant(b, loc, rank)};
+  func::CallOp::create(b, loc, callee, operands);
+  rewriter.replaceOp(op, bufferization::ToTensorOp::create(
+                             b, loc, receivedType, recv, /*restrict=*/true,
+                             /*writable=*/true));
+  return success();
+}
+
+/// One rank's side of the exchange: the widths and the batches.
 template <typename ExchangeSideOp>
 struct ExchangeToRuntimeCall : public OpConversionPattern<ExchangeSideOp> {
   ExchangeToRuntimeCall(MLIRContext *context, StringRef function)
@@ -713,58 +746,21 @@ struct ExchangeToRuntimeCall : public OpConversionPattern<ExchangeSideOp> {
   LogicalResult
   matchAndRewrite(ExchangeSideOp op, typename ExchangeSideOp::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Value sent = adaptor.getOperands()[0];
-    auto sentType = cast<RankedTensorType>(op->getOperand(0).getType());
-    auto receivedType = cast<RankedTensorType>(op.getResult().getType());
-    if (!sentType.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "only f32 is exchanged");
-    OpBuilder &b = rewriter;
-    Location loc = op.getLoc();
-    Type f32 = b.getF32Type();
-    func::FuncOp callee = declareExchangeFunction(
-        op->template getParentOfType<ModuleOp>(), function, rewriter);
-    Value send = bufferization::ToBufferOp::create(
-        b, loc, MemRefType::get(sentType.getShape(), f32), sent,
-        /*read_only=*/true);
-    Value recv = memref::AllocOp::create(
-        b, loc, MemRefType::get(receivedType.getShape(), f32));
-    SmallVector<Value> operands = {
-        toDynamic2D(b, loc, send), toDynamic2D(b, loc, recv),
-        i64Buffer(b, loc, op.getWidths()), i64Buffer(b, loc, op.getBatches()),
-        i64Constant(b, loc, static_cast<int64_t>(op.getRank()))};
-    func::CallOp::create(b, loc, callee, operands);
-    rewriter.replaceOp(op, bufferization::ToTensorOp::create(
-                               b, loc, receivedType, recv, /*restrict=*/true,
-                               /*writable=*/true));
-    return success();
+    return replaceByCollectiveCall(
+        op, adaptor.getOperands()[0], function,
+        static_cast<int64_t>(op.getRank()),
+        [&](OpBuilder &b) {
+          return std::make_pair(i64Buffer(b, op.getLoc(), op.getWidths()),
+                                i64Buffer(b, op.getLoc(), op.getBatches()));
+        },
+        rewriter);
   }
 
   std::string function;
 };
 
-/// Declares the reduce-scatter runtime function `name` (ExchangeABI.h's C
-/// interface: two f32 buffers, the batches, the offsets and the rank) once.
-func::FuncOp declareReduceScatterFunction(ModuleOp module, StringRef name,
-                                          ConversionPatternRewriter &rewriter) {
-  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
-    return callee;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
-  auto dynamic2D = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                   rewriter.getF32Type());
-  auto i64Dynamic = dynamic1D(rewriter.getI64Type());
-  auto callee = func::FuncOp::create(
-      rewriter, module.getLoc(), name,
-      rewriter.getFunctionType(
-          {dynamic2D, dynamic2D, i64Dynamic, i64Dynamic, rewriter.getI64Type()},
-          {}));
-  callee.setPrivate();
-  callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-  return callee;
-}
-
-/// One rank's side of the reduce-scatter, in either direction, becomes a
-/// call of the runtime: the mean's offsets go as i64 (none for a sum).
+/// One rank's side of the reduce-scatter: the batches and the mean's
+/// offsets as i64 (none for a sum).
 template <typename SideOp>
 struct ReduceScatterToRuntimeCall : public OpConversionPattern<SideOp> {
   ReduceScatterToRuntimeCall(MLIRContext *context, StringRef function)
@@ -773,43 +769,26 @@ struct ReduceScatterToRuntimeCall : public OpConversionPattern<SideOp> {
   LogicalResult
   matchAndRewrite(SideOp op, typename SideOp::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Value sent = adaptor.getOperands()[0];
-    auto sentType = cast<RankedTensorType>(op->getOperand(0).getType());
-    auto receivedType = cast<RankedTensorType>(op.getResult().getType());
-    if (!sentType.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "only f32 is reduced");
-    OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    Type f32 = b.getF32Type();
-    func::FuncOp callee = declareReduceScatterFunction(
-        op->template getParentOfType<ModuleOp>(), function, rewriter);
-    Value send = bufferization::ToBufferOp::create(
-        b, loc, MemRefType::get(sentType.getShape(), f32), sent,
-        /*read_only=*/true);
-    Value recv = memref::AllocOp::create(
-        b, loc, MemRefType::get(receivedType.getShape(), f32));
-    Value offsets;
-    if (Value mean = adaptor.getMeanOffsets()) {
-      Value source = toDynamicBuffer(b, loc, mean);
-      Value size = memref::DimOp::create(b, loc, source, 0);
-      offsets = memref::AllocOp::create(b, loc, dynamic1D(b.getI64Type()),
-                                        ValueRange{size});
-      copyInto(b, loc, source, offsets, indexConstant(b, loc, 0));
-    } else {
-      offsets = memref::CastOp::create(
-          b, loc, dynamic1D(b.getI64Type()),
-          memref::AllocaOp::create(b, loc,
-                                   MemRefType::get({0}, b.getI64Type())));
-    }
-    SmallVector<Value> operands = {
-        toDynamic2D(b, loc, send), toDynamic2D(b, loc, recv),
-        i64Buffer(b, loc, op.getBatches()), offsets,
-        i64Constant(b, loc, static_cast<int64_t>(op.getRank()))};
-    func::CallOp::create(b, loc, callee, operands);
-    rewriter.replaceOp(op, bufferization::ToTensorOp::create(
-                               b, loc, receivedType, recv, /*restrict=*/true,
-                               /*writable=*/true));
-    return success();
+    auto arrays = [&](OpBuilder &b) {
+      Value offsets;
+      if (Value mean = adaptor.getMeanOffsets()) {
+        Value source = toDynamicBuffer(b, loc, mean);
+        Value size = memref::DimOp::create(b, loc, source, 0);
+        offsets = memref::AllocOp::create(b, loc, dynamic1D(b.getI64Type()),
+                                          ValueRange{size});
+        copyInto(b, loc, source, offsets, indexConstant(b, loc, 0));
+      } else {
+        offsets = memref::CastOp::create(
+            b, loc, dynamic1D(b.getI64Type()),
+            memref::AllocaOp::create(b, loc,
+                                     MemRefType::get({0}, b.getI64Type())));
+      }
+      return std::make_pair(i64Buffer(b, loc, op.getBatches()), offsets);
+    };
+    return replaceByCollectiveCall(op, adaptor.getOperands()[0], function,
+                                   static_cast<int64_t>(op.getRank()), arrays,
+                                   rewriter);
   }
 
   std::string function;

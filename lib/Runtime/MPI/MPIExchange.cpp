@@ -438,34 +438,54 @@ std::string bagDivisors(const MemRefDescriptor<int64_t, 1> &offsets,
   return "";
 }
 
+/// A call of either side of the reduce-scatter, read and checked: `whole`
+/// is the B x W buffer (the partial sums or their gradient), `own` the
+/// rank's B_rank x W slice. Aborts the job on a call that does not fit.
+struct ScatterCall {
+  std::vector<int> counts, displacements;
+  std::vector<float> divisors;
+  int64_t width = 0, rowBegin = 0, rows = 0, batch = 0;
+};
+
+ScatterCall
+readScatterCall(const MemRefDescriptor<float, 2> &whole, const char *wholeName,
+                const MemRefDescriptor<float, 2> &own, const char *ownName,
+                const MemRefDescriptor<int64_t, 1> &batches,
+                const MemRefDescriptor<int64_t, 1> &offsets, int64_t rank) {
+  ScatterCall call;
+  call.width = whole.sizes[1];
+  std::string why = readBatches(batches, rank, call.width, call.counts,
+                                call.displacements, call.rowBegin, call.batch);
+  if (why.empty()) {
+    call.rows = batches.aligned[batches.offset + rank * batches.strides[0]];
+    why = checkContiguous(whole, call.batch, call.width, wholeName);
+  }
+  if (why.empty())
+    why = checkContiguous(own, call.rows, call.width, ownName);
+  if (why.empty())
+    why = bagDivisors(offsets, call.batch, call.rowBegin, call.rows,
+                      call.divisors);
+  if (!why.empty())
+    abortJob(why);
+  return call;
+}
+
 extern "C" void reduceScatterF32(MemRefDescriptor<float, 2> *partial,
                                  MemRefDescriptor<float, 2> *result,
                                  MemRefDescriptor<int64_t, 1> *batches,
                                  MemRefDescriptor<int64_t, 1> *offsets,
                                  int64_t rank) {
   double start = MPI_Wtime();
-  int64_t width = partial->sizes[1], rowBegin = 0, batch = 0;
-  std::vector<int> counts, displacements;
-  std::string why = readBatches(*batches, rank, width, counts, displacements,
-                                rowBegin, batch);
-  int64_t rows = why.empty() ? counts[rank] / std::max<int64_t>(width, 1) : 0;
-  if (why.empty())
-    why = checkContiguous(*partial, batch, width, "the partial sums");
-  if (why.empty())
-    why = checkContiguous(*result, rows, width, "the rank's slice");
-  std::vector<float> divisors;
-  if (why.empty())
-    why = bagDivisors(*offsets, batch, rowBegin, rows, divisors);
-  if (!why.empty())
-    abortJob(why);
+  ScatterCall call =
+      readScatterCall(*partial, "the partial sums", *result, "the rank's slice",
+                      *batches, *offsets, rank);
   float *out = result->aligned + result->offset;
-  MPI_Reduce_scatter(partial->aligned + partial->offset, out, counts.data(),
-                     MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  for (size_t b = 0; b < divisors.size(); ++b)
-    for (int64_t c = 0; c < width; ++c)
-      out[b * width + c] /= divisors[b];
-  std::vector<int64_t> sent(counts.begin(), counts.end());
-  countSentBytes(sent);
+  MPI_Reduce_scatter(partial->aligned + partial->offset, out,
+                     call.counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (size_t b = 0; b < call.divisors.size(); ++b)
+    for (int64_t c = 0; c < call.width; ++c)
+      out[b * call.width + c] /= call.divisors[b];
+  countSentBytes(std::vector<int64_t>(call.counts.begin(), call.counts.end()));
   accumulatedSeconds += MPI_Wtime() - start;
 }
 
@@ -475,20 +495,13 @@ extern "C" void reduceScatterGradientF32(MemRefDescriptor<float, 2> *gradient,
                                          MemRefDescriptor<int64_t, 1> *offsets,
                                          int64_t rank) {
   double start = MPI_Wtime();
-  int64_t width = gradient->sizes[1], rowBegin = 0, batch = 0;
-  std::vector<int> counts, displacements;
-  std::string why = readBatches(*batches, rank, width, counts, displacements,
-                                rowBegin, batch);
-  int64_t rows = why.empty() ? counts[rank] / std::max<int64_t>(width, 1) : 0;
-  if (why.empty())
-    why = checkContiguous(*gradient, rows, width, "the slice's gradient");
-  if (why.empty())
-    why = checkContiguous(*result, batch, width, "the partial sums' gradient");
-  std::vector<float> divisors;
-  if (why.empty())
-    why = bagDivisors(*offsets, batch, rowBegin, rows, divisors);
-  if (!why.empty())
-    abortJob(why);
+  ScatterCall call =
+      readScatterCall(*result, "the partial sums' gradient", *gradient,
+                      "the slice's gradient", *batches, *offsets, rank);
+  int64_t rows = call.rows, width = call.width;
+  const std::vector<int> &counts = call.counts;
+  const std::vector<int> &displacements = call.displacements;
+  const std::vector<float> &divisors = call.divisors;
   // The adjoint of the mean's division, then every rank's rows gathered.
   const float *in = gradient->aligned + gradient->offset;
   std::vector<float> scaled(in, in + rows * width);

@@ -606,6 +606,24 @@ LogicalResult AllToAllOp::verify() {
 // ExchangeOp
 //===----------------------------------------------------------------------===//
 
+/// Checks that a rank's side of a collective (which `verb`s data between
+/// `ranks` ranks) has ranks, as many as the topology's devices, and runs on
+/// one of them.
+static LogicalResult verifyRanks(Operation *op, int64_t rank, size_t ranks,
+                                 StringRef verb) {
+  if (ranks == 0)
+    return op->emitOpError() << "needs at least one rank";
+  TopologyAttr topology = getEnclosingTopology(op);
+  if (topology && static_cast<int64_t>(ranks) != topology.getDevices())
+    return op->emitOpError()
+           << verb << " between " << ranks << " ranks but the topology has "
+           << topology.getDevices() << " devices";
+  if (rank >= static_cast<int64_t>(ranks))
+    return op->emitOpError() << "runs on rank " << rank << " but " << verb
+                             << " between " << ranks << " ranks";
+  return success();
+}
+
 /// Checks one rank's side of the exchange: `whole` is the rank's `B x
 /// widths[rank]` tensor (its lookup, or that lookup's gradient) and `own` its
 /// `batches[rank] x sum(widths)` slice (or that slice's gradient); `wholeName`
@@ -616,20 +634,12 @@ verifyExchangeSide(Operation *op, int64_t rank, ArrayRef<int64_t> widths,
                    StringRef wholeName, RankedTensorType own,
                    StringRef ownName) {
   size_t ranks = widths.size();
-  if (ranks == 0)
-    return op->emitOpError() << "needs at least one rank";
-  if (batches.size() != ranks)
+  if (ranks != 0 && batches.size() != ranks)
     return op->emitOpError()
            << "lists " << ranks << " widths but " << batches.size()
            << " batches; expected one of each per rank";
-  TopologyAttr topology = getEnclosingTopology(op);
-  if (topology && static_cast<int64_t>(ranks) != topology.getDevices())
-    return op->emitOpError()
-           << "exchanges between " << ranks << " ranks but the topology has "
-           << topology.getDevices() << " devices";
-  if (rank >= static_cast<int64_t>(ranks))
-    return op->emitOpError() << "runs on rank " << rank
-                             << " but exchanges between " << ranks << " ranks";
+  if (failed(verifyRanks(op, rank, ranks, "exchanges")))
+    return failure();
   int64_t width = 0, batch = 0;
   for (size_t d = 0; d < ranks; ++d) {
     if (widths[d] < 0 || batches[d] < 0)
@@ -688,16 +698,8 @@ static LogicalResult verifyReduceScatterSide(Operation *op, int64_t rank,
                                              RankedTensorType own,
                                              StringRef ownName, Value offsets) {
   size_t ranks = batches.size();
-  if (ranks == 0)
-    return op->emitOpError() << "needs at least one rank";
-  TopologyAttr topology = getEnclosingTopology(op);
-  if (topology && static_cast<int64_t>(ranks) != topology.getDevices())
-    return op->emitOpError()
-           << "scatters between " << ranks << " ranks but the topology has "
-           << topology.getDevices() << " devices";
-  if (rank >= static_cast<int64_t>(ranks))
-    return op->emitOpError() << "runs on rank " << rank
-                             << " but scatters between " << ranks << " ranks";
+  if (failed(verifyRanks(op, rank, ranks, "scatters")))
+    return failure();
   int64_t batch = 0;
   for (size_t d = 0; d < ranks; ++d) {
     if (batches[d] < 0)
