@@ -91,6 +91,22 @@ Value findMarkedArgument(func::FuncOp func, StringRef attrName) {
   return {};
 }
 
+/// Declares the runtime function `name`, taking `inputs` and returning
+/// nothing, with a C interface, once.
+func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
+                                    TypeRange inputs,
+                                    ConversionPatternRewriter &rewriter) {
+  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+    return callee;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  auto callee = func::FuncOp::create(rewriter, module.getLoc(), name,
+                                     rewriter.getFunctionType(inputs, {}));
+  callee.setPrivate();
+  callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+  return callee;
+}
+
 constexpr StringLiteral kWeightsArgAttr = "neuroshard.weights";
 constexpr StringLiteral kLayoutArgAttr = "neuroshard.layout";
 
@@ -365,16 +381,8 @@ struct FusedEmbeddingBagSGDToKernelCall
                                 ConversionPatternRewriter &rewriter) {
     StringRef name = i32 ? ex_abi::kReplicaSGDI32 : ex_abi::kReplicaSGDI64;
     SmallVector<Value> operands = invocation.operands();
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      callee = func::FuncOp::create(
-          rewriter, module.getLoc(), name,
-          rewriter.getFunctionType(ValueRange(operands).getTypes(), {}));
-      callee.setPrivate();
-      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-    }
+    func::FuncOp callee = declareRuntimeFunction(
+        module, name, ValueRange(operands).getTypes(), rewriter);
     func::CallOp::create(rewriter, invocation.meta.getLoc(), callee, operands);
   }
 };
@@ -681,28 +689,6 @@ Value i64Buffer(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   return memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), buffer);
 }
 
-/// Declares the collective runtime function `name` once. Both sides of
-/// the exchange and of the reduce-scatter share ExchangeABI.h's C interface:
-/// two f32 buffers, two i64 arrays and the rank.
-func::FuncOp declareCollectiveFunction(ModuleOp module, StringRef name,
-                                       ConversionPatternRewriter &rewriter) {
-  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
-    return callee;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
-  auto dynamic2D = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                   rewriter.getF32Type());
-  auto i64Dynamic = dynamic1D(rewriter.getI64Type());
-  auto callee = func::FuncOp::create(
-      rewriter, module.getLoc(), name,
-      rewriter.getFunctionType(
-          {dynamic2D, dynamic2D, i64Dynamic, i64Dynamic, rewriter.getI64Type()},
-          {}));
-  callee.setPrivate();
-  callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-  return callee;
-}
-
 /// Replaces `op`, one rank's side of a collective in either direction, by a
 /// call of the runtime function `function`: the collective needs every
 /// rank, so it cannot be expressed as computation of this program alone.
@@ -719,8 +705,6 @@ LogicalResult replaceByCollectiveCall(
   OpBuilder &b = rewriter;
   Location loc = op->getLoc();
   Type f32 = b.getF32Type();
-  func::FuncOp callee = declareCollectiveFunction(
-      op->getParentOfType<ModuleOp>(), function, rewriter);
   Value send = bufferization::ToBufferOp::create(
       b, loc, MemRefType::get(sentType.getShape(), f32), sent,
       /*read_only=*/true);
@@ -730,6 +714,11 @@ LogicalResult replaceByCollectiveCall(
   SmallVector<Value> operands = {toDynamic2D(b, loc, send),
                                  toDynamic2D(b, loc, recv), first, second,
                                  i64Constant(b, loc, rank)};
+  // Both sides of the exchange and of the reduce-scatter share
+  // ExchangeABI.h's C interface: two f32 buffers, two i64 arrays, the rank.
+  func::FuncOp callee =
+      declareRuntimeFunction(op->getParentOfType<ModuleOp>(), function,
+                             ValueRange(operands).getTypes(), rewriter);
   func::CallOp::create(b, loc, callee, operands);
   rewriter.replaceOp(op, bufferization::ToTensorOp::create(
                              b, loc, receivedType, recv, /*restrict=*/true,
@@ -849,15 +838,13 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
   for (auto &[table, piece] : layout.arena) {
     std::string name = table.str();
     auto op = module.lookupSymbol<TableOp>(table);
-    bool allRows = piece.rowBegin == 0 && piece.rowEnd == op.getNumRows();
-    if (!allRows)
+    std::string columns =
+        std::to_string(piece.colBegin) + ":" + std::to_string(piece.colEnd);
+    if (piece.rowBegin != 0 || piece.rowEnd != op.getNumRows())
       name += "[" + std::to_string(piece.rowBegin) + ":" +
-              std::to_string(piece.rowEnd) + ", ";
+              std::to_string(piece.rowEnd) + ", " + columns + "]";
     else if (piece.colBegin != 0 || piece.colEnd != op.getNumCols())
-      name += "[";
-    if (!allRows || piece.colBegin != 0 || piece.colEnd != op.getNumCols())
-      name += std::to_string(piece.colBegin) + ":" +
-              std::to_string(piece.colEnd) + "]";
+      name += "[" + columns + "]";
     names.push_back(StringAttr::get(module.getContext(), name));
   }
 

@@ -148,9 +148,8 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
           "table '" + pairTableName(info, pair) +
           "' has no pooling_factor and access_hist; inputs are "
           "generated from them");
-    int64_t rows = indexRows(
-        pair.table >= 0 ? info.tables[pair.table].stats.rows : stats->rows,
-        options);
+    // A pair's statistics carry its table's rows.
+    int64_t rows = indexRows(stats->rows, options);
     data.pairRows.push_back(rows);
     data.inputs.push_back(inputs::generateLookup(
         *stats, pair.batch, options.seed, pair.indicesArg, rows));

@@ -6,6 +6,8 @@
 
 #include "neuroshard/Runtime/ExchangeCall.h"
 
+#include <algorithm>
+
 using namespace neuroshard::exchange_abi;
 
 namespace {
@@ -42,6 +44,36 @@ std::string neuroshard::exchange_abi::readExchangeCall(
       result.sizes[0] != layout.batches[rank] ||
       result.sizes[1] != layout.totalWidth())
     return "the exchange's buffers do not match its widths and batches";
+  return "";
+}
+
+std::string neuroshard::exchange_abi::readReduceScatterCall(
+    const MemRefDescriptor<float, 2> &whole,
+    const MemRefDescriptor<float, 2> &own,
+    const MemRefDescriptor<int64_t, 1> &batches,
+    const MemRefDescriptor<int64_t, 1> &offsets, int64_t rank,
+    ExchangeLayout &layout, std::vector<float> &divisors) {
+  layout.batches = elements(batches);
+  layout.widths.assign(layout.batches.size(), whole.sizes[1]);
+  layout.rank = rank;
+  std::string why = checkExchangeLayout(layout);
+  if (!why.empty())
+    return why;
+  if (!rowMajor(whole) || !rowMajor(own))
+    return "the reduce-scatter's buffers are not row-major";
+  int64_t rows = layout.batches[rank];
+  if (whole.sizes[0] != layout.batch() || own.sizes[0] != rows ||
+      own.sizes[1] != whole.sizes[1])
+    return "the reduce-scatter's buffers do not match its batches";
+  divisors.clear();
+  std::vector<int64_t> bags = elements(offsets);
+  if (bags.empty())
+    return "";
+  if (static_cast<int64_t>(bags.size()) != layout.batch() + 1)
+    return "the mean of a reduce-scatter has " + std::to_string(bags.size()) +
+           " offsets for " + std::to_string(layout.batch()) + " bags";
+  for (int64_t b = layout.rowBegin(rank); b < layout.rowBegin(rank) + rows; ++b)
+    divisors.push_back(float(std::max<int64_t>(bags[b + 1] - bags[b], 1)));
   return "";
 }
 

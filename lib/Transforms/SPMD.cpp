@@ -18,8 +18,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -52,7 +53,6 @@ struct RowRestriction {
   /// `rows x W` value that replaces it.
   struct Root {
     Value whole;
-    int64_t batch;
     Value own;
   };
   SmallVector<Root> roots;
@@ -60,10 +60,12 @@ struct RowRestriction {
   SmallVector<tensor::ConcatOp> concats;
   llvm::SetVector<Operation *> returns;
 
-  /// Gives `root` and everything computed from it `rows` rows. Only
-  /// row-preserving users are accepted.
-  LogicalResult restrict(Value root, int64_t batch, int64_t rows) {
-    SmallVector<Value> worklist = {root};
+  /// Gives `root.whole` and everything computed from it the rows of
+  /// `root.own`. Only row-preserving users are accepted.
+  LogicalResult restrict(const Root &root) {
+    int64_t batch = cast<RankedTensorType>(root.whole.getType()).getDimSize(0);
+    int64_t rows = cast<RankedTensorType>(root.own.getType()).getDimSize(0);
+    SmallVector<Value> worklist = {root.whole};
     auto withRows = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);
       return RankedTensorType::get({rows, tensor.getDimSize(1)},
@@ -107,9 +109,7 @@ struct RowRestriction {
   /// Restricts every root, then replaces it by the rank's value.
   LogicalResult apply() {
     for (const Root &root : roots)
-      if (failed(restrict(
-              root.whole, root.batch,
-              cast<RankedTensorType>(root.own.getType()).getDimSize(0))))
+      if (failed(restrict(root)))
         return failure();
     for (tensor::ConcatOp concat : concats)
       for (Value input : concat.getInputs())
@@ -167,9 +167,7 @@ LogicalResult replaceRankResult(Operation *op, ValueRange results, int64_t rank,
   if (failed(stack))
     return failure();
   if (*stack) {
-    int64_t batch =
-        cast<RankedTensorType>(stack->getResult().getType()).getDimSize(0);
-    restriction.roots.push_back({stack->getResult(), batch, own});
+    restriction.roots.push_back({stack->getResult(), own});
     return success();
   }
   for (auto [d, result] : llvm::enumerate(results))
@@ -285,8 +283,6 @@ LogicalResult rewriteReplicaStack(tensor::ConcatOp stack, int64_t rank,
     if (device == rank)
       own = input;
   }
-  int64_t batch =
-      cast<RankedTensorType>(stack.getResult().getType()).getDimSize(0);
   if (!own) {
     // The rank owns no bag of the batch.
     OpBuilder builder(stack);
@@ -295,7 +291,7 @@ LogicalResult rewriteReplicaStack(tensor::ConcatOp stack, int64_t rank,
                                   ArrayRef<int64_t>{0, type.getDimSize(1)},
                                   type.getElementType());
   }
-  restriction.roots.push_back({stack.getResult(), batch, own});
+  restriction.roots.push_back({stack.getResult(), own});
   return success();
 }
 
@@ -385,16 +381,10 @@ struct SPMDPass : public mlir::neuroshard::impl::SPMDBase<SPMDPass> {
 
     // Other devices' lookups are other ranks' work, and so are the inputs
     // only they read.
-    SmallVector<Operation *> ops;
+    IRRewriter rewriter(&getContext());
     module.walk([&](func::FuncOp func) {
-      func.walk([&](Operation *op) { ops.push_back(op); });
+      (void)runRegionDCE(rewriter, func.getBody());
     });
-    for (Operation *op : llvm::reverse(ops))
-      if (op->getNumResults() > 0 && isOpTriviallyDead(op) &&
-          (!isa<FusedEmbeddingBagOp>(op) ||
-           static_cast<int64_t>(cast<FusedEmbeddingBagOp>(op).getDevice()) !=
-               rank))
-        op->erase();
     WalkResult used = module.walk([&](FusedEmbeddingBagOp op) {
       if (static_cast<int64_t>(op.getDevice()) == rank)
         return WalkResult::advance();

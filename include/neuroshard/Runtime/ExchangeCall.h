@@ -50,6 +50,20 @@ std::string readExchangeCall(const MemRefDescriptor<float, 2> &buffer,
                              const MemRefDescriptor<int64_t, 1> &batches,
                              int64_t rank, ExchangeLayout &layout);
 
+/// Reads the batches and rank of one call of either side of the
+/// reduce-scatter (kReduceScatterF32 or its gradient) into `layout`, every
+/// rank with the columns of `whole`, and checks that `whole` (B x W) and
+/// `own` (B_rank x W) are row-major with those sizes. `offsets` holds the
+/// B + 1 offsets of a mean, or nothing for a sum; `divisors` receives the
+/// whole length of each of the rank's bags (1 for an empty bag), or nothing
+/// for a sum. Returns why not (empty if they do).
+std::string readReduceScatterCall(const MemRefDescriptor<float, 2> &whole,
+                                  const MemRefDescriptor<float, 2> &own,
+                                  const MemRefDescriptor<int64_t, 1> &batches,
+                                  const MemRefDescriptor<int64_t, 1> &offsets,
+                                  int64_t rank, ExchangeLayout &layout,
+                                  std::vector<float> &divisors);
+
 /// Why `layout` does not describe the job this process is rank `jobRank`
 /// of, out of `jobRanks` (empty if it does).
 std::string checkExchangeJob(const ExchangeLayout &layout, int64_t jobRank,

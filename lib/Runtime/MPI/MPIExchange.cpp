@@ -370,103 +370,49 @@ void countSentBytes(const std::vector<int64_t> &elements) {
   }
 }
 
-/// The rows each rank owns and where they start, from a call's batches;
-/// fails unless they describe this job and fit MPI's int counts for rows
-/// of `width` values.
-std::string readBatches(const MemRefDescriptor<int64_t, 1> &batches,
-                        int64_t rank, int64_t width, std::vector<int> &counts,
-                        std::vector<int> &displacements, int64_t &rowBegin,
-                        int64_t &batch) {
-  int jobRank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &jobRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (batches.sizes[0] != size || rank != jobRank)
-    return "a reduce-scatter of rank " + std::to_string(rank) + " between " +
-           std::to_string(batches.sizes[0]) + " ranks runs on rank " +
-           std::to_string(jobRank) + " of a job of " + std::to_string(size);
-  counts.assign(size, 0);
-  displacements.assign(size, 0);
-  batch = 0;
-  for (int d = 0; d < size; ++d) {
-    int64_t rows = batches.aligned[batches.offset + d * batches.strides[0]];
-    if (rows < 0)
-      return "rank " + std::to_string(d) + " owns " + std::to_string(rows) +
-             " rows";
-    if (d == rank)
-      rowBegin = batch;
-    if ((batch + rows) * width > INT_MAX)
-      return "a reduce-scatter of " + std::to_string(batch + rows) + " x " +
-             std::to_string(width) +
-             " values needs more than MPI's int counts hold";
-    counts[d] = static_cast<int>(rows * width);
-    displacements[d] = static_cast<int>(batch * width);
-    batch += rows;
-  }
-  return "";
-}
-
-/// Why `buffer` is not a contiguous `rows x cols` row-major buffer.
-std::string checkContiguous(const MemRefDescriptor<float, 2> &buffer,
-                            int64_t rows, int64_t cols, const char *what) {
-  if (buffer.sizes[0] != rows || buffer.sizes[1] != cols)
-    return std::string(what) + " is " + std::to_string(buffer.sizes[0]) +
-           " x " + std::to_string(buffer.sizes[1]) + ", expected " +
-           std::to_string(rows) + " x " + std::to_string(cols);
-  if ((rows > 1 && buffer.strides[0] != cols) ||
-      (cols > 1 && buffer.strides[1] != 1))
-    return std::string(what) + " is not contiguous";
-  return "";
-}
-
-/// The divisor of every bag of the rank's rows under a mean: its whole
-/// length, 1 for an empty bag (which stays zero); none for a sum.
-std::string bagDivisors(const MemRefDescriptor<int64_t, 1> &offsets,
-                        int64_t batch, int64_t rowBegin, int64_t rows,
-                        std::vector<float> &divisors) {
-  divisors.clear();
-  if (offsets.sizes[0] == 0)
-    return "";
-  if (offsets.sizes[0] != batch + 1)
-    return "the mean of a reduce-scatter has " +
-           std::to_string(offsets.sizes[0]) + " offsets for " +
-           std::to_string(batch) + " bags";
-  auto at = [&](int64_t i) {
-    return offsets.aligned[offsets.offset + i * offsets.strides[0]];
-  };
-  for (int64_t b = rowBegin; b < rowBegin + rows; ++b)
-    divisors.push_back(float(std::max<int64_t>(at(b + 1) - at(b), 1)));
-  return "";
-}
-
-/// A call of either side of the reduce-scatter, read and checked: `whole`
-/// is the B x W buffer (the partial sums or their gradient), `own` the
-/// rank's B_rank x W slice. Aborts the job on a call that does not fit.
+/// A call of either side of the reduce-scatter, read and checked
+/// (readReduceScatterCall, and the job it runs in): `whole` is the B x W
+/// buffer (the partial sums or their gradient), `own` the rank's B_rank x W
+/// slice. Aborts the job on a call that does not fit, or whose counts do
+/// not fit MPI's int.
 struct ScatterCall {
+  ExchangeLayout layout;
   std::vector<int> counts, displacements;
   std::vector<float> divisors;
-  int64_t width = 0, rowBegin = 0, rows = 0, batch = 0;
+  int64_t width = 0;
+
+  /// Divides each of the rank's bags in `rows` (B_rank x W) by its whole
+  /// length under a mean: the mean after the sum, and its adjoint.
+  void divideBags(float *rows) const {
+    for (size_t b = 0; b < divisors.size(); ++b)
+      for (int64_t c = 0; c < width; ++c)
+        rows[b * width + c] /= divisors[b];
+  }
 };
 
-ScatterCall
-readScatterCall(const MemRefDescriptor<float, 2> &whole, const char *wholeName,
-                const MemRefDescriptor<float, 2> &own, const char *ownName,
-                const MemRefDescriptor<int64_t, 1> &batches,
-                const MemRefDescriptor<int64_t, 1> &offsets, int64_t rank) {
+ScatterCall readScatterCall(const MemRefDescriptor<float, 2> &whole,
+                            const MemRefDescriptor<float, 2> &own,
+                            const MemRefDescriptor<int64_t, 1> &batches,
+                            const MemRefDescriptor<int64_t, 1> &offsets,
+                            int64_t rank) {
   ScatterCall call;
+  std::string why = exchange_abi::readReduceScatterCall(
+      whole, own, batches, offsets, rank, call.layout, call.divisors);
+  if (why.empty())
+    why = checkJob(call.layout);
   call.width = whole.sizes[1];
-  std::string why = readBatches(batches, rank, call.width, call.counts,
-                                call.displacements, call.rowBegin, call.batch);
-  if (why.empty()) {
-    call.rows = batches.aligned[batches.offset + rank * batches.strides[0]];
-    why = checkContiguous(whole, call.batch, call.width, wholeName);
-  }
-  if (why.empty())
-    why = checkContiguous(own, call.rows, call.width, ownName);
-  if (why.empty())
-    why = bagDivisors(offsets, call.batch, call.rowBegin, call.rows,
-                      call.divisors);
+  if (why.empty() && call.layout.batch() * call.width > INT_MAX)
+    why = "a reduce-scatter of " + std::to_string(call.layout.batch()) + " x " +
+          std::to_string(call.width) +
+          " values needs more than MPI's int counts hold";
   if (!why.empty())
     abortJob(why);
+  for (int64_t d = 0; d < call.layout.ranks(); ++d) {
+    call.counts.push_back(
+        static_cast<int>(call.layout.batches[d] * call.width));
+    call.displacements.push_back(
+        static_cast<int>(call.layout.rowBegin(d) * call.width));
+  }
   return call;
 }
 
@@ -477,14 +423,11 @@ extern "C" void reduceScatterF32(MemRefDescriptor<float, 2> *partial,
                                  int64_t rank) {
   double start = MPI_Wtime();
   ScatterCall call =
-      readScatterCall(*partial, "the partial sums", *result, "the rank's slice",
-                      *batches, *offsets, rank);
+      readScatterCall(*partial, *result, *batches, *offsets, rank);
   float *out = result->aligned + result->offset;
   MPI_Reduce_scatter(partial->aligned + partial->offset, out,
                      call.counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  for (size_t b = 0; b < call.divisors.size(); ++b)
-    for (int64_t c = 0; c < call.width; ++c)
-      out[b * call.width + c] /= call.divisors[b];
+  call.divideBags(out);
   countSentBytes(std::vector<int64_t>(call.counts.begin(), call.counts.end()));
   accumulatedSeconds += MPI_Wtime() - start;
 }
@@ -496,22 +439,15 @@ extern "C" void reduceScatterGradientF32(MemRefDescriptor<float, 2> *gradient,
                                          int64_t rank) {
   double start = MPI_Wtime();
   ScatterCall call =
-      readScatterCall(*result, "the partial sums' gradient", *gradient,
-                      "the slice's gradient", *batches, *offsets, rank);
-  int64_t rows = call.rows, width = call.width;
-  const std::vector<int> &counts = call.counts;
-  const std::vector<int> &displacements = call.displacements;
-  const std::vector<float> &divisors = call.divisors;
+      readScatterCall(*result, *gradient, *batches, *offsets, rank);
   // The adjoint of the mean's division, then every rank's rows gathered.
   const float *in = gradient->aligned + gradient->offset;
-  std::vector<float> scaled(in, in + rows * width);
-  for (size_t b = 0; b < divisors.size(); ++b)
-    for (int64_t c = 0; c < width; ++c)
-      scaled[b * width + c] /= divisors[b];
-  MPI_Allgatherv(scaled.data(), counts[rank], MPI_FLOAT,
-                 result->aligned + result->offset, counts.data(),
-                 displacements.data(), MPI_FLOAT, MPI_COMM_WORLD);
-  countSentBytes(std::vector<int64_t>(counts.size(), counts[rank]));
+  std::vector<float> scaled(in, in + call.counts[rank]);
+  call.divideBags(scaled.data());
+  MPI_Allgatherv(scaled.data(), call.counts[rank], MPI_FLOAT,
+                 result->aligned + result->offset, call.counts.data(),
+                 call.displacements.data(), MPI_FLOAT, MPI_COMM_WORLD);
+  countSentBytes(std::vector<int64_t>(call.counts.size(), call.counts[rank]));
   accumulatedSeconds += MPI_Wtime() - start;
 }
 

@@ -606,11 +606,14 @@ LogicalResult AllToAllOp::verify() {
 // ExchangeOp
 //===----------------------------------------------------------------------===//
 
-/// Checks that a rank's side of a collective (which `verb`s data between
-/// `ranks` ranks) has ranks, as many as the topology's devices, and runs on
-/// one of them.
-static LogicalResult verifyRanks(Operation *op, int64_t rank, size_t ranks,
-                                 StringRef verb) {
+/// Checks what every rank's side of a collective (which `verb`s data
+/// between `ranks` ranks) needs: ranks, as many as the topology's devices,
+/// `rank` one of them, and static tensors `whole` and `own` of one element
+/// type.
+static LogicalResult verifyCollectiveSide(Operation *op, int64_t rank,
+                                          size_t ranks, StringRef verb,
+                                          RankedTensorType whole,
+                                          RankedTensorType own) {
   if (ranks == 0)
     return op->emitOpError() << "needs at least one rank";
   TopologyAttr topology = getEnclosingTopology(op);
@@ -621,6 +624,11 @@ static LogicalResult verifyRanks(Operation *op, int64_t rank, size_t ranks,
   if (rank >= static_cast<int64_t>(ranks))
     return op->emitOpError() << "runs on rank " << rank << " but " << verb
                              << " between " << ranks << " ranks";
+  if (whole.getElementType() != own.getElementType())
+    return op->emitOpError() << "mixes element types " << whole.getElementType()
+                             << " and " << own.getElementType();
+  if (!whole.hasStaticShape() || !own.hasStaticShape())
+    return op->emitOpError() << "needs static shapes";
   return success();
 }
 
@@ -638,7 +646,7 @@ verifyExchangeSide(Operation *op, int64_t rank, ArrayRef<int64_t> widths,
     return op->emitOpError()
            << "lists " << ranks << " widths but " << batches.size()
            << " batches; expected one of each per rank";
-  if (failed(verifyRanks(op, rank, ranks, "exchanges")))
+  if (failed(verifyCollectiveSide(op, rank, ranks, "exchanges", whole, own)))
     return failure();
   int64_t width = 0, batch = 0;
   for (size_t d = 0; d < ranks; ++d) {
@@ -649,11 +657,6 @@ verifyExchangeSide(Operation *op, int64_t rank, ArrayRef<int64_t> widths,
     width += widths[d];
     batch += batches[d];
   }
-  if (whole.getElementType() != own.getElementType())
-    return op->emitOpError() << "mixes element types " << whole.getElementType()
-                             << " and " << own.getElementType();
-  if (!whole.hasStaticShape() || !own.hasStaticShape())
-    return op->emitOpError() << "needs static shapes";
   if (whole.getDimSize(0) != batch || whole.getDimSize(1) != widths[rank])
     return op->emitOpError()
            << wholeName << " is " << whole.getDimSize(0) << " x "
@@ -698,7 +701,7 @@ static LogicalResult verifyReduceScatterSide(Operation *op, int64_t rank,
                                              RankedTensorType own,
                                              StringRef ownName, Value offsets) {
   size_t ranks = batches.size();
-  if (failed(verifyRanks(op, rank, ranks, "scatters")))
+  if (failed(verifyCollectiveSide(op, rank, ranks, "scatters", whole, own)))
     return failure();
   int64_t batch = 0;
   for (size_t d = 0; d < ranks; ++d) {
@@ -707,11 +710,6 @@ static LogicalResult verifyReduceScatterSide(Operation *op, int64_t rank,
              << "rank " << d << " has a negative batch " << batches[d];
     batch += batches[d];
   }
-  if (whole.getElementType() != own.getElementType())
-    return op->emitOpError() << "mixes element types " << whole.getElementType()
-                             << " and " << own.getElementType();
-  if (!whole.hasStaticShape() || !own.hasStaticShape())
-    return op->emitOpError() << "needs static shapes";
   if (whole.getDimSize(0) != batch)
     return op->emitOpError() << wholeName << " has " << whole.getDimSize(0)
                              << " rows but the batches sum to " << batch;
