@@ -614,6 +614,94 @@ struct BucketizeToLoops : public OpConversionPattern<BucketizeOp> {
   }
 };
 
+/// `neuroshard.bucketize` as one call of KernelABI.h's bucketization, which
+/// `emit` emits: the row boundaries as a constant buffer, outputs for every
+/// block's offsets and for all blocks' indices together, then each block's
+/// pair copied out of them (its indices start after the earlier blocks').
+struct BucketizeToKernelCall : public OpConversionPattern<BucketizeOp> {
+  BucketizeToKernelCall(MLIRContext *context, BucketizeEmitter emit)
+      : OpConversionPattern(context), emit(std::move(emit)) {}
+
+  LogicalResult
+  matchAndRewrite(BucketizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    Value indices = toDynamicBuffer(b, loc, adaptor.getIndices());
+    Value offsets = toDynamicBuffer(b, loc, adaptor.getOffsets());
+    auto element =
+        cast<IntegerType>(cast<MemRefType>(indices.getType()).getElementType());
+    ArrayRef<int64_t> rows = op.getRows();
+    int64_t numBlocks = static_cast<int64_t>(rows.size()) - 1;
+
+    Value boundaries = memref::AllocaOp::create(
+        b, loc, MemRefType::get({int64_t(rows.size())}, b.getI64Type()));
+    for (auto [k, row] : llvm::enumerate(rows))
+      memref::StoreOp::create(b, loc, i64Constant(b, loc, row), boundaries,
+                              ValueRange{indexConstant(b, loc, k)});
+    boundaries =
+        memref::CastOp::create(b, loc, dynamic1D(b.getI64Type()), boundaries);
+    Value numIndices = memref::DimOp::create(b, loc, indices, 0);
+    Value numOffsets = memref::DimOp::create(b, loc, offsets, 0);
+    Value allOffsets = memref::AllocOp::create(
+        b, loc, dynamic1D(element),
+        ValueRange{arith::MulIOp::create(b, loc, numOffsets,
+                                         indexConstant(b, loc, numBlocks))});
+    Value allIndices = memref::AllocOp::create(b, loc, dynamic1D(element),
+                                               ValueRange{numIndices});
+    Value operands[abi::kBucketizeNumOperands];
+    operands[abi::kRowsOperand] = boundaries;
+    operands[abi::kBucketIndicesOperand] = indices;
+    operands[abi::kBucketOffsetsOperand] = offsets;
+    operands[abi::kBlockOffsetsOperand] = allOffsets;
+    operands[abi::kBlockIndicesOperand] = allIndices;
+    emit(b, loc,
+         element.getWidth() == 32 ? abi::kBucketizeI32 : abi::kBucketizeI64,
+         operands);
+
+    SmallVector<Value> blockIndices, blockOffsets;
+    Value start = indexConstant(b, loc, 0);
+    Value numBags =
+        arith::SubIOp::create(b, loc, numOffsets, indexConstant(b, loc, 1));
+    auto slice = [&](Value buffer, Value at, Value size) -> Value {
+      return memref::SubViewOp::create(b, loc, buffer, OpFoldResult(at),
+                                       OpFoldResult(size),
+                                       OpFoldResult(b.getIndexAttr(1)));
+    };
+    for (int64_t k = 0; k < numBlocks; ++k) {
+      Value first =
+          arith::MulIOp::create(b, loc, numOffsets, indexConstant(b, loc, k));
+      Value count = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          memref::LoadOp::create(
+              b, loc, allOffsets,
+              ValueRange{arith::AddIOp::create(b, loc, first, numBags)}));
+      auto indicesType =
+          cast<RankedTensorType>(op.getBlockIndices()[k].getType());
+      auto offsetsType =
+          cast<RankedTensorType>(op.getBlockOffsets()[k].getType());
+      Value local = allocLike(b, loc, indicesType, count);
+      Value localOffsets = allocLike(b, loc, offsetsType, numOffsets);
+      copyInto(b, loc, slice(allIndices, start, count), local,
+               indexConstant(b, loc, 0));
+      copyInto(b, loc, slice(allOffsets, first, numOffsets), localOffsets,
+               indexConstant(b, loc, 0));
+      start = arith::AddIOp::create(b, loc, start, count);
+      blockIndices.push_back(bufferization::ToTensorOp::create(
+          b, loc, indicesType, local, /*restrict=*/true, /*writable=*/true));
+      blockOffsets.push_back(bufferization::ToTensorOp::create(
+          b, loc, offsetsType, localOffsets, /*restrict=*/true,
+          /*writable=*/true));
+    }
+    rewriter.replaceOp(
+        op, llvm::to_vector(llvm::concat<Value>(blockIndices, blockOffsets)));
+    return success();
+  }
+
+private:
+  BucketizeEmitter emit;
+};
+
 /// `neuroshard.reduce_scatter` as a loop nest per device: each element of a
 /// device's rows is the sum of the inputs', divided for `mean` by its bag's
 /// length.
@@ -930,8 +1018,13 @@ void mlir::neuroshard::populateAllToAllToSlicesPatterns(
 }
 
 void mlir::neuroshard::populateRowPieceDistributionPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<BucketizeToLoops, ReduceScatterToLoops>(patterns.getContext());
+    RewritePatternSet &patterns, BucketizeEmitter bucketize) {
+  MLIRContext *context = patterns.getContext();
+  if (bucketize)
+    patterns.add<BucketizeToKernelCall>(context, std::move(bucketize));
+  else
+    patterns.add<BucketizeToLoops>(context);
+  patterns.add<ReduceScatterToLoops>(context);
 }
 
 void mlir::neuroshard::populateExchangeToRuntimeCallPatterns(
@@ -967,7 +1060,8 @@ SmallVector<Value> KernelInvocation::operands() const {
 }
 
 LogicalResult mlir::neuroshard::lowerLookups(ModuleOp module,
-                                             KernelEmitter emit) {
+                                             KernelEmitter emit,
+                                             BucketizeEmitter bucketize) {
   FailureOr<KernelTableLayout> layout = prepareLookupConversion(module);
   if (failed(layout))
     return failure();
@@ -975,7 +1069,7 @@ LogicalResult mlir::neuroshard::lowerLookups(ModuleOp module,
   RewritePatternSet patterns(context);
   populateLookupToKernelCallPatterns(patterns, *layout, std::move(emit));
   populateAllToAllToSlicesPatterns(patterns);
-  populateRowPieceDistributionPatterns(patterns);
+  populateRowPieceDistributionPatterns(patterns, std::move(bucketize));
   populateExchangeToRuntimeCallPatterns(patterns);
   ConversionTarget target(*context);
   configureLookupConversionTarget(target);

@@ -289,3 +289,165 @@ llvm::Error neuroshard::emulation::runKernelSweep(
   }
   return llvm::Error::success();
 }
+
+namespace {
+
+/// One bucketization: row boundaries, a lookup's bags and the launch.
+struct BucketizeCase {
+  std::string description;
+  std::vector<int64_t> rows, indices, offsets;
+  bool i32 = true;
+  LaunchConfig launch;
+  /// Caps every step's grid at this many blocks (0: the runtime's grid).
+  int64_t maxGrid = 0;
+};
+
+BucketizeCase makeBucketizeCase(int64_t number, uint64_t seed,
+                                int64_t forcedBlock) {
+  std::mt19937_64 random(seed * 7919 + static_cast<uint64_t>(number));
+  BucketizeCase c;
+  c.i32 = number % 2 == 0;
+  int64_t numBlocks = pick(random, 1, 5);
+  // Blocks from row 0 or later; some i64 cases beyond 2^32.
+  int64_t first = number % 3 == 0 ? 0 : pick(random, 1, 40);
+  if (!c.i32 && number % 4 == 1)
+    first += int64_t(5) << 30;
+  c.rows.push_back(first);
+  for (int64_t k = 0; k < numBlocks; ++k)
+    c.rows.push_back(c.rows.back() + pick(random, 1, 50));
+  int64_t batch = number % 11 == 3  ? 0
+                  : number % 7 == 1 ? 1
+                                    : pick(random, 2, 100);
+  c.offsets.push_back(0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t kind = pick(random, 0, 9);
+    int64_t length = kind < 2   ? 0
+                     : kind < 9 ? pick(random, 1, 8)
+                                : pick(random, 20, 80);
+    for (int64_t i = 0; i < length; ++i) {
+      int64_t where = pick(random, 0, 19);
+      int64_t index = where == 0 && c.rows.front() > 0
+                          ? pick(random, 0, c.rows.front() - 1) // below
+                      : where == 1
+                          ? c.rows.back() + pick(random, 0, 30) // above
+                          : pick(random, c.rows.front(), c.rows.back() - 1);
+      c.indices.push_back(index);
+    }
+    c.offsets.push_back(int64_t(c.indices.size()));
+  }
+  c.launch.blockX =
+      forcedBlock ? forcedBlock : kBlockSizes[number % std::size(kBlockSizes)];
+  c.launch.seed = seed + static_cast<uint64_t>(number);
+  c.maxGrid = number % 3 == 1 ? 1 : (number % 3 == 2 ? pick(random, 1, 3) : 0);
+  std::string bounds;
+  for (int64_t row : c.rows)
+    bounds += (bounds.empty() ? "" : ", ") + std::to_string(row);
+  c.description =
+      llvm::formatv("bucketize case {0}: B={1} {2}, {3} indices, rows [{4}], "
+                    "block {5}, grid {6}",
+                    number, batch, c.i32 ? "i32" : "i64", c.indices.size(),
+                    bounds, c.launch.blockX,
+                    c.maxGrid ? "at most " + std::to_string(c.maxGrid)
+                              : std::string("the runtime's"))
+          .str();
+  return c;
+}
+
+/// Each block's offsets and local indices, as neuroshard.bucketize defines
+/// them.
+void bucketizeOnHost(const BucketizeCase &c,
+                     std::vector<std::vector<int64_t>> &blockOffsets,
+                     std::vector<std::vector<int64_t>> &blockIndices) {
+  size_t numBlocks = c.rows.size() - 1;
+  blockOffsets.assign(numBlocks, {0});
+  blockIndices.assign(numBlocks, {});
+  for (size_t b = 0; b + 1 < c.offsets.size(); ++b) {
+    for (int64_t i = c.offsets[b]; i < c.offsets[b + 1]; ++i)
+      for (size_t k = 0; k < numBlocks; ++k)
+        if (c.indices[i] >= c.rows[k] && c.indices[i] < c.rows[k + 1])
+          blockIndices[k].push_back(c.indices[i] - c.rows[k]);
+    for (size_t k = 0; k < numBlocks; ++k)
+      blockOffsets[k].push_back(int64_t(blockIndices[k].size()));
+  }
+}
+
+template <typename Index>
+llvm::Error runBucketizeCase(EmulatedKernels &emulated, const BucketizeCase &c,
+                             SweepTotals &totals) {
+  std::vector<int64_t> rows = c.rows;
+  std::vector<Index> indices(c.indices.begin(), c.indices.end());
+  std::vector<Index> offsets(c.offsets.begin(), c.offsets.end());
+  int64_t numBlocks = int64_t(rows.size()) - 1;
+  int64_t batch = int64_t(offsets.size()) - 1;
+  // A value no step writes marks what the kernels leave out.
+  constexpr Index kUnwritten = -7;
+  std::vector<Index> blockOffsets(size_t(numBlocks * (batch + 1)), kUnwritten);
+  std::vector<Index> blockIndices(indices.size(), kUnwritten);
+  BucketizeOperands<Index> operands{
+      execution::memref1D(rows), execution::memref1D(indices),
+      execution::memref1D(offsets), execution::memref1D(blockOffsets),
+      execution::memref1D(blockIndices)};
+  int indexBits = sizeof(Index) == 4 ? 32 : 64;
+  for (abi::BucketizeStep step : abi::kBucketizeSteps) {
+    abi::LaunchGeometry geometry =
+        abi::bucketizeGeometry(step, numBlocks, batch, c.launch.blockX);
+    LaunchConfig config = c.launch;
+    config.gridX =
+        c.maxGrid ? std::min(geometry.gridX, c.maxGrid) : geometry.gridX;
+    config.gridY = 1;
+    LaunchStats stats;
+    if (llvm::Error error =
+            emulated.launchBucketize(abi::bucketizeKernelName(step, indexBits),
+                                     operands, config, &stats))
+      return error;
+    totals.shuffles += stats.shuffles;
+    ++totals.launches;
+  }
+
+  std::vector<std::vector<int64_t>> expectedOffsets, expectedIndices;
+  bucketizeOnHost(c, expectedOffsets, expectedIndices);
+  int64_t start = 0;
+  for (int64_t k = 0; k < numBlocks; ++k) {
+    for (int64_t b = 0; b <= batch; ++b) {
+      int64_t actual = blockOffsets[size_t(k * (batch + 1) + b)];
+      if (actual != expectedOffsets[k][b])
+        return llvm::createStringError(
+            llvm::formatv("block {0}'s offset {1} is {2}, expected {3}", k, b,
+                          actual, expectedOffsets[k][b])
+                .str());
+    }
+    for (size_t i = 0; i < expectedIndices[k].size(); ++i) {
+      int64_t actual = blockIndices[size_t(start) + i];
+      if (actual != expectedIndices[k][i])
+        return llvm::createStringError(
+            llvm::formatv("block {0}'s index {1} (element {2} of the output) "
+                          "is {3}, expected {4}",
+                          k, i, start + int64_t(i), actual,
+                          expectedIndices[k][i])
+                .str());
+    }
+    start += int64_t(expectedIndices[k].size());
+    totals.elements += batch + 1 + int64_t(expectedIndices[k].size());
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error neuroshard::emulation::runBucketizeSweep(
+    EmulatedKernels &emulated, const SweepOptions &options,
+    llvm::raw_ostream &log, SweepTotals &totals) {
+  for (int64_t number = 0; number < options.cases; ++number) {
+    BucketizeCase c =
+        makeBucketizeCase(number, options.seed, options.threadsPerBlock);
+    if (options.verbose)
+      log << c.description << "\n";
+    llvm::Error error = c.i32 ? runBucketizeCase<int32_t>(emulated, c, totals)
+                              : runBucketizeCase<int64_t>(emulated, c, totals);
+    if (error)
+      return llvm::createStringError(c.description + ": " +
+                                     llvm::toString(std::move(error)));
+    ++totals.cases;
+  }
+  return llvm::Error::success();
+}

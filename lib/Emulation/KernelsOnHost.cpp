@@ -45,6 +45,7 @@ bool ::neuroshard::emulation::parseKernelDefect(llvm::StringRef text,
                .Case("drop-index-shuffle", KernelDefect::DropIndexShuffle)
                .Case("drop-warp-max", KernelDefect::DropWarpMax)
                .Case("short-bag", KernelDefect::ShortBag)
+               .Case("drop-scan-shuffle", KernelDefect::DropScanShuffle)
                .Default(KernelDefect(-1));
   return defect != KernelDefect(-1);
 }
@@ -253,6 +254,9 @@ OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect,
       break;
     case KernelDefect::ShortBag:
       shortenBags(func);
+      break;
+    case KernelDefect::DropScanShuffle:
+      dropShuffles(func, gpu::ShuffleMode::UP);
       break;
     }
     if (failed(callRuntime(func, *host)) || failed(emulateInlineAsm(func)))

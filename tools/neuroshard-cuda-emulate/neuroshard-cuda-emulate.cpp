@@ -5,19 +5,21 @@
 //===----------------------------------------------------------------------===//
 //
 // Executes the CUDA kernels that `--neuroshard-to-cuda` generates on the
-// CPU under warp emulation (lib/Emulation) over a sweep of shard sets and
-// launch shapes, and checks every result against the generic CPU kernels.
-// Exit status 0 when all agree, 1 otherwise with the first difference or
-// broken rule.
+// CPU under warp emulation (lib/Emulation) over two sweeps: shard sets and
+// launch shapes, checked against the generic CPU kernels, and
+// bucketizations, checked against neuroshard.bucketize's definition. Exit
+// status 0 when all agree, 1 otherwise with the first difference or broken
+// rule.
 //
-//   neuroshard-cuda-emulate [--cases=N] [--seed=S] [kernels.mlir]
+//   neuroshard-cuda-emulate [--cases=N] [--seed=S]
+//                           [--sweep=all|bags|bucketize] [kernels.mlir]
 //   neuroshard-cuda-emulate --manifest=FILE [--max-rows=R] [--batch-size=B]
 //                           [kernels.mlir]
 //
 // Without a file the kernels are generated in process; a file holds the
 // output of `neuroshard-opt --neuroshard-to-cuda` (its gpu.module is
 // emulated, its host code ignored). `--manifest` runs the launches of a
-// manifest from --neuroshard-export-cuda instead of the sweep: the shard
+// manifest from --neuroshard-export-cuda instead of the sweeps: the shard
 // sets, batch, block size and generated inputs of a real model, with its
 // tables cut to their first R rows.
 //
@@ -67,8 +69,14 @@ static llvm::cl::opt<int64_t> threadsPerBlock(
 static llvm::cl::opt<std::string> defect(
     "inject-defect",
     llvm::cl::desc("Test only: break the kernels before emulating them "
-                   "(none, drop-index-shuffle, drop-warp-max, short-bag)"),
+                   "(none, drop-index-shuffle, drop-warp-max, short-bag, "
+                   "drop-scan-shuffle)"),
     llvm::cl::init("none"));
+static llvm::cl::opt<std::string> sweep(
+    "sweep",
+    llvm::cl::desc("Kernels the sweep runs: all, bags (forward and backward) "
+                   "or bucketize"),
+    llvm::cl::init("all"));
 static llvm::cl::opt<std::string> manifestFile(
     "manifest",
     llvm::cl::desc("Emulate the launches of this manifest (from "
@@ -146,8 +154,13 @@ int main(int argc, char **argv) {
   emu::KernelDefect kernelDefect;
   if (!emu::parseKernelDefect(defect, kernelDefect)) {
     llvm::errs() << "error: unknown --inject-defect '" << defect
-                 << "': expected none, drop-index-shuffle, drop-warp-max or "
-                    "short-bag\n";
+                 << "': expected none, drop-index-shuffle, drop-warp-max, "
+                    "short-bag or drop-scan-shuffle\n";
+    return 2;
+  }
+  if (sweep != "all" && sweep != "bags" && sweep != "bucketize") {
+    llvm::errs() << "error: unknown --sweep '" << sweep
+                 << "': expected all, bags or bucketize\n";
     return 2;
   }
   if (threadsPerBlock < 0 || cases < 0 || batchSize < 0 || maxRows < 1) {
@@ -196,13 +209,26 @@ int main(int argc, char **argv) {
   options.seed = seed;
   options.threadsPerBlock = threadsPerBlock;
   options.verbose = verbose;
-  emu::SweepTotals totals;
-  llvm::Error error =
-      manifestFile.empty()
-          ? emu::runKernelSweep(**emulated, **reference, options, llvm::outs(),
-                                totals)
-          : emulateManifest(**emulated, **reference, manifestFile, maxRows,
+  emu::SweepTotals totals, bucketizeTotals;
+  llvm::Error error = llvm::Error::success();
+  if (!manifestFile.empty())
+    error = emulateManifest(**emulated, **reference, manifestFile, maxRows,
                             batchSize, totals);
+  if (manifestFile.empty() && sweep != "bucketize")
+    error = emu::runKernelSweep(**emulated, **reference, options, llvm::outs(),
+                                totals);
+  if (!error && manifestFile.empty() && sweep != "bags") {
+    error = emu::runBucketizeSweep(**emulated, options, llvm::outs(),
+                                   bucketizeTotals);
+    if (!error)
+      llvm::outs() << "bucketize: " << bucketizeTotals.cases
+                   << " cases, emulated count, scan and scatter agree with "
+                      "neuroshard.bucketize ("
+                   << bucketizeTotals.launches << " launches, "
+                   << bucketizeTotals.shuffles << " warp shuffles, "
+                   << bucketizeTotals.elements << " elements compared)\n";
+    totals.cases += bucketizeTotals.cases;
+  }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -213,7 +239,12 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  llvm::outs() << "PASSED: " << totals.cases
+  if (sweep == "bucketize" && manifestFile.empty()) {
+    llvm::outs() << "PASSED: " << totals.cases << " bucketize cases ("
+                 << llvm::format("%.1f", seconds) << " s)\n";
+    return 0;
+  }
+  llvm::outs() << "PASSED: " << totals.cases - bucketizeTotals.cases
                << (manifestFile.empty() ? " cases" : " manifest launches")
                << ", emulated forward and backward agree with the CPU "
                   "kernels ("

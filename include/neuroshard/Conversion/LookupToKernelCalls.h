@@ -113,10 +113,20 @@ void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
 /// one column concatenation of the inputs instead, linear in the devices.
 void populateAllToAllToSlicesPatterns(RewritePatternSet &patterns);
 
+/// Emits one bucketization call `callName` (KernelABI.h's kBucketizeI32 or
+/// kBucketizeI64) on `operands`, in kBucketizeOperands' order, at the
+/// builder's insertion point.
+using BucketizeEmitter = std::function<void(
+    OpBuilder &, Location, StringRef callName, ValueRange operands)>;
+
 /// `neuroshard.bucketize` and `neuroshard.reduce_scatter` as loops over
 /// buffers: the input and output distribution of row pieces when all
-/// devices share one address space.
-void populateRowPieceDistributionPatterns(RewritePatternSet &patterns);
+/// devices share one address space. With `bucketize`, each
+/// `neuroshard.bucketize` becomes one bucketization call that it emits
+/// instead (a GPU target launches kernels for it), and each block's indices
+/// and offsets are copied out of the call's outputs.
+void populateRowPieceDistributionPatterns(RewritePatternSet &patterns,
+                                          BucketizeEmitter bucketize = {});
 
 /// `neuroshard.exchange` and `neuroshard.exchange_gradient` to calls of the
 /// exchange runtime functions (ExchangeABI.h): the buffer sent, a fresh
@@ -127,8 +137,10 @@ void populateExchangeToRuntimeCallPatterns(RewritePatternSet &patterns);
 void configureLookupConversionTarget(ConversionTarget &target);
 
 /// prepareLookupConversion, then a partial conversion with the pattern sets
-/// and the target above.
-LogicalResult lowerLookups(ModuleOp module, KernelEmitter emit);
+/// and the target above; `bucketize` as for
+/// populateRowPieceDistributionPatterns.
+LogicalResult lowerLookups(ModuleOp module, KernelEmitter emit,
+                           BucketizeEmitter bucketize = {});
 
 /// Adds the generic forward and backward-SGD CPU kernels (KernelABI.h) to
 /// `module` as public `func.func`s with C interfaces, unless present.

@@ -9,7 +9,9 @@
 // generic CPU kernels: widths 1..300, split shards, empty and long bags,
 // sum and mean, repeated indices, i32 and i64 indices, aligned and
 // unaligned tables (the vector and the scalar path), block sizes that are
-// multiples of the warp, and grids from one block to the runtime's.
+// multiples of the warp, and grids from one block to the runtime's; and one
+// of bucketizations, which the emulated bucketization kernels must split as
+// `neuroshard.bucketize` defines.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +66,17 @@ llvm::Error runKernelSweep(EmulatedKernels &emulated,
                            execution::CPUKernels &reference,
                            const SweepOptions &options, llvm::raw_ostream &log,
                            SweepTotals &totals);
+
+/// Runs `options.cases` bucketizations through the emulated count, scan and
+/// scatter kernels and checks every block's offsets and indices against
+/// neuroshard.bucketize's definition: one to five row blocks starting at row
+/// 0 or later (some i64 ones beyond 2^32), no bag, one bag or up to 100
+/// bags over several warps, empty and long bags, indices below, inside and
+/// above the blocks, i32 and i64, blocks of 32..256 threads and grids from
+/// one block to the runtime's. Fails at the first case that differs.
+llvm::Error runBucketizeSweep(EmulatedKernels &emulated,
+                              const SweepOptions &options,
+                              llvm::raw_ostream &log, SweepTotals &totals);
 
 } // namespace emulation
 } // namespace neuroshard

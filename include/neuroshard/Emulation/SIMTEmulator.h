@@ -27,6 +27,7 @@
 #define NEUROSHARD_EMULATION_SIMTEMULATOR_H
 
 #include "neuroshard/Execution/JIT.h"
+#include "neuroshard/Runtime/KernelABI.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -34,6 +35,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -58,9 +60,14 @@ enum class KernelDefect {
   /// The bag loop stops one index early: the length read from the offsets
   /// is decremented (but not below 0).
   ShortBag,
+  /// The prefix sums of bucketization add nothing from lower lanes (the
+  /// `up` shuffles return their input), so block offsets are wrong from the
+  /// second bag on.
+  DropScanShuffle,
 };
 
-/// Parses `none`, `drop-index-shuffle`, `drop-warp-max` or `short-bag`.
+/// Parses `none`, `drop-index-shuffle`, `drop-warp-max`, `short-bag` or
+/// `drop-scan-shuffle`.
 bool parseKernelDefect(llvm::StringRef text, KernelDefect &defect);
 
 /// One launch: the grid, the block (x only; y = z = 1) and the seed of the
@@ -75,7 +82,14 @@ struct LaunchStats {
   int64_t blocks = 0, warps = 0, shuffles = 0;
 };
 
-/// The four kernels of KernelABI.h, JIT-compiled for emulation.
+/// The operands of one bucketization kernel, in the order of KernelABI.h's
+/// kBucketizeOperands.
+template <typename Index> struct BucketizeOperands {
+  execution::MemRef1D<int64_t> rows;
+  execution::MemRef1D<Index> indices, offsets, blockOffsets, blockIndices;
+};
+
+/// The kernels of KernelABI.h, JIT-compiled for emulation.
 class EmulatedKernels {
 public:
   ~EmulatedKernels();
@@ -99,6 +113,12 @@ public:
                      execution::KernelOperands<Index> &operands,
                      const LaunchConfig &config, LaunchStats *stats = nullptr);
 
+  /// Launches bucketization kernel `name` (one step) on `operands`.
+  template <typename Index>
+  llvm::Error
+  launchBucketize(llvm::StringRef name, BucketizeOperands<Index> &operands,
+                  const LaunchConfig &config, LaunchStats *stats = nullptr);
+
 private:
   EmulatedKernels() = default;
   llvm::Error launchPacked(llvm::StringRef name, void **arguments,
@@ -117,6 +137,20 @@ llvm::Error EmulatedKernels::launch(llvm::StringRef name,
                                     LaunchStats *stats) {
   execution::PackedKernelArguments<Index> packed(operands);
   return launchPacked(name, packed.arguments, config, stats);
+}
+
+template <typename Index>
+llvm::Error EmulatedKernels::launchBucketize(llvm::StringRef name,
+                                             BucketizeOperands<Index> &operands,
+                                             const LaunchConfig &config,
+                                             LaunchStats *stats) {
+  void *descriptors[] = {&operands.rows, &operands.indices, &operands.offsets,
+                         &operands.blockOffsets, &operands.blockIndices};
+  static_assert(std::size(descriptors) == kernel_abi::kBucketizeNumOperands);
+  void *arguments[std::size(descriptors)];
+  for (size_t i = 0; i < std::size(descriptors); ++i)
+    arguments[i] = &descriptors[i];
+  return launchPacked(name, arguments, config, stats);
 }
 
 } // namespace emulation

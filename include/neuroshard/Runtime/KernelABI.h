@@ -317,6 +317,86 @@ launchGeometry(int64_t numShards, int64_t batchSize,
 }
 
 //===----------------------------------------------------------------------===//
+// Bucketization of row pieces
+//===----------------------------------------------------------------------===//
+//
+// `neuroshard.bucketize` on a GPU: the indices of B bags split by K
+// contiguous row blocks [rows[k], rows[k + 1]). The host calls
+// `kBucketizeI32`/`kBucketizeI64` with the operands of kBucketizeOperands,
+// all memrefs of one dynamic size: `rows` (i64, the K + 1 increasing
+// boundaries), the lookup's `indices` and B + 1 `offsets`, and two outputs
+// of the index type: `block_offsets` (K * (B + 1)) and `block_indices` (as
+// many as the indices). Block k's offsets are
+// block_offsets[k * (B + 1) .. (k + 1) * (B + 1)), starting at 0; its
+// indices, each minus rows[k] and in bag order, are
+// block_indices[start(k) .. start(k) + block_offsets[k * (B + 1) + B]),
+// where start(k) sums the counts of the blocks before it. An index outside
+// [rows[0], rows[K]) goes to no block, so the blocks may fill less than
+// block_indices.
+//
+// On a GPU the call is three kernels of the same operands on one stream:
+// count (a thread per bag writes each block's count of the bag at
+// block_offsets[k * (B + 1) + b + 1]; threads also zero every block's first
+// offset), scan (a warp per block turns its B counts into offsets, 32 at a
+// time with warp shuffles) and scatter (a thread per bag writes its indices
+// of block k from start(k) + block_offsets[k * (B + 1) + b] on). Count and
+// scatter walk a bag once per block, which suits the few blocks of one
+// table. Every kernel has grid-stride loops, so any grid is correct;
+// blockDim.x must be a multiple of 32.
+
+constexpr const char *kBucketizeI32 = "neuroshard_bucketize_i32";
+constexpr const char *kBucketizeI64 = "neuroshard_bucketize_i64";
+
+/// The three steps of a bucketization, in launch order.
+enum class BucketizeStep { Count, Scan, Scatter };
+constexpr BucketizeStep kBucketizeSteps[] = {
+    BucketizeStep::Count, BucketizeStep::Scan, BucketizeStep::Scatter};
+
+/// The kernel of `step` for the index width `indexBits` (32 or 64).
+inline std::string bucketizeKernelName(BucketizeStep step, int indexBits) {
+  const char *stepName = step == BucketizeStep::Count  ? "count"
+                         : step == BucketizeStep::Scan ? "scan"
+                                                       : "scatter";
+  return std::string("neuroshard_bucketize_") + stepName + "_i" +
+         std::to_string(indexBits);
+}
+
+enum BucketizePosition : unsigned {
+  kRowsOperand,
+  kBucketIndicesOperand,
+  kBucketOffsetsOperand,
+  kBlockOffsetsOperand,
+  kBlockIndicesOperand,
+  kBucketizeNumOperands
+};
+
+constexpr KernelOperand kBucketizeOperands[kBucketizeNumOperands] = {
+    {"rows", 1, ElementKind::I64},
+    {"indices", 1, ElementKind::Index},
+    {"offsets", 1, ElementKind::Index},
+    {"block_offsets", 1, ElementKind::Index},
+    {"block_indices", 1, ElementKind::Index}};
+
+/// The grid of `step` for `numBlocks` row blocks and `batchSize` bags:
+/// count and scatter run a thread per bag (count also a thread per block),
+/// scan a warp per block; at least one block of `threadsPerBlock` threads.
+inline LaunchGeometry
+bucketizeGeometry(BucketizeStep step, int64_t numBlocks, int64_t batchSize,
+                  int64_t threadsPerBlock = kThreadsPerBlock) {
+  LaunchGeometry geometry;
+  geometry.blockX = threadsPerBlock;
+  geometry.gridY = 1;
+  int64_t work =
+      step == BucketizeStep::Scan
+          ? numBlocks * kWarpSize
+          : (step == BucketizeStep::Count && numBlocks > batchSize ? numBlocks
+                                                                   : batchSize);
+  int64_t blocks = (work + threadsPerBlock - 1) / threadsPerBlock;
+  geometry.gridX = blocks < 1 ? 1 : (blocks < kMaxGridX ? blocks : kMaxGridX);
+  return geometry;
+}
+
+//===----------------------------------------------------------------------===//
 // CUDA launch manifest
 //===----------------------------------------------------------------------===//
 

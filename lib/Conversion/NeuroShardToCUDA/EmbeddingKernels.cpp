@@ -61,19 +61,14 @@ struct ShardRow {
   Value isMean;
 };
 
-/// Emits the body of one kernel.
-class KernelBodyBuilder {
+/// Constants, arithmetic, structured control flow, integer loads and warp
+/// shuffles: what every kernel body is written with.
+class KernelIRBuilder {
 public:
-  KernelBodyBuilder(ImplicitLocOpBuilder &b, KernelKind kind,
-                    IntegerType indexType, const KernelArgs &args,
-                    bool vectorAtomics)
-      : b(b), kind(kind), indexType(indexType), args(args),
-        vectorAtomics(vectorAtomics), i32(b.getI32Type()), f32(b.getF32Type()) {
-  }
+  explicit KernelIRBuilder(ImplicitLocOpBuilder &b)
+      : b(b), i32(b.getI32Type()), f32(b.getF32Type()) {}
 
-  void build();
-
-private:
+protected:
   Value cIndex(int64_t value) {
     return arith::ConstantIndexOp::create(b, value);
   }
@@ -118,15 +113,6 @@ private:
   /// scf.if without results.
   void ifThen(Value cond, function_ref<void()> body);
 
-  ShardRow loadShard(Value shard);
-  void emitShard(const ShardRow &shard, int64_t vectorWidth);
-  Value warpMax(Value value);
-  Value broadcastIndex(Value myIndex, Value sourceLane);
-
-  Value zeroValue(int64_t vectorWidth);
-  Value loadValue(Value memref, ValueRange position, int64_t vectorWidth);
-  void storeValue(Value value, Value memref, ValueRange position,
-                  int64_t vectorWidth);
   /// memref.load of one integer element, aligned to its size: the GPU
   /// module's default data layout gives i64 an alignment of 4, which makes
   /// the backend split each i64 load in two.
@@ -136,6 +122,37 @@ private:
     return memref::LoadOp::create(b, memref, position, /*nontemporal=*/false,
                                   llvm::MaybeAlign(bytes));
   }
+
+  /// `gpu.shuffle mode` of an i32 or i64 `value` over the whole warp; a
+  /// shuffle moves 32 bits, so an i64 travels as its two halves.
+  Value shuffleInteger(Value value, Value offset, gpu::ShuffleMode mode);
+
+  ImplicitLocOpBuilder &b;
+  IntegerType i32;
+  FloatType f32;
+};
+
+/// Emits the body of one embedding-bag kernel.
+class KernelBodyBuilder : public KernelIRBuilder {
+public:
+  KernelBodyBuilder(ImplicitLocOpBuilder &b, KernelKind kind,
+                    IntegerType indexType, const KernelArgs &args,
+                    bool vectorAtomics)
+      : KernelIRBuilder(b), kind(kind), indexType(indexType), args(args),
+        vectorAtomics(vectorAtomics) {}
+
+  void build();
+
+private:
+  ShardRow loadShard(Value shard);
+  void emitShard(const ShardRow &shard, int64_t vectorWidth);
+  Value warpMax(Value value);
+  Value broadcastIndex(Value myIndex, Value sourceLane);
+
+  Value zeroValue(int64_t vectorWidth);
+  Value loadValue(Value memref, ValueRange position, int64_t vectorWidth);
+  void storeValue(Value value, Value memref, ValueRange position,
+                  int64_t vectorWidth);
   /// Adds `value` (a float or a vector of floats) into `memref` at
   /// `position` atomically.
   void atomicAdd(Value value, Value memref, Value position,
@@ -143,18 +160,15 @@ private:
   /// The address of element `position` of a 1-D memref, in bytes.
   Value elementAddress(Value memref, Value position);
 
-  ImplicitLocOpBuilder &b;
   KernelKind kind;
   IntegerType indexType;
   KernelArgs args;
   bool vectorAtomics;
-  IntegerType i32;
-  FloatType f32;
 };
 
 } // namespace
 
-scf::ForOp KernelBodyBuilder::loop(
+scf::ForOp KernelIRBuilder::loop(
     Value lower, Value upper, Value step, ValueRange inits,
     function_ref<SmallVector<Value>(Value iv, ValueRange iters)> body) {
   return scf::ForOp::create(
@@ -169,9 +183,9 @@ scf::ForOp KernelBodyBuilder::loop(
 }
 
 SmallVector<Value>
-KernelBodyBuilder::ifValues(Value cond, TypeRange types,
-                            function_ref<SmallVector<Value>()> thenValues,
-                            function_ref<SmallVector<Value>()> elseValues) {
+KernelIRBuilder::ifValues(Value cond, TypeRange types,
+                          function_ref<SmallVector<Value>()> thenValues,
+                          function_ref<SmallVector<Value>()> elseValues) {
   auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -183,7 +197,7 @@ KernelBodyBuilder::ifValues(Value cond, TypeRange types,
   return SmallVector<Value>(ifOp.getResults());
 }
 
-void KernelBodyBuilder::ifThen(Value cond, function_ref<void()> body) {
+void KernelIRBuilder::ifThen(Value cond, function_ref<void()> body) {
   auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
@@ -278,27 +292,29 @@ Value KernelBodyBuilder::warpMax(Value value) {
   return value;
 }
 
-Value KernelBodyBuilder::broadcastIndex(Value myIndex, Value sourceLane) {
+Value KernelIRBuilder::shuffleInteger(Value value, Value offset,
+                                      gpu::ShuffleMode mode) {
   Value width = cI32(abi::kWarpSize);
   auto shuffle = [&](Value v) -> Value {
-    return gpu::ShuffleOp::create(b, v, sourceLane, width,
-                                  gpu::ShuffleMode::IDX)
-        .getShuffleResult();
+    return gpu::ShuffleOp::create(b, v, offset, width, mode).getShuffleResult();
   };
-  if (indexType.getWidth() == 32)
-    return toIndex(shuffle(myIndex));
-  // Shuffles move 32 bits: send an i64 index as its two halves.
+  if (cast<IntegerType>(value.getType()).getWidth() == 32)
+    return shuffle(value);
   IntegerType i64 = b.getI64Type();
-  Value low = arith::TruncIOp::create(b, i32, myIndex);
+  Value low = arith::TruncIOp::create(b, i32, value);
   Value high = arith::TruncIOp::create(
       b, i32,
-      arith::ShRUIOp::create(b, myIndex,
+      arith::ShRUIOp::create(b, value,
                              arith::ConstantIntOp::create(b, i64, 32)));
   Value lowBack = arith::ExtUIOp::create(b, i64, shuffle(low));
   Value highBack =
       arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, shuffle(high)),
                             arith::ConstantIntOp::create(b, i64, 32));
-  return toIndex(arith::OrIOp::create(b, lowBack, highBack));
+  return arith::OrIOp::create(b, lowBack, highBack);
+}
+
+Value KernelBodyBuilder::broadcastIndex(Value myIndex, Value sourceLane) {
+  return toIndex(shuffleInteger(myIndex, sourceLane, gpu::ShuffleMode::IDX));
 }
 
 void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
@@ -500,34 +516,256 @@ void KernelBodyBuilder::build() {
        });
 }
 
-static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
-                        KernelKind kind, IntegerType indexType,
-                        bool vectorAtomics) {
-  MLIRContext *context = builder.getContext();
-  Type dynamic1D =
-      MemRefType::get({ShapedType::kDynamic}, IntegerType::get(context, 64));
-  Type floats1D =
-      MemRefType::get({ShapedType::kDynamic}, Float32Type::get(context));
-  Type indices1D = MemRefType::get({ShapedType::kDynamic}, indexType);
-  Type floats2D = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                  Float32Type::get(context));
-  SmallVector<Type> inputs = {dynamic1D, dynamic1D, floats1D,
-                              indices1D, indices1D, floats2D};
-  if (kind == KernelKind::BackwardSGD)
-    inputs.push_back(Float32Type::get(context));
+namespace {
 
+/// Emits the body of one of the three bucketization kernels (KernelABI.h).
+class BucketizeBodyBuilder : public KernelIRBuilder {
+public:
+  BucketizeBodyBuilder(ImplicitLocOpBuilder &b, abi::BucketizeStep step,
+                       IntegerType indexType, ValueRange args)
+      : KernelIRBuilder(b), step(step), indexType(indexType),
+        rows(args[abi::kRowsOperand]),
+        indices(args[abi::kBucketIndicesOperand]),
+        offsets(args[abi::kBucketOffsetsOperand]),
+        blockOffsets(args[abi::kBlockOffsetsOperand]),
+        blockIndices(args[abi::kBlockIndicesOperand]) {}
+
+  void build();
+
+private:
+  /// Calls `body` for each bag of this thread (a grid-stride loop over the
+  /// bags) with the bag's first and end positions in the indices.
+  void forEachBag(function_ref<void(Value bag, Value begin, Value end)> body);
+  /// Calls `body` for each row block with its first and end rows (i64).
+  void
+  forEachBlock(ValueRange inits,
+               function_ref<SmallVector<Value>(Value block, Value first,
+                                               Value limit, ValueRange iters)>
+                   body);
+  /// Index `i` of the lookup as an i64, and whether it lies in
+  /// [first, limit).
+  std::pair<Value, Value> readIndex(Value i, Value first, Value limit);
+  Value blockOffset(Value block, Value position) {
+    return add(mul(block, offsetsPerBlock), position);
+  }
+
+  void buildCount();
+  void buildScan();
+  void buildScatter();
+
+  abi::BucketizeStep step;
+  IntegerType indexType;
+  Value rows, indices, offsets, blockOffsets, blockIndices;
+  Value numBlocks, numBags, offsetsPerBlock, thread, numThreads;
+};
+
+} // namespace
+
+void BucketizeBodyBuilder::forEachBag(
+    function_ref<void(Value bag, Value begin, Value end)> body) {
+  loop(thread, numBags, numThreads, {}, [&](Value bag, ValueRange) {
+    Value begin = toIndex(loadInteger(offsets, ValueRange{bag}));
+    Value end = toIndex(loadInteger(offsets, ValueRange{add(bag, cIndex(1))}));
+    body(bag, begin, end);
+    return SmallVector<Value>();
+  });
+}
+
+void BucketizeBodyBuilder::forEachBlock(
+    ValueRange inits,
+    function_ref<SmallVector<Value>(Value block, Value first, Value limit,
+                                    ValueRange iters)>
+        body) {
+  loop(cIndex(0), numBlocks, cIndex(1), inits,
+       [&](Value block, ValueRange iters) {
+         Value first = loadInteger(rows, ValueRange{block});
+         Value limit = loadInteger(rows, ValueRange{add(block, cIndex(1))});
+         return body(block, first, limit, iters);
+       });
+}
+
+std::pair<Value, Value> BucketizeBodyBuilder::readIndex(Value i, Value first,
+                                                        Value limit) {
+  Value v = loadInteger(indices, ValueRange{i});
+  if (indexType.getWidth() != 64)
+    v = arith::ExtSIOp::create(b, b.getI64Type(), v);
+  Value above = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, v, first);
+  Value below = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, limit);
+  return {v, both(above, below)};
+}
+
+void BucketizeBodyBuilder::buildCount() {
+  Value zero = arith::ConstantIntOp::create(b, indexType, 0);
+  loop(thread, numBlocks, numThreads, {}, [&](Value block, ValueRange) {
+    memref::StoreOp::create(b, zero, blockOffsets,
+                            ValueRange{blockOffset(block, cIndex(0))});
+    return SmallVector<Value>();
+  });
+  forEachBag([&](Value bag, Value begin, Value end) {
+    forEachBlock({}, [&](Value block, Value first, Value limit, ValueRange) {
+      scf::ForOp counted =
+          loop(begin, end, cIndex(1), {cIndex(0)},
+               [&](Value i, ValueRange count) -> SmallVector<Value> {
+                 Value in = readIndex(i, first, limit).second;
+                 return {select(in, add(count[0], cIndex(1)), count[0])};
+               });
+      memref::StoreOp::create(
+          b, arith::IndexCastOp::create(b, indexType, counted.getResult(0)),
+          blockOffsets, ValueRange{blockOffset(block, add(bag, cIndex(1)))});
+      return SmallVector<Value>();
+    });
+  });
+}
+
+void BucketizeBodyBuilder::buildScan() {
+  Value warpSize = cIndex(abi::kWarpSize);
+  Value lane = rem(gpu::ThreadIdOp::create(b, gpu::Dimension::x), warpSize);
+  Value zero = arith::ConstantIntOp::create(b, indexType, 0);
+  Value numChunks = ceilDiv(numBags, warpSize);
+  // One warp per block: warp-uniform loops around the shuffles.
+  loop(div(thread, warpSize), numBlocks, div(numThreads, warpSize), {},
+       [&](Value block, ValueRange) {
+         loop(cIndex(0), numChunks, cIndex(1), {zero},
+              [&](Value chunk, ValueRange carry) -> SmallVector<Value> {
+                Value bag = add(mul(chunk, warpSize), lane);
+                Value inRange = ult(bag, numBags);
+                Value at = blockOffset(block, add(bag, cIndex(1)));
+                Value value = ifValues(
+                    inRange, indexType,
+                    [&]() -> SmallVector<Value> {
+                      return {loadInteger(blockOffsets, ValueRange{at})};
+                    },
+                    [&]() -> SmallVector<Value> { return {zero}; })[0];
+                // Inclusive prefix sum over the warp's lanes.
+                for (int64_t distance = 1; distance < abi::kWarpSize;
+                     distance *= 2) {
+                  Value lower = shuffleInteger(value, cI32(distance),
+                                               gpu::ShuffleMode::UP);
+                  Value reaches = arith::CmpIOp::create(
+                      b, arith::CmpIPredicate::uge, lane, cIndex(distance));
+                  value = select(reaches, add(value, lower), value);
+                }
+                value = add(value, carry[0]);
+                ifThen(inRange, [&]() {
+                  memref::StoreOp::create(b, value, blockOffsets,
+                                          ValueRange{at});
+                });
+                return {shuffleInteger(value, cI32(abi::kWarpSize - 1),
+                                       gpu::ShuffleMode::IDX)};
+              });
+         return SmallVector<Value>();
+       });
+}
+
+void BucketizeBodyBuilder::buildScatter() {
+  // Offsets that disagree with the indices (only a broken count or scan
+  // makes them) must not send a store past the output.
+  Value capacity = memref::DimOp::create(b, blockIndices, 0);
+  forEachBag([&](Value bag, Value begin, Value end) {
+    forEachBlock(
+        {cIndex(0)},
+        [&](Value block, Value first, Value limit,
+            ValueRange start) -> SmallVector<Value> {
+          Value bagStart = toIndex(
+              loadInteger(blockOffsets, ValueRange{blockOffset(block, bag)}));
+          loop(begin, end, cIndex(1), {add(start[0], bagStart)},
+               [&](Value i, ValueRange position) -> SmallVector<Value> {
+                 std::pair<Value, Value> index = readIndex(i, first, limit);
+                 Value in = index.second;
+                 ifThen(both(in, ult(position[0], capacity)), [&]() {
+                   Value local = sub(index.first, first);
+                   if (indexType.getWidth() != 64)
+                     local = arith::TruncIOp::create(b, indexType, local);
+                   memref::StoreOp::create(b, local, blockIndices,
+                                           ValueRange{position[0]});
+                 });
+                 return {select(in, add(position[0], cIndex(1)), position[0])};
+               });
+          Value count = toIndex(loadInteger(
+              blockOffsets, ValueRange{blockOffset(block, numBags)}));
+          return {add(start[0], count)};
+        });
+  });
+}
+
+void BucketizeBodyBuilder::build() {
+  numBlocks = sub(memref::DimOp::create(b, rows, 0), cIndex(1));
+  offsetsPerBlock = memref::DimOp::create(b, offsets, 0);
+  numBags = sub(offsetsPerBlock, cIndex(1));
+  Value blockDim = gpu::BlockDimOp::create(b, gpu::Dimension::x);
+  thread = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), blockDim),
+               gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  numThreads = mul(gpu::GridDimOp::create(b, gpu::Dimension::x), blockDim);
+  switch (step) {
+  case abi::BucketizeStep::Count:
+    return buildCount();
+  case abi::BucketizeStep::Scan:
+    return buildScan();
+  case abi::BucketizeStep::Scatter:
+    return buildScatter();
+  }
+}
+
+/// A `gpu.func` kernel of `inputs` with the launch bounds of KernelABI.h:
+/// ptxas fits the registers to kMinBlocksPerMultiprocessor blocks of
+/// kThreadsPerBlock threads, and CUDA refuses larger blocks.
+static gpu::GPUFuncOp createKernelFunc(OpBuilder &builder, Location loc,
+                                       StringRef name, TypeRange inputs) {
   auto func = gpu::GPUFuncOp::create(builder, loc, name,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 builder.getUnitAttr());
-  // Launch bounds: ptxas fits the registers to kMinBlocksPerMultiprocessor
-  // blocks of kThreadsPerBlock threads, and CUDA refuses larger blocks.
   func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                 builder.getDenseI32ArrayAttr(
                     {static_cast<int32_t>(abi::kMaxThreadsPerBlock), 1, 1}));
   func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                 builder.getI32IntegerAttr(
                     static_cast<int32_t>(abi::kMinBlocksPerMultiprocessor)));
+  return func;
+}
+
+/// The operand types of a kernel of `operands` with `indexType` indices.
+static SmallVector<Type> operandTypes(ArrayRef<abi::KernelOperand> operands,
+                                      Type indexType) {
+  MLIRContext *context = indexType.getContext();
+  Type i64 = IntegerType::get(context, 64);
+  Type f32 = Float32Type::get(context);
+  SmallVector<Type> types;
+  for (const abi::KernelOperand &operand : operands) {
+    Type element = operand.element == abi::ElementKind::I64   ? i64
+                   : operand.element == abi::ElementKind::F32 ? f32
+                                                              : indexType;
+    if (operand.rank == 0)
+      types.push_back(element);
+    else
+      types.push_back(MemRefType::get(
+          SmallVector<int64_t>(operand.rank, ShapedType::kDynamic), element));
+  }
+  return types;
+}
+
+static void buildBucketizeKernel(OpBuilder &builder, Location loc,
+                                 abi::BucketizeStep step,
+                                 IntegerType indexType) {
+  std::string name =
+      abi::bucketizeKernelName(step, static_cast<int>(indexType.getWidth()));
+  auto func = createKernelFunc(
+      builder, loc, name, operandTypes(abi::kBucketizeOperands, indexType));
+  Block &entry = func.getBody().front();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&entry);
+  ImplicitLocOpBuilder b(loc, builder);
+  BucketizeBodyBuilder(b, step, indexType, entry.getArguments()).build();
+  gpu::ReturnOp::create(b);
+}
+
+static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
+                        KernelKind kind, IntegerType indexType,
+                        bool vectorAtomics) {
+  ArrayRef<abi::KernelOperand> operands(
+      abi::kKernelOperands, abi::numOperands(kind == KernelKind::BackwardSGD));
+  auto func =
+      createKernelFunc(builder, loc, name, operandTypes(operands, indexType));
   Block &entry = func.getBody().front();
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(&entry);
@@ -563,6 +801,9 @@ mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
               vectorAtomics);
   buildKernel(builder, loc, abi::kBackwardI64, KernelKind::BackwardSGD, i64,
               vectorAtomics);
+  for (IntegerType indexType : {i32, i64})
+    for (abi::BucketizeStep step : abi::kBucketizeSteps)
+      buildBucketizeKernel(builder, loc, step, indexType);
   return module;
 }
 
@@ -607,28 +848,94 @@ std::string mlir::neuroshard::kernelTargetFeatures(StringRef chip,
 
 SmallVector<Type> mlir::neuroshard::embeddingKernelOperandTypes(
     MLIRContext *context, StringRef kernelName, bool isBackward) {
-  Type i64 = IntegerType::get(context, 64);
-  Type f32 = Float32Type::get(context);
   Type index =
       IntegerType::get(context, kernelName.ends_with("_i32") ? 32 : 64);
-  SmallVector<Type> types;
-  for (unsigned i = 0; i < abi::numOperands(isBackward); ++i) {
-    const abi::KernelOperand &operand = abi::kKernelOperands[i];
-    Type element = operand.element == abi::ElementKind::I64   ? i64
-                   : operand.element == abi::ElementKind::F32 ? f32
-                                                              : index;
-    if (operand.rank == 0)
-      types.push_back(element);
-    else
-      types.push_back(MemRefType::get(
-          SmallVector<int64_t>(operand.rank, ShapedType::kDynamic), element));
-  }
-  return types;
+  return operandTypes(
+      ArrayRef(abi::kKernelOperands, abi::numOperands(isBackward)), index);
+}
+
+bool mlir::neuroshard::isBucketizeCallName(StringRef name) {
+  return name == abi::kBucketizeI32 || name == abi::kBucketizeI64;
+}
+
+SmallVector<Type> mlir::neuroshard::bucketizeOperandTypes(MLIRContext *context,
+                                                          StringRef callName) {
+  Type index = IntegerType::get(context, callName.ends_with("_i32") ? 32 : 64);
+  return operandTypes(abi::kBucketizeOperands, index);
 }
 
 bool mlir::neuroshard::isEmbeddingKernelName(StringRef name, bool &isBackward) {
   isBackward = name == abi::kBackwardI32 || name == abi::kBackwardI64;
   return isBackward || name == abi::kForwardI32 || name == abi::kForwardI64;
+}
+
+/// A device buffer like the host memref `host`, filled from it when
+/// `upload`; `token` follows the copy.
+static Value allocOnDevice(ImplicitLocOpBuilder &b, Value &token, Value host,
+                           bool upload) {
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  auto type = cast<MemRefType>(host.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(b, host, d));
+  auto alloc = gpu::AllocOp::create(b, type, tokenType, ValueRange{token},
+                                    sizes, ValueRange{}, /*hostShared=*/false);
+  token = alloc.getAsyncToken();
+  if (upload)
+    token = gpu::MemcpyOp::create(b, tokenType, ValueRange{token},
+                                  alloc.getMemref(), host)
+                .getAsyncToken();
+  return alloc.getMemref();
+}
+
+/// Enough blocks of `perBlock` work items for `work` of them, within the
+/// grid's x limit and at least one (the kernels' grid-stride loops run no
+/// iteration when there is no work).
+static Value gridFor(ImplicitLocOpBuilder &b, Value work, int64_t perBlock) {
+  return arith::MaxUIOp::create(
+      b,
+      arith::MinUIOp::create(
+          b,
+          arith::CeilDivUIOp::create(
+              b, work, arith::ConstantIndexOp::create(b, perBlock)),
+          arith::ConstantIndexOp::create(b, abi::kMaxGridX)),
+      arith::ConstantIndexOp::create(b, 1));
+}
+
+/// Launches `kernel` of the kernels module on a `gridX` x `gridY` grid of
+/// kThreadsPerBlock-thread blocks after `token`; returns its token.
+static Value launch(ImplicitLocOpBuilder &b, Value token, StringRef kernel,
+                    Value gridX, Value gridY, ValueRange args) {
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value blockX = arith::ConstantIndexOp::create(b, abi::kThreadsPerBlock);
+  auto symbol =
+      SymbolRefAttr::get(b.getStringAttr(abi::kKernelModuleName),
+                         {FlatSymbolRefAttr::get(b.getStringAttr(kernel))});
+  return gpu::LaunchFuncOp::create(b, symbol,
+                                   gpu::KernelDim3{gridX, gridY, one},
+                                   gpu::KernelDim3{blockX, one, one},
+                                   /*dynamicSharedMemorySize=*/Value(), args,
+                                   tokenType, ValueRange{token})
+      .getAsyncToken();
+}
+
+/// Copies `results` of `deviceArgs` back into `hostArgs`, frees every
+/// device buffer and waits for the stream.
+static void finishLaunches(ImplicitLocOpBuilder &b, Value token,
+                           ValueRange hostArgs, ValueRange deviceArgs,
+                           ArrayRef<unsigned> results) {
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  for (unsigned result : results)
+    token = gpu::MemcpyOp::create(b, tokenType, ValueRange{token},
+                                  hostArgs[result], deviceArgs[result])
+                .getAsyncToken();
+  for (Value buffer : deviceArgs)
+    if (isa<MemRefType>(buffer.getType()))
+      token = gpu::DeallocOp::create(b, tokenType, ValueRange{token}, buffer)
+                  .getAsyncToken();
+  gpu::WaitOp::create(b, Type(), ValueRange{token});
 }
 
 void mlir::neuroshard::emitKernelLaunch(OpBuilder &builder, Location loc,
@@ -644,64 +951,58 @@ void mlir::neuroshard::emitKernelLaunch(OpBuilder &builder, Location loc,
   constexpr unsigned kWeights = abi::kWeightsOperand, kOut = abi::kOutOperand,
                      kNumMemRefs = abi::kLearningRateOperand;
   SmallVector<Value> deviceArgs;
-  for (unsigned i = 0; i < kNumMemRefs; ++i) {
-    Value host = args[i];
-    auto type = cast<MemRefType>(host.getType());
-    SmallVector<Value> sizes;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      if (type.isDynamicDim(d))
-        sizes.push_back(memref::DimOp::create(b, host, d));
-    auto alloc =
-        gpu::AllocOp::create(b, type, tokenType, ValueRange{token}, sizes,
-                             ValueRange{}, /*hostShared=*/false);
-    token = alloc.getAsyncToken();
-    if (i != kOut || isBackward)
-      token = gpu::MemcpyOp::create(b, tokenType, ValueRange{token},
-                                    alloc.getMemref(), host)
-                  .getAsyncToken();
-    deviceArgs.push_back(alloc.getMemref());
-  }
+  for (unsigned i = 0; i < kNumMemRefs; ++i)
+    deviceArgs.push_back(
+        allocOnDevice(b, token, args[i], i != kOut || isBackward));
   if (isBackward)
     deviceArgs.push_back(args[kNumMemRefs]);
 
-  // abi::launchGeometry in IR, since the sizes are only known at run time;
-  // a grid of at least 1 x 1 is always valid since the kernels' grid-stride
-  // loops simply run no iteration.
-  Value one = arith::ConstantIndexOp::create(b, 1);
+  // abi::launchGeometry in IR, since the sizes are only known at run time.
   Value numShards = arith::DivUIOp::create(
       b, memref::DimOp::create(b, args[abi::kMetaOperand], 0),
       arith::ConstantIndexOp::create(b, abi::kShardFields));
   Value batch = memref::DimOp::create(b, args[kOut], 0);
-  Value warpsPerBlock =
-      arith::ConstantIndexOp::create(b, abi::kThreadsPerBlock / abi::kWarpSize);
-  Value gridX = arith::MaxUIOp::create(
-      b,
-      arith::MinUIOp::create(
-          b, arith::CeilDivUIOp::create(b, batch, warpsPerBlock),
-          arith::ConstantIndexOp::create(b, abi::kMaxGridX)),
-      one);
+  Value gridX = gridFor(b, batch, abi::kThreadsPerBlock / abi::kWarpSize);
   Value gridY = arith::MaxUIOp::create(
       b,
       arith::MinUIOp::create(b, numShards,
                              arith::ConstantIndexOp::create(b, abi::kMaxGridY)),
-      one);
-  Value blockX = arith::ConstantIndexOp::create(b, abi::kThreadsPerBlock);
-  auto kernel =
-      SymbolRefAttr::get(b.getStringAttr(abi::kKernelModuleName),
-                         {FlatSymbolRefAttr::get(b.getStringAttr(kernelName))});
-  token = gpu::LaunchFuncOp::create(
-              b, kernel, gpu::KernelDim3{gridX, gridY, one},
-              gpu::KernelDim3{blockX, one, one}, /*dynamicSharedMemorySize=*/
-              Value(), deviceArgs, tokenType, ValueRange{token})
-              .getAsyncToken();
+      arith::ConstantIndexOp::create(b, 1));
+  token = launch(b, token, kernelName, gridX, gridY, deviceArgs);
+  finishLaunches(b, token, args, deviceArgs, {isBackward ? kWeights : kOut});
+}
 
-  unsigned result = isBackward ? kWeights : kOut;
-  token = gpu::MemcpyOp::create(b, tokenType, ValueRange{token}, args[result],
-                                deviceArgs[result])
-              .getAsyncToken();
-  for (unsigned i = 0; i < kNumMemRefs; ++i)
-    token =
-        gpu::DeallocOp::create(b, tokenType, ValueRange{token}, deviceArgs[i])
-            .getAsyncToken();
-  gpu::WaitOp::create(b, Type(), ValueRange{token});
+void mlir::neuroshard::emitBucketizeLaunch(OpBuilder &builder, Location loc,
+                                           StringRef callName,
+                                           ValueRange args) {
+  ImplicitLocOpBuilder b(loc, builder);
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
+  // The outputs need no upload: count writes every block offset and the
+  // caller reads only the indices that scatter writes.
+  SmallVector<Value> deviceArgs;
+  for (unsigned i = 0; i < abi::kBucketizeNumOperands; ++i)
+    deviceArgs.push_back(allocOnDevice(b, token, args[i],
+                                       i != abi::kBlockOffsetsOperand &&
+                                           i != abi::kBlockIndicesOperand));
+
+  // abi::bucketizeGeometry in IR.
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value numBlocks = arith::SubIOp::create(
+      b, memref::DimOp::create(b, args[abi::kRowsOperand], 0), one);
+  Value numBags = arith::SubIOp::create(
+      b, memref::DimOp::create(b, args[abi::kBucketOffsetsOperand], 0), one);
+  int indexBits = callName == abi::kBucketizeI32 ? 32 : 64;
+  for (abi::BucketizeStep step : abi::kBucketizeSteps) {
+    Value work = numBags;
+    if (step == abi::BucketizeStep::Scan)
+      work = arith::MulIOp::create(
+          b, numBlocks, arith::ConstantIndexOp::create(b, abi::kWarpSize));
+    else if (step == abi::BucketizeStep::Count)
+      work = arith::MaxUIOp::create(b, numBags, numBlocks);
+    token = launch(b, token, abi::bucketizeKernelName(step, indexBits),
+                   gridFor(b, work, abi::kThreadsPerBlock), one, deviceArgs);
+  }
+  finishLaunches(b, token, args, deviceArgs,
+                 {abi::kBlockOffsetsOperand, abi::kBlockIndicesOperand});
 }

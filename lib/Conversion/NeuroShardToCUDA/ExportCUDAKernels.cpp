@@ -150,6 +150,23 @@ LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
       if (failed(recordBatch(op, fused.getResult())))
         return WalkResult::interrupt();
       ManifestLaunch launch{static_cast<int64_t>(fused.getDevice()), 32, {}};
+      // The manifest's shards are column ranges of whole tables, whose
+      // inputs the runner draws over all rows.
+      if (std::optional<ArrayRef<int64_t>> rowBegins = fused.getRowBegins()) {
+        for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
+          int64_t first = (*rowBegins)[i], end = (*fused.getRowEnds())[i];
+          TableOp table = tables[tableIndex.lookup(fused.getEntryTable(i))];
+          if (first != 0 || end != table.getNumRows()) {
+            fused.emitOpError()
+                << "entry " << i << " reads rows [" << first << ", " << end
+                << ") of the " << table.getNumRows() << " rows of table '"
+                << table.getSymName() << "' on device " << fused.getDevice()
+                << "; the launch manifest holds column shards of whole "
+                   "tables, so row pieces cannot be exported";
+            return WalkResult::interrupt();
+          }
+        }
+      }
       for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
         Value indices = fused.getIndices()[i];
         launch.indexBits = std::max(launch.indexBits, indexBits(indices));

@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Turns host calls of the kernel symbols into GPU launches (emitKernelLaunch)
-// with a conversion pattern. Every call is checked before the first one is
-// rewritten.
+// and bucketization calls into the launches of its kernels
+// (emitBucketizeLaunch) with a conversion pattern. Every call is checked before
+// the first one is rewritten.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,8 +41,21 @@ static std::string typeList(TypeRange types) {
 
 namespace {
 
+/// The KernelABI.h operand types of a call of `callee` if it names a generic
+/// kernel or a bucketization, else nothing.
+std::optional<SmallVector<Type>> kernelCallOperandTypes(MLIRContext *context,
+                                                        StringRef callee) {
+  bool isBackward = false;
+  if (isEmbeddingKernelName(callee, isBackward))
+    return embeddingKernelOperandTypes(context, callee, isBackward);
+  if (isBucketizeCallName(callee))
+    return bucketizeOperandTypes(context, callee);
+  return std::nullopt;
+}
+
 /// A host call of a generic kernel, already checked against KernelABI.h's
-/// signature, as a launch of the kernels module's kernel.
+/// signature, as a launch of the kernels module's kernel; a bucketization
+/// call as the launches of its three kernels.
 struct KernelCallToLaunch : public OpConversionPattern<func::CallOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -49,10 +63,14 @@ struct KernelCallToLaunch : public OpConversionPattern<func::CallOp> {
   matchAndRewrite(func::CallOp call, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     bool isBackward = false;
-    if (!isEmbeddingKernelName(call.getCallee(), isBackward))
+    StringRef callee = call.getCallee();
+    if (isEmbeddingKernelName(callee, isBackward))
+      emitKernelLaunch(rewriter, call.getLoc(), callee, adaptor.getOperands());
+    else if (isBucketizeCallName(callee))
+      emitBucketizeLaunch(rewriter, call.getLoc(), callee,
+                          adaptor.getOperands());
+    else
       return rewriter.notifyMatchFailure(call, "not a kernel call");
-    emitKernelLaunch(rewriter, call.getLoc(), call.getCallee(),
-                     adaptor.getOperands());
     rewriter.eraseOp(call);
     return success();
   }
@@ -75,8 +93,7 @@ void mlir::neuroshard::populateKernelCallToLaunchPatterns(
 
 void mlir::neuroshard::configureKernelLaunchTarget(ConversionTarget &target) {
   target.addDynamicallyLegalOp<func::CallOp>([](func::CallOp call) {
-    bool isBackward = false;
-    return !isEmbeddingKernelName(call.getCallee(), isBackward);
+    return !kernelCallOperandTypes(call.getContext(), call.getCallee());
   });
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
 }
@@ -89,19 +106,18 @@ void LaunchCUDAKernelsPass::runOnOperation() {
   int64_t numCalls = 0;
   WalkResult walk =
       module.walk([&](func::CallOp call) {
-        bool isBackward = false;
         StringRef callee = call.getCallee();
-        if (!isEmbeddingKernelName(callee, isBackward))
+        std::optional<SmallVector<Type>> expected =
+            kernelCallOperandTypes(context, callee);
+        if (!expected)
           return WalkResult::advance();
-        SmallVector<Type> expected =
-            embeddingKernelOperandTypes(context, callee, isBackward);
-        if (TypeRange(call.getOperandTypes()) != TypeRange(expected) ||
+        if (TypeRange(call.getOperandTypes()) != TypeRange(*expected) ||
             call.getNumResults() != 0) {
           call.emitOpError()
               << "calls '" << callee << "' with "
               << typeList(call.getOperandTypes()) << " -> "
               << typeList(call.getResultTypes()) << " but the kernel takes "
-              << typeList(expected) << " -> ()";
+              << typeList(*expected) << " -> ()";
           return WalkResult::interrupt();
         }
         if (numCalls++ == 0 &&
@@ -127,9 +143,8 @@ void LaunchCUDAKernelsPass::runOnOperation() {
   numLaunches += numCalls;
   for (func::FuncOp func :
        llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    bool isBackward = false;
     if (func.isDeclaration() &&
-        isEmbeddingKernelName(func.getSymName(), isBackward) &&
+        kernelCallOperandTypes(context, func.getSymName()) &&
         SymbolTable::symbolKnownUseEmpty(func, module))
       func.erase();
   }

@@ -52,16 +52,15 @@ std::string mlir::neuroshard::checkCUDATarget(StringRef chip,
   return "";
 }
 
-/// Declares `kernel` privately with its KernelABI.h signature, once.
-static void declareKernel(ModuleOp module, StringRef kernel) {
+/// Declares `kernel` privately with its KernelABI.h signature `operands`,
+/// once.
+static void declareKernel(ModuleOp module, StringRef kernel,
+                          ArrayRef<Type> operands) {
   if (SymbolTable::lookupSymbolIn(module, kernel))
     return;
-  bool isBackward = false;
-  (void)isEmbeddingKernelName(kernel, isBackward);
   OpBuilder builder(module.getContext());
   builder.setInsertionPointToStart(module.getBody());
-  auto type = builder.getFunctionType(
-      embeddingKernelOperandTypes(module.getContext(), kernel, isBackward), {});
+  auto type = builder.getFunctionType(operands, {});
   func::FuncOp::create(builder, module.getLoc(), kernel, type).setPrivate();
 }
 
@@ -98,11 +97,22 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
   if (host) {
     auto emitCall = [&](OpBuilder &builder, Location loc,
                         const KernelInvocation &kernel) {
-      declareKernel(module, kernel.kernel);
+      bool isBackward = false;
+      (void)isEmbeddingKernelName(kernel.kernel, isBackward);
+      declareKernel(
+          module, kernel.kernel,
+          embeddingKernelOperandTypes(context, kernel.kernel, isBackward));
       func::CallOp::create(builder, loc, kernel.kernel, TypeRange{},
                            kernel.operands());
     };
-    if (failed(lowerLookups(module, emitCall)))
+    // Bucketization runs on the device too: a call that
+    // --neuroshard-cuda-launch turns into its three kernels.
+    auto emitBucketize = [&](OpBuilder &builder, Location loc,
+                             StringRef callName, ValueRange operands) {
+      declareKernel(module, callName, bucketizeOperandTypes(context, callName));
+      func::CallOp::create(builder, loc, callName, TypeRange{}, operands);
+    };
+    if (failed(lowerLookups(module, emitCall, emitBucketize)))
       return signalPassFailure();
   }
 

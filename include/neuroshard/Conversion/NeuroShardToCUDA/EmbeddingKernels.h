@@ -4,10 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Builds the GPU module that holds the four generic kernels of KernelABI.h as
-// `gpu.func ... kernel`, and the host-side launch of one of them. The kernels
-// read every shard's description from the metadata buffer at run time, so one
-// compiled module serves any shard set.
+// Builds the GPU module that holds the generic kernels of KernelABI.h as
+// `gpu.func ... kernel` (the four embedding-bag kernels and the three steps
+// of bucketization per index type), and the host-side launches. The
+// embedding-bag kernels read every shard's description from the metadata
+// buffer at run time, so one compiled module serves any shard set.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,9 +47,10 @@ bool targetHasVectorAtomicAdd(StringRef chip, StringRef features);
 std::string kernelTargetFeatures(StringRef chip, StringRef features);
 
 /// Builds `gpu.module @neuroshard_kernels [target]` with the forward and the
-/// backward+SGD kernel for i32 and i64 indices, at the builder's insertion
-/// point. The backward kernel uses vector atomics when `target` is an NVVM
-/// target for which targetHasVectorAtomicAdd holds.
+/// backward+SGD kernel and the bucketization kernels for i32 and i64
+/// indices, at the builder's insertion point. The backward kernel uses vector
+/// atomics when `target` is an NVVM target for which targetHasVectorAtomicAdd
+/// holds.
 gpu::GPUModuleOp buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
                                             Attribute target);
 
@@ -61,6 +63,23 @@ bool isEmbeddingKernelName(StringRef name, bool &isBackward);
 SmallVector<Type> embeddingKernelOperandTypes(MLIRContext *context,
                                               StringRef kernelName,
                                               bool isBackward);
+
+/// True if `name` is a host call of bucketization (KernelABI.h's
+/// kBucketizeI32 or kBucketizeI64).
+bool isBucketizeCallName(StringRef name);
+
+/// The operand types of a bucketization call `callName`: KernelABI.h's
+/// kBucketizeOperands with the index type the name's suffix gives.
+SmallVector<Type> bucketizeOperandTypes(MLIRContext *context,
+                                        StringRef callName);
+
+/// Emits the host side of one bucketization call `callName`: copies the
+/// host memrefs `args` (rows, indices, offsets, block offsets, block
+/// indices) to device buffers, launches the count, scan and scatter kernels
+/// in order, copies both outputs back and frees the buffers; everything on
+/// one stream, waited for before returning.
+void emitBucketizeLaunch(OpBuilder &builder, Location loc, StringRef callName,
+                         ValueRange args);
 
 /// Emits the host side of one kernel call: copies the host memrefs `args`
 /// (meta, layout, weights, indices, offsets, out or grad, then lr for the

@@ -14,8 +14,9 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
                 "kernel calls";
   let description = [{
     Adds `gpu.module @neuroshard_kernels [#nvvm.target<chip = ...>]` with the
-    four generic kernels of `KernelABI.h` (forward and backward+SGD, for i32
-    and i64 indices) as `gpu.func ... kernel`, and marks the module as a
+    generic kernels of `KernelABI.h` (forward and backward+SGD, and the
+    count, scan and scatter steps of bucketization, for i32 and i64 indices)
+    as `gpu.func ... kernel`, and marks the module as a
     `gpu.container_module`. Every shard's description is read from the
     metadata buffer at run time, so the module is the same for every model
     and every shard set.
@@ -25,8 +26,11 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
     `neuroshard.embedding_bag` and `neuroshard.fused_embedding_bag` becomes
     one `func.call` of a kernel symbol on memrefs (metadata, concatenated
     indices and offsets, a fresh output buffer), the exchange becomes slices
-    and concatenations, tables are erased and functions with lookups gain the
-    weight arena and table layout arguments. `--neuroshard-cuda-launch` turns
+    and concatenations, each `neuroshard.bucketize` becomes one call of
+    `neuroshard_bucketize_i32` or `_i64` (row boundaries, indices, offsets,
+    every block's offsets and all blocks' indices) followed by copies of each
+    block's pair out of them, tables are erased and functions with lookups
+    gain the weight arena and table layout arguments. `--neuroshard-cuda-launch` turns
     those calls into GPU launches once the host code is bufferized.
 
     ```mlir
@@ -77,7 +81,9 @@ def LaunchCUDAKernels : Pass<"neuroshard-cuda-launch", "::mlir::ModuleOp"> {
     (`gpu.alloc`), uploads, `gpu.launch_func` with the geometry of
     `KernelABI.h`, the download of the result (the output after
     forward, the weights after backward) and `gpu.dealloc`, on one stream
-    that the call waits for. Declarations of the kernel symbols that are no
+    that the call waits for. A call of the bucketization becomes the
+    launches of its count, scan and scatter kernels in order, with both
+    outputs downloaded after the last. Declarations of the kernel symbols that are no
     longer used are erased.
 
     ```mlir
