@@ -515,6 +515,40 @@ Value allocLike(OpBuilder &b, Location loc, RankedTensorType type,
       type.hasStaticShape() ? ValueRange() : ValueRange{dynamicSize});
 }
 
+/// The buffers of a bucketized lookup's indices and offsets, and their
+/// index type.
+struct BucketizeInputs {
+  Value indices, offsets;
+  IntegerType element;
+
+  BucketizeInputs(OpBuilder &b, Location loc, BucketizeOp::Adaptor adaptor)
+      : indices(toDynamicBuffer(b, loc, adaptor.getIndices())),
+        offsets(toDynamicBuffer(b, loc, adaptor.getOffsets())),
+        element(cast<IntegerType>(
+            cast<MemRefType>(indices.getType()).getElementType())) {}
+};
+
+/// Collects each block's indices and offsets buffers and replaces the
+/// bucketize op by them as tensors.
+struct BucketizeResults {
+  SmallVector<Value> indices, offsets;
+
+  void add(OpBuilder &b, Location loc, BucketizeOp op, Value blockIndices,
+           Value blockOffsets) {
+    size_t k = indices.size();
+    indices.push_back(bufferization::ToTensorOp::create(
+        b, loc, op.getBlockIndices()[k].getType(), blockIndices,
+        /*restrict=*/true, /*writable=*/true));
+    offsets.push_back(bufferization::ToTensorOp::create(
+        b, loc, op.getBlockOffsets()[k].getType(), blockOffsets,
+        /*restrict=*/true, /*writable=*/true));
+  }
+  void replace(ConversionPatternRewriter &rewriter, BucketizeOp op) {
+    rewriter.replaceOp(op,
+                       llvm::to_vector(llvm::concat<Value>(indices, offsets)));
+  }
+};
+
 /// `neuroshard.bucketize` as two passes over the indices per block: one that
 /// counts the block's indices, one that writes them, local, bag by bag.
 struct BucketizeToLoops : public OpConversionPattern<BucketizeOp> {
@@ -525,10 +559,9 @@ struct BucketizeToLoops : public OpConversionPattern<BucketizeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    Value indices = toDynamicBuffer(b, loc, adaptor.getIndices());
-    Value offsets = toDynamicBuffer(b, loc, adaptor.getOffsets());
-    auto element =
-        cast<IntegerType>(cast<MemRefType>(indices.getType()).getElementType());
+    BucketizeInputs inputs(b, loc, adaptor);
+    Value indices = inputs.indices, offsets = inputs.offsets;
+    IntegerType element = inputs.element;
     Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
     Value numIndices = memref::DimOp::create(b, loc, indices, 0);
     Value numOffsets = memref::DimOp::create(b, loc, offsets, 0);
@@ -540,7 +573,7 @@ struct BucketizeToLoops : public OpConversionPattern<BucketizeOp> {
       return arith::IndexCastOp::create(nested, loc, element, v);
     };
 
-    SmallVector<Value> blockIndices, blockOffsets;
+    BucketizeResults blocks;
     ArrayRef<int64_t> rows = op.getRows();
     for (size_t j = 0; j + 1 < rows.size(); ++j) {
       Value first = arith::ConstantIntOp::create(b, loc, element, rows[j]);
@@ -602,14 +635,9 @@ struct BucketizeToLoops : public OpConversionPattern<BucketizeOp> {
           });
       memref::StoreOp::create(b, loc, asElement(b, bags.getResult(0)),
                               localOffsets, numBags);
-      blockIndices.push_back(bufferization::ToTensorOp::create(
-          b, loc, indicesType, local, /*restrict=*/true, /*writable=*/true));
-      blockOffsets.push_back(bufferization::ToTensorOp::create(
-          b, loc, offsetsType, localOffsets, /*restrict=*/true,
-          /*writable=*/true));
+      blocks.add(b, loc, op, local, localOffsets);
     }
-    rewriter.replaceOp(
-        op, llvm::to_vector(llvm::concat<Value>(blockIndices, blockOffsets)));
+    blocks.replace(rewriter, op);
     return success();
   }
 };
@@ -627,10 +655,9 @@ struct BucketizeToKernelCall : public OpConversionPattern<BucketizeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     OpBuilder &b = rewriter;
     Location loc = op.getLoc();
-    Value indices = toDynamicBuffer(b, loc, adaptor.getIndices());
-    Value offsets = toDynamicBuffer(b, loc, adaptor.getOffsets());
-    auto element =
-        cast<IntegerType>(cast<MemRefType>(indices.getType()).getElementType());
+    BucketizeInputs inputs(b, loc, adaptor);
+    Value indices = inputs.indices, offsets = inputs.offsets;
+    IntegerType element = inputs.element;
     ArrayRef<int64_t> rows = op.getRows();
     int64_t numBlocks = static_cast<int64_t>(rows.size()) - 1;
 
@@ -659,7 +686,7 @@ struct BucketizeToKernelCall : public OpConversionPattern<BucketizeOp> {
          element.getWidth() == 32 ? abi::kBucketizeI32 : abi::kBucketizeI64,
          operands);
 
-    SmallVector<Value> blockIndices, blockOffsets;
+    BucketizeResults blocks;
     Value start = indexConstant(b, loc, 0);
     Value numBags =
         arith::SubIOp::create(b, loc, numOffsets, indexConstant(b, loc, 1));
@@ -687,14 +714,9 @@ struct BucketizeToKernelCall : public OpConversionPattern<BucketizeOp> {
       copyInto(b, loc, slice(allOffsets, first, numOffsets), localOffsets,
                indexConstant(b, loc, 0));
       start = arith::AddIOp::create(b, loc, start, count);
-      blockIndices.push_back(bufferization::ToTensorOp::create(
-          b, loc, indicesType, local, /*restrict=*/true, /*writable=*/true));
-      blockOffsets.push_back(bufferization::ToTensorOp::create(
-          b, loc, offsetsType, localOffsets, /*restrict=*/true,
-          /*writable=*/true));
+      blocks.add(b, loc, op, local, localOffsets);
     }
-    rewriter.replaceOp(
-        op, llvm::to_vector(llvm::concat<Value>(blockIndices, blockOffsets)));
+    blocks.replace(rewriter, op);
     return success();
   }
 
