@@ -12,10 +12,9 @@
 // The module's plan is the plan neuroshard-plan makes of the same tables.
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical" \
 // RUN:   --neuroshard-export-plan="output=%t.module.json" -o /dev/null
-// The pass plans whole tables and column pieces, the kinds the rewrite
-// materializes; the tool does so when told.
+// Both plan with every sharding type for GPUs unless told otherwise.
 // RUN: neuroshard-plan %S/../neuroshard-plan/Inputs/mixed.json --devices 2 --memory-gb 1 \
-// RUN:   --cost-model analytical --sharding-types table_wise,column_wise -o %t.task.json
+// RUN:   --cost-model analytical -o %t.task.json
 // RUN: grep -v time_ms %t.module.json > %t.module.plan
 // RUN: grep -v time_ms %t.task.json > %t.task.plan
 // RUN: diff %t.module.plan %t.task.plan

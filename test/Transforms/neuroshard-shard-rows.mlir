@@ -1,16 +1,22 @@
 // The planning pass plans row pieces and replicas when its sharding-types
 // option allows them. @huge (300,000 x 4, 0.00447 GB) fits none of the 4
 // devices of 0.003 GB whole, and its 4 columns cannot be split: whole tables
-// and column pieces, the default, cannot place it.
-// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical" 2>&1 \
+// and column pieces cannot place it.
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical sharding-types=table_wise,column_wise" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=COLUMNS
 // COLUMNS: error: table 'huge' needs 0.00447 GB but the largest device has 0.00300 GB and its narrowest shards (4 of 4 columns) still need 0.00447 GB; row pieces (row_wise) are not among the sharding types allowed
 //
-// With every type it is cut into row blocks, and the sharded module
-// computes what the original does, forward and backward with SGD.
-// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical sharding-types=all" \
-// RUN:   -o %t.mlir
+// With every type, the default for GPUs as in neuroshard-plan, it is cut
+// into row blocks, and the sharded module computes what the original does,
+// forward and backward with SGD.
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical" -o %t.mlir
 // RUN: FileCheck %s < %t.mlir
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical sharding-types=all" \
+// RUN:   | FileCheck %s
+// A CPU topology's default is whole tables and column pieces.
+// RUN: sed 's/memory_gb = 0.003>/memory_gb = 0.003, device_kind = "cpu">/' %s > %t.cpu.mlir
+// RUN: not neuroshard-opt %t.cpu.mlir --neuroshard-shard="cost-model=analytical" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=COLUMNS
 // CHECK: neuroshard.table @huge : rows 300000, dim 4, f32 shards [#neuroshard.shard<rows = 0 to {{[0-9]+}}, cols = 0 to 4, device = {{[0-9]}}>,
 // CHECK: neuroshard.bucketize %arg0, %arg1 rows [0,
 // CHECK: neuroshard.reduce_scatter {{.*}} mean(%arg1 : tensor<65xi64>)

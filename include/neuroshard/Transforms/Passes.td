@@ -95,13 +95,12 @@ defvar PlanOptions = [
          "JSON Lines file the verified device sets are appended to ('none': "
          "nowhere; default: experience.jsonl in the bundle's directory, for "
          "a bundle of your own)">,
-  Option<"shardingTypes", "sharding-types", "std::string",
-         "\"table_wise,column_wise\"",
+  Option<"shardingTypes", "sharding-types", "std::string", "\"default\"",
          "The kinds of shards plans may use, on top of each table's own "
          "'sharding_types': a list such as 'table_wise,row_wise', 'all', or "
          "'default' (every kind for GPUs; whole tables and column pieces "
-         "for CPUs). The rewrite materializes every kind; the SPMD form "
-         "(--neuroshard-spmd) takes whole tables and column pieces only">,
+         "for CPUs, whose kernels and measured bundles cover those), as "
+         "neuroshard-plan takes it">,
   Option<"progress", "progress", "bool", "false",
          "Print a line to stderr after each step of the search (level, "
          "states priced, best cost, time)">,
