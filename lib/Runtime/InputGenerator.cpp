@@ -105,6 +105,22 @@ struct RowPermutation {
 };
 } // namespace
 
+LookupInputs rowBlockInputs(const LookupInputs &lookup, int64_t rowBegin,
+                            int64_t rowEnd) {
+  LookupInputs block;
+  block.offsets.reserve(lookup.offsets.size());
+  block.offsets.push_back(0);
+  for (size_t b = 0; b + 1 < lookup.offsets.size(); ++b) {
+    for (int64_t i = lookup.offsets[b]; i < lookup.offsets[b + 1]; ++i) {
+      int64_t row = lookup.indices[size_t(i)];
+      if (row >= rowBegin && row < rowEnd)
+        block.indices.push_back(row - rowBegin);
+    }
+    block.offsets.push_back(int64_t(block.indices.size()));
+  }
+  return block;
+}
+
 LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
                             uint64_t seed, uint64_t stream, int64_t rowLimit) {
   Random random(mixSeed(mixSeed(seed, hashString(table.name)), stream));

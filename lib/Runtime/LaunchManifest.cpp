@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 namespace neuroshard {
 namespace launch_manifest {
@@ -134,6 +136,7 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
   std::string lineText;
   size_t lineNumber = 0;
   bool sawHeader = false, sawModule = false, sawKernels = false, sawRun = false;
+  long long version = 0;
   const abi::ManifestRecord *records[] = {
       &abi::kModuleRecord, &abi::kKernelsRecord, &abi::kRunRecord,
       &abi::kTableRecord,  &abi::kLookupRecord,  &abi::kDeviceRecord,
@@ -149,16 +152,18 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
       return false;
     };
     if (!sawHeader) {
-      long long version = 0;
       std::string rest;
       if (keyword != abi::kManifestMagic || !(line >> version) || line >> rest)
         return fail(std::string("expected '") + abi::kManifestMagic + " " +
                     std::to_string(abi::kManifestVersion) + "', not '" +
                     lineText + "'");
-      if (version != abi::kManifestVersion)
+      if (version < abi::kOldestManifestVersion ||
+          version > abi::kManifestVersion)
         return fail("version " + std::to_string(version) +
-                    "; this runner reads version " +
+                    "; this runner reads versions " +
+                    std::to_string(abi::kOldestManifestVersion) + " to " +
                     std::to_string(abi::kManifestVersion));
+      records[6] = version < 3 ? &abi::kShardRecordV2 : &abi::kShardRecord;
       sawHeader = true;
       continue;
     }
@@ -246,23 +251,41 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
       ShardSpec shard;
       int64_t lookup;
       std::string mode;
+      bool withRows = record == &abi::kShardRecord;
+      int modeField = withRows ? 5 : 3;
       if (!read.integer(0, 0, int64_t(out.lookups.size()) - 1, lookup) ||
           !read.integer(1, 0, kMaxInt, shard.colBegin) ||
-          !read.integer(2, 0, kMaxInt, shard.colEnd) || !read.word(3, mode) ||
-          !read.done())
+          !read.integer(2, 0, kMaxInt, shard.colEnd))
+        return false;
+      const inputs::TableStats &table =
+          out.tables[out.lookups[size_t(lookup)].table];
+      shard.rowEnd = table.rows;
+      if ((withRows && (!read.integer(3, 0, kMaxInt, shard.rowBegin) ||
+                        !read.integer(4, 0, kMaxInt, shard.rowEnd))) ||
+          !read.word(modeField, mode) || !read.done())
         return false;
       shard.lookup = size_t(lookup);
-      const inputs::TableStats &table =
-          out.tables[out.lookups[shard.lookup].table];
       if (shard.colBegin >= shard.colEnd || shard.colEnd > table.dim)
         return read.fail("shard covers columns " +
                          std::to_string(shard.colBegin) + " to " +
                          std::to_string(shard.colEnd) + " but table '" +
                          table.name + "' has dim " + std::to_string(table.dim));
+      if (shard.rowBegin >= shard.rowEnd || shard.rowEnd > table.rows)
+        return read.fail("shard covers rows " + std::to_string(shard.rowBegin) +
+                         " to " + std::to_string(shard.rowEnd) +
+                         " but table '" + table.name + "' has " +
+                         std::to_string(table.rows) + " rows");
       if (mode != "sum" && mode != "mean")
-        return read.fail(read.name(3) + " is '" + mode +
+        return read.fail(read.name(modeField) + " is '" + mode +
                          "'; expected sum or mean");
       shard.mean = mode == "mean";
+      if (shard.mean && shard.isRowPiece(table))
+        return read.fail("shard of rows " + std::to_string(shard.rowBegin) +
+                         " to " + std::to_string(shard.rowEnd) + " of table '" +
+                         table.name +
+                         "' pools with mean; a row piece pools with sum (the "
+                         "mean divides by the whole bag after the pieces' "
+                         "reduction)");
       if (!launch.index64 && table.rows > 2147483647)
         return read.fail("device " + std::to_string(launch.device) +
                          " uses i32 indices but table '" + table.name +
@@ -392,6 +415,14 @@ bool checkLaunchInputs(const Manifest &manifest, const InputOverrides &given,
   return true;
 }
 
+/// Row `row` of a table of `rows` rows among the first `kept` of them: the
+/// same fraction of the way, so that a table's pieces still divide them.
+static int64_t keptRow(int64_t row, int64_t kept, int64_t rows) {
+  if (kept == rows)
+    return row;
+  return int64_t((unsigned __int128)row * uint64_t(kept) / uint64_t(rows));
+}
+
 bool buildLaunch(const Manifest &manifest, size_t which,
                  const LaunchOptions &options, LaunchBuffers &out,
                  std::string &error) {
@@ -400,48 +431,69 @@ bool buildLaunch(const Manifest &manifest, size_t which,
   const LaunchSpec &launch = manifest.launches[which];
   out = LaunchBuffers();
 
-  // The inputs of the lookups the launch uses (input pair = lookup).
-  std::vector<inputs::LookupInputs> generated(manifest.lookups.size());
-  std::vector<const inputs::LookupInputs *> pairs(manifest.lookups.size());
-  std::map<size_t, int64_t> tableSlot;
+  // The input pairs the launch reads: a lookup's inputs for a shard of every
+  // row, or a row piece's block of them, each packed once.
+  using RowRange = std::tuple<size_t, int64_t, int64_t>;
+  std::map<size_t, inputs::LookupInputs> generated;
+  std::deque<inputs::LookupInputs> blocks;
+  std::vector<const inputs::LookupInputs *> pairs;
+  std::map<RowRange, int64_t> pairOf, tableSlot;
   std::vector<abi::ShardDescriptor> shards;
   for (const ShardSpec &shard : launch.shards) {
     const LookupSpec &lookup = manifest.lookups[shard.lookup];
     const inputs::TableStats &table = manifest.tables[lookup.table];
-    int64_t rows = options.maxRows > 0 ? std::min(table.rows, options.maxRows)
+    int64_t kept = options.maxRows > 0 ? std::min(table.rows, options.maxRows)
                                        : table.rows;
-    if (!pairs[shard.lookup]) {
-      generated[shard.lookup] =
-          lookupInputs(manifest, shard.lookup, given, options.maxRows);
-      pairs[shard.lookup] = &generated[shard.lookup];
+    int64_t first = keptRow(shard.rowBegin, kept, table.rows);
+    int64_t end = keptRow(shard.rowEnd, kept, table.rows);
+    auto [pair, inserted] =
+        pairOf.try_emplace({shard.lookup, first, end}, int64_t(pairs.size()));
+    if (inserted) {
+      auto found = generated.find(shard.lookup);
+      if (found == generated.end())
+        found = generated
+                    .emplace(shard.lookup, lookupInputs(manifest, shard.lookup,
+                                                        given, options.maxRows))
+                    .first;
+      if (shard.isRowPiece(table)) {
+        blocks.push_back(inputs::rowBlockInputs(found->second, first, end));
+        pairs.push_back(&blocks.back());
+      } else {
+        pairs.push_back(&found->second);
+      }
     }
     abi::ShardDescriptor descriptor;
     descriptor.width = shard.width();
     descriptor.mode = abi::poolingMode(shard.mean);
-    descriptor.input = shard.lookup;
-    if (options.layout == WeightLayout::Shards) {
-      descriptor.table = int64_t(out.layout.size());
+    descriptor.input = pair->second;
+    auto addSlot = [&](int64_t rowStride) {
       out.layout.push_back(out.arenaSize);
-      out.slotRows.push_back(rows);
-      descriptor.rowStride = shard.width();
+      out.slotRows.push_back(end - first);
+      out.slotRowBegin.push_back(first);
       out.arenaSize =
-          abi::alignArenaOffset(out.arenaSize + rows * descriptor.rowStride);
+          abi::alignArenaOffset(out.arenaSize + (end - first) * rowStride);
+      return int64_t(out.layout.size()) - 1;
+    };
+    if (options.layout == WeightLayout::Shards) {
+      descriptor.rowStride = shard.width();
+      descriptor.table = addSlot(descriptor.rowStride);
     } else {
-      auto found = tableSlot.find(lookup.table);
-      if (found == tableSlot.end()) {
-        found =
-            tableSlot.emplace(lookup.table, int64_t(out.layout.size())).first;
-        out.layout.push_back(out.arenaSize);
-        out.slotRows.push_back(rows);
-        out.arenaSize = abi::alignArenaOffset(out.arenaSize + rows * table.dim);
-      }
-      descriptor.table = found->second;
+      // A table's column shards read one slot; each row piece has its own.
+      auto [slot, added] =
+          tableSlot.try_emplace({lookup.table, first, end}, int64_t(0));
+      if (added)
+        slot->second = addSlot(table.dim);
+      descriptor.table = slot->second;
       descriptor.rowStride = table.dim;
       descriptor.colBegin = shard.colBegin;
     }
     shards.push_back(descriptor);
-    out.shardNames.push_back(table.name + "[" + std::to_string(shard.colBegin) +
-                             ".." + std::to_string(shard.colEnd) + ")");
+    std::string name = table.name + "[" + std::to_string(shard.colBegin) +
+                       ".." + std::to_string(shard.colEnd) + ")";
+    if (shard.isRowPiece(table))
+      name += " rows " + std::to_string(shard.rowBegin) + ".." +
+              std::to_string(shard.rowEnd);
+    out.shardNames.push_back(std::move(name));
   }
   out.packed = abi::packShardSet<int64_t>(shards, pairs);
   if (!launch.index64 && out.packed.indices.size() > 2147483647) {

@@ -82,7 +82,6 @@ def read_template(path: str) -> Dict[str, List[str]]:
     if not lines or not lines[0].startswith("neuroshard-cuda-manifest "):
         raise GPUCalibrateError("'%s' is not a launch manifest of "
                                 "--neuroshard-export-cuda" % path)
-    records["header"] = lines[0].split()
     for line in lines[1:]:
         words = line.split()
         if words and words[0] in _TEMPLATE_RECORDS:
@@ -110,7 +109,7 @@ def manifest_text(template: Dict[str, List[str]], pool: Dict,
     module = list(template["module"])
     if not os.path.isabs(module[1]):
         module[1] = "../" + module[1]
-    lines = [" ".join(template["header"]), " ".join(module),
+    lines = ["neuroshard-cuda-manifest 3", " ".join(module),
              " ".join(template["kernels"]),
              "run %s %d %d %s" % (threads, batch, seed, lr)]
     lookup = {}
@@ -128,7 +127,8 @@ def manifest_text(template: Dict[str, List[str]], pool: Dict,
     lines += ["lookup %d 0" % k for k in range(len(used))]
     for set_id in sorted(sets):
         lines.append("device %d i32" % set_id)
-        lines += ["shard %d 0 %d sum" % (lookup[t], by_id[t]["dim"])
+        lines += ["shard %d 0 %d 0 %d sum" % (lookup[t], by_id[t]["dim"],
+                                              by_id[t]["rows"])
                   for t in sets[set_id]]
     return "\n".join(lines) + "\n"
 

@@ -58,9 +58,15 @@ def test_manifest_has_one_launch_per_set(template, pool):
             t["access_hist"])
     launches = text.split("device ")[1:]
     assert [l.split()[0] for l in launches] == ["2", "7"]
-    assert "shard 2 0 %d sum" % by_id[13]["dim"] in launches[0]
-    assert "shard 0 0 %d sum" % by_id[0]["dim"] in launches[1]
-    assert "shard 1 0 %d sum" % by_id[7]["dim"] in launches[1]
+    assert text.startswith("neuroshard-cuda-manifest 3\n")
+
+    def whole(lookup, table_id):
+        t = by_id[table_id]
+        return "shard %d 0 %d 0 %d sum" % (lookup, t["dim"], t["rows"])
+
+    assert whole(2, 13) in launches[0]
+    assert whole(0, 0) in launches[1]
+    assert whole(1, 7) in launches[1]
 
 
 def test_manifest_carries_histograms_to_its_batch(template, pool):

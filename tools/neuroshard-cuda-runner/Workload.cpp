@@ -82,7 +82,7 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
     int64_t width = layout == WeightLayout::Shards ? shard.width() : table.dim;
     inputs::fillWeights(key, buffers.slotRows[slot], begin, width,
                         out.weights.data() + out.layout[slot],
-                        fields[abi::kRowStride]);
+                        fields[abi::kRowStride], buffers.slotRowBegin[slot]);
   }
 
   // Output gradient: the columns of each lookup's gradient that the shard

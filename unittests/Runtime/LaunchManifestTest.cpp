@@ -129,4 +129,156 @@ TEST(LaunchManifestTest, GivenInputsReplaceGeneratedOnes) {
       << error;
 }
 
+/// Version 3: table `a` (100 x 8) cut into rows [0, 30) and [30, 100) on
+/// device 0 (the second of them also split by columns) and rows [30, 100)
+/// again on device 1, beside `b` whole.
+const char *const kRowManifest = R"(neuroshard-cuda-manifest 3
+module kernels.ptx ptx sm_90
+kernels f32 f64 b32 b64
+run 64 16 7 0.5
+table a 100 8 6 0.5 0.5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+table b 50 6 2 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+lookup 0 0
+lookup 1 3
+device 0 i64
+shard 0 0 8 0 30 sum
+shard 0 0 4 30 100 sum
+shard 0 4 8 30 100 sum
+device 1 i32
+shard 1 0 6 0 50 mean
+shard 0 0 8 30 100 sum
+)";
+
+Manifest parsedRows() {
+  Manifest manifest;
+  std::string error;
+  EXPECT_TRUE(parseManifest(kRowManifest, "dir", manifest, error)) << error;
+  return manifest;
+}
+
+/// The indices of bag `bag` in input pair `pair` of a launch, in order.
+std::vector<int64_t> bagIndices(const LaunchBuffers &buffers, size_t pair,
+                                int64_t bag) {
+  const kernel_abi::PackedShardSet<int64_t> &set = buffers.packed;
+  const kernel_abi::InputBase &base = set.layout.bases[pair];
+  std::vector<int64_t> bagRows;
+  for (int64_t i = set.offsets[size_t(base.offsets + bag)];
+       i < set.offsets[size_t(base.offsets + bag + 1)]; ++i)
+    bagRows.push_back(set.indices[size_t(base.indices + i)]);
+  return bagRows;
+}
+
+TEST(LaunchManifestTest, VersionTwoShardsHoldEveryRow) {
+  Manifest manifest = parsed();
+  const ShardSpec &shard = manifest.launches[0].shards[0];
+  EXPECT_EQ(shard.rowBegin, 0);
+  EXPECT_EQ(shard.rowEnd, 100);
+  EXPECT_FALSE(shard.isRowPiece(manifest.tables[0]));
+}
+
+TEST(LaunchManifestTest, RowPiecesReadTheirBlockOfTheLookup) {
+  Manifest manifest = parsedRows();
+  const ShardSpec &piece = manifest.launches[0].shards[1];
+  EXPECT_EQ(piece.rowBegin, 30);
+  EXPECT_EQ(piece.rowEnd, 100);
+  EXPECT_TRUE(piece.isRowPiece(manifest.tables[0]));
+
+  LaunchBuffers buffers;
+  std::string error;
+  ASSERT_TRUE(buildLaunch(manifest, 0, LaunchOptions(), buffers, error))
+      << error;
+  // Each piece is stored as its own rows; the two column shards of rows
+  // [30, 100) read one block of the lookup.
+  EXPECT_EQ(buffers.slotRows, (std::vector<int64_t>{30, 70, 70}));
+  EXPECT_EQ(buffers.slotRowBegin, (std::vector<int64_t>{0, 30, 30}));
+  EXPECT_EQ(buffers.packed.layout.inputs, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(shardFields(buffers, 1)[kernel_abi::kIndicesBase],
+            shardFields(buffers, 2)[kernel_abi::kIndicesBase]);
+  EXPECT_EQ(
+      buffers.shardNames,
+      (std::vector<std::string>{"a[0..8) rows 0..30", "a[0..4) rows 30..100",
+                                "a[4..8) rows 30..100"}));
+
+  // Bag by bag, the two blocks hold the lookup's indices inside their rows,
+  // in order and shifted to local rows: neuroshard.bucketize's blocks.
+  inputs::LookupInputs whole = lookupInputs(manifest, 0, {});
+  size_t total = 0;
+  for (int64_t bag = 0; bag < 16; ++bag) {
+    std::vector<int64_t> low, high;
+    for (int64_t i = whole.offsets[size_t(bag)];
+         i < whole.offsets[size_t(bag + 1)]; ++i) {
+      int64_t row = whole.indices[size_t(i)];
+      (row < 30 ? low : high).push_back(row < 30 ? row : row - 30);
+    }
+    EXPECT_EQ(bagIndices(buffers, 0, bag), low) << "bag " << bag;
+    EXPECT_EQ(bagIndices(buffers, 1, bag), high) << "bag " << bag;
+    total += low.size() + high.size();
+  }
+  EXPECT_EQ(total, whole.indices.size());
+  EXPECT_EQ(buffers.packed.indices.size(), whole.indices.size());
+}
+
+TEST(LaunchManifestTest, RowPiecesHaveTheirOwnTableSlot) {
+  Manifest manifest = parsedRows();
+  LaunchOptions options;
+  options.layout = WeightLayout::Tables;
+  LaunchBuffers buffers;
+  std::string error;
+  ASSERT_TRUE(buildLaunch(manifest, 0, options, buffers, error)) << error;
+  EXPECT_EQ(buffers.slotRows, (std::vector<int64_t>{30, 70}));
+  EXPECT_EQ(buffers.layout, (std::vector<int64_t>{0, 240}));
+  EXPECT_EQ(shardFields(buffers, 2)[kernel_abi::kTable], 1);
+  EXPECT_EQ(shardFields(buffers, 2)[kernel_abi::kColBegin], 4);
+}
+
+TEST(LaunchManifestTest, CappedRowsKeepThePiecesShare) {
+  Manifest manifest = parsedRows();
+  LaunchOptions options;
+  options.maxRows = 10;
+  LaunchBuffers buffers;
+  std::string error;
+  ASSERT_TRUE(buildLaunch(manifest, 0, options, buffers, error)) << error;
+  // Rows [0, 30) and [30, 100) of 100 are rows [0, 3) and [3, 10) of the
+  // 10 kept: the pieces still divide the lookup's indices.
+  EXPECT_EQ(buffers.slotRows, (std::vector<int64_t>{3, 7, 7}));
+  EXPECT_EQ(buffers.slotRowBegin, (std::vector<int64_t>{0, 3, 3}));
+  EXPECT_EQ(buffers.packed.indices.size(),
+            lookupInputs(manifest, 0, {}, 10).indices.size());
+  for (int64_t bag = 0; bag < 16; ++bag) {
+    for (int64_t row : bagIndices(buffers, 0, bag))
+      EXPECT_LT(row, 3);
+    for (int64_t row : bagIndices(buffers, 1, bag))
+      EXPECT_LT(row, 7);
+  }
+}
+
+TEST(LaunchManifestTest, RowRangesAreChecked) {
+  auto refuse = [](const std::string &from, const std::string &to) {
+    std::string text = kRowManifest;
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    Manifest manifest;
+    std::string error;
+    EXPECT_FALSE(parseManifest(text, "", manifest, error)) << to;
+    return error;
+  };
+  EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 30 30 sum"),
+            "line 10: shard covers rows 30 to 30 but table 'a' has 100 rows");
+  EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 0 101 sum"),
+            "line 10: shard covers rows 0 to 101 but table 'a' has 100 rows");
+  EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 0 30 mean"),
+            "line 10: shard of rows 0 to 30 of table 'a' pools with mean; a "
+            "row piece pools with sum (the mean divides by the whole bag "
+            "after the pieces' reduction)");
+  EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 sum"),
+            "line 10: shard.row_begin is sum; expected an integer in 0 .. "
+            "9007199254740992");
+  EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 0 30"),
+            "line 10: shard has 5 field(s); expected 6 (lookup col_begin "
+            "col_end row_begin row_end mode)");
+  EXPECT_EQ(refuse("neuroshard-cuda-manifest 3", "neuroshard-cuda-manifest 4"),
+            "line 1: version 4; this runner reads versions 2 to 3");
+}
+
 } // namespace

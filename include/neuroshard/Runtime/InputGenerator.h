@@ -76,6 +76,13 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
                             uint64_t seed, uint64_t stream,
                             int64_t rowLimit = 0);
 
+/// The part of `lookup` that a row piece holding rows [rowBegin, rowEnd)
+/// receives: each bag keeps its indices inside the rows, in order, shifted
+/// to the piece's local rows (one block of `neuroshard.bucketize`). Bags
+/// with none of them become empty; the batch is unchanged.
+LookupInputs rowBlockInputs(const LookupInputs &lookup, int64_t rowBegin,
+                            int64_t rowEnd);
+
 /// `length` row indices in [0, rows) whose popularity follows a bounded power
 /// law: rank r is drawn from a density proportional to x^-skew on
 /// [1, rows + 1) (skew 0 is uniform, larger is more skewed), and ranks are

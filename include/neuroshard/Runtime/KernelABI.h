@@ -407,13 +407,16 @@ bucketizeGeometry(BucketizeStep step, int64_t numBlocks, int64_t batchSize,
 /// with `#` are skipped. `module`, `kernels` and `run` appear once; tables
 /// come before the lookups that name them (by position, from 0), lookups
 /// before the shards, and every `shard` belongs to the `device` before it.
+/// Version 3 gave shards their row range; version 2, whose shards are column
+/// ranges of whole tables, is still read.
 constexpr const char *kManifestMagic = "neuroshard-cuda-manifest";
-constexpr int64_t kManifestVersion = 2;
+constexpr int64_t kManifestVersion = 3;
+constexpr int64_t kOldestManifestVersion = 2;
 
 /// A record's keyword and the names of its fields, in order.
 struct ManifestRecord {
   const char *keyword;
-  const char *fields[4];
+  const char *fields[6];
   int numFields;
 };
 
@@ -437,9 +440,18 @@ constexpr ManifestRecord kLookupRecord = {"lookup", {"table", "stream"}, 2};
 /// One launch: the device's fused lookup and its index type (i32 or i64).
 constexpr ManifestRecord kDeviceRecord = {
     "device", {"device", "index_type"}, 2};
-/// A shard of the launch before it: columns [col_begin, col_end) of its
-/// lookup's table, pooled with `sum` or `mean`.
+/// A shard of the launch before it: rows [row_begin, row_end) and columns
+/// [col_begin, col_end) of its lookup's table, pooled with `sum` or `mean`.
+/// A row piece (fewer rows than the table) is stored as its own rows and
+/// reads the lookup's indices inside them, shifted to its local rows: its
+/// block of `neuroshard.bucketize`. It pools with `sum`, as in the IR, where
+/// a mean divides by the whole bag after the pieces' reduction.
 constexpr ManifestRecord kShardRecord = {
+    "shard",
+    {"lookup", "col_begin", "col_end", "row_begin", "row_end", "mode"},
+    6};
+/// A shard of a version 2 manifest: every row of the table.
+constexpr ManifestRecord kShardRecordV2 = {
     "shard", {"lookup", "col_begin", "col_end", "mode"}, 4};
 
 } // namespace kernel_abi

@@ -37,8 +37,13 @@ struct LookupSpec {
 struct ShardSpec {
   size_t lookup = 0;
   int64_t colBegin = 0, colEnd = 0;
+  /// Rows [rowBegin, rowEnd) of the table: all of them unless a row piece.
+  int64_t rowBegin = 0, rowEnd = 0;
   bool mean = false;
   int64_t width() const { return colEnd - colBegin; }
+  bool isRowPiece(const inputs::TableStats &table) const {
+    return rowBegin != 0 || rowEnd != table.rows;
+  }
 };
 
 struct LaunchSpec {
@@ -107,22 +112,27 @@ enum class WeightLayout {
 struct LaunchOptions {
   WeightLayout layout = WeightLayout::Shards;
   /// Rows kept of each table (all for 0); indices are drawn among them.
+  /// A row piece keeps its part of them: its rows scaled by the kept
+  /// fraction, so that a table's pieces still divide its indices.
   int64_t maxRows = 0;
   /// Inputs given in place of generated ones.
   const InputOverrides *given = nullptr;
 };
 
 /// One launch of the manifest as KernelABI.h lays it out: the shards'
-/// metadata and the concatenated inputs of the lookups they read, and where
+/// metadata and the concatenated inputs of the lookups they read (a row
+/// piece's block of them), and where
 /// each slot (a shard or a table, by the layout) starts in a weights arena
 /// of `arenaSize` floats. The weights' values are the caller's.
 struct LaunchBuffers {
   kernel_abi::PackedShardSet<int64_t> packed;
   std::vector<int64_t> layout;
   int64_t arenaSize = 0;
-  /// Per slot: the rows it holds.
+  /// Per slot: the rows it holds, and the table row of its first.
   std::vector<int64_t> slotRows;
-  /// Per shard: "table[begin..end)" for reports.
+  std::vector<int64_t> slotRowBegin;
+  /// Per shard: "table[begin..end)" for reports, with " rows a..b" for a
+  /// row piece.
   std::vector<std::string> shardNames;
 };
 

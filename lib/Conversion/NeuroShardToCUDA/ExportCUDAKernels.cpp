@@ -40,6 +40,7 @@ namespace {
 struct ManifestShard {
   unsigned lookup;
   int64_t colBegin, colEnd;
+  int64_t rowBegin, rowEnd;
   PoolingMode mode;
 };
 
@@ -108,6 +109,39 @@ LogicalResult ExportCUDAKernelsPass::recordBatch(Operation *op, Value result) {
   return success();
 }
 
+/// The indices of the whole lookup that entry `entry` of `fused` reads: its
+/// own, or for a row piece those its block of a `neuroshard.bucketize` was
+/// cut from, since the manifest gives each piece its block of the lookup's
+/// one input stream.
+static FailureOr<Value> wholeLookupIndices(FusedEmbeddingBagOp fused,
+                                           unsigned entry, Value indices,
+                                           TableOp table,
+                                           const ManifestShard &shard) {
+  if (shard.rowBegin == 0 && shard.rowEnd == table.getNumRows())
+    return indices;
+  auto describe = [&](InFlightDiagnostic &&diag) {
+    diag << "entry " << entry << " reads rows [" << shard.rowBegin << ", "
+         << shard.rowEnd << ") of the " << table.getNumRows()
+         << " rows of table '" << table.getSymName() << "' on device "
+         << fused.getDevice();
+    return std::move(diag);
+  };
+  auto bucketize = indices.getDefiningOp<BucketizeOp>();
+  if (!bucketize || cast<OpResult>(indices).getResultNumber() + 1 >=
+                        bucketize.getRows().size())
+    return describe(fused.emitOpError())
+           << " but its indices are not a block of a neuroshard.bucketize; "
+              "the manifest draws a row piece's indices from its whole "
+              "lookup";
+  unsigned block = cast<OpResult>(indices).getResultNumber();
+  ArrayRef<int64_t> rows = bucketize.getRows();
+  if (rows[block] != shard.rowBegin || rows[block + 1] != shard.rowEnd)
+    return describe(fused.emitOpError())
+           << " but its indices are the block of rows [" << rows[block] << ", "
+           << rows[block + 1] << ") of a neuroshard.bucketize";
+  return bucketize.getIndices();
+}
+
 /// Whether `text` can be one field of a manifest record.
 static bool isManifestWord(StringRef text) {
   return !text.empty() && text.find_first_of(" \t\r\n") == StringRef::npos;
@@ -144,37 +178,47 @@ LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
       unsigned table = tableIndex.lookup(lookup.getTable());
       ManifestLaunch launch{0, indexBits(lookup.getIndices()), {}};
       launch.shards.push_back({lookupOf(lookup.getIndices(), table), 0,
-                               tables[table].getNumCols(), lookup.getMode()});
+                               tables[table].getNumCols(), 0,
+                               tables[table].getNumRows(), lookup.getMode()});
       launches.push_back(std::move(launch));
     } else if (auto fused = dyn_cast<FusedEmbeddingBagOp>(op)) {
+      // A replica looks up its device's slice of the batch, and the
+      // manifest has one batch for every launch.
+      for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
+        TableOp table = tables[tableIndex.lookup(fused.getEntryTable(i))];
+        if (table.getShardsAttr() &&
+            llvm::any_of(table.getShardsAttr().getAsRange<ShardAttr>(),
+                         [](ShardAttr shard) { return shard.getReplica(); })) {
+          fused.emitOpError()
+              << "entry " << i << " reads the replica of table '"
+              << table.getSymName() << "' on device " << fused.getDevice()
+              << " with its slice of the batch; the launch manifest has one "
+                 "batch for every launch, so replicas cannot be exported";
+          return WalkResult::interrupt();
+        }
+      }
       if (failed(recordBatch(op, fused.getResult())))
         return WalkResult::interrupt();
       ManifestLaunch launch{static_cast<int64_t>(fused.getDevice()), 32, {}};
-      // The manifest's shards are column ranges of whole tables, whose
-      // inputs the runner draws over all rows.
-      if (std::optional<ArrayRef<int64_t>> rowBegins = fused.getRowBegins()) {
-        for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
-          int64_t first = (*rowBegins)[i], end = (*fused.getRowEnds())[i];
-          TableOp table = tables[tableIndex.lookup(fused.getEntryTable(i))];
-          if (first != 0 || end != table.getNumRows()) {
-            fused.emitOpError()
-                << "entry " << i << " reads rows [" << first << ", " << end
-                << ") of the " << table.getNumRows() << " rows of table '"
-                << table.getSymName() << "' on device " << fused.getDevice()
-                << "; the launch manifest holds column shards of whole "
-                   "tables, so row pieces cannot be exported";
-            return WalkResult::interrupt();
-          }
-        }
-      }
       for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
         Value indices = fused.getIndices()[i];
         launch.indexBits = std::max(launch.indexBits, indexBits(indices));
         unsigned table = tableIndex.lookup(fused.getEntryTable(i));
         auto mode = cast<PoolingModeAttr>(fused.getModes()[i]);
-        launch.shards.push_back({lookupOf(indices, table),
-                                 fused.getColBegins()[i], fused.getColEnds()[i],
-                                 mode.getValue()});
+        int64_t rowEnd = isRowPieceEntry(fused, i) ? (*fused.getRowEnds())[i]
+                                                   : tables[table].getNumRows();
+        ManifestShard shard{/*lookup=*/0,
+                            fused.getColBegins()[i],
+                            fused.getColEnds()[i],
+                            getEntryRowBegin(fused, i),
+                            rowEnd,
+                            mode.getValue()};
+        FailureOr<Value> lookupIndices =
+            wholeLookupIndices(fused, i, indices, tables[table], shard);
+        if (failed(lookupIndices))
+          return WalkResult::interrupt();
+        shard.lookup = lookupOf(*lookupIndices, table);
+        launch.shards.push_back(shard);
       }
       launches.push_back(std::move(launch));
     }
@@ -233,7 +277,8 @@ void ExportCUDAKernelsPass::writeManifest(llvm::raw_ostream &os,
     for (const ManifestShard &shard : launch.shards)
       startRecord(os, abi::kShardRecord)
           << ' ' << shard.lookup << ' ' << shard.colBegin << ' ' << shard.colEnd
-          << ' ' << stringifyPoolingMode(shard.mode) << '\n';
+          << ' ' << shard.rowBegin << ' ' << shard.rowEnd << ' '
+          << stringifyPoolingMode(shard.mode) << '\n';
   }
 }
 

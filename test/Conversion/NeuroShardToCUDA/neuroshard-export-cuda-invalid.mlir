@@ -59,11 +59,37 @@ module {
 module {
   neuroshard.table @r : rows 100, dim 4, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
   func.func @f(%i: tensor<?xi32>, %o: tensor<3xi32>) -> tensor<2x4xf32> {
+    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 0 reads rows [0, 40) of the 100 rows of table 'r' on device 0 but its indices are not a block of a neuroshard.bucketize; the manifest draws a row piece's indices from its whole lookup}}
+    %f = neuroshard.fused_embedding_bag device 0 [
+        @r rows 0 to 40 cols 0 to 4 sum(%i, %o : tensor<?xi32>, tensor<3xi32>)
+      ] : tensor<2x4xf32>
+    return %f : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @r : rows 100, dim 4, f32 {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<3xi32>) -> tensor<2x4xf32> {
     %bi:2, %bo:2 = neuroshard.bucketize %i, %o rows [0, 40, 100]
         : tensor<?xi32>, tensor<3xi32> -> (tensor<?xi32>, tensor<?xi32>), (tensor<3xi32>, tensor<3xi32>)
-    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 0 reads rows [0, 40) of the 100 rows of table 'r' on device 0; the launch manifest holds column shards of whole tables, so row pieces cannot be exported}}
+    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 0 reads rows [0, 40) of the 100 rows of table 'r' on device 0 but its indices are the block of rows [40, 100) of a neuroshard.bucketize}}
     %f = neuroshard.fused_embedding_bag device 0 [
-        @r rows 0 to 40 cols 0 to 4 sum(%bi#0, %bo#0 : tensor<?xi32>, tensor<3xi32>)
+        @r rows 0 to 40 cols 0 to 4 sum(%bi#1, %bo#1 : tensor<?xi32>, tensor<3xi32>)
+      ] : tensor<2x4xf32>
+    return %f : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+module {
+  neuroshard.table @d : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<3xi32>) -> tensor<2x4xf32> {
+    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 0 reads the replica of table 'd' on device 1 with its slice of the batch; the launch manifest has one batch for every launch, so replicas cannot be exported}}
+    %f = neuroshard.fused_embedding_bag device 1 [
+        @d cols 0 to 4 sum(%i, %o : tensor<?xi32>, tensor<3xi32>)
       ] : tensor<2x4xf32>
     return %f : tensor<2x4xf32>
   }

@@ -121,13 +121,17 @@ def ExportCUDAKernels : Pass<"neuroshard-export-cuda", "::mlir::ModuleOp"> {
     their statistics, every lookup (one per distinct indices value), and one
     entry per `neuroshard.fused_embedding_bag` with its device and shards
     (an unsharded `neuroshard.embedding_bag` counts as a whole-table shard on
-    device 0). `neuroshard-cuda-runner` reads both; docs/lowering.md
-    describes the format. The module itself is not changed.
+    device 0). A row piece is listed with its rows and the lookup its
+    `neuroshard.bucketize` block was cut from. `neuroshard-cuda-runner` reads
+    both; docs/lowering.md describes the format. The module itself is not
+    changed.
 
     Fails with a diagnostic if the module has no kernel binary, no lookups,
     a table without `pooling_factor` and `access_hist`, a table that is not
-    f32, lookups of different static batch sizes, or if a file cannot be
-    written.
+    f32, lookups of different static batch sizes, a row piece whose indices
+    are not its block of a `neuroshard.bucketize`, a replica (whose slice of
+    the batch the manifest's one batch cannot express), or if a file cannot
+    be written.
   }];
   let options = [
     Option<"manifest", "manifest", "std::string", "\"\"",
