@@ -163,7 +163,6 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
                     "; this runner reads versions " +
                     std::to_string(abi::kOldestManifestVersion) + " to " +
                     std::to_string(abi::kManifestVersion));
-      records[6] = version < 3 ? &abi::kShardRecordV2 : &abi::kShardRecord;
       sawHeader = true;
       continue;
     }
@@ -173,6 +172,8 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
         record = candidate;
     if (!record)
       return fail("unknown record '" + keyword + "'");
+    if (record == &abi::kShardRecord && version < 3)
+      record = &abi::kShardRecordV2;
     RecordReader read(line, *record, lineNumber, error);
     auto once = [&](bool &seen) {
       if (!seen)
