@@ -6,6 +6,7 @@
 
 #include "neuroshard/Emulation/KernelSweep.h"
 #include "neuroshard/Execution/CPUKernelCalls.h"
+#include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -359,15 +360,14 @@ void bucketizeOnHost(const BucketizeCase &c,
                      std::vector<std::vector<int64_t>> &blockOffsets,
                      std::vector<std::vector<int64_t>> &blockIndices) {
   size_t numBlocks = c.rows.size() - 1;
-  blockOffsets.assign(numBlocks, {0});
+  blockOffsets.assign(numBlocks, {});
   blockIndices.assign(numBlocks, {});
-  for (size_t b = 0; b + 1 < c.offsets.size(); ++b) {
-    for (int64_t i = c.offsets[b]; i < c.offsets[b + 1]; ++i)
-      for (size_t k = 0; k < numBlocks; ++k)
-        if (c.indices[i] >= c.rows[k] && c.indices[i] < c.rows[k + 1])
-          blockIndices[k].push_back(c.indices[i] - c.rows[k]);
-    for (size_t k = 0; k < numBlocks; ++k)
-      blockOffsets[k].push_back(int64_t(blockIndices[k].size()));
+  inputs::LookupInputs lookup{c.indices, c.offsets};
+  for (size_t k = 0; k < numBlocks; ++k) {
+    inputs::LookupInputs block =
+        inputs::rowBlockInputs(lookup, c.rows[k], c.rows[k + 1]);
+    blockOffsets[k] = std::move(block.offsets);
+    blockIndices[k] = std::move(block.indices);
   }
 }
 

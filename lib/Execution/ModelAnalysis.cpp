@@ -162,9 +162,9 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
                         "') of the fused lookup of device " +
                         std::to_string(fused.getDevice()) + " in " + where;
     Value indices = fused.getIndices()[i], offsets = fused.getOffsets()[i];
-    auto bucketize = indices.getDefiningOp<BucketizeOp>();
-    if (bucketize) {
-      unsigned block = cast<OpResult>(indices).getResultNumber();
+    if (std::optional<std::pair<BucketizeOp, unsigned>> bucket =
+            getBucketizeBlock(indices)) {
+      auto [bucketize, block] = *bucket;
       ArrayRef<int64_t> rows = bucketize.getRows();
       int64_t entryEnd = std::min(reads.rowEnd, tableRows);
       if (offsets != bucketize.getBlockOffsets()[block]) {

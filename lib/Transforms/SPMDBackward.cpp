@@ -170,9 +170,7 @@ private:
     unsigned replicas = 0;
     for (unsigned i = 0, e = lookup.getNumEntries(); i < e; ++i) {
       auto table = module.lookupSymbol<TableOp>(lookup.getEntryTable(i));
-      if (table && table.getShardsAttr() &&
-          llvm::any_of(table.getShardsAttr().getAsRange<ShardAttr>(),
-                       [](ShardAttr shard) { return shard.getReplica(); }))
+      if (table && table.isReplicated())
         ++replicas;
     }
     if (replicas != 0 && replicas != lookup.getNumEntries())

@@ -126,14 +126,14 @@ static FailureOr<Value> wholeLookupIndices(FusedEmbeddingBagOp fused,
          << fused.getDevice();
     return std::move(diag);
   };
-  auto bucketize = indices.getDefiningOp<BucketizeOp>();
-  if (!bucketize || cast<OpResult>(indices).getResultNumber() + 1 >=
-                        bucketize.getRows().size())
+  std::optional<std::pair<BucketizeOp, unsigned>> bucket =
+      getBucketizeBlock(indices);
+  if (!bucket)
     return describe(fused.emitOpError())
            << " but its indices are not a block of a neuroshard.bucketize; "
               "the manifest draws a row piece's indices from its whole "
               "lookup";
-  unsigned block = cast<OpResult>(indices).getResultNumber();
+  auto [bucketize, block] = *bucket;
   ArrayRef<int64_t> rows = bucketize.getRows();
   if (rows[block] != shard.rowBegin || rows[block + 1] != shard.rowEnd)
     return describe(fused.emitOpError())
@@ -186,9 +186,7 @@ LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
       // manifest has one batch for every launch.
       for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
         TableOp table = tables[tableIndex.lookup(fused.getEntryTable(i))];
-        if (table.getShardsAttr() &&
-            llvm::any_of(table.getShardsAttr().getAsRange<ShardAttr>(),
-                         [](ShardAttr shard) { return shard.getReplica(); })) {
+        if (table.isReplicated()) {
           fused.emitOpError()
               << "entry " << i << " reads the replica of table '"
               << table.getSymName() << "' on device " << fused.getDevice()

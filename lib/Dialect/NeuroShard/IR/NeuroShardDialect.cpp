@@ -125,6 +125,17 @@ std::optional<int64_t> mlir::neuroshard::getProgramRank(ModuleOp module) {
   return std::nullopt;
 }
 
+std::optional<std::pair<BucketizeOp, unsigned>>
+mlir::neuroshard::getBucketizeBlock(Value indices) {
+  auto bucketize = indices.getDefiningOp<BucketizeOp>();
+  if (!bucketize)
+    return std::nullopt;
+  unsigned result = cast<OpResult>(indices).getResultNumber();
+  if (result >= bucketize.getBlockIndices().size())
+    return std::nullopt;
+  return std::make_pair(bucketize, result);
+}
+
 TopologyAttr mlir::neuroshard::getEnclosingTopology(Operation *op) {
   for (Operation *parent = op; parent; parent = parent->getParentOp())
     if (auto module = dyn_cast<ModuleOp>(parent))

@@ -51,6 +51,12 @@ template <typename FusedOp> bool isRowPieceEntry(FusedOp op, unsigned i) {
   return op.getRowEnds() && (*op.getRowEnds())[i] != ::neuroshard::kAllRows;
 }
 
+/// The `neuroshard.bucketize` and the number of the block whose indices
+/// `indices` are, or nullopt when `indices` is no block's indices (another
+/// value, or a block's offsets).
+std::optional<std::pair<BucketizeOp, unsigned>>
+getBucketizeBlock(Value indices);
+
 /// The topology attached to the module that encloses `op`, or null.
 TopologyAttr getEnclosingTopology(Operation *op);
 

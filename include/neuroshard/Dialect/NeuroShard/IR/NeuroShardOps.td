@@ -105,6 +105,12 @@ def NeuroShard_TableOp : NeuroShard_Op<"table", [Symbol]> {
         return *path;
       return getSymName();
     }
+    /// True when the table's shards are replicas (a data-parallel table).
+    bool isReplicated() {
+      return getShardsAttr() &&
+             ::llvm::any_of(getShardsAttr().getAsRange<ShardAttr>(),
+                            [](ShardAttr shard) { return shard.getReplica(); });
+    }
     /// True when the table carries the statistics the cost model needs.
     bool hasCostStatistics() {
       return getPoolingFactor().has_value() && getAccessHist().has_value();
