@@ -15,6 +15,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <deque>
 #include <map>
 
 using namespace llvm;
@@ -70,7 +71,8 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                        sizeof(int64_t);
         streamBytes[{slice.table, f}] = bytes;
         indices += bytes;
-        weights += double(table.sliceBytes(slice.width()));
+        weights +=
+            double(table.sliceBytes(slice.width())) * slice.rowShare(table);
         width += double(slice.width());
       }
     }
@@ -92,11 +94,14 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
   int64_t arenaSize = 0;
   for (const std::vector<ColumnSlice> &slices : sets) {
     std::vector<KernelShard> shards;
+    // A row piece's block of its lookup, packed with the set.
+    std::deque<inputs::LookupInputs> blocks;
     for (const ColumnSlice &slice : slices) {
       const TableSpec &table = tables[slice.table];
       // A table that several features look up is one lookup per feature
       // (each with weights of its own: the kernels take one lookup per
-      // shard).
+      // shard). A row piece looks up its rows' block of each (what
+      // neuroshard.bucketize gives it).
       for (unsigned f = 0; f < table.numFeatures(); ++f) {
         auto [stream, added] = streams.try_emplace({slice.table, f});
         if (added) {
@@ -111,8 +116,14 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
               stats, batchSize, options.seed,
               inputs::mixSeed(inputs::hashString(table.name), f));
         }
-        shards.push_back({nullptr, table.rows, slice.width(), kernel_abi::kSum,
-                          &stream->second});
+        const inputs::LookupInputs *in = &stream->second;
+        if (!slice.allRows()) {
+          blocks.push_back(inputs::rowBlockInputs(*in, slice.rowBegin,
+                                                  slice.rowEndIn(table)));
+          in = &blocks.back();
+        }
+        shards.push_back({nullptr, slice.numRows(table), slice.width(),
+                          kernel_abi::kSum, in});
       }
     }
     PreparedSet &set = prepared.emplace_back();

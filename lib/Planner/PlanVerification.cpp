@@ -297,7 +297,11 @@ Error appendExperience(StringRef path, ArrayRef<TableSpec> tables,
       json.attribute("predicted_ms", set.predictedMs);
       json.attributeArray("tables", [&] {
         for (const ColumnSlice &slice : set.slices) {
-          const TableSpec &table = tables[slice.table];
+          // What was timed, as the model sees it: a row piece is a table of
+          // its rows with its share of the lookups.
+          TableSpec table =
+              pieceSpec(tables[slice.table], slice, topology.numDevices(),
+                        topology.batchSize);
           for (unsigned f = 0; f < table.numFeatures(); ++f) {
             FeatureStats feature = table.feature(f);
             json.object([&] {
@@ -351,18 +355,17 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
   Expected<PlanResult> result = planSharding(tables, topology, search, model);
   if (!result || !*count)
     return result;
-  // The kernels time whole tables and column pieces: a candidate with row
-  // pieces or replicas is not timed, and when the model's best has them,
-  // nothing is.
+  // The kernels time whole tables, column pieces and row pieces with the
+  // whole batch: a candidate with replicas (a slice of the batch each) is
+  // not timed, and when the model's best has them, nothing is.
   auto timeable = [](const PlanCandidate &candidate) {
-    return llvm::all_of(candidate.plan.shards, [](const Shard &shard) {
-      return !shard.distributesRows();
-    });
+    return llvm::none_of(candidate.plan.shards,
+                         [](const Shard &shard) { return shard.replica; });
   };
   if (!result->candidates.empty() && !timeable(result->candidates.front())) {
     result->warnings.push_back(
-        "the plan has row pieces or replicas, which the kernels that time "
-        "candidates do not run: it was not verified");
+        "the plan has replicas, which look up a slice of the batch the "
+        "kernels that time candidates do not run: it was not verified");
     return result;
   }
   llvm::erase_if(result->candidates, [&](const PlanCandidate &candidate) {

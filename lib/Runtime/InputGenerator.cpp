@@ -121,6 +121,12 @@ LookupInputs rowBlockInputs(const LookupInputs &lookup, int64_t rowBegin,
   return block;
 }
 
+int64_t keptRow(int64_t row, int64_t kept, int64_t rows) {
+  if (kept == rows || rows <= 0)
+    return row;
+  return int64_t((unsigned __int128)row * uint64_t(kept) / uint64_t(rows));
+}
+
 LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
                             uint64_t seed, uint64_t stream, int64_t rowLimit) {
   Random random(mixSeed(mixSeed(seed, hashString(table.name)), stream));

@@ -416,14 +416,6 @@ bool checkLaunchInputs(const Manifest &manifest, const InputOverrides &given,
   return true;
 }
 
-/// Row `row` of a table of `rows` rows among the first `kept` of them: the
-/// same fraction of the way, so that a table's pieces still divide them.
-static int64_t keptRow(int64_t row, int64_t kept, int64_t rows) {
-  if (kept == rows)
-    return row;
-  return int64_t((unsigned __int128)row * uint64_t(kept) / uint64_t(rows));
-}
-
 bool buildLaunch(const Manifest &manifest, size_t which,
                  const LaunchOptions &options, LaunchBuffers &out,
                  std::string &error) {
@@ -445,8 +437,8 @@ bool buildLaunch(const Manifest &manifest, size_t which,
     const inputs::TableStats &table = manifest.tables[lookup.table];
     int64_t kept = options.maxRows > 0 ? std::min(table.rows, options.maxRows)
                                        : table.rows;
-    int64_t first = keptRow(shard.rowBegin, kept, table.rows);
-    int64_t end = keptRow(shard.rowEnd, kept, table.rows);
+    int64_t first = inputs::keptRow(shard.rowBegin, kept, table.rows);
+    int64_t end = inputs::keptRow(shard.rowEnd, kept, table.rows);
     auto [pair, inserted] =
         pairOf.try_emplace({shard.lookup, first, end}, int64_t(pairs.size()));
     if (inserted) {

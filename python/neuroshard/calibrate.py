@@ -8,7 +8,10 @@ time budget (docs/cost-model.md, "Calibrating for this machine"):
 
   1. the table pool (table_pool.generate_pool, --seed, 400 base tables);
   2. compute-cost samples at batch 1024 (collect.collect), in rounds, until
-     --samples are measured or COLLECT_SHARE of the budget is spent;
+     --samples are measured or COLLECT_SHARE of the budget is spent; a
+     --row-pieces share of their tables (DEFAULT_ROW_PIECES) are row pieces,
+     so that the bundle has seen what row-wise plans are made of and says
+     so ("row_pieces" in meta.json);
   3. training (train.train_bundle), with as many epochs (at most
      MAX_EPOCHS) as fit in TRAIN_SHARE of the budget, measured on a probe
      epoch, unless --epochs says;
@@ -98,6 +101,8 @@ MIN_SCALING_SETS = 4
 MIN_VALIDATE_SETS = 3
 # Samples per round of collection (one run of the timing tool).
 COLLECT_ROUND = 50
+# The probability that a sampled table is replaced by one of its row pieces.
+DEFAULT_ROW_PIECES = 0.2
 # Seconds between two progress lines of the collection.
 PROGRESS_EVERY_S = 15.0
 # Files of a bundle: the ones --force replaces in --out.
@@ -180,7 +185,7 @@ def collect_samples(args, pool_path: str, data_path: str, clock: Clock,
         pool=pool_path, out=data_path, tool=args.tool, device="cpu",
         batch_size=BATCH_SIZE, warmup=3, iters=10, seed=args.seed,
         memory_cap_gb=args.memory_cap_gb, max_rows=args.max_rows,
-        sets_per_run=COLLECT_ROUND)
+        sets_per_run=COLLECT_ROUND, row_pieces=args.row_pieces)
     clock.say("collect", "measuring up to %d samples at batch %d (%d "
               "already in %s) within %s" %
               (limit, BATCH_SIZE, min(have, limit), data_path,
@@ -581,7 +586,8 @@ def refine(args, log: Optional[TextIO] = None,
 
 
 # Options of a calibration that --refine does not take.
-_CALIBRATION_ONLY = ("samples", "work", "tool", "experience_tasks")
+_CALIBRATION_ONLY = ("samples", "work", "tool", "experience_tasks",
+                     "row_pieces")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -629,6 +635,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         default=DEFAULT_VERIFY_SECONDS,
                         help="seconds measured selection times the sets of "
                         "one plan (default %(default)s)")
+    parser.add_argument("--row-pieces", type=float, default=None,
+                        metavar="P", help="probability that a sampled "
+                        "table is one of its row pieces instead (default "
+                        "%g; 0 samples whole tables only)" %
+                        DEFAULT_ROW_PIECES)
     parser.add_argument("--refine", metavar="BUNDLE", default=None,
                         help="calibrate nothing: fine-tune BUNDLE's compute "
                         "model on the sets measured selection timed with it "
@@ -683,6 +694,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--out is required (unless --refine)")
     if args.seed is None:
         args.seed = 0
+    if args.row_pieces is None:
+        args.row_pieces = DEFAULT_ROW_PIECES
+    if not 0.0 <= args.row_pieces <= 1.0:
+        parser.error("--row-pieces must be a probability in [0, 1], got %g"
+                     % args.row_pieces)
     if not args.minutes > 0 or args.base_tables < 1:
         parser.error("--minutes and --base-tables must be positive")
     if args.experience_tasks is not None and args.experience_tasks < 0:

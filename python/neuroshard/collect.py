@@ -5,11 +5,14 @@
 #===----------------------------------------------------------------------===#
 """Measures compute-cost samples (DESIGN §6) by driving the C++ timing tool.
 
-Sample k is a set of 1..15 whole tables from the pool's train split, with
+Sample k is a set of 1..15 tables from the pool's train split, with
 distinct base tables and a total size under a memory cap, drawn from
 mix_seed(seed, k) alone: the same (pool, seed, k) is always the same set, so
-a run can stop anywhere and resume. The driver writes a batch of sets to a
-sets file, runs
+a run can stop anywhere and resume. With --row-pieces F, each table of a set
+is, with probability F, replaced by one row piece of it (one of 2..8 equal
+row blocks), as the planner cuts a row-sharded table: an entry of a set is a
+pool table id or {"table": ID, "rows": [FIRST, END]}. The driver writes a
+batch of sets to a sets file, runs
 
   neuroshard-collect --pool POOL --sets SETS --device D --batch-size B
                      --warmup W --iters N --seed S [--max-rows R]
@@ -45,6 +48,10 @@ from neuroshard import jsonio
 from neuroshard import table_pool as tp
 
 MAX_TABLES_PER_SET = 15
+# A sampled row piece is one of 2..MAX_ROW_PIECES equal row blocks.
+MAX_ROW_PIECES = 8
+# Keys the row-piece draws apart from the table draws of the same sample.
+_PIECE_KEY = 0x90B1
 TOOL_NAME = "neuroshard-collect"
 # Fields of a dataset line and their types.
 SAMPLE_FIELDS = {"id": int, "tables": list, "cost_ms": (int, float),
@@ -66,15 +73,81 @@ class CollectError(Exception):
     tool."""
 
 
+def is_row_piece(entry) -> bool:
+    """Whether a set's entry is a row piece ({"table", "rows"}) rather than
+    a whole pool table (its id)."""
+    return isinstance(entry, dict)
+
+
+def entry_table(entry) -> int:
+    """The pool table id of a set's entry."""
+    return entry["table"] if is_row_piece(entry) else entry
+
+
+def entry_key(entry):
+    """A hashable key of a set's entry: the id of a whole table, (id, first,
+    end) of a row piece."""
+    if is_row_piece(entry):
+        return (entry["table"], entry["rows"][0], entry["rows"][1])
+    return entry
+
+
+def entry_stats(entry, table: Dict) -> Dict:
+    """What the cost model sees of a set's entry of pool table `table`: the
+    table itself, or for its rows [first, end), a fraction f of its rows, a
+    table of end - first rows with pooling factor f times the table's and
+    the table's histogram (the planner's pieceSpec; docs/cost-model.md)."""
+    if not is_row_piece(entry):
+        return table
+    first, end = entry["rows"]
+    piece = dict(table)
+    piece["rows"] = end - first
+    piece["pooling_factor"] = table["pooling_factor"] * \
+        (end - first) / table["rows"]
+    return piece
+
+
+# What an entry of a set is, for messages.
+_ENTRY_SHAPE = 'a pool table id or a row piece {"table": ID, "rows": ' \
+    '[FIRST, END]}'
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def row_piece_problem(entry, table: Optional[Dict]) -> Optional[str]:
+    """Why a set's entry is neither a table id nor a row piece of `table`
+    (None if it is one; with `table` None only the entry's shape and its
+    range's order are checked)."""
+    if _is_int(entry):
+        return None
+    rows = entry.get("rows") if isinstance(entry, dict) else None
+    if not (isinstance(entry, dict) and set(entry) == {"table", "rows"}
+            and _is_int(entry["table"]) and isinstance(rows, list)
+            and len(rows) == 2 and all(_is_int(r) for r in rows)):
+        return "entry %s is not %s" % (json.dumps(entry), _ENTRY_SHAPE)
+    first, end = rows
+    limit = None if table is None else table["rows"]
+    if first < 0 or first >= end or (limit is not None and end > limit):
+        return "row piece of table %d: rows [%d, %d) are not a range of %s" \
+            % (entry["table"], first, end, "rows (0 <= first < end)"
+               if limit is None else "its %d rows" % limit)
+    return None
+
+
 def sample_set(pool: Dict, seed: int, sample_id: int,
                memory_cap_bytes: int,
                max_tables: int = MAX_TABLES_PER_SET,
-               split: str = "train") -> List[int]:
-    """The pool table ids of sample `sample_id`: a table count uniform in
+               split: str = "train", row_pieces: float = 0.0) -> List:
+    """The entries of sample `sample_id`: a table count uniform in
     1..max_tables, then tables of the split (train unless said otherwise)
     in a random order, each taken if its base table is not in the set yet
     and the set stays under the cap (so a set can hold fewer tables than
-    drawn when the cap binds)."""
+    drawn when the cap binds). Each table is then, with probability
+    `row_pieces`, replaced by one of 2..MAX_ROW_PIECES equal row blocks of
+    it (drawn from a stream of their own, so the tables are those drawn
+    without pieces)."""
     train = [t for t in pool["tables"] if t["split"] == split
              and tp.table_bytes(t) <= memory_cap_bytes]
     if not train:
@@ -95,7 +168,24 @@ def sample_set(pool: Dict, seed: int, sample_id: int,
         total += size
         if len(chosen) == count:
             break
-    return chosen
+    if row_pieces <= 0.0:
+        return chosen
+    by_id = {t["id"]: t for t in train}
+    draws = _core.Random(_core.mix_seed(_core.mix_seed(seed, _PIECE_KEY),
+                                        sample_id))
+    entries = []
+    for table_id in chosen:
+        rows = by_id[table_id]["rows"]
+        cut = draws.uniform() < row_pieces
+        pieces = min(rows, 2 + draws.below(MAX_ROW_PIECES - 1))
+        which = draws.below(pieces)
+        if not cut or pieces < 2:
+            entries.append(table_id)
+            continue
+        entries.append({"table": table_id,
+                        "rows": [rows * which // pieces,
+                                 rows * (which + 1) // pieces]})
+    return entries
 
 
 def load_samples(path: str, allow_missing: bool = False) -> List[Dict]:
@@ -134,9 +224,13 @@ def check_fields(sample, fields, where: str, error=None) -> None:
 def check_sample(sample, where: str) -> None:
     check_fields(sample, SAMPLE_FIELDS, where)
     tables = sample["tables"]
-    if not tables or not all(isinstance(t, int) for t in tables):
+    if not tables:
         raise CollectError("%s: \"tables\" must be a non-empty list of pool "
-                           "table ids" % where)
+                           "table ids and row pieces" % where)
+    for entry in tables:
+        why = row_piece_problem(entry, None)
+        if why:
+            raise CollectError("%s: %s" % (where, why))
     if not (math.isfinite(sample["cost_ms"]) and sample["cost_ms"] > 0):
         raise CollectError("%s: cost_ms must be a finite number > 0, got %r"
                            % (where, sample["cost_ms"]))
@@ -305,7 +399,9 @@ def collect(args, log: Optional[TextIO] = None) -> int:
     with open(args.out, "a") as out:
         for begin in range(0, len(todo), args.sets_per_run):
             batch = todo[begin:begin + args.sets_per_run]
-            sets = {k: sample_set(pool, args.seed, k, cap) for k in batch}
+            sets = {k: sample_set(pool, args.seed, k, cap,
+                                  row_pieces=args.row_pieces)
+                    for k in batch}
             batch_start = time.monotonic()
             added += run_batch(tool, sets, args, sets_path, out)
             now = time.monotonic()
@@ -354,7 +450,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "per table")
     parser.add_argument("--sets-per-run", type=int, default=50,
                         help="sets timed by one run of the tool")
+    parser.add_argument("--row-pieces", type=float, default=0.0,
+                        help="probability that a set's table is replaced "
+                        "by one of its row pieces (default %(default)s)")
     args = parser.parse_args(argv)
+    if not 0.0 <= args.row_pieces <= 1.0:
+        parser.error("--row-pieces must be a probability in [0, 1], got %g"
+                     % args.row_pieces)
     if args.samples < 1 or args.batch_size < 1 or args.warmup < 0:
         parser.error("--samples and --batch-size must be positive and "
                      "--warmup not negative")

@@ -358,13 +358,15 @@ def _combined_set(lines: Sequence[Dict], pool: Optional[Dict],
         combined.append({"id": k, "tables": keys,
                          "cost_ms": line["cost_ms"]})
     if samples:
-        for t in pool["tables"]:
-            index[("pool", t["id"])] = len(features)
-            features.append(cm.table_features(
-                t["rows"], t["dim"], t["pooling_factor"], t["access_hist"]))
+        rows, pool_index = tr.entry_features(pool, samples,
+                                             key=lambda k: ("pool", k))
+        index.update({k: len(features) + row
+                      for k, row in pool_index.items()})
+        features += rows
         for s in samples:
             combined.append({"id": len(combined),
-                             "tables": [("pool", t) for t in s["tables"]],
+                             "tables": [("pool", collect.entry_key(t))
+                                        for t in s["tables"]],
                              "cost_ms": s["cost_ms"]})
     return tr.SampleSet(torch.tensor(features, dtype=torch.float32)
                         .reshape(-1, cm.NUM_FEATURES), combined, index)

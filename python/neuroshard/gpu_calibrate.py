@@ -8,7 +8,9 @@ GPU machine needs neither LLVM, MLIR nor this package, only the standalone
 neuroshard-cuda-runner (scripts/gpu/calibrate.sh drives the three):
 
   prepare  the table pool with histograms of one batch of --batch-size bags;
-           the training sets (collect.sample_set), the batch-scaling
+           the training sets (collect.sample_set, a --row-pieces share of
+           their tables row pieces, which a launch holds as its rows of
+           the table's lookup), the batch-scaling
            curve's train-split sets and its validation's test-split sets
            (batch_scaling.draw_curve_sets); each group at each batch written
            as a launch manifest of the runner: one launch per set, its
@@ -98,12 +100,14 @@ def _number(value: float) -> str:
 
 
 def manifest_text(template: Dict[str, List[str]], pool: Dict,
-                  sets: Dict[int, List[int]], batch: int, seed: int) -> str:
+                  sets: Dict[int, List], batch: int, seed: int) -> str:
     """A launch manifest with one launch per set (device number = set id),
-    each table whole with sum pooling and i32 indices, the tables'
-    histograms carried from the pool's batch to `batch`."""
+    each entry a table whole or a row piece of it (its rows of the table's
+    lookup), with sum pooling and i32 indices, the tables' histograms
+    carried from the pool's batch to `batch`."""
     by_id = {t["id"]: t for t in pool["tables"]}
-    used = sorted({t for tables in sets.values() for t in tables})
+    used = sorted({collect.entry_table(e) for entries in sets.values()
+                   for e in entries})
     threads, lr = template["run"][1], template["run"][4]
     # The manifests lie one directory below the template and its kernels.
     module = list(template["module"])
@@ -127,9 +131,12 @@ def manifest_text(template: Dict[str, List[str]], pool: Dict,
     lines += ["lookup %d 0" % k for k in range(len(used))]
     for set_id in sorted(sets):
         lines.append("device %d i32" % set_id)
-        lines += ["shard %d 0 %d 0 %d sum" % (lookup[t], by_id[t]["dim"],
-                                              by_id[t]["rows"])
-                  for t in sets[set_id]]
+        for entry in sets[set_id]:
+            t = by_id[collect.entry_table(entry)]
+            first, end = entry["rows"] if collect.is_row_piece(entry) \
+                else (0, t["rows"])
+            lines.append("shard %d 0 %d %d %d sum" %
+                         (lookup[t["id"]], t["dim"], first, end))
     return "\n".join(lines) + "\n"
 
 
@@ -160,7 +167,8 @@ def prepare(args, log: TextIO) -> Dict:
     pool_path = os.path.join(args.work, "pool.json")
     _write(pool_path, json.dumps(pool) + "\n")
     cap = int(args.memory_cap_gb * 2**30)
-    groups = {"train": {k: collect.sample_set(pool, args.seed, k, cap)
+    groups = {"train": {k: collect.sample_set(pool, args.seed, k, cap,
+                                              row_pieces=args.row_pieces)
                         for k in range(args.samples)}}
     scaling = argparse.Namespace(sets=args.scaling_sets,
                                  validate_sets=args.validate_sets,
@@ -200,7 +208,7 @@ def prepare(args, log: TextIO) -> Dict:
     return plan
 
 
-def read_runner_samples(path: str, sets: Dict[int, List[int]],
+def read_runner_samples(path: str, sets: Dict[int, List],
                         batch: int) -> Dict[int, Dict]:
     """The runner's lines of `path` by set id, checked against the sets and
     the batch they were asked at."""
@@ -226,7 +234,7 @@ def read_runner_samples(path: str, sets: Dict[int, List[int]],
     return results
 
 
-def _load_run(work: str, name: str, sets: Dict[int, List[int]],
+def _load_run(work: str, name: str, sets: Dict[int, List],
               batch: int, least: Optional[int] = None) -> Dict[int, Dict]:
     """The timed sets of manifest `name`: all of them, or with `least` at
     least that many (a training collection cut short still trains)."""
@@ -358,6 +366,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                    default=DEFAULT_SCALING_SETS)
     p.add_argument("--validate-sets", type=_positive(int),
                    default=DEFAULT_VALIDATE_SETS)
+    p.add_argument("--row-pieces", type=float,
+                   default=calibrate.DEFAULT_ROW_PIECES, metavar="P",
+                   help="probability that a training set's table is one of "
+                   "its row pieces instead (default %(default)s)")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
     p.add_argument("--iters", type=_positive(int), default=DEFAULT_ITERS)
     f = sub.add_parser("finish", help="train, scale, report, install")
@@ -371,6 +383,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.step == "prepare":
             if args.warmup < 0:
                 parser.error("--warmup must be >= 0")
+            if not 0.0 <= args.row_pieces <= 1.0:
+                parser.error("--row-pieces must be a probability in [0, 1], "
+                             "got %g" % args.row_pieces)
             prepare(args, sys.stderr)
         else:
             finish(args, sys.stderr, sys.stdout)

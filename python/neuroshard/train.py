@@ -90,7 +90,8 @@ class SampleSet:
                                dtype=np.int64)
         self.starts = np.cumsum(self.counts) - self.counts
         self.table_rows = np.array(
-            [index[t] for s in samples for t in s["tables"]], dtype=np.int64)
+            [index[collect.entry_key(t)] for s in samples
+             for t in s["tables"]], dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -109,6 +110,36 @@ class SampleSet:
         return self.features[torch.from_numpy(self.table_rows)]
 
 
+def entry_features(pool: Dict, samples: Sequence[Dict],
+                   key=lambda k: k) -> Tuple[List[List[float]], Dict]:
+    """The feature rows of every pool table, then of every row piece the
+    samples use (collect.entry_stats), and the row of each entry by
+    key(collect.entry_key(entry))."""
+    by_id = {t["id"]: t for t in pool["tables"]}
+    rows, index = [], {}
+
+    def add(entry) -> None:
+        k = key(collect.entry_key(entry))
+        if k not in index:
+            index[k] = len(rows)
+            t = collect.entry_stats(entry, by_id[collect.entry_table(entry)])
+            rows.append(cm.table_features(t["rows"], t["dim"],
+                                          t["pooling_factor"],
+                                          t["access_hist"]))
+
+    for t in pool["tables"]:
+        add(t["id"])
+    for s in samples:
+        for entry in s["tables"]:
+            add(entry)
+    return rows, index
+
+
+def has_row_pieces(samples: Sequence[Dict]) -> bool:
+    """Whether any sample holds a row piece (meta.json's "row_pieces")."""
+    return any(collect.is_row_piece(e) for s in samples for e in s["tables"])
+
+
 def build_sample_sets(pool: Dict, pool_path: str, samples: Sequence[Dict],
                       data_path: str, seed: int,
                       fraction: float) -> Tuple[SampleSet, SampleSet]:
@@ -122,7 +153,8 @@ def build_sample_sets(pool: Dict, pool_path: str, samples: Sequence[Dict],
                 "dataset '%s': sample %d was measured on pool %s, but '%s' "
                 "is pool %s" % (data_path, sample["id"], sample["pool"],
                                 pool_path, fingerprint))
-        for table_id in sample["tables"]:
+        for entry in sample["tables"]:
+            table_id = collect.entry_table(entry)
             table = by_id.get(table_id)
             if table is None:
                 raise TrainError("dataset '%s': sample %d uses table %d, "
@@ -134,12 +166,12 @@ def build_sample_sets(pool: Dict, pool_path: str, samples: Sequence[Dict],
                                  "('%s') of the pool's test split" %
                                  (data_path, sample["id"], table_id,
                                   table["name"]))
-    tables = pool["tables"]
-    features = torch.tensor(
-        [cm.table_features(t["rows"], t["dim"], t["pooling_factor"],
-                           t["access_hist"]) for t in tables],
-        dtype=torch.float32)
-    index = {t["id"]: row for row, t in enumerate(tables)}
+            why = collect.row_piece_problem(entry, table)
+            if why:
+                raise TrainError("dataset '%s': sample %d: %s" %
+                                 (data_path, sample["id"], why))
+    rows, index = entry_features(pool, samples)
+    features = torch.tensor(rows, dtype=torch.float32)
     train = [s for s in samples if not held_out(s["id"], seed, fraction)]
     valid = [s for s in samples if held_out(s["id"], seed, fraction)]
     if not train or len(valid) < 2:
@@ -542,7 +574,8 @@ def trained_ranges(pool: Dict, samples: Sequence[Dict]) -> Dict:
     samples use, and of their table count per set (meta.json's
     "trained_ranges")."""
     by_id = {t["id"]: t for t in pool["tables"]}
-    tables = [by_id[t] for s in samples for t in s["tables"]]
+    tables = [collect.entry_stats(e, by_id[collect.entry_table(e)])
+              for s in samples for e in s["tables"]]
     counts = [len(s["tables"]) for s in samples]
 
     def span(values, kind):
@@ -701,9 +734,10 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
     }
     meta["training"].update(comm_training)
     meta["host"] = host
-    meta["trained_ranges"] = trained_ranges(
-        pool, [s for s in samples
-               if not held_out(s["id"], seed, validation_fraction)])
+    fitted = [s for s in samples
+              if not held_out(s["id"], seed, validation_fraction)]
+    meta["trained_ranges"] = trained_ranges(pool, fitted)
+    meta["row_pieces"] = has_row_pieces(fitted)
     cm.export_bundle(out_dir, model, meta, comm_models.get("fw"),
                      comm_models.get("bw"))
     return meta

@@ -19,7 +19,8 @@ from neuroshard import table_pool as tp
 
 # A stand-in for the C++ timing tool with its exact command-line interface
 # (python/neuroshard/collect.py). Its "measurement" is a known function of
-# the tables' statistics: a roofline-like byte count in which hot rows are
+# the tables' statistics (a row piece's as the cost model sees it): a
+# roofline-like byte count in which hot rows are
 # cheaper and narrow rows pay a penalty, summed over the set, plus a launch
 # cost and a deterministic +-1% jitter per set. Environment knobs let the
 # tests make it fail: FAKE_TOOL_FAIL_ID (exit 3 on reaching that set),
@@ -41,8 +42,18 @@ def table_ms(t, batch):
     return 3.0 * nbytes / 20e9 * 1e3 * penalty + 0.002
 
 
+def entry_stats(tables, entry):
+    if not isinstance(entry, dict):
+        return tables[entry]
+    first, end = entry["rows"]
+    piece = dict(tables[entry["table"]])
+    piece["pooling_factor"] *= (end - first) / piece["rows"]
+    piece["rows"] = end - first
+    return piece
+
+
 def set_ms(tables, set_id, ids, batch):
-    cost = 0.01 + sum(table_ms(tables[t], batch) for t in ids)
+    cost = 0.01 + sum(table_ms(entry_stats(tables, t), batch) for t in ids)
     return cost * (1.0 + 0.01 * math.sin(12.9898 * set_id))
 '''
 

@@ -55,6 +55,11 @@ def test_calibration_writes_a_complete_bundle(calibrated):
     assert meta["hardware"] == _core.host_cpu_model()
     assert meta["host"] == _core.host_description()
     assert meta["dataset_size"]["compute"] == 30
+    # A share of the samples' tables are row pieces, timed with the real
+    # tool, and the bundle says it has seen them.
+    samples = collect.load_samples(os.path.join(work, "samples.jsonl"))
+    assert any(collect.is_row_piece(e) for s in samples for e in s["tables"])
+    assert meta["row_pieces"] is True
     assert meta["training"]["epochs"] == 2
     ranges = meta["trained_ranges"]
     assert set(ranges) == {"rows", "dim", "pooling_factor", "tables_per_set"}
@@ -187,7 +192,8 @@ def test_collection_stops_when_its_budget_is_spent(tmp_path,
                                                    fake_tool):
     data = str(tmp_path / "samples.jsonl")
     args = argparse.Namespace(samples=5000, tool=fake_tool, seed=0,
-                              max_rows=None, memory_cap_gb=4.0)
+                              max_rows=None, memory_cap_gb=4.0,
+                              row_pieces=calibrate.DEFAULT_ROW_PIECES)
     log = io.StringIO()
     clock = calibrate.Clock(60.0, log)
     have = calibrate.collect_samples(args, small_pool_path, data, clock,

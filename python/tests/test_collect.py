@@ -6,11 +6,14 @@
 
 import json
 import os
+import re
 
 import pytest
 
 from neuroshard import collect
 from neuroshard import table_pool as tp
+
+from conftest import fake_set_ms
 
 
 def read_lines(path):
@@ -35,6 +38,82 @@ def test_sample_sets_are_seeded_and_follow_the_rules(small_pool_path):
     assert len(sizes) >= 10  # the table count varies over 1..15
     dims = {by_id[t]["dim"] for tables in sets for t in tables}
     assert dims == set(tp.POOL_DIMS)
+
+
+def test_sample_sets_with_row_pieces(small_pool_path):
+    pool = tp.load_pool(small_pool_path)
+    by_id = {t["id"]: t for t in pool["tables"]}
+    cap = 2**30
+    whole = [collect.sample_set(pool, 3, k, cap) for k in range(200)]
+    cut = [collect.sample_set(pool, 3, k, cap, row_pieces=0.3)
+           for k in range(200)]
+    assert cut == [collect.sample_set(pool, 3, k, cap, row_pieces=0.3)
+                   for k in range(200)]
+    assert [collect.sample_set(pool, 3, k, cap, row_pieces=0.0)
+            for k in range(200)] == whole
+    pieces = counts = 0
+    shares = set()
+    for tables, entries in zip(whole, cut):
+        # The same tables as without pieces, some of them cut.
+        assert [collect.entry_table(e) for e in entries] == tables
+        for entry in entries:
+            counts += 1
+            if not collect.is_row_piece(entry):
+                continue
+            pieces += 1
+            table = by_id[entry["table"]]
+            assert collect.row_piece_problem(entry, table) is None
+            first, end = entry["rows"]
+            # One of 2..8 equal blocks of the rows, as the planner cuts.
+            k = next(k for k in range(2, collect.MAX_ROW_PIECES + 1)
+                     if any(first == table["rows"] * p // k and
+                            end == table["rows"] * (p + 1) // k
+                            for p in range(k)))
+            shares.add(k)
+            stats = collect.entry_stats(entry, table)
+            assert stats["rows"] == end - first
+            assert stats["dim"] == table["dim"]
+            assert stats["access_hist"] == table["access_hist"]
+            assert stats["pooling_factor"] == pytest.approx(
+                table["pooling_factor"] * (end - first) / table["rows"])
+    assert 0.2 < pieces / counts < 0.4
+    assert len(shares) >= 5
+
+
+@pytest.mark.parametrize("entry, table, message", [
+    ({"table": 1}, None, 'entry {"table": 1} is not a pool table id or a '
+     'row piece'),
+    ({"table": 1, "rows": [0, 2], "dim": 4}, None, "is not a pool table id"),
+    ("3", None, 'entry "3" is not'),
+    (True, None, "entry true is not"),
+    ({"table": 1, "rows": [5, 5]}, None, r"rows \[5, 5\) are not a range "
+     r"of rows \(0 <= first < end\)"),
+    ({"table": 1, "rows": [0, 11]}, {"rows": 10}, r"rows \[0, 11\) are not a "
+     "range of its 10 rows"),
+])
+def test_row_piece_problems_are_named(entry, table, message):
+    why = collect.row_piece_problem(entry, table)
+    assert why is not None and re.search(message, why), why
+
+
+def test_collect_samples_row_pieces(tmp_path, small_pool_path, fake_tool,
+                                   collect_args):
+    out = str(tmp_path / "samples.jsonl")
+    assert collect.main(collect_args(small_pool_path, out, fake_tool, 30,
+                                     "--row-pieces", "0.5")) == 0
+    pool = tp.load_pool(small_pool_path)
+    samples = collect.load_samples(out)
+    assert any(collect.is_row_piece(e) for s in samples for e in s["tables"])
+    tables = {t["id"]: t for t in pool["tables"]}
+    for s in samples:
+        assert s["tables"] == collect.sample_set(pool, 0, s["id"], 2 * 2**30,
+                                                 row_pieces=0.5)
+        # The tool was asked for the pieces and timed them as pieces.
+        assert s["cost_ms"] == pytest.approx(
+            fake_set_ms(tables, s["id"], s["tables"], 2048))
+    with pytest.raises(SystemExit):
+        collect.main(collect_args(small_pool_path, out, fake_tool, 30,
+                                  "--row-pieces", "1.5"))
 
 
 def test_sample_set_rejects_a_cap_nothing_fits_under(small_pool_path):

@@ -69,6 +69,26 @@ def test_manifest_has_one_launch_per_set(template, pool):
     assert whole(1, 7) in launches[1]
 
 
+def test_manifest_holds_row_pieces_as_rows_of_the_tables_lookup(template,
+                                                                pool):
+    by_id = {t["id"]: t for t in pool["tables"]}
+    rows = by_id[7]["rows"]
+    sets = {0: [{"table": 7, "rows": [0, rows // 2]}, 13],
+            1: [{"table": 7, "rows": [rows // 2, rows]}, 7]}
+    text = gc.manifest_text(template, pool, sets, 256, 5)
+    # One table and one lookup per pool table, whichever rows a set takes.
+    assert [l.split()[1] for l in text.splitlines()
+            if l.startswith("table ")] == ["p7", "p13"]
+    launches = text.split("device ")[1:]
+    dim = by_id[7]["dim"]
+    assert launches[0].splitlines()[1:] == [
+        "shard 0 0 %d 0 %d sum" % (dim, rows // 2),
+        "shard 1 0 %d 0 %d sum" % (by_id[13]["dim"], by_id[13]["rows"])]
+    assert launches[1].splitlines()[1:] == [
+        "shard 0 0 %d %d %d sum" % (dim, rows // 2, rows),
+        "shard 0 0 %d 0 %d sum" % (dim, rows)]
+
+
 def test_manifest_carries_histograms_to_its_batch(template, pool):
     text = gc.manifest_text(template, pool, {0: [0]}, 64, 0)
     words = [l for l in text.splitlines() if l.startswith("table ")][0]

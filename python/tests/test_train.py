@@ -193,6 +193,62 @@ def test_bundle_records_host_and_trained_ranges(bundle, small_pool_path,
         max(len(s["tables"]) for s in fitted)]
 
 
+def test_bundle_without_row_pieces_says_so(bundle):
+    meta = json.load(open(os.path.join(bundle, "meta.json")))
+    assert meta["row_pieces"] is False
+
+
+def test_training_on_row_pieces(tmp_path, small_pool_path,
+                                shared_fake_tool):
+    """Samples with row pieces train a bundle that prices them as the tables
+    they are (collect.entry_stats) and records that it has seen them."""
+    data = str(tmp_path / "samples.jsonl")
+    assert collect.main(["--pool", small_pool_path, "--out", data,
+                         "--tool", shared_fake_tool, "--samples", "400",
+                         "--batch-size", "2048", "--memory-cap-gb", "2",
+                         "--sets-per-run", "400", "--row-pieces",
+                         "0.4"]) == 0
+    out = str(tmp_path / "cpu-pieces")
+    assert train.main(["--pool", small_pool_path, "--data", data, "--out",
+                       out, "--epochs", "40", "--seed", "1",
+                       "--allow-other-host"]) == 0
+    meta = json.load(open(os.path.join(out, "meta.json")))
+    assert meta["row_pieces"] is True
+    # Pieces are smaller than their tables: the trained rows reach below
+    # the pool's smallest table.
+    pool = tp.load_pool(small_pool_path)
+    samples = collect.load_samples(data)
+    fitted = [s for s in samples if not train.held_out(s["id"], 1, 0.2)]
+    by_id = {t["id"]: t for t in pool["tables"]}
+    rows = [collect.entry_stats(e, by_id[collect.entry_table(e)])["rows"]
+            for s in fitted for e in s["tables"]]
+    assert meta["trained_ranges"]["rows"] == [min(rows), max(rows)]
+    # The held-out sets with a piece are predicted as well as the others.
+    training, valid = train.build_sample_sets(pool, small_pool_path,
+                                              samples, data, 1, 0.2)
+    model = torch.jit.load(os.path.join(out, "compute.pt"))
+    predicted = train.predict(model, valid).numpy()
+    measured = valid.costs.numpy()
+    cut = np.array([any(collect.is_row_piece(e) for e in s["tables"])
+                    for s in samples if train.held_out(s["id"], 1, 0.2)])
+    assert cut.sum() >= 10
+    error = np.abs(predicted - measured) / measured
+    assert error[cut].mean() < 0.15
+    assert error[cut].mean() < 2.0 * error[~cut].mean() + 0.02
+
+    # A piece outside its table is named.
+    table_id = collect.entry_table(samples[0]["tables"][0])
+    bad = dict(samples[0], tables=[{"table": table_id,
+                                    "rows": [0, 10 ** 12]}])
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(bad) + "\n")
+    with pytest.raises(train.TrainError, match=r"sample 0: row piece of "
+                       r"table \d+: rows \[0, 1000000000000\) are not a "
+                       r"range of its \d+ rows"):
+        train.build_sample_sets(pool, small_pool_path, [bad], str(path), 1,
+                                0.2)
+
+
 def test_training_refuses_samples_of_another_machine(tmp_path,
                                                     small_pool_path, dataset,
                                                     monkeypatch, capsys):

@@ -11,9 +11,15 @@
 // metadata, so thousands of sets cost no compilation. Between timed runs the
 // last-level cache is flushed by writing a buffer larger than it.
 //
+// An entry of a set is a pool table id (the whole table) or a row piece of
+// one: its rows [first, end), looked up with its block of the whole table's
+// index stream (each bag keeps its indices inside the rows, shifted to the
+// piece's rows), as a row-sharded table's piece receives them.
+//
 //   pool.json:   {"tables": [{"id", "name", "rows", "dim",
 //                              "pooling_factor", "access_hist": [17]}]}
 //   sets.jsonl:  {"id": 17, "tables": [402, 1187, 95]}      (one per line)
+//                {"id": 18, "tables": [402, {"table": 95, "rows": [0, 500]}]}
 //   stdout:      {"id": 17, "cost_ms": .., "min_ms": .., "max_ms": ..,
 //                 "runs": N, "device": "cpu", "hardware": "..",
 //                 "batch_size": B}
@@ -39,7 +45,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
+#include <tuple>
 
 using namespace llvm;
 using namespace ::neuroshard;
@@ -148,6 +156,60 @@ std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
   return pool;
 }
 
+/// What an entry of a set must be, after "entry N".
+constexpr const char *kEntryShape =
+    " must be a pool table id or {\"table\": ID, \"rows\": [FIRST, END]}";
+
+/// One entry of a set: a pool table, whole or its rows [rowBegin, rowEnd).
+struct SetEntry {
+  int64_t table = 0;
+  const inputs::TableStats *stats = nullptr;
+  bool piece = false;
+  int64_t rowBegin = 0, rowEnd = 0;
+};
+
+SetEntry readEntry(const json::Value &value,
+                   const std::map<int64_t, inputs::TableStats> &pool,
+                   const std::string &where, size_t position) {
+  SetEntry entry;
+  std::optional<int64_t> id = getInteger(value);
+  const json::Array *rows = nullptr;
+  if (const json::Object *object = value.getAsObject()) {
+    const json::Value *table = object->get("table");
+    id = table ? getInteger(*table) : std::nullopt;
+    rows = object->getArray("rows");
+    std::optional<int64_t> first, end;
+    if (rows && rows->size() == 2) {
+      first = getInteger((*rows)[0]);
+      end = getInteger((*rows)[1]);
+    }
+    if (first && end && object->size() == 2) {
+      entry.piece = true;
+      entry.rowBegin = *first;
+      entry.rowEnd = *end;
+    } else {
+      id.reset();
+    }
+  }
+  if (!id)
+    fail(where + ": entry " + Twine(position) + kEntryShape);
+  auto it = pool.find(*id);
+  if (it == pool.end())
+    fail(where + ": table " + Twine(*id) + " is not in the pool");
+  entry.table = *id;
+  entry.stats = &it->second;
+  if (!entry.piece) {
+    entry.rowEnd = entry.stats->rows;
+  } else if (entry.rowBegin < 0 || entry.rowBegin >= entry.rowEnd ||
+             entry.rowEnd > entry.stats->rows) {
+    fail(where + ": table " + Twine(*id) + " ('" + entry.stats->name +
+         "'): rows [" + Twine(entry.rowBegin) + ", " + Twine(entry.rowEnd) +
+         ") are not a range of its " + Twine(entry.stats->rows) +
+         " rows (0 <= first < end <= rows)");
+  }
+  return entry;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -206,7 +268,10 @@ int main(int argc, char **argv) {
     auto id = idField ? getInteger(*idField) : std::nullopt;
     const json::Array *tables = object ? object->getArray("tables") : nullptr;
     if (!id || !tables || tables->empty())
-      fail(where + ": expected {\"id\": N, \"tables\": [ids...]}");
+      fail(where + ": expected {\"id\": N, \"tables\": [entries...]}");
+    std::vector<SetEntry> entries;
+    for (const json::Value &value : *tables)
+      entries.push_back(readEntry(value, pool, where, entries.size()));
 
     // Admission before any of the set's data is allocated: the streams
     // generated so far are kept for later sets, and count too.
@@ -214,23 +279,24 @@ int main(int argc, char **argv) {
     double weights = 0.0, indices = 0.0, width = 0.0;
     for (const auto &[streamId, stream] : streams)
       indices += double(stream.indices.size() + stream.offsets.size()) * 8.0;
-    for (const json::Value &value : *tables) {
-      auto tableId = getInteger(value);
-      auto it = tableId ? pool.find(*tableId) : pool.end();
-      if (it == pool.end())
-        fail(where + ": table " +
-             (tableId ? Twine(*tableId).str() : std::string("?")) +
-             " is not in the pool");
-      const inputs::TableStats &stats = it->second;
-      double rows = double(maxRows > 0 ? std::min(stats.rows, int64_t(maxRows))
-                                       : stats.rows);
-      weights += rows * double(stats.dim) * sizeof(float);
-      width += double(stats.dim);
-      // The stream, and the set's packed copy of it.
-      indices +=
-          2.0 *
-          (double(batchSize) * stats.poolingFactor + double(batchSize) + 1.0) *
-          sizeof(int64_t);
+    // The first `kept` rows of each table are allocated; a piece keeps its
+    // share of them (at least one row).
+    auto keptRows = [&](const SetEntry &entry) {
+      int64_t rows = entry.stats->rows;
+      int64_t kept = maxRows > 0 ? std::min(rows, int64_t(maxRows)) : rows;
+      int64_t first = inputs::keptRow(entry.rowBegin, kept, rows);
+      int64_t end = inputs::keptRow(entry.rowEnd, kept, rows);
+      return std::make_tuple(kept, first, std::max(end, first + 1));
+    };
+    for (const SetEntry &entry : entries) {
+      auto [kept, first, end] = keptRows(entry);
+      weights += double(end - first) * double(entry.stats->dim) * sizeof(float);
+      width += double(entry.stats->dim);
+      // The stream, the piece's block of it, and the set's packed copy.
+      indices += (entry.piece ? 3.0 : 2.0) *
+                 (double(batchSize) * entry.stats->poolingFactor +
+                  double(batchSize) + 1.0) *
+                 sizeof(int64_t);
     }
     need.add("weights", weights);
     need.add("indices and offsets", indices);
@@ -241,21 +307,24 @@ int main(int argc, char **argv) {
            "; lower --batch-size or cap the rows with --max-rows");
 
     std::vector<KernelShard> shards;
-    for (const json::Value &value : *tables) {
-      int64_t tableId = *getInteger(value);
-      const inputs::TableStats &stats = pool.find(tableId)->second;
-      int64_t rows =
-          maxRows > 0 ? std::min(stats.rows, int64_t(maxRows)) : stats.rows;
-      auto stream = streams.find(tableId);
+    std::deque<inputs::LookupInputs> blocks;
+    for (const SetEntry &entry : entries) {
+      auto [kept, first, end] = keptRows(entry);
+      auto stream = streams.find(entry.table);
       if (stream == streams.end())
-        stream =
-            streams
-                .insert({tableId, inputs::generateLookup(
-                                      stats, batchSize, seed,
-                                      static_cast<uint64_t>(tableId), rows)})
-                .first;
+        stream = streams
+                     .insert({entry.table,
+                              inputs::generateLookup(
+                                  *entry.stats, batchSize, seed,
+                                  static_cast<uint64_t>(entry.table), kept)})
+                     .first;
+      const inputs::LookupInputs *in = &stream->second;
+      if (entry.piece) {
+        blocks.push_back(inputs::rowBlockInputs(*in, first, end));
+        in = &blocks.back();
+      }
       shards.push_back(
-          {nullptr, rows, stats.dim, kernel_abi::kSum, &stream->second});
+          {nullptr, end - first, entry.stats->dim, kernel_abi::kSum, in});
     }
     int64_t arena = CPUKernels::packInputs(set, shards, batchSize, seed);
     if (static_cast<size_t>(arena) > set.weights.size()) {

@@ -382,29 +382,85 @@ TEST(PlanVerificationTest, ExperienceGoesNextToTheUsersBundle) {
   sys::fs::remove_directories(sys::path::parent_path(shipped));
 }
 
-// The kernels that time candidates run whole tables and column pieces: a
-// plan with row pieces is returned unverified, with a warning.
-TEST(PlanVerificationTest, LeavesPlansWithRowPiecesUnverified) {
-  std::vector<TableSpec> tables = hotAndCold();
-  tables[0].shardingKinds = kindBit(ShardingKind::RowWise);
+/// Plans `tables` on two CPU devices with measured selection of 2
+/// candidates, appending what it times to `bundle`'s experience file when
+/// one is given.
+Expected<PlanResult> verifyOnTwoCPUs(ArrayRef<TableSpec> tables,
+                                     SliceCostModel &model,
+                                     StringRef bundle = "") {
   Topology cpu = twoDevices();
   cpu.deviceKind = "cpu";
-  SliceCostModel model;
   model.describesHost = true;
-  FormulaTimerInstalled installed;
+  model.bundle = bundle.str();
   VerifyRequest request;
   request.top = 2;
   request.options.seconds = 0.0;
-  request.experience = "none";
+  request.experience = bundle.empty() ? "none" : "";
   auto spell = [](StringRef name) { return "--" + name.str(); };
-  Expected<PlanResult> result =
-      planWithVerification(tables, cpu, SearchOptions(), model, request, spell);
+  return planWithVerification(tables, cpu, SearchOptions(), model, request,
+                              spell);
+}
+
+// Row pieces are timed with their blocks of the whole batch's lookups, and
+// the experience file records them as the model sees them: a table of
+// their rows with their share of the lookups.
+TEST(PlanVerificationTest, VerifiesPlansWithRowPieces) {
+  std::vector<TableSpec> tables = hotAndCold();
+  tables[0].shardingKinds = kindBit(ShardingKind::RowWise);
+  SliceCostModel model;
+  FormulaTimerInstalled installed;
+  std::string bundle = freshDirectory();
+  Expected<PlanResult> result = verifyOnTwoCPUs(tables, model, bundle);
   ASSERT_EQ(errorMessage(result), "");
+  ASSERT_TRUE(result->verification);
+  EXPECT_TRUE(result->warnings.empty());
+  const ColumnSlice *piece = nullptr;
+  size_t pieceSet = 0;
+  for (auto [k, set] : llvm::enumerate(result->verification->sets))
+    for (const ColumnSlice &slice : set.slices)
+      if (!slice.allRows() && !piece) {
+        piece = &slice;
+        pieceSet = k;
+      }
+  ASSERT_TRUE(piece) << "no candidate timed a row piece";
+  ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+      MemoryBuffer::getFile(result->verification->experiencePath);
+  ASSERT_TRUE(bool(file));
+  SmallVector<StringRef> lines;
+  (*file)->getBuffer().trim().split(lines, '\n');
+  ASSERT_EQ(lines.size(), result->verification->sets.size());
+  Expected<json::Value> value = json::parse(lines[pieceSet]);
+  ASSERT_EQ(errorMessage(value.takeError()), "");
+  const json::Array *entries = value->getAsObject()->getArray("tables");
+  ASSERT_TRUE(entries);
+  const auto &slices = result->verification->sets[pieceSet].slices;
+  size_t at = std::find(slices.begin(), slices.end(), *piece) - slices.begin();
+  const json::Object &entry = *(*entries)[at].getAsObject();
+  const TableSpec &table = tables[piece->table];
+  EXPECT_EQ(entry.getString("name"), table.name);
+  EXPECT_EQ(entry.getInteger("rows"), piece->numRows(table));
+  EXPECT_LT(*entry.getInteger("rows"), table.rows);
+  EXPECT_DOUBLE_EQ(*entry.getNumber("pooling_factor"),
+                   table.poolingFactor * piece->rowShare(table));
+  sys::fs::remove_directories(bundle);
+}
+
+// A replica looks up its device's slice of the batch, which the timing
+// kernels do not run: such a plan is returned unverified, with a warning.
+TEST(PlanVerificationTest, LeavesPlansWithReplicasUnverified) {
+  std::vector<TableSpec> tables = hotAndCold();
+  tables[0].shardingKinds = kindBit(ShardingKind::DataParallel);
+  SliceCostModel model;
+  FormulaTimerInstalled installed;
+  Expected<PlanResult> result = verifyOnTwoCPUs(tables, model);
+  ASSERT_EQ(errorMessage(result), "");
+  ASSERT_TRUE(llvm::any_of(result->plan.shards,
+                           [](const Shard &shard) { return shard.replica; }));
   EXPECT_FALSE(result->verification);
   ASSERT_EQ(result->warnings.size(), 1u);
   EXPECT_EQ(result->warnings[0],
-            "the plan has row pieces or replicas, which the kernels that time "
-            "candidates do not run: it was not verified");
+            "the plan has replicas, which look up a slice of the batch the "
+            "kernels that time candidates do not run: it was not verified");
 }
 
 TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {

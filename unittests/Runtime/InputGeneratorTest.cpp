@@ -79,6 +79,44 @@ TEST(InputGenerator, HistogramOfTheStreamFollowsTheTable) {
   EXPECT_NEAR(sum, 1.0, 1e-9);
 }
 
+// The assumption a row piece is priced by (pieceSpec, docs/cost-model.md):
+// the rows of a table are in no order of how often they are hit, so a
+// contiguous block of a fraction f of them receives a fraction f of the
+// lookups, with the table's histogram. The generator scatters its hot rows
+// with a random permutation, so the inputs every tool generates keep it.
+TEST(InputGenerator, RowBlocksReceiveTheirShareWithTheTablesHistogram) {
+  TableStats table = skewedTable();
+  LookupInputs in = generateLookup(table, 4096, 5, 0);
+  std::array<double, neuroshard::kNumAccessBins> whole =
+      accessHistogram(in.indices);
+  for (int64_t pieces : {2, 3, 7}) {
+    for (int64_t p = 0; p < pieces; ++p) {
+      int64_t first = table.rows * p / pieces;
+      int64_t end = table.rows * (p + 1) / pieces;
+      LookupInputs block = rowBlockInputs(in, first, end);
+      double share = double(end - first) / double(table.rows);
+      EXPECT_NEAR(double(block.indices.size()) / double(in.indices.size()),
+                  share, 0.08 * share)
+          << "piece " << p << " of " << pieces;
+      std::array<double, neuroshard::kNumAccessBins> hist =
+          accessHistogram(block.indices);
+      for (unsigned j = 0; j < neuroshard::kNumAccessBins; ++j)
+        EXPECT_NEAR(hist[j], whole[j], 0.03)
+            << "bin " << j << " of piece " << p << " of " << pieces;
+    }
+  }
+}
+
+TEST(InputGenerator, KeptRowsKeepThePiecesShares) {
+  EXPECT_EQ(keptRow(250, 1000, 1000), 250);
+  EXPECT_EQ(keptRow(250, 100, 1000), 25);
+  EXPECT_EQ(keptRow(1000, 100, 1000), 100);
+  EXPECT_EQ(keptRow(333, 100, 1000), 33);
+  // No overflow for rows near the largest table.
+  int64_t huge = int64_t(5) << 40;
+  EXPECT_EQ(keptRow(huge / 2, 1 << 20, huge), int64_t(1) << 19);
+}
+
 TEST(InputGenerator, UnusedTableHasOnlyEmptyBags) {
   TableStats table = skewedTable();
   table.accessHist.fill(0.0);

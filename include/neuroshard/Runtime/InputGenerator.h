@@ -83,6 +83,11 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
 LookupInputs rowBlockInputs(const LookupInputs &lookup, int64_t rowBegin,
                             int64_t rowEnd);
 
+/// Row `row` of a table of `rows` rows when only its first `kept` rows are
+/// allocated (a `--max-rows` cap): the same fraction of the way, so that a
+/// table's row pieces still divide the kept rows in the same shares.
+int64_t keptRow(int64_t row, int64_t kept, int64_t rows);
+
 /// `length` row indices in [0, rows) whose popularity follows a bounded power
 /// law: rank r is drawn from a density proportional to x^-skew on
 /// [1, rows + 1) (skew 0 is uniform, larger is more skewed), and ranks are
