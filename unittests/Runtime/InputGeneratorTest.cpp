@@ -83,7 +83,9 @@ TEST(InputGenerator, HistogramOfTheStreamFollowsTheTable) {
 // the rows of a table are in no order of how often they are hit, so a
 // contiguous block of a fraction f of them receives a fraction f of the
 // lookups, with the table's histogram. The generator scatters its hot rows
-// with a random permutation, so the inputs every tool generates keep it.
+// with a random permutation, so the inputs every tool generates keep it on
+// average; a batch that touches many distinct rows, as here, keeps it in
+// every block (a few very hot rows would make the blocks' shares lumpy).
 TEST(InputGenerator, RowBlocksReceiveTheirShareWithTheTablesHistogram) {
   TableStats table = skewedTable();
   LookupInputs in = generateLookup(table, 4096, 5, 0);
@@ -105,6 +107,26 @@ TEST(InputGenerator, RowBlocksReceiveTheirShareWithTheTablesHistogram) {
             << "bin " << j << " of piece " << p << " of " << pieces;
     }
   }
+}
+
+// A batch whose lookups fall on a few very hot rows (here about five rows
+// hit 513 to 1024 times each) leaves the blocks' shares lumpy: whichever
+// block holds a hot row receives its every hit.
+TEST(InputGenerator, FewHotRowsMakeRowBlocksLumpy) {
+  TableStats table = skewedTable();
+  table.poolingFactor = 4.0;
+  table.accessHist.fill(0.0);
+  table.accessHist[10] = 1.0;
+  LookupInputs in = generateLookup(table, 1024, 5, 0);
+  double worst = 0.0;
+  for (int64_t p = 0; p < 4; ++p) {
+    LookupInputs block =
+        rowBlockInputs(in, table.rows * p / 4, table.rows * (p + 1) / 4);
+    double share =
+        double(block.indices.size()) / double(in.indices.size()) / 0.25;
+    worst = std::max(worst, std::abs(share - 1.0));
+  }
+  EXPECT_GT(worst, 0.5);
 }
 
 TEST(InputGenerator, KeptRowsKeepThePiecesShares) {
