@@ -121,6 +121,19 @@ LookupInputs rowBlockInputs(const LookupInputs &lookup, int64_t rowBegin,
   return block;
 }
 
+LookupInputs bagSliceInputs(const LookupInputs &lookup, int64_t bagBegin,
+                            int64_t bagEnd) {
+  LookupInputs slice;
+  int64_t first = lookup.offsets[size_t(bagBegin)];
+  int64_t end = lookup.offsets[size_t(bagEnd)];
+  slice.indices.assign(lookup.indices.begin() + first,
+                       lookup.indices.begin() + end);
+  slice.offsets.reserve(size_t(bagEnd - bagBegin + 1));
+  for (int64_t b = bagBegin; b <= bagEnd; ++b)
+    slice.offsets.push_back(lookup.offsets[size_t(b)] - first);
+  return slice;
+}
+
 int64_t keptRow(int64_t row, int64_t kept, int64_t rows) {
   if (kept == rows || rows <= 0)
     return row;

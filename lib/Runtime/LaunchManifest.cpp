@@ -174,6 +174,8 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
       return fail("unknown record '" + keyword + "'");
     if (record == &abi::kShardRecord && version < 3)
       record = &abi::kShardRecordV2;
+    if (record == &abi::kDeviceRecord && version < 4)
+      record = &abi::kDeviceRecordV3;
     RecordReader read(line, *record, lineNumber, error);
     auto once = [&](bool &seen) {
       if (!seen)
@@ -234,11 +236,22 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
           !read.integer(1, 0, kMaxInt, stream) || !read.done())
         return false;
       out.lookups.push_back({size_t(table), uint64_t(stream)});
-    } else if (record == &abi::kDeviceRecord) {
+    } else if (record == &abi::kDeviceRecord ||
+               record == &abi::kDeviceRecordV3) {
       LaunchSpec launch;
       std::string indexType;
       if (!read.integer(0, 0, 1 << 20, launch.device) ||
-          !read.word(1, indexType) || !read.done())
+          !read.word(1, indexType))
+        return false;
+      if (record == &abi::kDeviceRecord) {
+        if (!sawRun)
+          return read.fail("device before the run record, whose batch its "
+                           "bags are of");
+        if (!read.integer(2, 0, out.batchSize - 1, launch.bagBegin) ||
+            !read.integer(3, launch.bagBegin + 1, out.batchSize, launch.bagEnd))
+          return false;
+      }
+      if (!read.done())
         return false;
       if (indexType != "i32" && indexType != "i64")
         return read.fail(read.name(1) + " is '" + indexType +
@@ -318,6 +331,7 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
     if (launch.shards.empty())
       return missing("device " + std::to_string(launch.device) +
                      " has no shard records");
+  out.declaredBatchSize = out.batchSize;
   return true;
 }
 
@@ -423,6 +437,25 @@ bool buildLaunch(const Manifest &manifest, size_t which,
   const InputOverrides &given = options.given ? *options.given : none;
   const LaunchSpec &launch = manifest.launches[which];
   out = LaunchBuffers();
+  // A replica's bags keep their share of a batch other than the written one.
+  int64_t declared = manifest.declaredBatchSize > 0 ? manifest.declaredBatchSize
+                                                    : manifest.batchSize;
+  bool slice = launch.isBatchSlice(declared);
+  out.bagBegin =
+      slice ? inputs::keptRow(launch.bagBegin, manifest.batchSize, declared)
+            : 0;
+  int64_t bagEnd =
+      slice ? inputs::keptRow(launch.bagEnd, manifest.batchSize, declared)
+            : manifest.batchSize;
+  out.batch = bagEnd - out.bagBegin;
+  if (out.batch < 1) {
+    error = "launch " + std::to_string(which) + " looks up bags " +
+            std::to_string(launch.bagBegin) + " to " +
+            std::to_string(launch.bagEnd) + " of " + std::to_string(declared) +
+            ", none of them at a batch of " +
+            std::to_string(manifest.batchSize);
+    return false;
+  }
 
   // The input pairs the launch reads: a lookup's inputs for a shard of every
   // row, or a row piece's block of them, each packed once.
@@ -448,12 +481,16 @@ bool buildLaunch(const Manifest &manifest, size_t which,
                     .emplace(shard.lookup, lookupInputs(manifest, shard.lookup,
                                                         given, options.maxRows))
                     .first;
-      if (shard.isRowPiece(table)) {
-        blocks.push_back(inputs::rowBlockInputs(found->second, first, end));
-        pairs.push_back(&blocks.back());
-      } else {
-        pairs.push_back(&found->second);
+      const inputs::LookupInputs *in = &found->second;
+      if (slice) {
+        blocks.push_back(inputs::bagSliceInputs(*in, out.bagBegin, bagEnd));
+        in = &blocks.back();
       }
+      if (shard.isRowPiece(table)) {
+        blocks.push_back(inputs::rowBlockInputs(*in, first, end));
+        in = &blocks.back();
+      }
+      pairs.push_back(in);
     }
     abi::ShardDescriptor descriptor;
     descriptor.width = shard.width();

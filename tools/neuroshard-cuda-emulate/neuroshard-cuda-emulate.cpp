@@ -120,11 +120,12 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
     if (!launch_manifest::buildLaunch(manifest, k, options, buffers, error))
       return llvm::createStringError(error);
     int64_t numShards = buffers.packed.layout.numShards();
+    int64_t bags = buffers.batch;
     ::neuroshard::execution::PreparedSet set = emu::prepareSet(
         std::move(buffers.packed), std::move(buffers.layout), buffers.arenaSize,
-        manifest.batchSize, !launch.index64, manifest.seed + k);
-    abi::LaunchGeometry geometry = abi::launchGeometry(
-        numShards, manifest.batchSize, manifest.threadsPerBlock);
+        bags, !launch.index64, manifest.seed + k);
+    abi::LaunchGeometry geometry =
+        abi::launchGeometry(numShards, bags, manifest.threadsPerBlock);
     emu::LaunchConfig config;
     config.gridX = std::max<int64_t>(geometry.gridX, 1);
     config.gridY = std::max<int64_t>(geometry.gridY, 1);
@@ -137,10 +138,10 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
     ++totals.cases;
     llvm::outs() << "launch " << k << " (device " << launch.device << ", "
                  << (launch.index64 ? "i64" : "i32") << "): " << numShards
-                 << " shards, width " << set.width << ", " << manifest.batchSize
-                 << " bags, " << set.indices.size() << " indices, grid "
-                 << config.gridX << " x " << config.gridY << ", block "
-                 << config.blockX << ": agrees\n";
+                 << " shards, width " << set.width << ", " << bags << " bags, "
+                 << set.indices.size() << " indices, grid " << config.gridX
+                 << " x " << config.gridY << ", block " << config.blockX
+                 << ": agrees\n";
   }
   return llvm::Error::success();
 }

@@ -52,7 +52,7 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
   if (!launch_manifest::buildLaunch(manifest, which, options, buffers, error))
     return false;
   out = Workload();
-  out.batch = manifest.batchSize;
+  out.batch = buffers.batch;
   out.index64 = launch.index64;
   out.lr = float(manifest.lr);
   out.meta = std::move(buffers.packed.layout.meta);
@@ -86,7 +86,7 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
   }
 
   // Output gradient: the columns of each lookup's gradient that the shard
-  // produced.
+  // produced, at the bags of the batch the launch looks up.
   out.grad.assign(size_t(out.batch * out.width), 0.0f);
   for (size_t s = 0; s < launch.shards.size(); ++s) {
     const ShardSpec &shard = launch.shards[s];
@@ -96,8 +96,8 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
     int64_t outColumn = out.meta[s * abi::kShardFields + abi::kOutColumn];
     for (int64_t b = 0; b < out.batch; ++b)
       for (int64_t c = 0; c < shard.width(); ++c)
-        out.grad[size_t(b * out.width + outColumn + c)] =
-            inputs::gradientValue(key, b, shard.colBegin + c);
+        out.grad[size_t(b * out.width + outColumn + c)] = inputs::gradientValue(
+            key, buffers.bagBegin + b, shard.colBegin + c);
   }
   return true;
 }

@@ -252,16 +252,23 @@ TEST(LaunchManifestTest, CappedRowsKeepThePiecesShare) {
   }
 }
 
+/// The error of `manifest` with its first `from` replaced by `to`, which
+/// must not parse.
+std::string refusal(const std::string &manifest, const std::string &from,
+                    const std::string &to) {
+  std::string text = manifest;
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  Manifest parsed;
+  std::string error;
+  EXPECT_FALSE(parseManifest(text, "", parsed, error)) << to;
+  return error;
+}
+
 TEST(LaunchManifestTest, RowRangesAreChecked) {
   auto refuse = [](const std::string &from, const std::string &to) {
-    std::string text = kRowManifest;
-    size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-    Manifest manifest;
-    std::string error;
-    EXPECT_FALSE(parseManifest(text, "", manifest, error)) << to;
-    return error;
+    return refusal(kRowManifest, from, to);
   };
   EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 30 30 sum"),
             "line 10: shard covers rows 30 to 30 but table 'a' has 100 rows");
@@ -277,8 +284,90 @@ TEST(LaunchManifestTest, RowRangesAreChecked) {
   EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 0 30"),
             "line 10: shard has 5 field(s); expected 6 (lookup col_begin "
             "col_end row_begin row_end mode)");
+  EXPECT_EQ(refuse("neuroshard-cuda-manifest 3", "neuroshard-cuda-manifest 5"),
+            "line 1: version 5; this runner reads versions 2 to 4");
+  // Version 4 gives every launch its bags.
   EXPECT_EQ(refuse("neuroshard-cuda-manifest 3", "neuroshard-cuda-manifest 4"),
-            "line 1: version 4; this runner reads versions 2 to 3");
+            "line 9: device has 2 field(s); expected 4 (device index_type "
+            "bag_begin bag_end)");
+}
+
+/// Table `a`'s lookup read whole by one launch and, as a replica, in two
+/// slices of the batch's 16 bags by two others (version 4).
+const char *const kReplicaManifest = R"(neuroshard-cuda-manifest 4
+module kernels.ptx ptx sm_90
+kernels f32 f64 b32 b64
+run 64 16 7 0.5
+table a 100 8 6 0.5 0.5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+lookup 0 0
+device 0 i64 0 16
+shard 0 0 8 0 100 sum
+device 0 i64 0 6
+shard 0 0 8 0 100 mean
+device 1 i32 6 16
+shard 0 0 8 0 100 mean
+)";
+
+TEST(LaunchManifestTest, ReplicasLookUpTheirSliceOfTheBags) {
+  Manifest manifest;
+  std::string error;
+  ASSERT_TRUE(parseManifest(kReplicaManifest, "", manifest, error)) << error;
+  ASSERT_EQ(manifest.launches.size(), 3u);
+  EXPECT_FALSE(manifest.launches[0].isBatchSlice(16));
+  EXPECT_TRUE(manifest.launches[2].isBatchSlice(16));
+  inputs::LookupInputs whole = lookupInputs(manifest, 0, {});
+  LaunchBuffers all, first, second;
+  ASSERT_TRUE(buildLaunch(manifest, 0, LaunchOptions(), all, error)) << error;
+  ASSERT_TRUE(buildLaunch(manifest, 1, LaunchOptions(), first, error)) << error;
+  ASSERT_TRUE(buildLaunch(manifest, 2, LaunchOptions(), second, error))
+      << error;
+  EXPECT_EQ(all.batch, 16);
+  EXPECT_EQ(all.bagBegin, 0);
+  EXPECT_EQ(first.batch, 6);
+  EXPECT_EQ(first.bagBegin, 0);
+  EXPECT_EQ(second.batch, 10);
+  EXPECT_EQ(second.bagBegin, 6);
+  // Each slice's bags are the lookup's bags, with offsets from 0.
+  EXPECT_EQ(first.packed.offsets.front(), 0);
+  EXPECT_EQ(second.packed.offsets.front(), 0);
+  for (int64_t bag = 0; bag < 16; ++bag) {
+    std::vector<int64_t> expected(
+        whole.indices.begin() + whole.offsets[size_t(bag)],
+        whole.indices.begin() + whole.offsets[size_t(bag + 1)]);
+    EXPECT_EQ(bagIndices(all, 0, bag), expected) << "bag " << bag;
+    EXPECT_EQ(bag < 6 ? bagIndices(first, 0, bag)
+                      : bagIndices(second, 0, bag - 6),
+              expected)
+        << "bag " << bag;
+  }
+  // At another batch a slice keeps its share of the bags.
+  manifest.batchSize = 160;
+  ASSERT_TRUE(buildLaunch(manifest, 2, LaunchOptions(), second, error))
+      << error;
+  EXPECT_EQ(second.bagBegin, 60);
+  EXPECT_EQ(second.batch, 100);
+  manifest.batchSize = 2;
+  EXPECT_FALSE(buildLaunch(manifest, 1, LaunchOptions(), first, error));
+  EXPECT_EQ(error, "launch 1 looks up bags 0 to 6 of 16, none of them at a "
+                   "batch of 2");
+}
+
+TEST(LaunchManifestTest, BagRangesAreChecked) {
+  auto refuse = [](const std::string &from, const std::string &to) {
+    return refusal(kReplicaManifest, from, to);
+  };
+  EXPECT_EQ(refuse("device 1 i32 6 16", "device 1 i32 6 17"),
+            "line 11: device.bag_end is 17; expected an integer in 7 .. 16");
+  EXPECT_EQ(refuse("device 1 i32 6 16", "device 1 i32 6 6"),
+            "line 11: device.bag_end is 6; expected an integer in 7 .. 16");
+  EXPECT_EQ(refuse("device 1 i32 6 16", "device 1 i32 16 16"),
+            "line 11: device.bag_begin is 16; expected an integer in 0 .. 15");
+  EXPECT_EQ(refuse("device 1 i32 6 16", "device 1 i32 6"),
+            "line 11: device has 3 field(s); expected 4 (device index_type "
+            "bag_begin bag_end)");
+  EXPECT_EQ(refuse("run 64 16 7 0.5\n", ""),
+            "line 6: device before the run record, whose batch its bags are "
+            "of");
 }
 
 } // namespace

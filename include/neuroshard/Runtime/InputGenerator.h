@@ -83,6 +83,11 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
 LookupInputs rowBlockInputs(const LookupInputs &lookup, int64_t rowBegin,
                             int64_t rowEnd);
 
+/// The bags [bagBegin, bagEnd) of `lookup`, with offsets from 0: what a
+/// data-parallel replica looks up.
+LookupInputs bagSliceInputs(const LookupInputs &lookup, int64_t bagBegin,
+                            int64_t bagEnd);
+
 /// Row `row` of a table of `rows` rows when only its first `kept` rows are
 /// allocated (a `--max-rows` cap): the same fraction of the way, so that a
 /// table's row pieces still divide the kept rows in the same shares.

@@ -407,10 +407,11 @@ bucketizeGeometry(BucketizeStep step, int64_t numBlocks, int64_t batchSize,
 /// with `#` are skipped. `module`, `kernels` and `run` appear once; tables
 /// come before the lookups that name them (by position, from 0), lookups
 /// before the shards, and every `shard` belongs to the `device` before it.
-/// Version 3 gave shards their row range; version 2, whose shards are column
-/// ranges of whole tables, is still read.
+/// Version 3 gave shards their row range, version 4 launches their range of
+/// the batch's bags; versions 2 (shards of every row) and 3 (launches of
+/// every bag) are still read.
 constexpr const char *kManifestMagic = "neuroshard-cuda-manifest";
-constexpr int64_t kManifestVersion = 3;
+constexpr int64_t kManifestVersion = 4;
 constexpr int64_t kOldestManifestVersion = 2;
 
 /// A record's keyword and the names of its fields, in order.
@@ -437,8 +438,14 @@ constexpr ManifestRecord kTableRecord = {
     "table", {"name", "rows", "dim", "pooling_factor"}, 4};
 /// One input stream: one per distinct indices value of the module.
 constexpr ManifestRecord kLookupRecord = {"lookup", {"table", "stream"}, 2};
-/// One launch: the device's fused lookup and its index type (i32 or i64).
+/// One launch: the device's fused lookup, its index type (i32 or i64) and
+/// the bags [bag_begin, bag_end) of the batch it looks up: every bag, or a
+/// data-parallel replica's slice of them, whose lookups then read those
+/// bags of their inputs.
 constexpr ManifestRecord kDeviceRecord = {
+    "device", {"device", "index_type", "bag_begin", "bag_end"}, 4};
+/// A launch of a version 2 or 3 manifest: every bag of the batch.
+constexpr ManifestRecord kDeviceRecordV3 = {
     "device", {"device", "index_type"}, 2};
 /// A shard of the launch before it: rows [row_begin, row_end) and columns
 /// [col_begin, col_end) of its lookup's table, pooled with `sum` or `mean`.

@@ -49,7 +49,13 @@ struct ShardSpec {
 struct LaunchSpec {
   int64_t device = 0;
   bool index64 = true;
+  /// The bags [bagBegin, bagEnd) of the manifest's batch the launch looks
+  /// up (bagEnd -1: to the last): every bag, or a replica's slice.
+  int64_t bagBegin = 0, bagEnd = -1;
   std::vector<ShardSpec> shards;
+  bool isBatchSlice(int64_t batchSize) const {
+    return bagBegin != 0 || (bagEnd != -1 && bagEnd != batchSize);
+  }
 };
 
 struct Manifest {
@@ -59,7 +65,11 @@ struct Manifest {
   std::string chip;
   std::string forwardI32, forwardI64, backwardI32, backwardI64;
   int64_t threadsPerBlock = 256;
+  /// The bags of a lookup; a program may run the manifest at another batch
+  /// than the one written (`declaredBatchSize`), and a launch's slice of
+  /// the bags then keeps its share of them.
   int64_t batchSize = 0;
+  int64_t declaredBatchSize = 0;
   uint64_t seed = 0;
   double lr = 0.0;
   std::vector<inputs::TableStats> tables;
@@ -121,10 +131,14 @@ struct LaunchOptions {
 
 /// One launch of the manifest as KernelABI.h lays it out: the shards'
 /// metadata and the concatenated inputs of the lookups they read (a row
-/// piece's block of them), and where
+/// piece's block of them, a replica's bags of them), and where
 /// each slot (a shard or a table, by the layout) starts in a weights arena
 /// of `arenaSize` floats. The weights' values are the caller's.
 struct LaunchBuffers {
+  /// The launch's bags, the first of them in the manifest's batch (0 unless
+  /// the launch looks up a replica's slice).
+  int64_t batch = 0;
+  int64_t bagBegin = 0;
   kernel_abi::PackedShardSet<int64_t> packed;
   std::vector<int64_t> layout;
   int64_t arenaSize = 0;

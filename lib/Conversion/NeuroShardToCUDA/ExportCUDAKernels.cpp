@@ -48,6 +48,8 @@ struct ManifestLaunch {
   int64_t device;
   unsigned indexBits;
   SmallVector<ManifestShard> shards;
+  /// The bags [bagBegin, bagEnd) of the batch it looks up; bagEnd -1: all.
+  int64_t bagBegin = 0, bagEnd = -1;
 };
 
 struct ManifestLookup {
@@ -66,6 +68,8 @@ private:
   LogicalResult collect(ModuleOp module);
   unsigned lookupOf(Value indices, unsigned table);
   LogicalResult recordBatch(Operation *op, Value result);
+  LogicalResult recordBatch(Operation *op, int64_t batch);
+  LogicalResult replicaBags(FusedEmbeddingBagOp fused, ManifestLaunch &launch);
   void writeManifest(llvm::raw_ostream &os, StringRef moduleFile,
                      StringRef moduleFormat, StringRef chip);
 
@@ -89,7 +93,10 @@ unsigned ExportCUDAKernelsPass::lookupOf(Value indices, unsigned table) {
 }
 
 LogicalResult ExportCUDAKernelsPass::recordBatch(Operation *op, Value result) {
-  int64_t batch = cast<ShapedType>(result.getType()).getDimSize(0);
+  return recordBatch(op, cast<ShapedType>(result.getType()).getDimSize(0));
+}
+
+LogicalResult ExportCUDAKernelsPass::recordBatch(Operation *op, int64_t batch) {
   if (ShapedType::isDynamic(batch))
     return op->emitOpError()
            << "has a dynamic batch size; the manifest needs a static batch";
@@ -142,6 +149,48 @@ static FailureOr<Value> wholeLookupIndices(FusedEmbeddingBagOp fused,
   return bucketize.getIndices();
 }
 
+/// The bags of the whole batch that a replicated fused lookup looks up:
+/// every entry's offsets must be one static slice of its lookup's offsets
+/// (what --neuroshard-materialize cuts for a device's replica), the same
+/// slice for every entry. Records the whole batch.
+LogicalResult ExportCUDAKernelsPass::replicaBags(FusedEmbeddingBagOp fused,
+                                                 ManifestLaunch &launch) {
+  int64_t bags = cast<ShapedType>(fused.getResult().getType()).getDimSize(0);
+  for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
+    TableOp table = tables[tableIndex.lookup(fused.getEntryTable(i))];
+    auto describe = [&]() {
+      InFlightDiagnostic diag = fused.emitOpError();
+      diag << "entry " << i << " reads the replica of table '"
+           << table.getSymName() << "' on device " << fused.getDevice();
+      return diag;
+    };
+    if (!table.isReplicated())
+      return describe() << " beside entries of other tables' replicas; "
+                           "a launch looks up one range of bags";
+    auto slice = fused.getOffsets()[i].getDefiningOp<tensor::ExtractSliceOp>();
+    auto whole = slice ? dyn_cast<RankedTensorType>(slice.getSourceType())
+                       : RankedTensorType();
+    if (!slice || !whole || whole.getRank() != 1 || whole.isDynamicDim(0) ||
+        slice.getStaticOffsets().size() != 1 ||
+        ShapedType::isDynamic(slice.getStaticOffsets()[0]) ||
+        ShapedType::isDynamic(bags))
+      return describe() << " but its offsets are not a static slice of its "
+                           "lookup's offsets; the manifest gives a replica "
+                           "its range of the lookup's bags";
+    int64_t begin = slice.getStaticOffsets()[0];
+    if (i > 0 && begin != launch.bagBegin)
+      return describe() << " at bags " << begin << " to " << begin + bags
+                        << ", but entry 0 at bags " << launch.bagBegin << " to "
+                        << launch.bagEnd
+                        << "; a launch looks up one range of bags";
+    launch.bagBegin = begin;
+    launch.bagEnd = begin + bags;
+    if (failed(recordBatch(fused, whole.getDimSize(0) - 1)))
+      return failure();
+  }
+  return success();
+}
+
 /// Whether `text` can be one field of a manifest record.
 static bool isManifestWord(StringRef text) {
   return !text.empty() && text.find_first_of(" \t\r\n") == StringRef::npos;
@@ -182,22 +231,16 @@ LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
                                tables[table].getNumRows(), lookup.getMode()});
       launches.push_back(std::move(launch));
     } else if (auto fused = dyn_cast<FusedEmbeddingBagOp>(op)) {
-      // A replica looks up its device's slice of the batch, and the
-      // manifest has one batch for every launch.
-      for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
-        TableOp table = tables[tableIndex.lookup(fused.getEntryTable(i))];
-        if (table.isReplicated()) {
-          fused.emitOpError()
-              << "entry " << i << " reads the replica of table '"
-              << table.getSymName() << "' on device " << fused.getDevice()
-              << " with its slice of the batch; the launch manifest has one "
-                 "batch for every launch, so replicas cannot be exported";
-          return WalkResult::interrupt();
-        }
-      }
-      if (failed(recordBatch(op, fused.getResult())))
-        return WalkResult::interrupt();
       ManifestLaunch launch{static_cast<int64_t>(fused.getDevice()), 32, {}};
+      // A replica looks up its device's slice of the batch: the launch gets
+      // that range of bags of its lookups.
+      bool replicas = false;
+      for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i)
+        replicas |=
+            tables[tableIndex.lookup(fused.getEntryTable(i))].isReplicated();
+      if (failed(replicas ? replicaBags(fused, launch)
+                          : recordBatch(op, fused.getResult())))
+        return WalkResult::interrupt();
       for (unsigned i = 0, e = fused.getNumEntries(); i < e; ++i) {
         Value indices = fused.getIndices()[i];
         launch.indexBits = std::max(launch.indexBits, indexBits(indices));
@@ -271,7 +314,8 @@ void ExportCUDAKernelsPass::writeManifest(llvm::raw_ostream &os,
   for (const ManifestLaunch &launch : launches) {
     startRecord(os, abi::kDeviceRecord)
         << ' ' << launch.device << ' '
-        << (launch.indexBits == 32 ? "i32" : "i64") << '\n';
+        << (launch.indexBits == 32 ? "i32" : "i64") << ' ' << launch.bagBegin
+        << ' ' << (launch.bagEnd < 0 ? batchSize : launch.bagEnd) << '\n';
     for (const ManifestShard &shard : launch.shards)
       startRecord(os, abi::kShardRecord)
           << ' ' << shard.lookup << ' ' << shard.colBegin << ' ' << shard.colEnd

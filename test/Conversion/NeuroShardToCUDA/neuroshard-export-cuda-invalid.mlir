@@ -87,10 +87,45 @@ module {
 module {
   neuroshard.table @d : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
   func.func @f(%i: tensor<?xi32>, %o: tensor<3xi32>) -> tensor<2x4xf32> {
-    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 0 reads the replica of table 'd' on device 1 with its slice of the batch; the launch manifest has one batch for every launch, so replicas cannot be exported}}
+    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 0 reads the replica of table 'd' on device 1 but its offsets are not a static slice of its lookup's offsets; the manifest gives a replica its range of the lookup's bags}}
     %f = neuroshard.fused_embedding_bag device 1 [
         @d cols 0 to 4 sum(%i, %o : tensor<?xi32>, tensor<3xi32>)
       ] : tensor<2x4xf32>
     return %f : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+// The replicas of one launch look up one range of bags.
+module {
+  neuroshard.table @d : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  neuroshard.table @e : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<2x8xf32> {
+    %a = tensor.extract_slice %o[0] [3] [1] : tensor<5xi32> to tensor<3xi32>
+    %b = tensor.extract_slice %o[2] [3] [1] : tensor<5xi32> to tensor<3xi32>
+    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 1 reads the replica of table 'e' on device 1 at bags 2 to 4, but entry 0 at bags 0 to 2; a launch looks up one range of bags}}
+    %f = neuroshard.fused_embedding_bag device 1 [
+        @d cols 0 to 4 sum(%i, %a : tensor<?xi32>, tensor<3xi32>),
+        @e cols 0 to 4 sum(%i, %b : tensor<?xi32>, tensor<3xi32>)
+      ] : tensor<2x8xf32>
+    return %f : tensor<2x8xf32>
+  }
+}
+
+// -----
+
+// A launch of replicas holds replicas only.
+module {
+  neuroshard.table @d : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  neuroshard.table @w : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 1>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<5xi32>) -> tensor<2x8xf32> {
+    %a = tensor.extract_slice %o[2] [3] [1] : tensor<5xi32> to tensor<3xi32>
+    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 1 reads the replica of table 'w' on device 1 beside entries of other tables' replicas; a launch looks up one range of bags}}
+    %f = neuroshard.fused_embedding_bag device 1 [
+        @d cols 0 to 4 sum(%i, %a : tensor<?xi32>, tensor<3xi32>),
+        @w cols 0 to 4 sum(%i, %a : tensor<?xi32>, tensor<3xi32>)
+      ] : tensor<2x8xf32>
+    return %f : tensor<2x8xf32>
   }
 }

@@ -26,7 +26,7 @@
 // PTX-LABEL: .entry neuroshard_bag_backward_sgd_i64(
 // PTX: {{atom|red}}.global.add.f32
 
-// MANIFEST: neuroshard-cuda-manifest 3
+// MANIFEST: neuroshard-cuda-manifest 4
 // MANIFEST-NEXT: module kernels.ptx ptx sm_90
 // MANIFEST-NEXT: kernels neuroshard_bag_forward_i32 neuroshard_bag_forward_i64 neuroshard_bag_backward_sgd_i32 neuroshard_bag_backward_sgd_i64
 // MANIFEST-NEXT: run 256 8 7 0.5
@@ -34,10 +34,10 @@
 // MANIFEST-NEXT: table small 100 12 2 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
 // MANIFEST-NEXT: lookup 0 0
 // MANIFEST-NEXT: lookup 1 0
-// MANIFEST-NEXT: device {{[01]}} i64
+// MANIFEST-NEXT: device {{[01]}} i64 0 8
 // Every shard of a table placed whole or by columns holds all its rows.
 // MANIFEST-NEXT: shard 0 {{[0-9]+}} {{[0-9]+}} 0 5000000 sum
-// MANIFEST: device {{[01]}} i64
+// MANIFEST: device {{[01]}} i64 0 8
 // MANIFEST-NOT: device
 
 // The module keeps its lookups (no host hookup requested) and holds the

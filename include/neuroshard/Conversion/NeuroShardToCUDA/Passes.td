@@ -119,19 +119,22 @@ def ExportCUDAKernels : Pass<"neuroshard-export-cuda", "::mlir::ModuleOp"> {
     fatbin, as `gpu-module-to-binary` produced it) to `binary`, and the
     launch manifest of the module's lookups to `manifest`: the tables with
     their statistics, every lookup (one per distinct indices value), and one
-    entry per `neuroshard.fused_embedding_bag` with its device and shards
-    (an unsharded `neuroshard.embedding_bag` counts as a whole-table shard on
-    device 0). A row piece is listed with its rows and the lookup its
-    `neuroshard.bucketize` block was cut from. `neuroshard-cuda-runner` reads
-    both; docs/lowering.md describes the format. The module itself is not
-    changed.
+    entry per `neuroshard.fused_embedding_bag` with its device, the bags of
+    the batch it looks up and its shards (an unsharded
+    `neuroshard.embedding_bag` counts as a whole-table shard on device 0). A
+    row piece is listed with its rows and the lookup its
+    `neuroshard.bucketize` block was cut from; a launch of replicas with the
+    slice of the lookup's bags its offsets are cut from.
+    `neuroshard-cuda-runner` reads both; docs/lowering.md describes the
+    format. The module itself is not changed.
 
     Fails with a diagnostic if the module has no kernel binary, no lookups,
     a table without `pooling_factor` and `access_hist`, a table that is not
     f32, lookups of different static batch sizes, a row piece whose indices
-    are not its block of a `neuroshard.bucketize`, a replica (whose slice of
-    the batch the manifest's one batch cannot express), or if a file cannot
-    be written.
+    are not its block of a `neuroshard.bucketize`, a replica whose offsets
+    are not a static slice of its lookup's offsets or a launch whose
+    replicas look up different bags or sit beside other shards, or if a
+    file cannot be written.
   }];
   let options = [
     Option<"manifest", "manifest", "std::string", "\"\"",
