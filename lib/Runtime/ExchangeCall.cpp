@@ -77,6 +77,13 @@ std::string neuroshard::exchange_abi::readReduceScatterCall(
   return "";
 }
 
+void neuroshard::exchange_abi::divideBags(const std::vector<float> &divisors,
+                                          int64_t width, float *rows) {
+  for (size_t b = 0; b < divisors.size(); ++b)
+    for (int64_t c = 0; c < width; ++c)
+      rows[int64_t(b) * width + c] /= divisors[b];
+}
+
 std::string
 neuroshard::exchange_abi::checkExchangeJob(const ExchangeLayout &layout,
                                            int64_t jobRank, int64_t jobRanks) {

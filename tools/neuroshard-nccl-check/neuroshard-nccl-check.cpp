@@ -14,9 +14,13 @@
 // * backward on device buffers: every rank's result gradient holds known
 //   values; its buffer gradient must be what the other ranks pack for it;
 // * both directions again through the C interface the lowered code calls,
-//   on host buffers.
+//   on host buffers;
+// * the collectives of row pieces and replicas through their C interfaces:
+//   the reduce-scatter of partial sums (sum and mean), its all-gather, and
+//   the SGD update of a replica whose gradients are summed over the ranks.
 //
-// Every copy is exact, so a match means a difference of 0. Rank 0 prints
+// Every copy is exact, and every sum is of small integers (times a power of
+// two), exact in any order, so a match means a difference of 0. Rank 0 prints
 // one line per check and the tool exits 1 on a mismatch. It depends on
 // neither LLVM nor MLIR, so that it runs on a GPU machine that has only
 // MPI and NCCL.
@@ -24,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Runtime/ExchangeABI.h"
+#include "neuroshard/Runtime/KernelABI.h"
 #include "neuroshard/Runtime/NCCL/NCCLExchange.h"
 
 #include <mpi.h>
@@ -153,24 +158,28 @@ ExchangeLayout layoutOf(const Options &options, int64_t rank) {
   return layout;
 }
 
+/// The rows x width row-major matrix of value(row, column).
+template <typename Value>
+std::vector<float> matrixOf(int64_t rows, int64_t width, Value value) {
+  std::vector<float> matrix(size_t(rows * width));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < width; ++c)
+      matrix[size_t(i * width + c)] = value(i, c);
+  return matrix;
+}
+
 /// Rank `layout.rank`'s B x W_rank buffer.
 std::vector<float> lookupBuffer(const ExchangeLayout &layout) {
-  int64_t width = layout.widths[layout.rank];
-  std::vector<float> buffer(size_t(layout.batch() * width));
-  for (int64_t b = 0; b < layout.batch(); ++b)
-    for (int64_t c = 0; c < width; ++c)
-      buffer[size_t(b * width + c)] = lookupValue(layout.rank, b, c);
-  return buffer;
+  return matrixOf(
+      layout.batch(), layout.widths[layout.rank],
+      [&](int64_t b, int64_t c) { return lookupValue(layout.rank, b, c); });
 }
 
 /// The gradient of rank `layout.rank`'s B_rank x sum(W) result.
 std::vector<float> resultGradient(const ExchangeLayout &layout) {
-  int64_t rows = layout.batches[layout.rank], width = layout.totalWidth();
-  std::vector<float> gradient(size_t(rows * width));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t c = 0; c < width; ++c)
-      gradient[size_t(i * width + c)] = gradientValue(layout.rank, i, c);
-  return gradient;
+  return matrixOf(
+      layout.batches[layout.rank], layout.totalWidth(),
+      [&](int64_t i, int64_t c) { return gradientValue(layout.rank, i, c); });
 }
 
 /// The forward result on the CPU: the blocks every rank sends this one,
@@ -235,6 +244,141 @@ bool report(const char *what, const std::vector<float> &actual,
   return match;
 }
 
+exchange_abi::MemRefDescriptor<float, 2>
+matrixRef(std::vector<float> &data, int64_t rows, int64_t columns) {
+  return {data.data(), data.data(), 0, {rows, columns}, {columns, 1}};
+}
+
+template <typename T>
+exchange_abi::MemRefDescriptor<T, 1> vectorRef(std::vector<T> &data) {
+  return {data.data(), data.data(), 0, {int64_t(data.size())}, {1}};
+}
+
+/// Bag b's length in the reduce-scatter's mean: 0 to 3, some bags empty.
+int64_t bagLength(int64_t b) { return b % 4; }
+
+/// The reduce-scatter and its all-gather through their C interfaces, each
+/// rank's partial sums B x W (W the first rank's width), with a sum and with
+/// a mean. True when both match the CPU on every rank.
+bool checkReduceScatter(const Options &options, int rank, bool mean) {
+  ExchangeLayout layout = layoutOf(options, rank);
+  int64_t batch = layout.batch(), width = options.widths[0];
+  int64_t rows = layout.batches[rank], first = layout.rowBegin(rank);
+  auto partial = [&](int64_t d) {
+    return matrixOf(batch, width,
+                    [&](int64_t b, int64_t c) { return lookupValue(d, b, c); });
+  };
+  std::vector<int64_t> offsets;
+  if (mean) {
+    offsets.push_back(0);
+    for (int64_t b = 0; b < batch; ++b)
+      offsets.push_back(offsets.back() + bagLength(b));
+  }
+  auto divisor = [&](int64_t b) {
+    return mean ? float(std::max<int64_t>(bagLength(b), 1)) : 1.0f;
+  };
+
+  std::vector<float> expected(size_t(rows * width), 0.0f);
+  for (int64_t d = 0; d < layout.ranks(); ++d) {
+    std::vector<float> values = partial(d);
+    for (int64_t i = 0; i < rows * width; ++i)
+      expected[size_t(i)] += values[size_t(first * width + i)];
+  }
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < width; ++c)
+      expected[size_t(i * width + c)] /= divisor(first + i);
+  std::vector<float> mine = partial(rank), own(size_t(rows * width), -1.0f);
+  std::vector<int64_t> batches = options.batches;
+  auto wholeRef = matrixRef(mine, batch, width);
+  auto ownRef = matrixRef(own, rows, width);
+  auto batchesRef = vectorRef(batches), offsetsRef = vectorRef(offsets);
+  _mlir_ciface_neuroshard_reduce_scatter_f32(&wholeRef, &ownRef, &batchesRef,
+                                             &offsetsRef, rank);
+  bool match = report(mean ? "reduce-scatter with a mean (host buffers)"
+                           : "reduce-scatter (host buffers)",
+                      own, expected, rank);
+
+  // Backward: every rank's gradient of its rows (the mean's adjoint
+  // divides it), gathered into B x W on every rank.
+  std::vector<float> expectedWhole(size_t(batch * width));
+  for (int64_t d = 0; d < layout.ranks(); ++d)
+    for (int64_t i = 0; i < layout.batches[d]; ++i)
+      for (int64_t c = 0; c < width; ++c) {
+        int64_t b = layout.rowBegin(d) + i;
+        expectedWhole[size_t(b * width + c)] =
+            gradientValue(d, i, c) / divisor(b);
+      }
+  std::vector<float> gradient =
+      matrixOf(rows, width,
+               [&](int64_t i, int64_t c) { return gradientValue(rank, i, c); });
+  std::vector<float> whole(size_t(batch * width), -1.0f);
+  auto gradientRef = matrixRef(gradient, rows, width);
+  auto gatheredRef = matrixRef(whole, batch, width);
+  _mlir_ciface_neuroshard_reduce_scatter_gradient_f32(
+      &gradientRef, &gatheredRef, &batchesRef, &offsetsRef, rank);
+  match &= report(mean ? "all-gather with a mean (host buffers)"
+                       : "all-gather (host buffers)",
+                  whole, expectedWhole, rank);
+  return match;
+}
+
+/// The replicas' update through its C interface: one replica of an 8 x 4
+/// table on every rank, each rank's slice of 6 bags looking up rows that
+/// depend on the rank; every rank must end with the initial table minus lr
+/// times the gradient summed over all ranks' bags.
+bool checkReplicaUpdate(int rank, int ranks) {
+  namespace abi = kernel_abi;
+  constexpr int64_t kRows = 8, kWidth = 4, kBags = 6;
+  constexpr float kLearningRate = 0.5f;
+  auto inputs = [&](int64_t d, std::vector<int64_t> &indices,
+                    std::vector<int64_t> &offsets) {
+    indices.clear();
+    offsets.assign(1, 0);
+    for (int64_t b = 0; b < kBags; ++b) {
+      for (int64_t k = 0; k < bagLength(b + d); ++k)
+        indices.push_back((d * 3 + b * 5 + k) % kRows);
+      offsets.push_back(int64_t(indices.size()));
+    }
+  };
+  auto outputGradient = [&](int64_t d) {
+    return matrixOf(kBags, kWidth, [&](int64_t b, int64_t c) {
+      return gradientValue(d, b, c);
+    });
+  };
+  std::vector<float> table = matrixOf(
+      kRows, kWidth, [](int64_t r, int64_t c) { return lookupValue(0, r, c); });
+
+  std::vector<float> expected = table;
+  std::vector<int64_t> indices, offsets;
+  for (int64_t d = 0; d < ranks; ++d) {
+    inputs(d, indices, offsets);
+    std::vector<float> grad = outputGradient(d);
+    for (int64_t b = 0; b < kBags; ++b)
+      for (int64_t i = offsets[size_t(b)]; i < offsets[size_t(b + 1)]; ++i)
+        for (int64_t c = 0; c < kWidth; ++c)
+          expected[size_t(indices[size_t(i)] * kWidth + c)] -=
+              kLearningRate * grad[size_t(b * kWidth + c)];
+  }
+
+  abi::ShardDescriptor shard;
+  shard.rowStride = kWidth;
+  shard.width = kWidth;
+  std::vector<int64_t> meta;
+  abi::appendShard(meta, shard, /*outColumn=*/0, abi::InputBase());
+  std::vector<int64_t> layout = {0};
+  inputs(rank, indices, offsets);
+  std::vector<float> grad = outputGradient(rank);
+  auto metaRef = vectorRef(meta), layoutRef = vectorRef(layout);
+  auto weightsRef = vectorRef(table);
+  auto indicesRef = vectorRef(indices), offsetsRef = vectorRef(offsets);
+  auto gradRef = matrixRef(grad, kBags, kWidth);
+  _mlir_ciface_neuroshard_replica_sgd_i64(&metaRef, &layoutRef, &weightsRef,
+                                          &indicesRef, &offsetsRef, &gradRef,
+                                          kLearningRate);
+  return report("replica update (gradients summed over the ranks)", table,
+                expected, rank);
+}
+
 /// Exchanges device buffers forward and backward, then host buffers through
 /// the C interface, and compares each with the CPU. True when all match.
 bool runChecks(const Options &options, nccl::Communicator &communicator) {
@@ -276,23 +420,14 @@ bool runChecks(const Options &options, nccl::Communicator &communicator) {
   std::vector<float> hostResult(resultCount, -1.0f);
   std::vector<float> hostBufferGradient(bufferCount, -1.0f);
   std::vector<int64_t> widths = options.widths, batches = options.batches;
-  auto matrix = [](std::vector<float> &data, int64_t rows, int64_t columns) {
-    return exchange_abi::MemRefDescriptor<float, 2>{
-        data.data(), data.data(), 0, {rows, columns}, {columns, 1}};
-  };
-  auto vector = [](std::vector<int64_t> &data) {
-    int64_t size = int64_t(data.size());
-    return exchange_abi::MemRefDescriptor<int64_t, 1>{
-        data.data(), data.data(), 0, {size}, {1}};
-  };
-  auto bufferRef = matrix(buffer, layout.batch(), layout.widths[rank]);
+  auto bufferRef = matrixRef(buffer, layout.batch(), layout.widths[rank]);
   auto resultRef =
-      matrix(hostResult, layout.batches[rank], layout.totalWidth());
+      matrixRef(hostResult, layout.batches[rank], layout.totalWidth());
   auto gradientRef =
-      matrix(gradient, layout.batches[rank], layout.totalWidth());
+      matrixRef(gradient, layout.batches[rank], layout.totalWidth());
   auto bufferGradientRef =
-      matrix(hostBufferGradient, layout.batch(), layout.widths[rank]);
-  auto widthsRef = vector(widths), batchesRef = vector(batches);
+      matrixRef(hostBufferGradient, layout.batch(), layout.widths[rank]);
+  auto widthsRef = vectorRef(widths), batchesRef = vectorRef(batches);
   _mlir_ciface_neuroshard_exchange_f32(&bufferRef, &resultRef, &widthsRef,
                                        &batchesRef, rank);
   _mlir_ciface_neuroshard_exchange_gradient_f32(
@@ -301,6 +436,9 @@ bool runChecks(const Options &options, nccl::Communicator &communicator) {
                   expected, rank);
   match &= report("backward through the C interface (host buffers)",
                   hostBufferGradient, expectedGradient, rank);
+  match &= checkReduceScatter(options, rank, /*mean=*/false);
+  match &= checkReduceScatter(options, rank, /*mean=*/true);
+  match &= checkReplicaUpdate(rank, communicator.ranks());
   return match;
 }
 

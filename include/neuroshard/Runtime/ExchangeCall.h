@@ -64,6 +64,20 @@ std::string readReduceScatterCall(const MemRefDescriptor<float, 2> &whole,
                                   int64_t rank, ExchangeLayout &layout,
                                   std::vector<float> &divisors);
 
+/// Divides each of a rank's bags, the rows of `rows` (divisors.size() x
+/// width, row-major), by its divisor from readReduceScatterCall: the mean
+/// after the reduce-scatter's sum, and its adjoint before the all-gather.
+void divideBags(const std::vector<float> &divisors, int64_t width, float *rows);
+
+/// The C interface of the reduce-scatter (kReduceScatterF32) and of its
+/// gradient: the B x W and B_rank x W buffers (in the roles each direction
+/// gives them), the batches, the offsets of a mean and the rank.
+using ReduceScatterF32Function = void (*)(MemRefDescriptor<float, 2> *,
+                                          MemRefDescriptor<float, 2> *,
+                                          MemRefDescriptor<int64_t, 1> *,
+                                          MemRefDescriptor<int64_t, 1> *,
+                                          int64_t);
+
 /// Why `layout` does not describe the job this process is rank `jobRank`
 /// of, out of `jobRanks` (empty if it does).
 std::string checkExchangeJob(const ExchangeLayout &layout, int64_t jobRank,

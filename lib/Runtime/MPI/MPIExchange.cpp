@@ -7,6 +7,7 @@
 #include "neuroshard/Runtime/MPI/MPIExchange.h"
 #include "neuroshard/Runtime/ExchangeCall.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/ReplicaUpdate.h"
 
 #include <mpi.h>
 
@@ -384,9 +385,7 @@ struct ScatterCall {
   /// Divides each of the rank's bags in `rows` (B_rank x W) by its whole
   /// length under a mean: the mean after the sum, and its adjoint.
   void divideBags(float *rows) const {
-    for (size_t b = 0; b < divisors.size(); ++b)
-      for (int64_t c = 0; c < width; ++c)
-        rows[b * width + c] /= divisors[b];
+    exchange_abi::divideBags(divisors, width, rows);
   }
 };
 
@@ -451,9 +450,8 @@ extern "C" void reduceScatterGradientF32(MemRefDescriptor<float, 2> *gradient,
   accumulatedSeconds += MPI_Wtime() - start;
 }
 
-/// The SGD update of replicas: every rank's gradient of each shard's rows,
-/// summed over the job (MPI_Allreduce), then applied once. `meta` and the
-/// other operands are the backward kernel's (KernelABI.h).
+/// The SGD update of replicas (exchange_abi::updateReplicas): the extents
+/// and the gradients summed over the job with MPI_Allreduce.
 template <typename Index>
 void replicaSGD(MemRefDescriptor<int64_t, 1> *meta,
                 MemRefDescriptor<int64_t, 1> *layout,
@@ -461,66 +459,25 @@ void replicaSGD(MemRefDescriptor<int64_t, 1> *meta,
                 MemRefDescriptor<Index, 1> *indices,
                 MemRefDescriptor<Index, 1> *offsets,
                 MemRefDescriptor<float, 2> *gradient, float lr) {
-  namespace abi = kernel_abi;
   double start = MPI_Wtime();
-  const int64_t *fields = meta->aligned + meta->offset;
-  int64_t shards = meta->sizes[0] / abi::kShardFields;
-  const int64_t *bases = layout->aligned + layout->offset;
-  float *arena = weights->aligned + weights->offset;
-  const Index *index = indices->aligned + indices->offset;
-  const Index *offset = offsets->aligned + offsets->offset;
-  const float *grad = gradient->aligned + gradient->offset;
-  int64_t bags = gradient->sizes[0], gradStride = gradient->strides[0];
-
-  // Rows touched on any rank, per shard: the extent of the summed gradient.
-  std::vector<int64_t> extent(shards, 0);
-  for (int64_t s = 0; s < shards; ++s) {
-    const int64_t *f = fields + s * abi::kShardFields;
-    for (int64_t b = 0; b < bags; ++b)
-      for (Index i = offset[f[abi::kOffsetsBase] + b];
-           i < offset[f[abi::kOffsetsBase] + b + 1]; ++i)
-        extent[s] = std::max<int64_t>(
-            extent[s], int64_t(index[f[abi::kIndicesBase] + i]) + 1);
-  }
-  MPI_Allreduce(MPI_IN_PLACE, extent.data(), static_cast<int>(shards),
-                MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-
-  std::vector<float> sum;
-  for (int64_t s = 0; s < shards; ++s) {
-    const int64_t *f = fields + s * abi::kShardFields;
-    int64_t width = f[abi::kWidth];
-    if (extent[s] * width > INT_MAX)
-      abortJob("the gradient of a replica's " + std::to_string(extent[s]) +
-               " x " + std::to_string(width) +
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  auto maxOverRanks = [](int64_t *values, size_t count) {
+    MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_INT64_T,
+                  MPI_MAX, MPI_COMM_WORLD);
+  };
+  auto sumOverRanks = [&](float *values, size_t count) {
+    if (count > size_t(INT_MAX))
+      abortJob("the gradient of a replica's " + std::to_string(count) +
                " values needs more than MPI's int counts hold");
-    sum.assign(static_cast<size_t>(extent[s] * width), 0.0f);
-    for (int64_t b = 0; b < bags; ++b) {
-      Index first = offset[f[abi::kOffsetsBase] + b];
-      Index end = offset[f[abi::kOffsetsBase] + b + 1];
-      float scale = f[abi::kMode] == abi::kMean && end > first
-                        ? 1.0f / float(end - first)
-                        : 1.0f;
-      const float *row = grad + b * gradStride + f[abi::kOutColumn];
-      for (Index i = first; i < end; ++i) {
-        float *into =
-            sum.data() + int64_t(index[f[abi::kIndicesBase] + i]) * width;
-        for (int64_t c = 0; c < width; ++c)
-          into[c] += scale * row[c];
-      }
-    }
-    MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(sum.size()),
-                  MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    float *table = arena + bases[f[abi::kTable]];
-    for (int64_t r = 0; r < extent[s]; ++r)
-      for (int64_t c = 0; c < width; ++c)
-        table[r * f[abi::kRowStride] + f[abi::kColBegin] + c] -=
-            lr * sum[r * width + c];
+    MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_FLOAT,
+                  MPI_SUM, MPI_COMM_WORLD);
     // A ring all-reduce sends about twice the buffer.
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    countSentBytes(std::vector<int64_t>(
-        size, size > 1 ? 2 * int64_t(sum.size()) / size : 0));
-  }
+    countSentBytes(
+        std::vector<int64_t>(size, size > 1 ? 2 * int64_t(count) / size : 0));
+  };
+  exchange_abi::updateReplicas(*meta, *layout, *weights, *indices, *offsets,
+                               *gradient, lr, maxOverRanks, sumOverRanks);
   accumulatedSeconds += MPI_Wtime() - start;
 }
 

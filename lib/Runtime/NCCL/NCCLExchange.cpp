@@ -304,21 +304,11 @@ std::string Communicator::exchangeBackward(const ExchangeLayout &layout,
                      : why;
 }
 
-std::string Communicator::exchangeFromHost(const ExchangeLayout &layout,
-                                           bool forward, const float *input,
-                                           float *output) {
-  std::string why = checkJob(layout);
-  if (!why.empty())
-    return why;
-  // The B x W_rank buffer (or its gradient) and the B_rank x sum(W) result
-  // (or its gradient).
-  size_t bufferCount = size_t(layout.batch() * layout.widths[layout.rank]);
-  size_t resultCount =
-      size_t(layout.batches[layout.rank] * layout.totalWidth());
-  size_t inputCount = forward ? bufferCount : resultCount;
-  size_t outputCount = forward ? resultCount : bufferCount;
-  if (why.empty())
-    why = makeCurrent();
+template <typename Collective>
+std::string Communicator::runFromHost(const float *input, size_t inputCount,
+                                      float *output, size_t outputCount,
+                                      Collective collective) {
+  std::string why = makeCurrent();
   if (why.empty())
     why = stagedInput.reserve(inputCount);
   if (why.empty())
@@ -326,15 +316,129 @@ std::string Communicator::exchangeFromHost(const ExchangeLayout &layout,
   if (why.empty())
     why = stagedInput.upload(input, inputCount, ownStream);
   if (why.empty())
-    why = forward ? exchangeForward(layout, stagedInput.data(),
-                                    stagedOutput.data(), ownStream)
-                  : exchangeBackward(layout, stagedInput.data(),
-                                     stagedOutput.data(), ownStream);
+    why = collective(stagedInput.data(), stagedOutput.data());
   if (why.empty())
     why = stagedOutput.download(output, outputCount, ownStream);
   if (why.empty())
     why = synchronize(ownStream);
   return why;
+}
+
+std::string Communicator::exchangeFromHost(const ExchangeLayout &layout,
+                                           bool forward, const float *input,
+                                           float *output) {
+  if (std::string why = checkJob(layout); !why.empty())
+    return why;
+  // The B x W_rank buffer (or its gradient) and the B_rank x sum(W) result
+  // (or its gradient).
+  size_t bufferCount = size_t(layout.batch() * layout.widths[layout.rank]);
+  size_t resultCount =
+      size_t(layout.batches[layout.rank] * layout.totalWidth());
+  return runFromHost(
+      input, forward ? bufferCount : resultCount, output,
+      forward ? resultCount : bufferCount, [&](const float *in, float *out) {
+        return forward ? exchangeForward(layout, in, out, ownStream)
+                       : exchangeBackward(layout, in, out, ownStream);
+      });
+}
+
+/// Floats of rank d's rows of a B x W buffer of `layout` (every rank W
+/// columns), and where they start.
+static size_t rowsCount(const ExchangeLayout &layout, int64_t d) {
+  return size_t(layout.batches[d] * layout.widths[d]);
+}
+static size_t rowsOffset(const ExchangeLayout &layout, int64_t d) {
+  return size_t(layout.rowBegin(d) * layout.widths[d]);
+}
+
+/// One NCCL group of `call(d)` for every rank d of `layout`, after the
+/// checks every collective makes; the group is closed even after a failed
+/// call, so that NCCL drops it.
+template <typename Call>
+std::string Communicator::groupPerRank(const ExchangeLayout &layout,
+                                       Call call) {
+  if (std::string why = checkJob(layout); !why.empty())
+    return why;
+  if (std::string why = makeCurrent(); !why.empty())
+    return why;
+  std::string why = ncclFailure(ncclGroupStart(), "ncclGroupStart");
+  if (!why.empty())
+    return why;
+  for (int64_t d = 0; d < layout.ranks() && why.empty(); ++d)
+    why = call(d);
+  std::string end = ncclFailure(ncclGroupEnd(), "ncclGroupEnd", comm);
+  return why.empty() ? end : why;
+}
+
+std::string Communicator::reduceScatter(const ExchangeLayout &layout,
+                                        const float *devicePartial,
+                                        float *deviceOwn, Stream stream) {
+  // Rank d's rows summed into rank d's buffer; the others' receive buffer
+  // is not written (NCCL reads it only at the root).
+  return groupPerRank(layout, [&](int64_t d) {
+    size_t count = rowsCount(layout, d);
+    return ncclFailure(ncclReduce(devicePartial + rowsOffset(layout, d),
+                                  deviceOwn, count, ncclFloat32, ncclSum,
+                                  int(d), comm, stream),
+                       "ncclReduce(" + std::to_string(count) +
+                           " floats to rank " + std::to_string(d) + ")",
+                       comm);
+  });
+}
+
+std::string Communicator::allGather(const ExchangeLayout &layout,
+                                    const float *deviceOwn, float *deviceWhole,
+                                    Stream stream) {
+  return groupPerRank(layout, [&](int64_t d) {
+    size_t count = rowsCount(layout, d);
+    return ncclFailure(ncclBroadcast(deviceOwn,
+                                     deviceWhole + rowsOffset(layout, d), count,
+                                     ncclFloat32, int(d), comm, stream),
+                       "ncclBroadcast(" + std::to_string(count) +
+                           " floats from rank " + std::to_string(d) + ")",
+                       comm);
+  });
+}
+
+std::string Communicator::allReduceSum(const float *deviceValues,
+                                       float *deviceSum, size_t count,
+                                       Stream stream) {
+  if (std::string why = makeCurrent(); !why.empty())
+    return why;
+  return ncclFailure(ncclAllReduce(deviceValues, deviceSum, count, ncclFloat32,
+                                   ncclSum, comm, stream),
+                     "ncclAllReduce(" + std::to_string(count) + " floats)",
+                     comm);
+}
+
+std::string Communicator::reduceScatterFromHost(const ExchangeLayout &layout,
+                                                const float *partial,
+                                                float *own) {
+  if (std::string why = checkJob(layout); !why.empty())
+    return why;
+  return runFromHost(partial, size_t(layout.batch() * layout.widths[0]), own,
+                     rowsCount(layout, layout.rank),
+                     [&](const float *in, float *out) {
+                       return reduceScatter(layout, in, out, ownStream);
+                     });
+}
+
+std::string Communicator::allGatherFromHost(const ExchangeLayout &layout,
+                                            const float *own, float *whole) {
+  if (std::string why = checkJob(layout); !why.empty())
+    return why;
+  return runFromHost(own, rowsCount(layout, layout.rank), whole,
+                     size_t(layout.batch() * layout.widths[0]),
+                     [&](const float *in, float *out) {
+                       return allGather(layout, in, out, ownStream);
+                     });
+}
+
+std::string Communicator::allReduceSumFromHost(float *values, size_t count) {
+  return runFromHost(values, count, values, count,
+                     [&](const float *in, float *out) {
+                       return allReduceSum(in, out, count, ownStream);
+                     });
 }
 
 std::string Communicator::exchangeForwardFromHost(const ExchangeLayout &layout,

@@ -7,7 +7,10 @@
 // The exchange of ExchangeABI.h between GPUs, one MPI rank per GPU: the
 // messages of exchange_abi::forwardSchedule/backwardSchedule as one group of
 // ncclSend/ncclRecv on a CUDA stream, and the column blocks unpacked or
-// packed with 2-D device-to-device copies on the same stream.
+// packed with 2-D device-to-device copies on the same stream. The
+// collectives of row pieces and replicas too: the reduce-scatter of partial
+// sums (a group of ncclReduce), its all-gather (a group of ncclBroadcast),
+// and the all-reduce of replicas' gradients (ncclAllReduce).
 //
 // The communicator is set up over MPI_COMM_WORLD (MPI must be initialised
 // by the caller): rank 0 makes NCCL's unique id and broadcasts it, and each
@@ -115,6 +118,36 @@ public:
   exchangeBackwardFromHost(const exchange_abi::ExchangeLayout &layout,
                            const float *gradient, float *bufferGradient);
 
+  /// The reduce-scatter of row pieces' partial sums, enqueued on `stream`:
+  /// `devicePartial` is this rank's B x W partial sums, `deviceOwn`
+  /// receives its B_rank x W rows of their sum over the ranks (W is
+  /// `layout`'s width of every rank; one ncclReduce per rank's rows, rooted
+  /// at that rank, in one group, since the ranks' rows may differ in
+  /// number).
+  std::string reduceScatter(const exchange_abi::ExchangeLayout &layout,
+                            const float *devicePartial, float *deviceOwn,
+                            Stream stream);
+
+  /// Its backward, an all-gather: every rank's B_rank x W rows
+  /// (`deviceOwn` on each) into the B x W `deviceWhole` (one
+  /// ncclBroadcast per rank's rows, in one group).
+  std::string allGather(const exchange_abi::ExchangeLayout &layout,
+                        const float *deviceOwn, float *deviceWhole,
+                        Stream stream);
+
+  /// Sums `count` floats of `deviceValues` over the ranks into `deviceSum`
+  /// (which may be the same buffer).
+  std::string allReduceSum(const float *deviceValues, float *deviceSum,
+                           size_t count, Stream stream);
+
+  /// The three on host buffers, for the C entry points, as
+  /// exchangeForwardFromHost; allReduceSumFromHost sums `values` in place.
+  std::string reduceScatterFromHost(const exchange_abi::ExchangeLayout &layout,
+                                    const float *partial, float *own);
+  std::string allGatherFromHost(const exchange_abi::ExchangeLayout &layout,
+                                const float *own, float *whole);
+  std::string allReduceSumFromHost(float *values, size_t count);
+
   /// Waits until `stream` has run what was enqueued, and reports an error of
   /// the stream or an asynchronous error of the communicator (a peer that
   /// failed) instead of waiting for ever.
@@ -130,6 +163,17 @@ private:
   std::string prepare(const exchange_abi::ExchangeLayout &layout);
   std::string exchangeFromHost(const exchange_abi::ExchangeLayout &layout,
                                bool forward, const float *input, float *output);
+  /// Uploads `inputCount` floats of `input`, runs `collective` from the
+  /// staged input to the staged output on this communicator's stream, and
+  /// downloads `outputCount` floats into `output`.
+  /// One NCCL group of call(d) for every rank d, after checking `layout`
+  /// against the job.
+  template <typename Call>
+  std::string groupPerRank(const exchange_abi::ExchangeLayout &layout,
+                           Call call);
+  template <typename Collective>
+  std::string runFromHost(const float *input, size_t inputCount, float *output,
+                          size_t outputCount, Collective collective);
 
   int jobRank = 0, jobRanks = 0, deviceOrdinal = 0;
   std::string name;
@@ -164,6 +208,40 @@ extern "C" void _mlir_ciface_neuroshard_exchange_f32(
     neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *widths,
     neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *batches,
     int64_t rank);
+
+/// The reduce-scatter of row pieces' partial sums
+/// (`neuroshard_reduce_scatter_f32`) and its gradient, an all-gather
+/// (`neuroshard_reduce_scatter_gradient_f32`), on host buffers staged
+/// through the device, with the mean's division on the host; and the SGD
+/// update of replicas (`neuroshard_replica_sgd_i32`/`_i64`), whose
+/// gradients are summed with ncclAllReduce. A failure aborts the job as the
+/// exchange's does.
+extern "C" void _mlir_ciface_neuroshard_reduce_scatter_f32(
+    neuroshard::exchange_abi::MemRefDescriptor<float, 2> *partial,
+    neuroshard::exchange_abi::MemRefDescriptor<float, 2> *result,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *batches,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *offsets,
+    int64_t rank);
+extern "C" void _mlir_ciface_neuroshard_reduce_scatter_gradient_f32(
+    neuroshard::exchange_abi::MemRefDescriptor<float, 2> *gradient,
+    neuroshard::exchange_abi::MemRefDescriptor<float, 2> *result,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *batches,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *offsets,
+    int64_t rank);
+extern "C" void _mlir_ciface_neuroshard_replica_sgd_i32(
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *meta,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *layout,
+    neuroshard::exchange_abi::MemRefDescriptor<float, 1> *weights,
+    neuroshard::exchange_abi::MemRefDescriptor<int32_t, 1> *indices,
+    neuroshard::exchange_abi::MemRefDescriptor<int32_t, 1> *offsets,
+    neuroshard::exchange_abi::MemRefDescriptor<float, 2> *gradient, float lr);
+extern "C" void _mlir_ciface_neuroshard_replica_sgd_i64(
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *meta,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *layout,
+    neuroshard::exchange_abi::MemRefDescriptor<float, 1> *weights,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *indices,
+    neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1> *offsets,
+    neuroshard::exchange_abi::MemRefDescriptor<float, 2> *gradient, float lr);
 
 /// The backward direction's C interface (`neuroshard_exchange_gradient_f32`),
 /// the same way: the gradient of the rank's B_rank x sum(W) result in, the
