@@ -170,10 +170,13 @@ LogicalResult ExportCUDAKernelsPass::replicaBags(FusedEmbeddingBagOp fused,
     auto slice = fused.getOffsets()[i].getDefiningOp<tensor::ExtractSliceOp>();
     auto whole = slice ? dyn_cast<RankedTensorType>(slice.getSourceType())
                        : RankedTensorType();
+    // One offset per bag and one past the last, contiguous: the bags
+    // [begin, begin + bags) of the lookup.
     if (!slice || !whole || whole.getRank() != 1 || whole.isDynamicDim(0) ||
         slice.getStaticOffsets().size() != 1 ||
         ShapedType::isDynamic(slice.getStaticOffsets()[0]) ||
-        ShapedType::isDynamic(bags))
+        ShapedType::isDynamic(bags) || slice.getStaticSizes()[0] != bags + 1 ||
+        slice.getStaticStrides()[0] != 1)
       return describe() << " but its offsets are not a static slice of its "
                            "lookup's offsets; the manifest gives a replica "
                            "its range of the lookup's bags";

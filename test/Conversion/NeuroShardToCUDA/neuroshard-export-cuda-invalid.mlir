@@ -97,6 +97,22 @@ module {
 
 // -----
 
+// A replica's offsets are a contiguous slice of its lookup's: one per bag
+// and one past the last.
+module {
+  neuroshard.table @d : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}
+  func.func @f(%i: tensor<?xi32>, %o: tensor<7xi32>) -> tensor<2x4xf32> {
+    %a = tensor.extract_slice %o[0] [3] [2] : tensor<7xi32> to tensor<3xi32>
+    // expected-error @+1 {{'neuroshard.fused_embedding_bag' op entry 0 reads the replica of table 'd' on device 1 but its offsets are not a static slice of its lookup's offsets}}
+    %f = neuroshard.fused_embedding_bag device 1 [
+        @d cols 0 to 4 sum(%i, %a : tensor<?xi32>, tensor<3xi32>)
+      ] : tensor<2x4xf32>
+    return %f : tensor<2x4xf32>
+  }
+}
+
+// -----
+
 // The replicas of one launch look up one range of bags.
 module {
   neuroshard.table @d : rows 10, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = 0, replica>, #neuroshard.shard<cols = 0 to 4, device = 1, replica>] {pooling_factor = 1.0 : f64, access_hist = array<f64: 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>}

@@ -132,7 +132,7 @@ def ExportCUDAKernels : Pass<"neuroshard-export-cuda", "::mlir::ModuleOp"> {
     a table without `pooling_factor` and `access_hist`, a table that is not
     f32, lookups of different static batch sizes, a row piece whose indices
     are not its block of a `neuroshard.bucketize`, a replica whose offsets
-    are not a static slice of its lookup's offsets or a launch whose
+    are not a contiguous static slice of its lookup's offsets or a launch whose
     replicas look up different bags or sit beside other shards, or if a
     file cannot be written.
   }];
