@@ -475,17 +475,19 @@ bool buildLaunch(const Manifest &manifest, size_t which,
     auto [pair, inserted] =
         pairOf.try_emplace({shard.lookup, first, end}, int64_t(pairs.size()));
     if (inserted) {
+      // Each lookup once, cut to the launch's bags when it has a slice.
       auto found = generated.find(shard.lookup);
-      if (found == generated.end())
-        found = generated
-                    .emplace(shard.lookup, lookupInputs(manifest, shard.lookup,
-                                                        given, options.maxRows))
-                    .first;
-      const inputs::LookupInputs *in = &found->second;
-      if (slice) {
-        blocks.push_back(inputs::bagSliceInputs(*in, out.bagBegin, bagEnd));
-        in = &blocks.back();
+      if (found == generated.end()) {
+        inputs::LookupInputs whole =
+            lookupInputs(manifest, shard.lookup, given, options.maxRows);
+        found =
+            generated
+                .emplace(shard.lookup, slice ? inputs::bagSliceInputs(
+                                                   whole, out.bagBegin, bagEnd)
+                                             : std::move(whole))
+                .first;
       }
+      const inputs::LookupInputs *in = &found->second;
       if (shard.isRowPiece(table)) {
         blocks.push_back(inputs::rowBlockInputs(*in, first, end));
         in = &blocks.back();
