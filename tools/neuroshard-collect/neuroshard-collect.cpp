@@ -47,7 +47,6 @@
 #include <cmath>
 #include <deque>
 #include <map>
-#include <tuple>
 
 using namespace llvm;
 using namespace ::neuroshard;
@@ -166,6 +165,10 @@ struct SetEntry {
   const inputs::TableStats *stats = nullptr;
   bool piece = false;
   int64_t rowBegin = 0, rowEnd = 0;
+  /// The first `kept` rows of the table are allocated (--max-rows); the
+  /// entry holds rows [keptBegin, keptEnd) of them: a piece its share, at
+  /// least one row.
+  int64_t kept = 0, keptBegin = 0, keptEnd = 0;
 };
 
 SetEntry readEntry(const json::Value &value,
@@ -207,6 +210,11 @@ SetEntry readEntry(const json::Value &value,
          ") are not a range of its " + Twine(entry.stats->rows) +
          " rows (0 <= first < end <= rows)");
   }
+  int64_t tableRows = entry.stats->rows;
+  entry.kept = maxRows > 0 ? std::min(tableRows, int64_t(maxRows)) : tableRows;
+  entry.keptBegin = inputs::keptRow(entry.rowBegin, entry.kept, tableRows);
+  entry.keptEnd = std::max(inputs::keptRow(entry.rowEnd, entry.kept, tableRows),
+                           entry.keptBegin + 1);
   return entry;
 }
 
@@ -279,18 +287,9 @@ int main(int argc, char **argv) {
     double weights = 0.0, indices = 0.0, width = 0.0;
     for (const auto &[streamId, stream] : streams)
       indices += double(stream.indices.size() + stream.offsets.size()) * 8.0;
-    // The first `kept` rows of each table are allocated; a piece keeps its
-    // share of them (at least one row).
-    auto keptRows = [&](const SetEntry &entry) {
-      int64_t rows = entry.stats->rows;
-      int64_t kept = maxRows > 0 ? std::min(rows, int64_t(maxRows)) : rows;
-      int64_t first = inputs::keptRow(entry.rowBegin, kept, rows);
-      int64_t end = inputs::keptRow(entry.rowEnd, kept, rows);
-      return std::make_tuple(kept, first, std::max(end, first + 1));
-    };
     for (const SetEntry &entry : entries) {
-      auto [kept, first, end] = keptRows(entry);
-      weights += double(end - first) * double(entry.stats->dim) * sizeof(float);
+      weights += double(entry.keptEnd - entry.keptBegin) *
+                 double(entry.stats->dim) * sizeof(float);
       width += double(entry.stats->dim);
       // The stream, the piece's block of it, and the set's packed copy.
       indices += (entry.piece ? 3.0 : 2.0) *
@@ -309,22 +308,23 @@ int main(int argc, char **argv) {
     std::vector<KernelShard> shards;
     std::deque<inputs::LookupInputs> blocks;
     for (const SetEntry &entry : entries) {
-      auto [kept, first, end] = keptRows(entry);
       auto stream = streams.find(entry.table);
       if (stream == streams.end())
-        stream = streams
-                     .insert({entry.table,
-                              inputs::generateLookup(
-                                  *entry.stats, batchSize, seed,
-                                  static_cast<uint64_t>(entry.table), kept)})
-                     .first;
+        stream =
+            streams
+                .insert({entry.table,
+                         inputs::generateLookup(
+                             *entry.stats, batchSize, seed,
+                             static_cast<uint64_t>(entry.table), entry.kept)})
+                .first;
       const inputs::LookupInputs *in = &stream->second;
       if (entry.piece) {
-        blocks.push_back(inputs::rowBlockInputs(*in, first, end));
+        blocks.push_back(
+            inputs::rowBlockInputs(*in, entry.keptBegin, entry.keptEnd));
         in = &blocks.back();
       }
-      shards.push_back(
-          {nullptr, end - first, entry.stats->dim, kernel_abi::kSum, in});
+      shards.push_back({nullptr, entry.keptEnd - entry.keptBegin,
+                        entry.stats->dim, kernel_abi::kSum, in});
     }
     int64_t arena = CPUKernels::packInputs(set, shards, batchSize, seed);
     if (static_cast<size_t>(arena) > set.weights.size()) {
