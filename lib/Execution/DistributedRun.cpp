@@ -145,8 +145,13 @@ private:
   /// A failure of this rank alone: the others may already wait for it in a
   /// collective, so the whole job is aborted.
   [[noreturn]] void abortJob(const Twine &message) {
-    WithColor::error(errs(), options.programName)
+    // One write, so that the launcher's abort banner, which other processes
+    // print meanwhile, cannot land inside the line.
+    std::string line;
+    raw_string_ostream os(line);
+    WithColor::error(os, options.programName)
         << "rank " << rank << ": " << message << "\n";
+    errs() << line;
     errs().flush();
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
