@@ -84,13 +84,14 @@ double AnalyticalCostModel::sliceComputeMs(const ColumnSlice &slice) const {
   double lookups = bags * table.totalPoolingFactor();
   double width = static_cast<double>(slice.width());
   // A replica looks up its device's share of the bags; a row piece gets the
-  // lookups of its rows (Problem.h, pieceSpec), and writes a partial sum
-  // for every bag.
+  // lookups of its rows, priced as its table's most loaded block
+  // (Problem.h, rowBlockShare), and writes a partial sum for every bag.
   if (slice.replica) {
     bags /= topology.numDevices();
     lookups /= topology.numDevices();
   } else {
-    lookups *= slice.rowShare(table);
+    lookups *=
+        rowBlockShare(table, slice, topology.batchSize, RowBlockLoad::Heaviest);
   }
   // Every column piece of a table reads all of the table's indices, then
   // one row segment per index, and writes one pooled output per bag and

@@ -297,11 +297,12 @@ Error appendExperience(StringRef path, ArrayRef<TableSpec> tables,
       json.attribute("predicted_ms", set.predictedMs);
       json.attributeArray("tables", [&] {
         for (const ColumnSlice &slice : set.slices) {
-          // What was timed, as the model sees it: a row piece is a table of
-          // its rows with its share of the lookups.
+          // What was timed, as calibration samples describe it: a row
+          // piece is a table of its rows with its mean share of the
+          // lookups, whichever block it is.
           TableSpec table =
               pieceSpec(tables[slice.table], slice, topology.numDevices(),
-                        topology.batchSize);
+                        topology.batchSize, RowBlockLoad::Mean);
           for (unsigned f = 0; f < table.numFeatures(); ++f) {
             FeatureStats feature = table.feature(f);
             json.object([&] {

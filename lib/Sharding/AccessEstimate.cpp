@@ -296,4 +296,102 @@ AccessBins rescaleAccessHistogram(ArrayRef<double> bins, int64_t rows,
   return normalizedWithin(rowsPerBin, lookups);
 }
 
+RowHitMoments &RowHitMoments::operator+=(const RowHitMoments &other) {
+  lookups += other.lookups;
+  sumSquaredHits += other.sumSquaredHits;
+  hottestRowHits = std::max(hottestRowHits, other.hottestRowHits);
+  return *this;
+}
+
+RowHitMoments rowHitMoments(ArrayRef<double> bins, int64_t rows,
+                            double lookups) {
+  RowHitMoments moments;
+  if (!(lookups > 0.0) || rows <= 0)
+    return moments;
+  moments.lookups = lookups;
+  // A bin's rows are spread over its counts [low, high] as a power law of
+  // exponent -2 (density 1 / h^2: as many rows above 2h as between h and
+  // 2h, which skewed tables show), so that they gather at the bin's low
+  // end: mean low high ln(high / low) / (high - low), mean square
+  // low high.
+  auto range = [](unsigned bin) {
+    double low = fewestHitsInBin(bin);
+    double high = bin + 1 == kNumAccessBins ? 2.0 * mostHitsInBin(bin - 1)
+                                            : mostHitsInBin(bin);
+    return std::make_pair(low, high);
+  };
+  double total = 0.0, meanHits = 0.0, meanSquaredHits = 0.0;
+  unsigned top = 0;
+  for (unsigned bin = 0; bin < kNumAccessBins && bin < bins.size(); ++bin) {
+    if (!(bins[bin] > 0.0))
+      continue;
+    auto [low, high] = range(bin);
+    double mean =
+        high > low ? low * high * std::log(high / low) / (high - low) : low;
+    total += bins[bin];
+    meanHits += bins[bin] * mean;
+    meanSquaredHits += bins[bin] * low * high;
+    top = bin;
+  }
+  if (!(total > 0.0)) {
+    // Nothing says the rows repeat: every lookup a row of its own.
+    moments.sumSquaredHits = lookups;
+    moments.hottestRowHits = 1.0;
+    return moments;
+  }
+  meanHits /= total;
+  meanSquaredHits /= total;
+  // As many distinct rows as the lookups fill at the histogram's counts, at
+  // least one and at most the table's; the counts scaled to the lookups.
+  double distinct =
+      std::clamp(lookups / meanHits, 1.0, static_cast<double>(rows));
+  double scale = lookups / (distinct * meanHits);
+  moments.sumSquaredHits = distinct * meanSquaredHits * scale * scale;
+  // The hottest of the top bin's n rows: the law's quantile (n - 1/2) / n,
+  // the bin's low end for a single row (a power law's hottest row is as
+  // likely anywhere in its bin; the low end keeps a block of a large table
+  // from being priced above what it receives).
+  auto [low, high] = range(top);
+  double n = std::max(1.0, distinct * bins[top] / total);
+  double quantile = (n - 0.5) / n;
+  double hottest = 1.0 / (1.0 / low - quantile * (1.0 / low - 1.0 / high));
+  // One row takes every lookup.
+  moments.hottestRowHits =
+      distinct <= 1.0 ? lookups : std::min(lookups, hottest * scale);
+  return moments;
+}
+
+/// The expected largest of `count` independent standard normal draws
+/// (Blom's approximation: the normal quantile at (count - 3/8) /
+/// (count + 1/4)), found by bisection.
+static double expectedLargestNormal(double count) {
+  if (count <= 1.0)
+    return 0.0;
+  double target = (count - 0.375) / (count + 0.25);
+  double low = 0.0, high = 10.0;
+  for (int step = 0; step < 60; ++step) {
+    double mid = 0.5 * (low + high);
+    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < target)
+      low = mid;
+    else
+      high = mid;
+  }
+  return 0.5 * (low + high);
+}
+
+double heaviestRowBlockShare(const RowHitMoments &moments, double fraction) {
+  if (!(fraction > 0.0) || fraction >= 1.0 || !(moments.lookups > 0.0))
+    return std::clamp(fraction, 0.0, 1.0);
+  double blocks = std::max(2.0, std::round(1.0 / fraction));
+  double mean = fraction * moments.lookups;
+  double spread =
+      std::sqrt(fraction * (1.0 - fraction) * moments.sumSquaredHits);
+  double largest = mean + expectedLargestNormal(blocks) * spread;
+  double hot = moments.hottestRowHits;
+  double holdsHottest = hot + fraction * (moments.lookups - hot);
+  double heaviest =
+      std::clamp(std::max(largest, holdsHottest), mean, moments.lookups);
+  return heaviest / moments.lookups;
+}
+
 } // namespace neuroshard

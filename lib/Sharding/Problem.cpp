@@ -91,8 +91,24 @@ Expected<ShardingKindSet> parseShardingKindList(StringRef list) {
   return kinds;
 }
 
+double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
+                     int64_t batchSize, RowBlockLoad load) {
+  if (slice.replica || slice.allRows() || table.rows <= 0)
+    return 1.0;
+  double fraction = slice.rowShare(table);
+  if (load == RowBlockLoad::Mean)
+    return fraction;
+  RowHitMoments moments;
+  for (unsigned f = 0; f < table.numFeatures(); ++f) {
+    FeatureStats feature = table.feature(f);
+    moments += rowHitMoments(feature.accessHist, table.rows,
+                             double(batchSize) * feature.poolingFactor);
+  }
+  return heaviestRowBlockShare(moments, fraction);
+}
+
 TableSpec pieceSpec(const TableSpec &table, const ColumnSlice &slice,
-                    unsigned replicas, int64_t batchSize) {
+                    unsigned replicas, int64_t batchSize, RowBlockLoad load) {
   TableSpec piece = table;
   if (slice.replica && replicas > 1) {
     // One device's share of the bags: every feature's lookups and hits
@@ -112,7 +128,7 @@ TableSpec pieceSpec(const TableSpec &table, const ColumnSlice &slice,
   }
   if (slice.allRows() || table.rows <= 0)
     return piece;
-  double fraction = slice.rowShare(table);
+  double fraction = rowBlockShare(table, slice, batchSize, load);
   piece.rows = std::max<int64_t>(1, slice.numRows(table));
   piece.poolingFactor *= fraction;
   for (FeatureStats &feature : piece.moreFeatures)

@@ -55,6 +55,40 @@ TEST_F(AnalyticalCostModelTest, PricesSlicesByBytesWithNarrowPenalties) {
                    3 * 1.75 * ms(forwardBytes(4, 32), 2));
 }
 
+TEST_F(AnalyticalCostModelTest, PricesARowPieceAsItsTablesHeaviestBlock) {
+  // Table 'a': 2,000 lookups of a batch spread evenly over its 1,000 rows,
+  // twice each. Half its rows receive about half its lookups, and every
+  // bag's partial sum.
+  tables[0].accessHist.fill(0.0);
+  tables[0].accessHist[1] = 1.0;
+  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  ColumnSlice half{0, 0, 256, 0, 500};
+  auto priced = [&](double share) {
+    double lookups = 1000 * 2 * share;
+    return 3 * ms(lookups * 4 + lookups * 256 * 4 + 1000 * 256 * 4, 2);
+  };
+  double share = rowBlockShare(tables[0], half, 1000, RowBlockLoad::Heaviest);
+  EXPECT_DOUBLE_EQ(rowBlockShare(tables[0], half, 1000, RowBlockLoad::Mean),
+                   0.5);
+  EXPECT_GT(share, 0.5);
+  EXPECT_LT(share, 0.52);
+  EXPECT_DOUBLE_EQ(model.sliceComputeMs(half), priced(share));
+  // The same lookups on a few rows hit 513-1,024 times each: the block
+  // that holds one of them takes far more than its rows' share.
+  tables[0].accessHist.fill(0.0);
+  tables[0].accessHist[10] = 1.0;
+  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  double lumpy = rowBlockShare(tables[0], half, 1000, RowBlockLoad::Heaviest);
+  EXPECT_GT(lumpy, 0.7);
+  EXPECT_DOUBLE_EQ(model.sliceComputeMs(half), priced(lumpy));
+  // A piece of every row, and a replica, are not row blocks.
+  EXPECT_EQ(rowBlockShare(tables[0], {0, 0, 256}, 1000, RowBlockLoad::Heaviest),
+            1.0);
+  ColumnSlice replica{0, 0, 256, 0, kAllRows, true};
+  EXPECT_EQ(rowBlockShare(tables[0], replica, 1000, RowBlockLoad::Heaviest),
+            1.0);
+}
+
 TEST_F(AnalyticalCostModelTest, PricesManySetsInOneCall) {
   std::vector<ColumnSlice> both = {{0, 0, 128}, {1, 0, 64}};
   std::vector<ColumnSlice> one = {{1, 0, 64}};

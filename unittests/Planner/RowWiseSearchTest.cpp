@@ -172,10 +172,20 @@ TEST(RowPieceValidationTest, RefusesKindsTheConstraintsForbid) {
 TEST(RowPieceCostTest, PieceSpecScalesLookupsByRowsAndReplicasByBatch) {
   TableSpec table = makeTable("t", 1000, 16, 8.0, 4096);
   ColumnSlice piece{0, 0, 16, 0, 250};
-  TableSpec spec = pieceSpec(table, piece, 4, 4096);
+  TableSpec spec = pieceSpec(table, piece, 4, 4096, RowBlockLoad::Mean);
   EXPECT_EQ(spec.rows, 250);
   EXPECT_DOUBLE_EQ(spec.poolingFactor, 2.0);
   EXPECT_EQ(spec.accessHist, table.accessHist);
+  // Priced as the most loaded of the four blocks: a little more than a
+  // quarter of the lookups of rows hit 33-64 times each.
+  TableSpec heaviest = pieceSpec(table, piece, 4, 4096);
+  EXPECT_EQ(heaviest.rows, 250);
+  EXPECT_DOUBLE_EQ(
+      heaviest.poolingFactor,
+      8.0 * rowBlockShare(table, piece, 4096, RowBlockLoad::Heaviest));
+  EXPECT_GT(heaviest.poolingFactor, 2.0);
+  EXPECT_LT(heaviest.poolingFactor, 2.2);
+  EXPECT_EQ(heaviest.accessHist, table.accessHist);
   ColumnSlice replica{0, 0, 16};
   replica.replica = true;
   spec = pieceSpec(table, replica, 4, 4096);

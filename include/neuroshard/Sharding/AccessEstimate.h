@@ -75,6 +75,36 @@ AccessBins rescaleAccessHistogram(llvm::ArrayRef<double> bins, int64_t rows,
                                   double poolingFactor, int64_t fromBatch,
                                   int64_t toBatch);
 
+/// How one batch's lookups of a table fall on its rows, as far as the
+/// loads of its row blocks go: the lookups, the sum over distinct rows of
+/// their squared hit counts, and the hits of the hottest row.
+struct RowHitMoments {
+  double lookups = 0.0;
+  double sumSquaredHits = 0.0;
+  double hottestRowHits = 0.0;
+  RowHitMoments &operator+=(const RowHitMoments &other);
+};
+
+/// The moments of `lookups` lookups over `rows` rows whose distinct rows'
+/// hit counts `bins` describes (a bin's rows spread evenly over its counts;
+/// counts scaled up where `rows` rows at the histogram's counts would take
+/// fewer than `lookups` hits). An all-zero histogram: every lookup on a
+/// distinct row.
+RowHitMoments rowHitMoments(llvm::ArrayRef<double> bins, int64_t rows,
+                            double lookups);
+
+/// The expected share of the lookups that the most loaded of a table's row
+/// blocks receives, for blocks of a fraction `fraction` of the rows
+/// (1 / fraction of them) of a table whose rows are in random order with
+/// respect to their hits. A block's lookups are then the sum of its rows'
+/// hits, of mean `fraction` x lookups and variance
+/// fraction (1 - fraction) x sumSquaredHits; the largest of the blocks is
+/// taken as the expected largest of as many normal draws, and at least as
+/// the block that holds the hottest row with its share of the others. At
+/// least `fraction`, at most 1; `fraction` itself for a table of many
+/// evenly hit rows.
+double heaviestRowBlockShare(const RowHitMoments &moments, double fraction);
+
 } // namespace neuroshard
 
 #endif // NEUROSHARD_SHARDING_ACCESSESTIMATE_H

@@ -261,7 +261,8 @@ struct ColumnSlice {
     return std::min(rowEnd, spec.rows);
   }
   /// The fraction of `spec`'s rows the piece holds, and so of the table's
-  /// lookups it receives (pieceSpec): 1 for a piece of every row.
+  /// lookups it receives on average (rowBlockShare): 1 for a piece of every
+  /// row.
   double rowShare(const TableSpec &spec) const {
     return allRows() || spec.rows <= 0 ? 1.0
                                        : static_cast<double>(numRows(spec)) /
@@ -313,20 +314,34 @@ struct Shard {
   }
 };
 
+/// Which of a table's row blocks pieceSpec describes. The rows of a table
+/// are assumed to be in random order with respect to how often they are
+/// hit (hashed ids, as production tables have), so a block of a fraction f
+/// of the rows receives a fraction f of the lookups on average (Mean). A
+/// few hot rows make the blocks' shares lumpy, and the device that takes
+/// longest is the one whose block holds them: a planner prices every block
+/// as the most loaded of its table's blocks is expected to be (Heaviest,
+/// heaviestRowBlockShare), which is f for a table of many evenly hit rows.
+enum class RowBlockLoad : uint8_t { Mean, Heaviest };
+
+/// The share of `table`'s lookups that `slice` receives in a batch of
+/// `batchSize` bags, as `load` says: 1 for a piece of every row and for a
+/// replica (whose share is of the bags).
+double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
+                     int64_t batchSize, RowBlockLoad load);
+
 /// What a cost model prices for `slice`: its table as the piece sees it.
-/// A row piece is a table of its rows that receives their share of every
-/// bag: the rows of a table are assumed to be in random order with respect
-/// to how often they are hit (hashed ids, as production tables have), so a
-/// block of a fraction f of the rows receives a fraction f of the lookups,
-/// and the rows it holds are hit as often as the table's rows are (the
-/// histogram is unchanged). A replica looks up one device's share of the
-/// batch, `batchSize / replicas` bags: as many lookups per bag over 1 /
+/// A row piece is a table of its rows that receives its share of every
+/// bag (rowBlockShare), whose rows are hit as often as the table's rows are
+/// (the histogram is unchanged). A replica looks up one device's share of
+/// the batch, `batchSize / replicas` bags: as many lookups per bag over 1 /
 /// replicas of the bags, priced as every bag with a fraction 1 / replicas
 /// of the pooling factor, each row hit 1 / replicas as often
 /// (rescaleAccessHistogram). Columns are not narrowed here: the slice's
 /// width says that.
 TableSpec pieceSpec(const TableSpec &table, const ColumnSlice &slice,
-                    unsigned replicas, int64_t batchSize);
+                    unsigned replicas, int64_t batchSize,
+                    RowBlockLoad load = RowBlockLoad::Heaviest);
 
 /// Checks that the tables and devices describe a well-formed problem: every
 /// table and capacity satisfies TableRules.h, names are unique and
