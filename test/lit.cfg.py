@@ -52,6 +52,13 @@ stub_driver = os.path.join(config.cuda_toolkit_dir or "", "lib64", "stubs",
 if config.cuda_toolkit_dir and os.path.exists(stub_driver):
     config.available_features.add("cuda-driver-stub")
     config.substitutions.append(("%cuda_stub_driver", stub_driver))
+# `cuda-emulated-driver`: the CUDA driver whose device is the CPU is built,
+# so that whole lowered modules and the CUDA runner run without a GPU.
+emulated_driver = os.path.join(config.neuroshard_obj_root, "lib",
+                               "libneuroshard_emulated_cuda_driver.so")
+if config.neuroshard_has_cuda and os.path.exists(emulated_driver):
+    config.available_features.add("cuda-emulated-driver")
+    config.substitutions.append(("%emulated_cuda_driver", emulated_driver))
 # `mpi`: neuroshard-comm-collect is built and `%mpiexec -n N` starts ranks
 # (Open MPI refuses root unless told it is wanted, as in CI containers).
 if config.neuroshard_has_mpi:

@@ -119,10 +119,15 @@ public:
   launchBucketize(llvm::StringRef name, BucketizeOperands<Index> &operands,
                   const LaunchConfig &config, LaunchStats *stats = nullptr);
 
+  /// Launches kernel `name` on `arguments`, one per operand as the JIT's
+  /// packed interface takes them: the address of a pointer to a memref's
+  /// descriptor, or of a scalar.
+  llvm::Error launchPacked(llvm::StringRef name, void **arguments,
+                           const LaunchConfig &config,
+                           LaunchStats *stats = nullptr);
+
 private:
   EmulatedKernels() = default;
-  llvm::Error launchPacked(llvm::StringRef name, void **arguments,
-                           const LaunchConfig &config, LaunchStats *stats);
 
   std::unique_ptr<mlir::ExecutionEngine> engine;
   /// Each kernel's launch bound (`nvvm.maxntid`), where it has one.
