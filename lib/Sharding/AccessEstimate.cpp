@@ -347,13 +347,11 @@ RowHitMoments rowHitMoments(ArrayRef<double> bins, int64_t rows,
       std::clamp(lookups / meanHits, 1.0, static_cast<double>(rows));
   double scale = lookups / (distinct * meanHits);
   moments.sumSquaredHits = distinct * meanSquaredHits * scale * scale;
-  // The hottest of the top bin's n rows: the law's quantile (n - 1/2) / n,
-  // the bin's low end for a single row (a power law's hottest row is as
-  // likely anywhere in its bin; the low end keeps a block of a large table
-  // from being priced above what it receives).
+  // The hottest of the top bin's n rows: the law's quantile n / (n + 1)
+  // over the bin, 4/3 of its low end for a single row.
   auto [low, high] = range(top);
   double n = std::max(1.0, distinct * bins[top] / total);
-  double quantile = (n - 0.5) / n;
+  double quantile = n / (n + 1.0);
   double hottest = 1.0 / (1.0 / low - quantile * (1.0 / low - 1.0 / high));
   // One row takes every lookup.
   moments.hottestRowHits =

@@ -86,10 +86,11 @@ struct RowHitMoments {
 };
 
 /// The moments of `lookups` lookups over `rows` rows whose distinct rows'
-/// hit counts `bins` describes (a bin's rows spread evenly over its counts;
-/// counts scaled up where `rows` rows at the histogram's counts would take
-/// fewer than `lookups` hits). An all-zero histogram: every lookup on a
-/// distinct row.
+/// hit counts `bins` describes: within a bin the rows follow a power law
+/// of exponent -2 over its counts, as many distinct rows as the lookups
+/// fill at those counts (at most `rows`, the counts scaled up where they
+/// must be), the hottest row the expected largest of the top bin's rows.
+/// An all-zero histogram: every lookup on a distinct row.
 RowHitMoments rowHitMoments(llvm::ArrayRef<double> bins, int64_t rows,
                             double lookups);
 
