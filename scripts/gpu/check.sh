@@ -9,7 +9,8 @@
 # `prepare` needs a NeuroShard build (BUILD, default build/) made with the
 # CUDA toolkit. It writes to DIR the generic kernels as a cubin, the launch
 # manifests of the example model sharded over 2 and 4 devices, of the
-# export test model and of a shape sweep (scripts/gpu/sweep.py), the runner,
+# export test model, of the row-piece model with and without replicas and
+# of a shape sweep (scripts/gpu/sweep.py), the runner,
 # and the host-launch test program compiled ahead of time against
 # NeuroShard's CUDA runtime (so that the compiler's own gpu.launch_func
 # path runs without mlir-runner), and neuroshard-nccl-check with its library
@@ -25,9 +26,13 @@
 # default 128 64 32 16 4; PLANS: the plans section's manifests). The nccl
 # section runs `mpirun -np 1 neuroshard-nccl-check` (the exchange on NCCL,
 # one GPU sending to itself) where the machine has the MPI and NCCL
-# libraries the tool needs. SECTIONS (default: all of host export sweep
-# plans bandwidth torch sanitizer ncu variants nccl) picks the sections to
-# run. It exits non-zero if any check fails.
+# libraries the tool needs. SECTIONS (default: all of host export rows
+# sweep plans bandwidth torch sanitizer ncu variants nccl) picks the
+# sections to run. It exits non-zero if any check fails.
+#
+# Without a GPU, NEUROSHARD_CUDA_DRIVER naming the emulated driver
+# (build/lib/libneuroshard_emulated_cuda_driver.so) runs the correctness
+# sections through it: SECTIONS="host export rows" in a few minutes.
 set -uo pipefail
 
 mode=${1:-}
@@ -61,9 +66,25 @@ prepare() {
   "$opt" "$root/test/Conversion/NeuroShardToCUDA/neuroshard-export-cuda.mlir" --neuroshard-shard \
     --neuroshard-cuda-pipeline="chip=sm_90 host=false" \
     --neuroshard-export-cuda="manifest=$dir/export.txt binary=$dir/kernels.cubin" -o /dev/null
-  # The plans again at a training-size batch.
-  for m in dlrm2 dlrm4; do
-    sed 's/^run \([0-9]*\) [0-9]* /run \1 65536 /' "$dir/$m.txt" > "$dir/$m-b65536.txt"
+  # Row pieces and replicas: the row-piece model with a table cut into row
+  # blocks, a grid of row and column pieces, and table 'small' whole
+  # (rows.txt) or replicated on every device (replicas.txt).
+  local rows_model=$root/test/neuroshard-run/Inputs/row-pieces.mlir
+  "$opt" "$rows_model" \
+    --neuroshard-import-plan=file="$root/test/Conversion/NeuroShardToCUDA/Inputs/row-pieces-whole-small.plan.json" \
+    --neuroshard-materialize --neuroshard-cuda-pipeline="chip=sm_90 host=false" \
+    --neuroshard-export-cuda="manifest=$dir/rows.txt binary=$dir/kernels.cubin" -o /dev/null
+  "$opt" "$rows_model" \
+    --neuroshard-import-plan=file="$root/test/Transforms/Inputs/row-pieces.plan.json" \
+    --neuroshard-materialize --neuroshard-cuda-pipeline="chip=sm_90 host=false" \
+    --neuroshard-export-cuda="manifest=$dir/replicas.txt binary=$dir/kernels.cubin" -o /dev/null
+  # The plans again at a training-size batch: the run record's batch, and
+  # each device record's bags (the whole batch, or a replica's share of it,
+  # as the runtime keeps a share: floor(bag x new / old)).
+  for m in dlrm2 dlrm4 rows replicas; do
+    awk -v b=65536 '$1 == "run" { old = $3; $3 = b }
+      $1 == "device" && NF == 5 { $4 = int($4 * b / old); $5 = int($5 * b / old) }
+      { print }' "$dir/$m.txt" > "$dir/$m-b65536.txt"
   done
   "${PYTHON_HOST:-/usr/bin/python3}" "$root/scripts/gpu/sweep.py" --out "$dir/sweep" \
     --module ../kernels.cubin --count "${SWEEP_COUNT:-64}" --seed 1
@@ -89,7 +110,7 @@ prepare() {
   echo "prepared $dir: $(ls "$dir"/sweep | wc -l) sweep manifests"
 }
 
-sections=${SECTIONS:-host export sweep plans bandwidth torch sanitizer ncu variants nccl}
+sections=${SECTIONS:-host export rows sweep plans bandwidth torch sanitizer ncu variants nccl}
 bandwidth_dims="128 64 32 16 4"
 want() { [[ " $sections " == *" $1 "* ]]; }
 
@@ -160,6 +181,17 @@ run() {
   "$runner" --manifest "$dir/export.txt" --layout tables --warmup 1 --iters 3 || note_failure "export.txt --layout tables"
   fi
 
+  if want rows; then
+  section "correctness: row pieces and replicas"
+  # Each row piece reads its block of its lookup; each replica its device's
+  # bags of the batch; every launch is checked forward and backward. The
+  # plans section runs them at batch 65536 too.
+  for m in rows replicas; do
+    echo "-- $m"
+    "$runner" --manifest "$dir/$m.txt" --warmup 1 --iters 3 || note_failure "$m"
+  done
+  fi
+
   if want sweep; then
   section "correctness: shape sweep"
   local passed=0 failed=0
@@ -177,8 +209,8 @@ run() {
   fi
 
   if want plans; then
-  section "the example's plans (2 and 4 devices; batch 1024 and 65536)"
-  for m in ${PLANS:-dlrm2 dlrm4 dlrm2-b65536 dlrm4-b65536}; do
+  section "the example's plans (2 and 4 devices; batch 1024 and 65536), and the row pieces' at 65536"
+  for m in ${PLANS:-dlrm2 dlrm4 dlrm2-b65536 dlrm4-b65536 rows-b65536 replicas-b65536}; do
     echo "-- $m"
     "$runner" --manifest "$dir/$m.txt" --warmup 10 --iters 50 --json "$out/$m.json" || note_failure "$m"
   done
