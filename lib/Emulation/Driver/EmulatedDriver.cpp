@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -99,8 +100,8 @@ struct Event {
   bool recorded = false;
 };
 
-/// Handles the driver gives out for a context, a module and a stream: the
-/// device has one of each that matters.
+/// A handle the driver gives out: the one context and the one module are
+/// static; each stream is its own.
 struct Handle {
   const char *what;
 };
@@ -110,7 +111,7 @@ Handle theContext{"context"}, theModule{"module"};
 /// thread.
 struct Driver {
   std::mutex mutex;
-  bool initialized = false;
+  std::atomic<bool> initialized{false};
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<emu::EmulatedKernels> kernels;
   std::map<std::string, std::unique_ptr<Function>> functions;
