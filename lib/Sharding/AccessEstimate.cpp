@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 using namespace llvm;
 
@@ -22,6 +24,14 @@ RuleViolation checkZipfAlpha(double alpha) {
   return formatv("'zipf_alpha' must be a number in [0, {0}], got {1}",
                  format("%g", kMaxZipfAlpha), format("%g", alpha))
       .str();
+}
+
+/// The hit counts a row of bin `bin` may have, [fewest, most]; the last
+/// bin, unbounded, is taken to end at 2^16, twice the one before it.
+static std::pair<double, double> hitRange(unsigned bin) {
+  return {fewestHitsInBin(bin), bin + 1 == kNumAccessBins
+                                    ? 2.0 * mostHitsInBin(bin - 1)
+                                    : mostHitsInBin(bin)};
 }
 
 /// The bin of a hit count >= 1.
@@ -263,9 +273,7 @@ AccessBins rescaleAccessHistogram(ArrayRef<double> bins, int64_t rows,
   AccessBins bottom{}, top{};
   double mean = 0.0, room = 0.0;
   for (unsigned bin = 0; bin < kNumAccessBins; ++bin) {
-    bottom[bin] = fewestHitsInBin(bin);
-    top[bin] = bin + 1 == kNumAccessBins ? 2.0 * mostHitsInBin(bin - 1)
-                                         : mostHitsInBin(bin);
+    std::tie(bottom[bin], top[bin]) = hitRange(bin);
     mean += given[bin] * 0.5 * (bottom[bin] + top[bin]);
     room += given[bin] * 0.5 * (top[bin] - bottom[bin]);
   }
@@ -314,18 +322,12 @@ RowHitMoments rowHitMoments(ArrayRef<double> bins, int64_t rows,
   // 2h, which skewed tables show), so that they gather at the bin's low
   // end: mean low high ln(high / low) / (high - low), mean square
   // low high.
-  auto range = [](unsigned bin) {
-    double low = fewestHitsInBin(bin);
-    double high = bin + 1 == kNumAccessBins ? 2.0 * mostHitsInBin(bin - 1)
-                                            : mostHitsInBin(bin);
-    return std::make_pair(low, high);
-  };
   double total = 0.0, meanHits = 0.0, meanSquaredHits = 0.0;
   unsigned top = 0;
   for (unsigned bin = 0; bin < kNumAccessBins && bin < bins.size(); ++bin) {
     if (!(bins[bin] > 0.0))
       continue;
-    auto [low, high] = range(bin);
+    auto [low, high] = hitRange(bin);
     double mean =
         high > low ? low * high * std::log(high / low) / (high - low) : low;
     total += bins[bin];
@@ -349,7 +351,7 @@ RowHitMoments rowHitMoments(ArrayRef<double> bins, int64_t rows,
   moments.sumSquaredHits = distinct * meanSquaredHits * scale * scale;
   // The hottest of the top bin's n rows: the law's quantile n / (n + 1)
   // over the bin, 4/3 of its low end for a single row.
-  auto [low, high] = range(top);
+  auto [low, high] = hitRange(top);
   double n = std::max(1.0, distinct * bins[top] / total);
   double quantile = n / (n + 1.0);
   double hottest = 1.0 / (1.0 / low - quantile * (1.0 / low - 1.0 / high));
