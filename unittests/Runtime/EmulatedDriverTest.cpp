@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "neuroshard/Runtime/ExchangeCall.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
 #include "gtest/gtest.h"
@@ -99,18 +100,23 @@ std::vector<T> download(CUdeviceptr address, size_t count) {
   return values;
 }
 
-/// The fields of a 1-D memref descriptor of `count` elements at `address`,
-/// one launch parameter each, as a lowered host passes them.
-struct Memref1D {
-  int64_t allocated, aligned, offset, size, stride;
-  Memref1D(CUdeviceptr address, int64_t count)
-      : allocated(int64_t(address)), aligned(int64_t(address)), offset(0),
-        size(count), stride(1) {}
-  void appendTo(std::vector<void *> &params) {
-    for (int64_t *field : {&allocated, &aligned, &offset, &size, &stride})
-      params.push_back(field);
-  }
-};
+using Descriptor = ::neuroshard::exchange_abi::MemRefDescriptor<int64_t, 1>;
+
+/// The descriptor of `count` elements at `address`.
+Descriptor memref(CUdeviceptr address, int64_t count) {
+  int64_t *data = reinterpret_cast<int64_t *>(address);
+  return {data, data, 0, {count}, {1}};
+}
+
+/// Appends `d`'s fields to `params`, one launch parameter each, as a
+/// lowered host passes a memref.
+void appendParams(Descriptor &d, std::vector<void *> &params) {
+  for (void *field :
+       {static_cast<void *>(&d.allocated), static_cast<void *>(&d.aligned),
+        static_cast<void *>(&d.offset), static_cast<void *>(&d.sizes[0]),
+        static_cast<void *>(&d.strides[0])})
+    params.push_back(field);
+}
 
 TEST_F(EmulatedDriverTest, DescribesOneDevice) {
   int count = 0, major = 0, warp = 0;
@@ -181,14 +187,12 @@ TEST_F(EmulatedDriverTest, RunsTheBucketizationKernels) {
               dBlockOffsets =
                   upload(std::vector<int64_t>(blocks * (bags + 1), -1)),
               dBlockIndices = upload(std::vector<int64_t>(indices.size(), -1));
-  Memref1D operands[] = {{dRows, 3},
-                         {dIndices, 5},
-                         {dOffsets, 3},
-                         {dBlockOffsets, blocks * (bags + 1)},
-                         {dBlockIndices, 5}};
+  Descriptor operands[] = {
+      memref(dRows, 3), memref(dIndices, 5), memref(dOffsets, 3),
+      memref(dBlockOffsets, blocks * (bags + 1)), memref(dBlockIndices, 5)};
   std::vector<void *> params;
-  for (Memref1D &operand : operands)
-    operand.appendTo(params);
+  for (Descriptor &operand : operands)
+    appendParams(operand, params);
   for (kernel_abi::BucketizeStep step : kernel_abi::kBucketizeSteps) {
     CUfunction kernel = nullptr;
     ASSERT_EQ(
@@ -215,14 +219,11 @@ TEST_F(EmulatedDriverTest, RunsTheBucketizationKernels) {
                                        kernel_abi::BucketizeStep::Count, 64)
                                        .c_str()),
             CUDA_SUCCESS);
-  operands[1].size = 6;
-  params.clear();
-  for (Memref1D &operand : operands)
-    operand.appendTo(params);
+  operands[1].sizes[0] = 6;
   EXPECT_EQ(cu.cuLaunchKernel(count, 1, 1, 1, 256, 1, 1, 0, nullptr,
                               params.data(), nullptr),
             CUDA_ERROR_INVALID_VALUE);
-  operands[1].size = 5;
+  operands[1].sizes[0] = 5;
   EXPECT_EQ(cu.cuLaunchKernel(count, 1, 1, 1, 16, 16, 1, 0, nullptr,
                               params.data(), nullptr),
             CUDA_ERROR_INVALID_VALUE);
