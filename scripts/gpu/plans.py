@@ -8,12 +8,14 @@
 `prepare` plans every model with each configuration of CONFIGS (BUNDLE is
 the GPU bundle the neural ones use), records each plan's JSON
 (--neuroshard-export-plan) and writes the CUDA launch manifest of its device
-sets (--neuroshard-export-cuda: one launch per device, its device number the
-launch's), the runner and DIR/runs.txt. On the GPU, `calibrate.sh run` times
-every device's fused forward + backward + SGD with the runner's collection
-mode (CUDA events, L2 flushed, median of the timed runs). `report` prints,
-per model, each plan's predicted and measured slowest device and the
-measured one against the best plan's. The exchange between devices is not
+sets (--neuroshard-export-cuda: one launch per device, then one per device
+and replicated table for the device's share of the replica's bags), each
+launch numbered as a set of its own, the runner and DIR/runs.txt. On the
+GPU, `calibrate.sh run` times every launch's fused forward + backward + SGD
+with the runner's collection mode (CUDA events, L2 flushed, median of the
+timed runs). `report` prints, per model, each plan's predicted and measured
+slowest device (a device's step: the sum of its launches) and the measured
+one against the best plan's. The exchange between devices is not
 timed: one GPU cannot run it.
 """
 
@@ -37,6 +39,24 @@ CONFIGS = (
     ("dim-greedy", "dim-greedy", "analytical"),
 )
 WARMUP, ITERS = 3, 12
+
+
+def number_launches(manifest: str) -> list:
+    """Gives each launch of `manifest` a set id of its own (its index), as
+    the runner's collection times one launch per set id while a device that
+    holds replicas runs several; returns each launch's device."""
+    with open(manifest) as f:
+        lines = f.read().splitlines()
+    devices = []
+    for i, line in enumerate(lines):
+        fields = line.split()
+        if fields and fields[0] == "device":
+            devices.append(int(fields[1]))
+            fields[1] = str(len(devices) - 1)
+            lines[i] = " ".join(fields)
+    with open(manifest, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return devices
 
 
 def prepare(args) -> int:
@@ -76,7 +96,8 @@ def prepare(args) -> int:
                       (model, label, done.stderr), file=sys.stderr)
                 return 1
             runs.append("%s %d %d\n" % (name, WARMUP, ITERS))
-            index.append({"name": name, "model": stem, "config": label})
+            index.append({"name": name, "model": stem, "config": label,
+                          "launch_devices": number_launches(manifest)})
             print("planned %s" % name, file=sys.stderr)
     with open(os.path.join(args.dir, "runs.txt"), "w") as f:
         f.writelines(runs)
@@ -99,10 +120,24 @@ def report(args) -> int:
             print("error: '%s' is missing: run calibrate.sh run first" %
                   samples, file=sys.stderr)
             return 1
-        measured = [json.loads(line)["cost_ms"] for line in open(samples)]
+        # A device's step is the sum of its launches' (its shard set's, and
+        # its share of each replica's).
+        launch_ms = {}
+        for line in open(samples):
+            sample = json.loads(line)
+            launch_ms[int(sample["id"])] = sample["cost_ms"]
+        devices = entry["launch_devices"]
+        if sorted(launch_ms) != list(range(len(devices))):
+            print("error: '%s' holds launches %s, the manifest %d" %
+                  (samples, sorted(launch_ms), len(devices)),
+                  file=sys.stderr)
+            return 1
+        device_ms = {}
+        for k, device in enumerate(devices):
+            device_ms[device] = device_ms.get(device, 0.0) + launch_ms[k]
         rows.setdefault(entry["model"], []).append(
-            (entry["config"], predicted, max(measured), len(measured),
-             plan["devices"]))
+            (entry["config"], predicted, max(device_ms.values()),
+             len(device_ms), plan["devices"]))
     for model, entries in rows.items():
         best = min(e[2] for e in entries)
         print("%s: slowest device, forward + backward + SGD (ms)" % model)
