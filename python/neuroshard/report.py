@@ -76,6 +76,25 @@ def evaluate_comm(bundle_dir: str, meta: Dict, comm_data_path: str) -> Dict:
     return result
 
 
+# The kinds of set the report tells apart when a dataset has row pieces.
+KIND_PIECES = "sets with a row piece"
+KIND_WHOLE = "sets of whole tables"
+
+
+def _errors(predicted: np.ndarray, measured: np.ndarray) -> Dict:
+    """Samples, MAPE, mean signed error ((predicted - measured) / measured;
+    negative: the model is too low) and Kendall's tau of some samples."""
+    count = len(measured)
+    return {
+        "samples": count,
+        "mape": metrics.mape(predicted, measured) if count else float("nan"),
+        "signed": float(np.mean((predicted - measured) / measured))
+                  if count else float("nan"),
+        "kendall_tau": metrics.kendall_tau(predicted, measured)
+                       if count >= 2 else float("nan"),
+    }
+
+
 def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
                     comm_data_path: Optional[str] = None) -> Dict:
     """Predictions and metrics of the bundle's compute.pt on both splits,
@@ -91,6 +110,8 @@ def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
         meta["training"]["validation_fraction"])
     result = {"meta": meta,
               "bundle": os.path.basename(os.path.normpath(bundle_dir))}
+    with_pieces = {s["id"]: any(collect.is_row_piece(e) for e in s["tables"])
+                   for s in samples}
     for name, split in (("training", train), ("held-out", valid)):
         predicted = tr.predict(model, split).numpy()
         measured = split.costs.numpy()
@@ -102,6 +123,12 @@ def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
             "kendall_tau": metrics.kendall_tau(predicted, measured)
                            if len(split) >= 2 else float("nan"),
         }
+        pieces = np.array([with_pieces[i] for i in split.ids], dtype=bool)
+        if pieces.any():
+            result[name]["by_kind"] = {
+                kind: _errors(predicted[mask], measured[mask])
+                for kind, mask in ((KIND_PIECES, pieces),
+                                   (KIND_WHOLE, ~pieces))}
     if comm_data_path is not None:
         result["comm"] = evaluate_comm(bundle_dir, meta, comm_data_path)
     return result
@@ -162,6 +189,13 @@ def format_table(result: Dict) -> str:
         lines.append("%-10s %8d %8.2f%% %13.4f" %
                      (name, split["samples"], 100.0 * split["mape"],
                       split["kendall_tau"]))
+    for name in ("training", "held-out"):
+        for kind, errors in result[name].get("by_kind", {}).items():
+            lines.append("  %s, %s: %d samples, MAPE %.2f%%, signed %+.2f%%, "
+                         "Kendall tau %.4f" %
+                         (name, kind, errors["samples"],
+                          100.0 * errors["mape"], 100.0 * errors["signed"],
+                          errors["kendall_tau"]))
     if "comm" in result:
         lines.append("%-10s %8s %9s %9s" % ("comm", "samples", "fw MAPE",
                                             "bw MAPE"))

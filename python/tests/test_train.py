@@ -157,6 +157,8 @@ def test_exported_bundle_loads_back(bundle, small_pool_path, dataset):
                                          rel=1e-5)
     assert held["kendall_tau"] == pytest.approx(
         meta["held_out"]["compute_kendall_tau"], rel=1e-6)
+    assert "by_kind" not in held and "row piece" not in \
+        report.format_table(result)
     model = torch.jit.load(os.path.join(bundle, "compute.pt"))
     features = cm._plausible_features(torch.Generator().manual_seed(1), 6)
     ids = torch.tensor([0, 0, 1, 1, 1, 2])
@@ -235,6 +237,18 @@ def test_training_on_row_pieces(tmp_path, small_pool_path,
     error = np.abs(predicted - measured) / measured
     assert error[cut].mean() < 0.15
     assert error[cut].mean() < 2.0 * error[~cut].mean() + 0.02
+    # The report tells the two kinds of set apart, with these errors.
+    result = report.evaluate_bundle(out, small_pool_path, data)
+    kinds = result["held-out"]["by_kind"]
+    assert kinds[report.KIND_PIECES]["samples"] == cut.sum()
+    assert kinds[report.KIND_WHOLE]["samples"] == (~cut).sum()
+    assert kinds[report.KIND_PIECES]["mape"] == pytest.approx(
+        error[cut].mean(), rel=1e-5)
+    assert kinds[report.KIND_WHOLE]["signed"] == pytest.approx(
+        np.mean((predicted[~cut] - measured[~cut]) / measured[~cut]),
+        rel=1e-5, abs=1e-7)
+    assert "held-out, sets with a row piece: %d samples" % cut.sum() in \
+        report.format_table(result)
 
     # A piece outside its table is named.
     table_id = collect.entry_table(samples[0]["tables"][0])
