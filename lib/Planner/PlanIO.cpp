@@ -1053,6 +1053,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.attribute("rounds", int64_t(verification->rounds));
         writeNumber(json, "seconds", verification->seconds);
         json.attribute("chosen", int64_t(verification->chosen));
+        json.attribute("incumbent", int64_t(verification->incumbent));
         if (!verification->experiencePath.empty())
           json.attribute("experience", verification->experiencePath);
         json.attributeArray("candidates", [&] {
@@ -1210,7 +1211,8 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 verification.host, verification.sets.size(),
                 verification.rounds, format("%.1f", verification.seconds));
   os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}\n", "candidate",
-                "origin", "predicted (ms)", "measured (ms)", "vs. candidate 1");
+                "origin", "predicted (ms)", "measured (ms)",
+                formatv("vs. candidate {0}", verification.incumbent + 1));
   for (auto [i, candidate] : enumerate(verification.candidates))
     os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}  {5,15}\n",
                   i == verification.chosen ? ">" : " ", i + 1, candidate.origin,

@@ -229,9 +229,16 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   for (auto [set, predicted] : zip_equal(timedSets, predictedMs))
     set.predictedMs = predicted;
 
-  // Round by round against the model's best plan; the lowest median ratio
-  // wins if it is a gain beyond the noise.
+  // Round by round against the incumbent; the lowest median ratio wins if
+  // it is a gain beyond the noise.
   PlanVerification verification;
+  StringRef tableWise = algorithmName(Algorithm::TableGreedyGrid);
+  for (auto [c, candidate] : enumerate(result.candidates))
+    if (candidate.origin == tableWise) {
+      verification.incumbent = c;
+      break;
+    }
+  size_t incumbent = verification.incumbent;
   for (size_t c = 0; c < k; ++c) {
     CandidateMeasurement &entry = verification.candidates.emplace_back();
     entry.origin = result.candidates[c].origin;
@@ -239,13 +246,15 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     entry.measured = std::move((*costs)[rounds * k + c]);
     std::vector<double> ratios;
     for (unsigned round = 0; round < rounds; ++round) {
-      double ratio = (*costs)[round * k + c].maxMs / (*costs)[round * k].maxMs;
+      double ratio = (*costs)[round * k + c].maxMs /
+                     (*costs)[round * k + incumbent].maxMs;
       ratios.push_back(ratio);
       entry.roundsFaster += ratio < 1.0;
     }
     llvm::sort(ratios);
     entry.pairedRatio = sortedMedian(ratios);
   }
+  verification.chosen = incumbent;
   for (auto [i, entry] : enumerate(verification.candidates))
     if (entry.pairedRatio <= 1.0 - options.minGain &&
         entry.pairedRatio <
@@ -398,39 +407,48 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
 std::string describeVerification(const PlanVerification &verification) {
   const CandidateMeasurement &chosen =
       verification.candidates[verification.chosen];
-  const CandidateMeasurement &first = verification.candidates.front();
+  const CandidateMeasurement &incumbent =
+      verification.candidates[verification.incumbent];
   auto rounds = [&](const CandidateMeasurement &candidate) {
     return formatv("{0}% faster in the median round, in {1} of {2} rounds",
                    format("%.1f", 100.0 * (1.0 - candidate.pairedRatio)),
                    candidate.roundsFaster, verification.rounds)
         .str();
   };
-  if (verification.chosen == 0) {
+  // The incumbent as the text names it.
+  std::string incumbentName =
+      verification.incumbent == 0
+          ? formatv("the model's best plan ({0})", incumbent.origin).str()
+          : formatv("candidate {0} ({1}), the plan that splits no table",
+                    verification.incumbent + 1, incumbent.origin)
+                .str();
+  if (verification.chosen == verification.incumbent) {
     std::string text =
-        formatv("chosen: the model's best plan ({0}), measured {1} ms "
-                "(predicted {2} ms)",
-                first.origin, format("%.4g", first.measured.maxMs),
-                format("%.4g", first.predicted.maxMs))
+        formatv("chosen: {0}, measured {1} ms (predicted {2} ms)",
+                incumbentName, format("%.4g", incumbent.measured.maxMs),
+                format("%.4g", incumbent.predicted.maxMs))
             .str();
-    size_t best = 0;
+    std::optional<size_t> best;
     for (auto [i, candidate] : enumerate(verification.candidates))
-      if (candidate.pairedRatio < verification.candidates[best].pairedRatio)
+      if (i != verification.incumbent && candidate.pairedRatio < 1.0 &&
+          (!best ||
+           candidate.pairedRatio < verification.candidates[*best].pairedRatio))
         best = i;
-    if (best == 0)
+    if (!best)
       return text + ", no slower than any other candidate";
     return formatv("{0}; the fastest other, candidate {1} ({2}), was {3}: "
                    "within the noise",
-                   text, best + 1, verification.candidates[best].origin,
-                   rounds(verification.candidates[best]))
+                   text, *best + 1, verification.candidates[*best].origin,
+                   rounds(verification.candidates[*best]))
         .str();
   }
-  return formatv("chosen: candidate {0} ({1}), measured {2} ms against {3} "
-                 "ms for the model's best plan ({4}), which it predicted at "
-                 "{5} ms; {6}",
+  return formatv("chosen: candidate {0} ({1}), measured {2} ms (predicted {3} "
+                 "ms) against {4} ms for {5}; {6}",
                  verification.chosen + 1, chosen.origin,
                  format("%.4g", chosen.measured.maxMs),
-                 format("%.4g", first.measured.maxMs), first.origin,
-                 format("%.4g", first.predicted.maxMs), rounds(chosen))
+                 format("%.4g", chosen.predicted.maxMs),
+                 format("%.4g", incumbent.measured.maxMs), incumbentName,
+                 rounds(chosen))
       .str();
 }
 

@@ -1,7 +1,7 @@
 // Measured selection in the pass: verify-top=K times the device sets of the
 // K best distinct plans on this CPU (for a plan for CPU execution) and keeps
-// another than the model's best only if it measures at least 2% faster; the
-// plan record says what was measured.
+// another than the table-wise plan (else the model's best) only if it
+// measures at least 2% faster; the plan record says what was measured.
 // The analytical model describes no machine, so the default ('auto') does
 // not verify and a given count warns that the plan is chosen for this CPU.
 
@@ -9,7 +9,7 @@
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=3 verify-seconds=0 experience=%t.jsonl" 2>&1 | FileCheck %s
 // CHECK: warning: the candidates are timed on this machine, which cost model 'analytical' does not describe: the plan is chosen for this machine's CPU
 // CHECK: verification = {candidates = [{measured_ms = {{[^,]+}}, origin = "{{[a-z-]+}}", predicted_ms = {{[^}]+}}}
-// CHECK-SAME: chosen = {{[0-2]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", rounds = 3 : i64
+// CHECK-SAME: chosen = {{[0-2]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, rounds = 3 : i64
 // RUN: FileCheck %s --check-prefix=EXPERIENCE < %t.jsonl
 // EXPERIENCE: {"format":"neuroshard-experience","version":1,{{.+}}"batch_size":16,"bundle":"analytical"
 

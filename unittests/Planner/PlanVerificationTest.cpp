@@ -168,60 +168,112 @@ TEST(PlanVerificationTest, ChoosesWhatMeasuresFastest) {
             std::string::npos);
 }
 
-TEST(PlanVerificationTest, ComparesRoundByRoundBeyondTheNoise) {
+/// The index of the table-wise candidate.
+size_t tableWiseCandidate(const PlanResult &result) {
+  for (auto [i, candidate] : enumerate(result.candidates))
+    if (candidate.origin == "table-greedy-grid")
+      return i;
+  ADD_FAILURE() << "no table-wise candidate";
+  return 0;
+}
+
+TEST(PlanVerificationTest, ComparesRoundByRoundWithThePlanThatSplitsNothing) {
   PlanResult result = planWithCandidates(4);
+  size_t tableWise = tableWiseCandidate(result);
+  ASSERT_NE(tableWise, 0u);
   SliceCostModel model;
   VerifyOptions options;
   options.seconds = 0.0;
-  // The same times every round: each ratio is the ratio of the sets'
-  // times, and a candidate is faster in every round or in none.
-  FormulaTimer timer(1000.0);
+  // Measured as the model prices them, the same every round: each ratio is
+  // the ratio of the sets' times to the table-wise plan's, and a candidate
+  // is faster in every round or in none.
+  FormulaTimer timer(0.0);
   PlanResult measured = result;
   ASSERT_EQ(errorMessage(verifyCandidates(measured, hotAndCold(), twoDevices(),
                                           model, timer, options)),
             "");
   const PlanVerification &verification = *measured.verification;
-  const CandidateMeasurement &first = verification.candidates.front();
-  EXPECT_EQ(first.pairedRatio, 1.0);
-  EXPECT_EQ(first.roundsFaster, 0u);
+  EXPECT_EQ(verification.incumbent, tableWise);
+  const CandidateMeasurement &incumbent =
+      verification.candidates[verification.incumbent];
+  EXPECT_EQ(incumbent.pairedRatio, 1.0);
+  EXPECT_EQ(incumbent.roundsFaster, 0u);
   for (const CandidateMeasurement &candidate : verification.candidates) {
     EXPECT_DOUBLE_EQ(candidate.pairedRatio,
-                     candidate.measured.maxMs / first.measured.maxMs);
+                     candidate.measured.maxMs / incumbent.measured.maxMs);
     EXPECT_EQ(candidate.roundsFaster,
               candidate.pairedRatio < 1.0 ? verification.rounds : 0u);
   }
-  const CandidateMeasurement &chosen =
-      verification.candidates[verification.chosen];
+  // The model's best halves the hot table and measures as predicted: it
+  // replaces the table-wise plan.
+  EXPECT_EQ(verification.chosen, 0u);
+  const CandidateMeasurement &chosen = verification.candidates.front();
   EXPECT_LT(chosen.pairedRatio, 0.98);
-  EXPECT_NE(describeVerification(verification)
-                .find("faster in the median round, in 3 of 3 rounds"),
-            std::string::npos);
+  EXPECT_TRUE(splitsATable(hotAndCold(), measured.plan));
+  std::string text = describeVerification(verification);
+  std::string best = verification.candidates.front().origin;
+  EXPECT_NE(text.find("chosen: candidate 1 (" + best + ")"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("the plan that splits no table; "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("faster in the median round, in 3 of 3 rounds"),
+            std::string::npos)
+      << text;
 
-  // A gain smaller than minGain is noise: the model's best plan stays.
+  // A gain smaller than minGain is noise: the table-wise plan stays, though
+  // the model's best plan measured faster.
   options.minGain = 1.0 - chosen.pairedRatio + 1e-9;
   PlanResult kept = result;
   ASSERT_EQ(errorMessage(verifyCandidates(kept, hotAndCold(), twoDevices(),
                                           model, timer, options)),
             "");
-  EXPECT_EQ(kept.verification->chosen, 0u);
-  EXPECT_TRUE(kept.plan.shards == result.plan.shards);
-  EXPECT_NE(describeVerification(*kept.verification).find("within the noise"),
-            std::string::npos);
+  EXPECT_EQ(kept.verification->chosen, tableWise);
+  EXPECT_TRUE(kept.plan.shards == result.candidates[tableWise].plan.shards);
+  EXPECT_FALSE(splitsATable(hotAndCold(), kept.plan));
+  text = describeVerification(*kept.verification);
+  EXPECT_NE(text.find("chosen: candidate " + std::to_string(tableWise + 1) +
+                      " (table-greedy-grid), the plan that splits no table"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("the fastest other, candidate 1 (" + best + ")"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("within the noise"), std::string::npos) << text;
 }
 
-TEST(PlanVerificationTest, KeepsTheModelsChoiceWhenItMeasuresFastest) {
-  PlanResult result = planWithCandidates(4);
+TEST(PlanVerificationTest, WithoutATableWiseCandidateTheModelsBestIsIncumbent) {
+  // One candidate: the model's best, which stays.
+  PlanResult result = planWithCandidates(1);
+  ASSERT_EQ(result.candidates.size(), 1u);
   ShardingPlan modelsChoice = result.plan;
   SliceCostModel model;
-  FormulaTimer timer(0.0);
+  FormulaTimer timer(1000.0);
   ASSERT_EQ(errorMessage(verifyCandidates(result, hotAndCold(), twoDevices(),
                                           model, timer, VerifyOptions())),
             "");
+  EXPECT_EQ(result.verification->incumbent, 0u);
   EXPECT_EQ(result.verification->chosen, 0u);
   EXPECT_TRUE(result.plan.shards == modelsChoice.shards);
   EXPECT_NE(describeVerification(*result.verification)
-                .find("chosen: the model's best plan"),
+                .find("chosen: the model's best plan (" +
+                      result.candidates.front().origin + ")"),
             std::string::npos);
+
+  // Without the table-wise plan, the others are compared with the model's
+  // best.
+  PlanResult several = planWithCandidates(4);
+  size_t tableWise = tableWiseCandidate(several);
+  several.candidates.erase(several.candidates.begin() + tableWise);
+  ASSERT_GE(several.candidates.size(), 2u);
+  ASSERT_EQ(errorMessage(verifyCandidates(several, hotAndCold(), twoDevices(),
+                                          model, timer, VerifyOptions())),
+            "");
+  const PlanVerification &verification = *several.verification;
+  EXPECT_EQ(verification.incumbent, 0u);
+  for (const CandidateMeasurement &candidate : verification.candidates)
+    EXPECT_DOUBLE_EQ(candidate.pairedRatio,
+                     candidate.measured.maxMs /
+                         verification.candidates[0].measured.maxMs);
 }
 
 TEST(PlanVerificationTest, RoundsAreInterleavedAndBounded) {

@@ -58,9 +58,10 @@ struct VerifyOptions {
   /// take, at most maxRounds however fast.
   unsigned minRounds = 3;
   unsigned maxRounds = 25;
-  /// How much faster than the model's best plan, in the median of the
-  /// round-by-round ratios, another candidate must measure to replace it:
-  /// smaller differences are within the noise of timing one set.
+  /// How much faster than the incumbent (the table-wise plan, else the
+  /// model's best), in the median of the round-by-round ratios, another
+  /// candidate must measure to replace it: smaller differences are within
+  /// the noise of timing one set.
   double minGain = 0.02;
 };
 
@@ -104,11 +105,15 @@ std::optional<std::string> checkVerifySeconds(double seconds);
 /// so that no set always follows the same one) until `options.seconds` are
 /// spent. Each candidate is priced round by round with its devices'
 /// measured compute and the model's communication (completePlanCosts), and
-/// compared with the model's best plan (the first candidate) in the same
-/// rounds, so that what slows a whole round down cancels. `result`'s plan
-/// and cost become those of the candidate with the lowest median ratio to
-/// the model's best, if that median is at most 1 - options.minGain; else
-/// the model's best stays. The cost stays the model's, so that the plan
+/// compared in the same rounds with the incumbent, so that what slows a
+/// whole round down cancels. The incumbent is the table-wise plan (origin
+/// table-greedy-grid) where it is a candidate, else the model's best (the
+/// first candidate): a plan that splits tables is returned only where it
+/// measures faster than the plan that splits none, since the model's
+/// errors favour the plans its search picks. `result`'s plan and cost
+/// become those of the candidate with the lowest median ratio to the
+/// incumbent, if that median is at most 1 - options.minGain; else the
+/// incumbent's. The cost stays the model's, so that the plan
 /// prices the same everywhere. Sets `result.verification` (each
 /// candidate's cost from its sets' medians, and its ratios). Needs at
 /// least one candidate.

@@ -188,9 +188,10 @@ struct CandidateMeasurement {
   /// compute replaced by its measured median (communication still the
   /// model's).
   PlanCost predicted, measured;
-  /// Against the first candidate (the model's best), round by round: the
-  /// median over the timed rounds of this candidate's cost in a round over
-  /// the first's in the same round, and the rounds in which it was faster.
+  /// Against the incumbent (PlanVerification::incumbent), round by round:
+  /// the median over the timed rounds of this candidate's cost in a round
+  /// over the incumbent's in the same round, and the rounds in which it
+  /// was faster.
   double pairedRatio = 1.0;
   unsigned roundsFaster = 0;
 };
@@ -205,8 +206,12 @@ struct TimedSet {
 };
 struct PlanVerification {
   std::vector<CandidateMeasurement> candidates;
-  /// The index of the candidate returned.
+  /// The index of the candidate returned, and of the incumbent: the plan
+  /// without split tables (the table-wise plan) where it is a candidate,
+  /// else the model's best. Another candidate replaces the incumbent only
+  /// if it measures faster beyond the noise.
   size_t chosen = 0;
+  size_t incumbent = 0;
   /// The distinct device sets timed, the timed rounds over all of them,
   /// and the time verification took (compiling the kernels included).
   std::vector<TimedSet> sets;

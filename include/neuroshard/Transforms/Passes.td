@@ -83,8 +83,9 @@ defvar PlanOptions = [
          "Seed of the random baseline">,
   Option<"verifyTop", "verify-top", "std::string", "\"auto\"",
          "Time the device sets of the K best distinct plans on this "
-         "machine's CPU and keep another than the model's best only if it "
-         "measures at least 2% faster, for plans "
+         "machine's CPU and keep another than the table-wise plan (else "
+         "the model's best) only if it measures at least 2% faster, for "
+         "plans "
          "for CPU execution: 'auto' verifies 4 where the cost model "
          "describes this machine, 0 never">,
   Option<"verifySeconds", "verify-seconds", "double",
