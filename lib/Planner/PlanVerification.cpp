@@ -246,8 +246,8 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     entry.measured = std::move((*costs)[rounds * k + c]);
     std::vector<double> ratios;
     for (unsigned round = 0; round < rounds; ++round) {
-      double ratio = (*costs)[round * k + c].maxMs /
-                     (*costs)[round * k + incumbent].maxMs;
+      double ratio =
+          (*costs)[round * k + c].maxMs / (*costs)[round * k + incumbent].maxMs;
       ratios.push_back(ratio);
       entry.roundsFaster += ratio < 1.0;
     }

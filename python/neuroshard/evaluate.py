@@ -35,7 +35,8 @@ process, no all-to-all):
     verify_seconds=--verify-seconds, default 2; experience="none", so the
     evaluation writes nothing into the model's bundle), which times the
     device sets of its best distinct candidates on this CPU and returns the
-    fastest measured one. Its plan is then measured like every other, in
+    table-wise plan unless another measures faster beyond the noise. Its
+    plan is then measured like every other, in
     the same interleaved runs: the timings that chose it are not the ones
     it is judged by;
   * every device's shards become pool tables (a column shard of width w of
@@ -690,8 +691,9 @@ def _verified_sentence(summary: Dict) -> str:
     how = ("verify_top=%s, verify_seconds=%g: " % (v["top"], v["seconds"])
            if v else "")
     return ("%s is the NeuroShard search with measured selection (%sits best "
-            "distinct candidate plans timed on this CPU, the fastest "
-            "measured returned); it is planned only for the %d measured "
+            "distinct candidate plans timed on this CPU, the table-wise "
+            "plan returned unless another measured at least 2%% faster); it "
+            "is planned only for the %d measured "
             "task%s, so it has no mean over the common tasks, and its plans "
             "are measured again with the others. neuroshard plans with "
             "verify_top=0." % (VERIFIED, how, planned,
