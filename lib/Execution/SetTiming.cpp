@@ -14,7 +14,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <chrono>
+#include <algorithm>
 #include <deque>
 #include <map>
 
@@ -141,13 +141,15 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
 double KernelSetTimer::time(size_t index) {
   PreparedSet &set = prepared[index];
   set.weights.swap(arena);
-  flusher.flush();
-  auto start = std::chrono::steady_clock::now();
-  kernels->forward(set);
-  kernels->backward(set, kLearningRate);
-  auto stop = std::chrono::steady_clock::now();
+  runtime::Timing timing = runtime::timeRuns(
+      /*warmup=*/0, std::max(options.runsPerTiming, 1u),
+      [&] {
+        kernels->forward(set);
+        kernels->backward(set, kLearningRate);
+      },
+      [&] { flusher.flush(); });
   set.weights.swap(arena);
-  return std::chrono::duration<double, std::milli>(stop - start).count();
+  return timing.median;
 }
 
 } // namespace

@@ -27,6 +27,12 @@ namespace execution {
 struct KernelSetTimerOptions {
   /// Cache flush before every run (MiB; 0: none).
   unsigned flushMB = 64;
+  /// Runs of a set, one after another, in one timing; the timing is their
+  /// median. neuroshard-collect, which times the calibration samples and
+  /// the evaluation, runs a set several times in a row too: a set run once
+  /// right after other sets measures slower than that, and not in the same
+  /// order.
+  unsigned runsPerTiming = 5;
   /// Memory the sets' data may take (bytes; 0: what the system has free).
   double memoryLimitBytes = 0.0;
   /// Seed of the index streams.

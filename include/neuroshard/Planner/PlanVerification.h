@@ -44,7 +44,8 @@ public:
   virtual llvm::Error
   prepare(llvm::ArrayRef<TableSpec> tables, int64_t batchSize,
           llvm::ArrayRef<std::vector<ColumnSlice>> sets) = 0;
-  /// One run of prepared set `index`, in ms.
+  /// One timing of prepared set `index`, in ms (the kernel timer: the
+  /// median of a few runs in a row).
   virtual double time(size_t index) = 0;
   /// The host, for reports ("AMD EPYC 7B13").
   virtual std::string host() const = 0;
