@@ -234,75 +234,55 @@ NEUROSHARD_DRIVER_ENTRY CUresult cuDriverGetVersion(int *version) {
   return CUDA_SUCCESS;
 }
 
+namespace {
+/// The results this driver gives, with their names and texts.
+struct ErrorText {
+  CUresult code;
+  const char *name, *text;
+};
+#define NEUROSHARD_ERROR(code, text)                                           \
+  { code, #code, text }
+constexpr ErrorText kErrors[] = {
+    NEUROSHARD_ERROR(CUDA_SUCCESS, "no error"),
+    NEUROSHARD_ERROR(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    NEUROSHARD_ERROR(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    NEUROSHARD_ERROR(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    NEUROSHARD_ERROR(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    NEUROSHARD_ERROR(CUDA_ERROR_INVALID_IMAGE,
+                     "device kernel image is invalid"),
+    NEUROSHARD_ERROR(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    NEUROSHARD_ERROR(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    NEUROSHARD_ERROR(CUDA_ERROR_NOT_READY, "device not ready"),
+    NEUROSHARD_ERROR(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+    NEUROSHARD_ERROR(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+};
+#undef NEUROSHARD_ERROR
+
+/// `error`'s entry of kErrors, or null.
+const ErrorText *errorText(CUresult error) {
+  for (const ErrorText &entry : kErrors)
+    if (entry.code == error)
+      return &entry;
+  return nullptr;
+}
+} // namespace
+
 NEUROSHARD_DRIVER_ENTRY CUresult cuGetErrorName(CUresult error,
                                                 const char **name) {
   if (!name)
     return CUDA_ERROR_INVALID_VALUE;
-  switch (error) {
-#define NEUROSHARD_ERROR_NAME(code)                                            \
-  case code:                                                                   \
-    *name = #code;                                                             \
-    return CUDA_SUCCESS;
-    NEUROSHARD_ERROR_NAME(CUDA_SUCCESS)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_INVALID_VALUE)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_OUT_OF_MEMORY)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_NOT_INITIALIZED)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_INVALID_DEVICE)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_INVALID_IMAGE)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_INVALID_HANDLE)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_NOT_FOUND)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_NOT_READY)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_LAUNCH_FAILED)
-    NEUROSHARD_ERROR_NAME(CUDA_ERROR_NOT_SUPPORTED)
-#undef NEUROSHARD_ERROR_NAME
-  default:
-    *name = nullptr;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  const ErrorText *entry = errorText(error);
+  *name = entry ? entry->name : nullptr;
+  return entry ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 NEUROSHARD_DRIVER_ENTRY CUresult cuGetErrorString(CUresult error,
                                                   const char **text) {
   if (!text)
     return CUDA_ERROR_INVALID_VALUE;
-  switch (error) {
-  case CUDA_SUCCESS:
-    *text = "no error";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_VALUE:
-    *text = "invalid argument";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_OUT_OF_MEMORY:
-    *text = "out of memory";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NOT_INITIALIZED:
-    *text = "initialization error";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_DEVICE:
-    *text = "invalid device ordinal";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_IMAGE:
-    *text = "device kernel image is invalid";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_INVALID_HANDLE:
-    *text = "invalid resource handle";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NOT_FOUND:
-    *text = "named symbol not found";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NOT_READY:
-    *text = "device not ready";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_LAUNCH_FAILED:
-    *text = "unspecified launch failure";
-    return CUDA_SUCCESS;
-  case CUDA_ERROR_NOT_SUPPORTED:
-    *text = "operation not supported";
-    return CUDA_SUCCESS;
-  default:
-    *text = nullptr;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  const ErrorText *entry = errorText(error);
+  *text = entry ? entry->text : nullptr;
+  return entry ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 NEUROSHARD_DRIVER_ENTRY CUresult cuDeviceGetCount(int *count) {
