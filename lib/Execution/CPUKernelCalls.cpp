@@ -29,7 +29,8 @@ void callOnSet(PackedFunction kernel, PreparedSet &set,
   KernelOperands<Index> operands;
   operands.meta = memref1D(set.meta);
   operands.layout = memref1D(set.layout);
-  operands.weights = memref1D(set.weights);
+  operands.weights = set.sharedWeights.empty() ? memref1D(set.weights)
+                                               : memref1D(set.sharedWeights);
   operands.indices = memref1D(indices);
   operands.offsets = memref1D(offsets);
   operands.out = memref2D(out.data(), set.batch, set.width);

@@ -12,11 +12,13 @@
 #include "neuroshard/Runtime/MemoryBudget.h"
 #include "neuroshard/Runtime/Statistics.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <thread>
 
 using namespace llvm;
 
@@ -27,6 +29,24 @@ namespace {
 /// The learning rate of the timed update (its value does not change the
 /// time).
 constexpr float kLearningRate = 0.01f;
+
+/// Marks in `pages` the arena's huge pages that the lookups of `shards`,
+/// laid out at `layout` (elements), read and update: the pages of every
+/// looked-up row.
+void addTouchedPages(const std::vector<KernelShard> &shards,
+                     ArrayRef<int64_t> layout, std::vector<bool> &pages) {
+  constexpr int64_t floatsPerPage = runtime::kHugePageBytes / sizeof(float);
+  for (auto [shard, offset] : llvm::zip_equal(shards, layout))
+    for (int64_t row : shard.inputs->indices) {
+      int64_t first = offset + row * shard.width;
+      for (int64_t page :
+           {first / floatsPerPage, (first + shard.width - 1) / floatsPerPage}) {
+        if (size_t(page) >= pages.size())
+          pages.resize(size_t(page) + 1);
+        pages[size_t(page)] = true;
+      }
+    }
+}
 
 class KernelSetTimer final : public SetTimer {
 public:
@@ -41,6 +61,9 @@ public:
   std::string host() const override { return hostCPUModel(); }
 
 private:
+  /// One forward and update of `set`.
+  void run(PreparedSet &set);
+
   std::unique_ptr<CPUKernels> kernels;
   KernelSetTimerOptions options;
   runtime::CacheFlusher flusher;
@@ -49,13 +72,14 @@ private:
   std::vector<PreparedSet> prepared;
   /// One weight arena for every set: only one runs at a time, and the
   /// kernels' time does not depend on the weights' values.
-  runtime::WeightVector arena;
+  runtime::ZeroedArena arena;
 };
 
 Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                               ArrayRef<std::vector<ColumnSlice>> sets) {
   streams.clear();
   prepared.clear();
+  arena = runtime::ZeroedArena();
   // What the sets take before any of it is allocated: the largest set's
   // weights (the arena), and every set's packed indices and buffers with
   // the streams they copy.
@@ -92,6 +116,8 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                              "timing the candidates' device sets " + *refused);
 
   int64_t arenaSize = 0;
+  std::vector<int64_t> arenaSizes;
+  std::vector<bool> touched;
   for (const std::vector<ColumnSlice> &slices : sets) {
     std::vector<KernelShard> shards;
     // A row piece's block of its lookup, packed with the set.
@@ -127,28 +153,39 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
       }
     }
     PreparedSet &set = prepared.emplace_back();
-    arenaSize =
-        std::max(arenaSize,
-                 CPUKernels::packInputs(set, shards, batchSize, options.seed));
+    arenaSizes.push_back(
+        CPUKernels::packInputs(set, shards, batchSize, options.seed));
+    arenaSize = std::max(arenaSize, arenaSizes.back());
+    addTouchedPages(shards, set.layout, touched);
   }
-  // Zeros: writing them maps every page before the timed runs, and the
-  // kernels' time does not depend on the values (filling gigabytes with
-  // generated values would take seconds).
-  arena.assign(size_t(arenaSize), 0.0f);
+  // Zeros the system maps page by page: each set's run below maps the pages
+  // its lookups touch (the rows its forward reads and its update writes),
+  // and no other page is ever read, so every timed run finds its pages
+  // mapped without the arena having been written whole (seconds for
+  // gigabytes of weights). The kernels' time does not depend on the values.
+  arena = runtime::ZeroedArena(size_t(arenaSize));
+  std::vector<size_t> pages;
+  for (size_t page = 0; page < touched.size(); ++page)
+    if (touched[page])
+      pages.push_back(page);
+  arena.map(pages, std::max(1u, std::thread::hardware_concurrency()));
+  for (auto [set, size] : llvm::zip_equal(prepared, arenaSizes)) {
+    set.sharedWeights = MutableArrayRef<float>(arena.data(), size_t(size));
+    run(set);
+  }
   return Error::success();
+}
+
+void KernelSetTimer::run(PreparedSet &set) {
+  kernels->forward(set);
+  kernels->backward(set, kLearningRate);
 }
 
 double KernelSetTimer::time(size_t index) {
   PreparedSet &set = prepared[index];
-  set.weights.swap(arena);
   runtime::Timing timing = runtime::timeRuns(
-      /*warmup=*/0, std::max(options.runsPerTiming, 1u),
-      [&] {
-        kernels->forward(set);
-        kernels->backward(set, kLearningRate);
-      },
+      /*warmup=*/0, std::max(options.runsPerTiming, 1u), [&] { run(set); },
       [&] { flusher.flush(); });
-  set.weights.swap(arena);
   return timing.median;
 }
 

@@ -18,6 +18,7 @@
 #include "neuroshard/Runtime/Arena.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -51,6 +52,9 @@ struct PreparedSet {
   std::vector<int64_t> layout, meta, indices, offsets;
   std::vector<int32_t> indices32, offsets32;
   runtime::WeightVector weights;
+  /// Where not empty, the weights the kernels use instead of `weights`:
+  /// part of an arena the caller owns and lends to many sets.
+  llvm::MutableArrayRef<float> sharedWeights;
   std::vector<float> output, gradient;
 };
 
@@ -77,7 +81,8 @@ public:
   /// Everything `prepare` does except the weights: resets `set` for
   /// `shards` (whose `weights` are not read) and lays out each shard's rows
   /// in the arena, returning the arena size the set needs (elements). The
-  /// caller owns `set.weights`, so one arena can serve many sets.
+  /// caller owns `set.weights` (or lends `set.sharedWeights`), so one arena
+  /// can serve many sets.
   static int64_t packInputs(PreparedSet &set,
                             const std::vector<KernelShard> &shards,
                             int64_t batch, uint64_t gradientSeed,

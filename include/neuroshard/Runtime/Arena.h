@@ -48,6 +48,44 @@ template <typename T> struct ArenaAllocator {
 /// A weight arena.
 using WeightVector = std::vector<float, ArenaAllocator<float>>;
 
+/// A weight arena of zeros that allocating does not write: from
+/// kHugePageBytes up it is a fresh anonymous mapping (Linux), aligned and
+/// advised as allocateArena's, whose pages the system maps, zeroed, when
+/// they are first touched. A timing that looks up a few rows of gigabytes of
+/// weights then maps only the pages those rows are on, where writing the
+/// zeros first would map them all (seconds on a large arena, far more on a
+/// virtual machine that backs its memory on first touch). Smaller arenas,
+/// and every arena elsewhere, are allocateArena's, zeroed by writing.
+class ZeroedArena {
+public:
+  ZeroedArena() = default;
+  /// Throws std::bad_alloc when the memory cannot be had, as `new` does.
+  explicit ZeroedArena(size_t floats);
+  ~ZeroedArena();
+  ZeroedArena(ZeroedArena &&other) noexcept;
+  ZeroedArena &operator=(ZeroedArena &&other) noexcept;
+  ZeroedArena(const ZeroedArena &) = delete;
+  ZeroedArena &operator=(const ZeroedArena &) = delete;
+
+  float *data() const { return elements; }
+  size_t size() const { return count; }
+
+  /// Maps the huge pages (kHugePageBytes each, numbered from the arena's
+  /// start) `hugePages` by writing a zero on each, spread over `threads`
+  /// threads: first touches cost the system time (zeroing, and on a virtual
+  /// machine backing the memory), which threads divide. Pages past the end
+  /// are ignored.
+  void map(const std::vector<size_t> &hugePages, unsigned threads);
+
+private:
+  void release();
+
+  float *elements = nullptr;
+  size_t count = 0;
+  /// Whether `elements` is a mapping of its own (else allocateArena's).
+  bool mapped = false;
+};
+
 } // namespace runtime
 } // namespace neuroshard
 
