@@ -48,6 +48,8 @@ from neuroshard import jsonio
 from neuroshard import table_pool as tp
 
 MAX_TABLES_PER_SET = 15
+# A set's tables take at most this much memory unless --memory-cap-gb says.
+DEFAULT_MEMORY_CAP_GB = 4.0
 # A sampled row piece is one of 2..MAX_ROW_PIECES equal row blocks.
 MAX_ROW_PIECES = 8
 # Keys the row-piece draws apart from the table draws of the same sample.
@@ -443,7 +445,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "(at least 10)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the sets and of the tool's inputs")
-    parser.add_argument("--memory-cap-gb", type=float, default=4.0,
+    parser.add_argument("--memory-cap-gb", type=float,
+                        default=DEFAULT_MEMORY_CAP_GB,
                         help="most GB (2^30 bytes, f32) of tables in one set")
     parser.add_argument("--max-rows", type=int, default=None,
                         help="passed to the tool: most rows it allocates "

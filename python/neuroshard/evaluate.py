@@ -59,7 +59,16 @@ process, no all-to-all):
     table-greedy-grid and the task's best baseline (the baseline whose plan
     measured lowest on that task), and the ratios of NeuroShard's default
     plan (neuroshard-verified where measured) to the ablation and to that
-    baseline;
+    baseline, paired: per repeat, the two plans' slowest devices timed in
+    the same tool run, then the median over repeats, so that a run the
+    machine slowed down as a whole cancels;
+  * the machine's level: REFERENCE_SETS of the cost model's held-out
+    calibration sets are timed in every task's runs, and the median of
+    their measured / predicted cost says how much slower (above 1) the
+    machine runs than the model expects; the acceptance table adds it and
+    the prediction errors with each prediction scaled by its task's level
+    (no target: they separate the model's error from the machine's
+    drift);
   * all the sets of one task (every algorithm's device sets and the single
     tables) are timed in one `neuroshard-collect` run, so they are
     interleaved in time, and that run is repeated --measure-repeats times
@@ -157,6 +166,13 @@ ACCEPTANCE_SETTINGS = ("4dev", "8dev")
 # sources, its C++ module from the build tree.
 PYTHON_COMMAND = ("PYTHONPATH=python:build/lib/python3/dist-packages "
                   "/usr/bin/python3 -m ")
+# The machine's level is measured, in every measured task's runs, on
+# REFERENCE_SETS of the cost model's held-out calibration sets of at least
+# REFERENCE_MIN_TABLES tables (found among the first REFERENCE_SEARCH
+# sample ids).
+REFERENCE_SETS = 4
+REFERENCE_MIN_TABLES = 4
+REFERENCE_SEARCH = 400
 RESULTS_BEGIN = "<!-- evaluate.py results: begin -->"
 RESULTS_END = "<!-- evaluate.py results: end -->"
 
@@ -334,12 +350,14 @@ def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
 
 def measure_repeated(sets: Dict[int, List[int]], repeats: int,
                      measure: Callable[[Dict[int, List[int]]],
-                                       Dict[int, float]]
+                                       Dict[int, float]],
+                     runs: Optional[Dict[int, List[float]]] = None
                      ) -> Dict[int, float]:
     """Times `sets` `repeats` times with `measure` (one tool run over a dict
     of sets, timed in the dict's order): in the given order on even repeats,
     reversed on odd ones, so that no set is always timed first or last.
-    Returns per set the median over repeats."""
+    Returns per set the median over repeats; with `runs`, also fills it
+    with each set's cost in every repeat, in repeat order."""
     if repeats < 1:
         raise EvaluationError("--measure-repeats must be at least 1, got %d"
                               % repeats)
@@ -350,7 +368,85 @@ def measure_repeated(sets: Dict[int, List[int]], repeats: int,
         costs = measure({k: sets[k] for k in order})
         for k in keys:
             samples[k].append(float(costs[k]))
+    if runs is not None:
+        runs.update(samples)
     return {k: float(np.median(v)) for k, v in samples.items()}
+
+
+def paired_ratio(mine: Dict, other: Dict) -> Optional[float]:
+    """The measured cost of plan result `mine` over that of `other`: the
+    median over the measurement's repeats of the ratio of their slowest
+    devices in the same repeat ("measured_runs_ms"), so that whatever
+    slows a whole tool run down cancels; the ratio of their medians where
+    the repeats are not both known. None without both costs."""
+    a, b = mine.get("measured_ms"), other.get("measured_ms")
+    if a is None or b is None or b <= 0:
+        return None
+    ra, rb = mine.get("measured_runs_ms"), other.get("measured_runs_ms")
+    if ra and rb and len(ra) == len(rb) and all(x > 0 for x in rb):
+        return float(np.median([x / y for x, y in zip(ra, rb)]))
+    return a / b
+
+
+def machine_level(predicted_ms: Sequence[float],
+                  measured_ms: Sequence[float]) -> Optional[float]:
+    """The machine's level against the cost model: the median of measured
+    / predicted over the reference sets (1 where the machine runs as it
+    did when the model was calibrated and the model is right on them);
+    None without a reference set."""
+    ratios = [m / p for p, m in zip(predicted_ms, measured_ms) if p > 0]
+    return float(np.median(ratios)) if ratios else None
+
+
+def reference_sets(pool: Dict, cost_model: str) -> List[List[int]]:
+    """REFERENCE_SETS sets that measure the machine's level: the first
+    samples of the cost model's calibration that it held out from
+    training (collect.sample_set with the bundle's seed and default memory
+    cap; held out as train.held_out splits them) with at least
+    REFERENCE_MIN_TABLES tables. Where the pool is the bundle's, these are
+    sets the model was validated on and never trained on. [] where the
+    cost model is not a trained bundle."""
+    bundle = cost_model
+    if cost_model == _core.DEFAULT_COST_MODEL:
+        bundle = _core.find_default_model("cpu")
+    meta_path = os.path.join(bundle or "", "meta.json")
+    if not bundle or not os.path.exists(meta_path):
+        return []
+    with open(meta_path) as f:
+        meta = json.load(f)
+    seed = meta.get("seed")
+    fraction = meta.get("training", {}).get("validation_fraction")
+    if not isinstance(seed, int) or not isinstance(fraction, (int, float)):
+        return []
+    # The split is train.held_out's (train imports torch, evaluate not).
+    from neuroshard import collect, train
+    cap = int(collect.DEFAULT_MEMORY_CAP_GB * 2**30)
+    chosen = []
+    for sample_id in range(REFERENCE_SEARCH):
+        if not train.held_out(sample_id, seed, float(fraction)):
+            continue
+        ids = collect.sample_set(pool, seed, sample_id, cap)
+        if len(ids) >= REFERENCE_MIN_TABLES:
+            chosen.append(ids)
+            if len(chosen) == REFERENCE_SETS:
+                break
+    return chosen
+
+
+def predict_set(pool: Dict, ids: Sequence[int], batch_size: int,
+                cost_model: str) -> float:
+    """The cost model's compute cost (ms) of the pool tables `ids` on one
+    device, as the planner prices a device set."""
+    by_id = {t["id"]: t for t in pool["tables"]}
+    tables = [{k: by_id[i][k] for k in ("name", "rows", "dim",
+                                       "pooling_factor", "access_hist")}
+              for i in ids]
+    total = sum(tp.table_bytes(by_id[i]) for i in ids)
+    plan = _core.plan({"batch_size": batch_size, "tables": tables},
+                      devices=1, memory_gb=2.0 * total / GB + 1.0,
+                      cost_model=cost_model, device_kind="cpu",
+                      algorithm=ABLATION, verify_top=0)
+    return predicted_compute(plan)
 
 
 def lower_bound(table_costs_ms: Sequence[float], devices: int) -> float:
@@ -495,10 +591,12 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
     "neuroshard", VERIFIED and the ablation; the baseline whose plan
     measured lowest on the task and its cost; and for NeuroShard's default
     plan (default_algorithm) the ratios of its measured cost to the
-    ablation's and to that baseline's, its predicted compute and its
-    planning time (s); and which candidate measured selection chose (its
-    index, the number of candidates and the candidate's origin; index None
-    where the planner did not verify)."""
+    ablation's and to that baseline's (paired_ratio: per repeat, then the
+    median), its predicted compute and its planning time (s); the
+    machine's level during the task's measurement (None where not
+    measured); and which candidate measured selection chose (its index,
+    the number of candidates and the candidate's origin; index None where
+    the planner did not verify)."""
     default = default_algorithm(algorithms)
 
     def measured(a, i):
@@ -517,6 +615,7 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
         best_ms, best = min(baselines) if baselines else (None, None)
         mine = results[default][i] if default else {}
         mine_ms = mine.get("measured_ms")
+        best_result = results[best][i] if best else {}
         choice = None
         if VERIFIED in algorithms and results[VERIFIED][i]["valid"]:
             report = results[VERIFIED][i].get("verification")
@@ -527,10 +626,8 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
                     "origin": report["candidates"][int(report["chosen"])]
                     .get("origin")}
 
-        def ratio(other):
-            if mine_ms is None or other is None or other <= 0:
-                return None
-            return mine_ms / other
+        def ratio(other: Dict) -> Optional[float]:
+            return paired_ratio(mine, other) if mine else None
 
         pairs.append({
             "task": task.get("name", "task %d" % i),
@@ -545,8 +642,10 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
                                      if mine_ms is not None else None),
             "default_plan_s": (mine.get("plan_s") if mine.get("valid")
                                else None),
-            "ratio_ablation": ratio(costs[ABLATION]),
-            "ratio_best_baseline": ratio(best_ms),
+            "ratio_ablation": (ratio(results[ABLATION][i])
+                               if ABLATION in algorithms else None),
+            "ratio_best_baseline": ratio(best_result),
+            "level": task.get("level"),
             "verified_choice": choice})
     return pairs
 
@@ -557,7 +656,9 @@ def acceptance_figures(pairs: Sequence[Dict]) -> Dict:
     ablation and its mean ratio to the best baseline, each with the
     number of tasks it is over; the mean absolute and signed prediction
     error of its measured plans; its largest planning time and that task's
-    tables. None where no task has the figure."""
+    tables; the machine's level over the tasks (mean, lowest, highest)
+    and the prediction errors with each prediction scaled by its task's
+    level ("adjusted_"). None where no task has the figure."""
     def over(key):
         return [p[key] for p in pairs if p[key] is not None]
 
@@ -567,6 +668,10 @@ def acceptance_figures(pairs: Sequence[Dict]) -> Dict:
     errors = prediction_errors(
         [p["default_predicted_ms"] for p in judged],
         [p["default_ms"] for p in judged]) if judged else (None, None)
+    levelled = [p for p in judged if p.get("level")]
+    adjusted = prediction_errors(
+        [p["default_predicted_ms"] * p["level"] for p in levelled],
+        [p["default_ms"] for p in levelled]) if levelled else (None, None)
     timed = [p for p in pairs if p["default_plan_s"] is not None]
     slowest = max(timed, key=lambda p: p["default_plan_s"]) if timed \
         else None
@@ -579,6 +684,15 @@ def acceptance_figures(pairs: Sequence[Dict]) -> Dict:
         "ratio_best_baseline_tasks": len(best),
         "mape_percent": errors[0], "signed_error_percent": errors[1],
         "error_tasks": len(judged),
+        "level_mean": (float(np.mean([p["level"] for p in levelled]))
+                       if levelled else None),
+        "level_min": (float(min(p["level"] for p in levelled))
+                      if levelled else None),
+        "level_max": (float(max(p["level"] for p in levelled))
+                      if levelled else None),
+        "adjusted_mape_percent": adjusted[0],
+        "adjusted_signed_error_percent": adjusted[1],
+        "adjusted_tasks": len(levelled),
         "plan_seconds_max": slowest["default_plan_s"] if slowest else None,
         "plan_seconds_tables": slowest["tables"] if slowest else None,
         "plan_seconds_tasks": len(timed),
@@ -793,6 +907,7 @@ def acceptance_markdown(acc: Dict) -> str:
         met = {True: "**yes**", False: "**no**", None: "–"}[t["met"]]
         lines.append("| %s | %s | %s | %s |" % (
             t["figure"], t["target"], " | ".join(cells), met))
+    lines += _level_rows(acc["settings"], settings)
     judged = [t for t in acc["targets"] if t["met"] is not None]
     lines.append("")
     lines.append("%d of the %d targets judged here are met%s." % (
@@ -801,14 +916,61 @@ def acceptance_markdown(acc: Dict) -> str:
         " (%d not judged: no figure, or no target in these settings)" %
         (len(acc["targets"]) - len(judged))))
     lines.append("Ratios are per task (measured cost of NeuroShard's default "
-                 "plan / the other plan's), averaged over the tasks both "
-                 "have a measured plan for; prediction errors are (predicted "
-                 "- measured) / measured of its slowest device; the planning "
-                 "time target is for %d devices." % PLANNING_TARGET_DEVICES)
+                 "plan / the other plan's: the median over the repeats of "
+                 "the ratio of the two plans' slowest devices in the same "
+                 "run), averaged over the tasks both have a measured plan "
+                 "for; prediction errors are (predicted - measured) / "
+                 "measured of its slowest device; the planning time target "
+                 "is for %d devices." % PLANNING_TARGET_DEVICES)
+    if any(acc["settings"][s].get("level_mean") for s in settings):
+        lines.append(
+            "The machine's level is the median of measured / predicted "
+            "over %d of the cost model's held-out calibration sets, timed "
+            "in every task's runs: above 1, this machine ran slower than "
+            "the model expects. The level-adjusted errors scale each "
+            "prediction by its task's level; they show the model's error "
+            "on the plans it chose apart from the machine's drift, and "
+            "have no target of their own." % REFERENCE_SETS)
     if acc["not_covered"]:
         lines.append("Not covered by this run: %s." %
                      "; ".join(acc["not_covered"]))
     return "\n".join(lines) + "\n"
+
+
+def _level_rows(figures: Dict[str, Dict], settings: Sequence[str]
+                ) -> List[str]:
+    """The acceptance table's rows without a target: the machine's level
+    and the level-adjusted prediction errors; none where no level was
+    measured."""
+    if not any(figures[s].get("level_mean") for s in settings):
+        return []
+
+    def level(f):
+        if f.get("level_mean") is None:
+            return "–"
+        return "%.3f (%.3f to %.3f)" % (f["level_mean"], f["level_min"],
+                                        f["level_max"])
+
+    def error(key, signed):
+        def cell(f):
+            if f.get(key) is None:
+                return "–"
+            plans = f["adjusted_tasks"]
+            return "%s (%d plan%s)" % (_percent(f[key], signed=signed),
+                                       plans, "" if plans == 1 else "s")
+        return cell
+
+    rows = []
+    for figure, cell in (
+            ("machine's level (measured / predicted, reference sets)",
+             level),
+            ("mean absolute prediction error, level-adjusted",
+             error("adjusted_mape_percent", False)),
+            ("mean signed prediction error, level-adjusted",
+             error("adjusted_signed_error_percent", True))):
+        rows.append("| %s | – | %s | – |" % (
+            figure, " | ".join(cell(figures[s]) for s in settings)))
+    return rows
 
 
 def _acceptance_cell(key: str, figures: Dict, verdict: Optional[bool]
@@ -1084,9 +1246,12 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
                           file=err, flush=True)
         measurements = []
         if measured:
+            references = [(ids, predict_set(pool, ids, args.batch_size,
+                                            args.cost_model))
+                          for ids in reference_sets(pool, args.cost_model)]
             measurements = _measure(tasks[:measured], results, algorithms,
                                     collect_tool, pool_path, pool_dims, args,
-                                    err)
+                                    err, references)
         summary = summarise(tasks, results, algorithms)
         if measurement:
             summary["measurement"] = measurement
@@ -1114,11 +1279,15 @@ def collect_options(args) -> List[str]:
 
 
 def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
-             err) -> List[Dict]:
+             err, references: Sequence[Tuple[List[int], float]] = ()
+             ) -> List[Dict]:
     """Measures task by task: adds "measured_ms" (slowest device's measured
-    time) and the task's "lower_bound_ms" to the valid plans of `tasks`;
-    returns per task its lower bound, its tables' costs and the time it
-    took. Each task's distinct sets are timed together, repeated."""
+    time), "measured_runs_ms" (its slowest device's time in each repeat)
+    and the task's "lower_bound_ms" to the valid plans of `tasks`; returns
+    per task its lower bound, its tables' costs, the machine's level on
+    the `references` ((pool ids, predicted ms) pairs, timed with the task's
+    sets; also the task's "level") and the time it took. Each task's
+    distinct sets are timed together, repeated."""
     measurements = []
     started = time.time()
     for i, task in enumerate(tasks):
@@ -1139,16 +1308,25 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
                 for ids in r["device_sets"]:
                     add(ids)
         singles = [add([t["pool_id"]]) for t in task["tables"]]
+        reference_keys = [add(ids) for ids, _ in references]
+        runs = {}
         costs = measure_repeated(
             sets, args.measure_repeats,
-            lambda ordered: measure_sets(tool, pool_path, ordered, args))
+            lambda ordered: measure_sets(tool, pool_path, ordered, args),
+            runs)
         table_costs = [costs[k] for k in singles]
         bound = lower_bound(table_costs, task["devices"])
+        level = machine_level([p for _, p in references],
+                              [costs[k] for k in reference_keys])
+        task["level"] = level
         for a in algorithms:
             r = results[a][i]
             if r["valid"]:
-                r["measured_ms"] = max(costs[keys[tuple(sorted(ids))]]
-                                       for ids in r["device_sets"])
+                own = [keys[tuple(sorted(ids))] for ids in r["device_sets"]]
+                r["measured_ms"] = max(costs[k] for k in own)
+                r["measured_runs_ms"] = [
+                    max(runs[k][rep] for k in own)
+                    for rep in range(args.measure_repeats)]
                 r["lower_bound_ms"] = bound
         now = time.time()
         measurements.append({"task": task["name"],
@@ -1156,6 +1334,9 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
                              "sets": len(sets),
                              "lower_bound_ms": bound,
                              "table_costs_ms": table_costs,
+                             "level": level,
+                             "reference_ms": [costs[k]
+                                              for k in reference_keys],
                              "seconds": now - task_started})
         eta = (now - started) / (i + 1) * (len(tasks) - i - 1)
         print("measured task %d of %d (%s: %d sets x %d runs) in %.0f s; "

@@ -7,6 +7,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from neuroshard import evaluate as ev
@@ -189,6 +190,54 @@ def test_repeats_alternate_the_order_and_take_the_median():
     assert orders[3] == [2, 1, 0]
     with pytest.raises(ev.EvaluationError, match="at least 1, got 0"):
         ev.measure_repeated(sets, 0, measure)
+    # Each set's cost in every repeat, in repeat order.
+    orders.clear()
+    runs = {}
+    ev.measure_repeated(sets, 2, measure, runs)
+    assert runs == {0: [1.0, 5.0], 1: [7.0, 4.0], 2: [0.0, 0.0]}
+
+
+def test_ratios_pair_the_repeats():
+    # Repeat 2 ran 50% slower for both plans: paired, it cancels, where the
+    # medians' ratio does not.
+    mine = {"measured_ms": 1.25, "measured_runs_ms": [1.0, 1.5]}
+    other = {"measured_ms": 1.45, "measured_runs_ms": [1.2, 1.7]}
+    assert ev.paired_ratio(mine, other) == pytest.approx(
+        (1.0 / 1.2 + 1.5 / 1.7) / 2)
+    # Without both repeats (or with another count): the medians' ratio.
+    assert ev.paired_ratio({"measured_ms": 2.0}, other) == \
+        pytest.approx(2.0 / 1.45)
+    assert ev.paired_ratio(dict(mine, measured_runs_ms=[1.0]), other) == \
+        pytest.approx(1.25 / 1.45)
+    assert ev.paired_ratio(mine, {}) is None
+    assert ev.paired_ratio({}, other) is None
+    assert ev.paired_ratio(mine, {"measured_ms": 0.0}) is None
+
+
+def test_the_machines_level_is_the_median_over_reference_sets():
+    assert ev.machine_level([1.0, 2.0, 4.0], [1.5, 2.0, 6.0]) == \
+        pytest.approx(1.5)
+    assert ev.machine_level([], []) is None
+    # A set the model prices at 0 says nothing.
+    assert ev.machine_level([0.0, 1.0], [1.0, 1.2]) == pytest.approx(1.2)
+
+
+def test_reference_sets_are_the_bundles_held_out_calibration_sets(pool):
+    from neuroshard import collect, train
+    shipped = os.path.join(REPO, "models", "cpu-zen5-b1024")
+    with open(os.path.join(shipped, "meta.json")) as f:
+        meta = json.load(f)
+    sets = ev.reference_sets(pool, shipped)
+    assert len(sets) == ev.REFERENCE_SETS
+    cap = int(collect.DEFAULT_MEMORY_CAP_GB * 2**30)
+    held = [k for k in range(ev.REFERENCE_SEARCH)
+            if train.held_out(k, meta["seed"],
+                              meta["training"]["validation_fraction"])]
+    drawn = [collect.sample_set(pool, meta["seed"], k, cap) for k in held]
+    assert sets == [ids for ids in drawn
+                    if len(ids) >= ev.REFERENCE_MIN_TABLES][:len(sets)]
+    # No bundle, no reference.
+    assert ev.reference_sets(pool, "analytical") == []
 
 
 def test_summary_reports_gap_to_bound_and_prediction_error():
@@ -389,6 +438,30 @@ def test_acceptance_states_each_target_with_pass_or_fail():
         "pass |" in text
     assert "3 of the 6 targets judged here are met." in text
     assert "Not covered by this run: batch 4096." in text
+    # No level was measured: no level rows.
+    assert "level-adjusted" not in text
+
+    # A machine 1.05x and 1.2x slower than the model in the two tasks: the
+    # adjusted errors scale each prediction by its task's level, and the
+    # rows have no target (the count of judged targets is unchanged).
+    tasks, results = fabricated_setting()
+    tasks[0]["level"], tasks[1]["level"] = 1.05, 1.2
+    acc = ev.acceptance(acceptance_of(**{"4dev": (tasks, results)}), 1024)
+    f4 = acc["settings"]["4dev"]
+    assert (f4["level_mean"], f4["level_min"], f4["level_max"]) == \
+        (pytest.approx(1.125), 1.05, 1.2)
+    adjusted = [100 * (0.95 * 1.05 - 1.00) / 1.00,
+                100 * (2.1 * 1.2 - 2.10) / 2.10]
+    assert f4["adjusted_signed_error_percent"] == \
+        pytest.approx(np.mean(adjusted))
+    assert f4["adjusted_mape_percent"] == \
+        pytest.approx(np.mean(np.abs(adjusted)))
+    text = ev.acceptance_markdown(acc)
+    assert "| machine's level (measured / predicted, reference sets) | – | " \
+        "1.125 (1.050 to 1.200) | – |" in text
+    assert "| mean signed prediction error, level-adjusted | – | +9.9% " \
+        "(2 plans) | – |" in text
+    assert len([t for t in acc["targets"] if t["met"] is not None]) == 6
 
     # A slow plan on 4 devices fails the planning target; at batch 4096 the
     # run lacks batch 1024 and, with 4 devices only, the 8-device setting.
@@ -685,9 +758,15 @@ def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
     assert pair["verified_choice"]["chosen"] == report["chosen"]
     assert pair["verified_ms"] == verified["measured_ms"]
     assert pair["best_baseline"] == "size-greedy"
-    assert pair["ratio_best_baseline"] == pytest.approx(
-        verified["measured_ms"] / data["results"]["size-greedy"][0][
-            "measured_ms"])
+    # Paired: the median over the 2 repeats of the per-repeat ratios of
+    # the two plans' slowest devices.
+    baseline = data["results"]["size-greedy"][0]
+    assert len(verified["measured_runs_ms"]) == 2
+    assert pair["ratio_best_baseline"] == pytest.approx(np.median(
+        [a / b for a, b in zip(verified["measured_runs_ms"],
+                               baseline["measured_runs_ms"])]))
+    # The analytical model is no bundle: no reference sets, no level.
+    assert pair["level"] is None
     assert everything["acceptance"]["settings"]["2dev"][
         "ratio_best_baseline_tasks"] == 1
     for a in ("neuroshard", ev.VERIFIED, "size-greedy"):
