@@ -43,6 +43,12 @@ size_t bytesOf(size_t floats) {
     throw std::bad_alloc();
   return floats * sizeof(float);
 }
+
+/// The length of a ZeroedArena's own mapping of `bytes`: whole huge pages,
+/// so that its ends are page-aligned for munmap.
+size_t mappingBytes(size_t bytes) {
+  return (bytes + rt::kHugePageBytes - 1) & ~(rt::kHugePageBytes - 1);
+}
 } // namespace
 
 rt::ZeroedArena::ZeroedArena(size_t floats) : count(floats) {
@@ -52,7 +58,10 @@ rt::ZeroedArena::ZeroedArena(size_t floats) : count(floats) {
 #if defined(__linux__)
   if (bytes >= kHugePageBytes) {
     // Over-map by a huge page, then unmap the ends around the aligned part.
-    size_t span = bytes + kHugePageBytes;
+    size_t length = mappingBytes(bytes);
+    if (length < bytes || length > SIZE_MAX - kHugePageBytes)
+      throw std::bad_alloc();
+    size_t span = length + kHugePageBytes;
     void *map = ::mmap(nullptr, span, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED)
@@ -60,13 +69,13 @@ rt::ZeroedArena::ZeroedArena(size_t floats) : count(floats) {
     uintptr_t begin = reinterpret_cast<uintptr_t>(map);
     uintptr_t aligned = (begin + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
     size_t head = aligned - begin;
-    size_t tail = span - head - bytes;
+    size_t tail = span - head - length;
     if (head)
       ::munmap(map, head);
     if (tail)
-      ::munmap(reinterpret_cast<void *>(aligned + bytes), tail);
+      ::munmap(reinterpret_cast<void *>(aligned + length), tail);
 #if defined(MADV_HUGEPAGE)
-    (void)::madvise(reinterpret_cast<void *>(aligned), bytes, MADV_HUGEPAGE);
+    (void)::madvise(reinterpret_cast<void *>(aligned), length, MADV_HUGEPAGE);
 #endif
     elements = reinterpret_cast<float *>(aligned);
     mapped = true;
@@ -118,7 +127,7 @@ void rt::ZeroedArena::release() {
   size_t bytes = count * sizeof(float);
 #if defined(__linux__)
   if (mapped)
-    ::munmap(elements, bytes);
+    ::munmap(elements, mappingBytes(bytes));
   else
 #endif
     freeArena(elements, bytes);
