@@ -158,11 +158,12 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
     arenaSize = std::max(arenaSize, arenaSizes.back());
     addTouchedPages(shards, set.layout, touched);
   }
-  // Zeros the system maps page by page: each set's run below maps the pages
-  // its lookups touch (the rows its forward reads and its update writes),
-  // and no other page is ever read, so every timed run finds its pages
-  // mapped without the arena having been written whole (seconds for
-  // gigabytes of weights). The kernels' time does not depend on the values.
+  // Zeros the system maps page by page: only the huge pages the lookups
+  // touch (the rows the forwards read and the updates write) are mapped,
+  // across the cores, and no other page is ever read, so every timed run
+  // finds its pages mapped without the arena having been written whole
+  // (seconds for gigabytes of weights). Each set then runs once. The
+  // kernels' time does not depend on the values.
   arena = runtime::ZeroedArena(size_t(arenaSize));
   std::vector<size_t> pages;
   for (size_t page = 0; page < touched.size(); ++page)

@@ -89,10 +89,11 @@ rt::ZeroedArena::ZeroedArena(size_t floats) : count(floats) {
 void rt::ZeroedArena::map(const std::vector<size_t> &hugePages,
                           unsigned threads) {
   constexpr size_t floatsPerPage = kHugePageBytes / sizeof(float);
+  size_t pages = (count + floatsPerPage - 1) / floatsPerPage;
   auto touch = [&](size_t first, size_t step) {
     volatile float *base = elements;
     for (size_t i = first; i < hugePages.size(); i += step)
-      if (hugePages[i] < (count + floatsPerPage - 1) / floatsPerPage)
+      if (hugePages[i] < pages)
         base[hugePages[i] * floatsPerPage] = 0.0f;
   };
   threads = std::max(1u, std::min<unsigned>(threads, hugePages.size()));

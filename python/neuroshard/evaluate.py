@@ -406,14 +406,9 @@ def reference_sets(pool: Dict, cost_model: str) -> List[List[int]]:
     REFERENCE_MIN_TABLES tables. Where the pool is the bundle's, these are
     sets the model was validated on and never trained on. [] where the
     cost model is not a trained bundle."""
-    bundle = cost_model
-    if cost_model == _core.DEFAULT_COST_MODEL:
-        bundle = _core.find_default_model("cpu")
-    meta_path = os.path.join(bundle or "", "meta.json")
-    if not bundle or not os.path.exists(meta_path):
+    meta = _bundle_meta(cost_model)
+    if meta is None:
         return []
-    with open(meta_path) as f:
-        meta = json.load(f)
     seed = meta.get("seed")
     fraction = meta.get("training", {}).get("validation_fraction")
     if not isinstance(seed, int) or not isinstance(fraction, (int, float)):
@@ -438,11 +433,10 @@ def predict_set(pool: Dict, ids: Sequence[int], batch_size: int,
     """The cost model's compute cost (ms) of the pool tables `ids` on one
     device, as the planner prices a device set."""
     by_id = {t["id"]: t for t in pool["tables"]}
-    tables = [{k: by_id[i][k] for k in ("name", "rows", "dim",
-                                       "pooling_factor", "access_hist")}
-              for i in ids]
-    total = sum(tp.table_bytes(by_id[i]) for i in ids)
-    plan = _core.plan({"batch_size": batch_size, "tables": tables},
+    tables = [by_id[i] for i in ids]
+    total = sum(tp.table_bytes(t) for t in tables)
+    plan = _core.plan(task_json({"batch_size": batch_size,
+                                 "tables": tables}),
                       devices=1, memory_gb=2.0 * total / GB + 1.0,
                       cost_model=cost_model, device_kind="cpu",
                       algorithm=ABLATION, verify_top=0)
@@ -1142,6 +1136,19 @@ def _load_or_make_pool(args, log) -> str:
     return path
 
 
+def _bundle_meta(cost_model: str) -> Optional[Dict]:
+    """The meta.json of the bundle --cost-model names (the default CPU
+    bundle for "default"); None where it names no bundle on disk."""
+    bundle = cost_model
+    if cost_model == _core.DEFAULT_COST_MODEL:
+        bundle = _core.find_default_model("cpu")
+    meta_path = os.path.join(bundle or "", "meta.json")
+    if not bundle or not os.path.exists(meta_path):
+        return None
+    with open(meta_path) as f:
+        return json.load(f)
+
+
 def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
                     log) -> None:
     """Warns when the pool is not the one the cost model was trained on:
@@ -1149,14 +1156,9 @@ def _check_held_out(pool: Dict, pool_path: str, cost_model: str,
     another batch (histograms of batches of another number of bags) counts
     as the training pool when it is that pool regenerated at its batch:
     the same seed, base tables, split and statistics."""
-    bundle = cost_model
-    if cost_model == _core.DEFAULT_COST_MODEL:
-        bundle = _core.find_default_model("cpu")
-    meta_path = os.path.join(bundle, "meta.json")
-    if not bundle or not os.path.exists(meta_path):
+    meta = _bundle_meta(cost_model)
+    if meta is None:
         return
-    with open(meta_path) as f:
-        meta = json.load(f)
     trained_on = meta.get("training", {}).get("pool")
     if not trained_on or trained_on == tp.pool_fingerprint(pool):
         return
