@@ -8,6 +8,7 @@
 #include "Placement.h"
 #include "neuroshard/Planner/PlanIO.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -321,16 +322,24 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
   return std::move(slices);
 }
 
+/// How many times the returned plan's modelled cost a baseline's plan may
+/// be priced at and still be timed by measured selection besides the
+/// search's candidates: the model overprices the plans its search does not
+/// pick (by up to 40% on the baselines' slowest devices), and a plan beyond
+/// this is not one measurement would choose.
+constexpr double kTimedBaselineCostRatio = 1.5;
+
 /// Prices the plans of every baseline (whole tables or, for
 /// uniform-split-greedy, even pieces, placed by a proxy) from the search's
 /// initial `slices`, and replaces `result`'s plan with the cheapest of them
 /// if it ranks before the plan the search found: NeuroShard's plan is never
 /// worse under its model than a plan any baseline makes. A baseline that
-/// fails (it cannot place the tables) offers no plan.
-static std::optional<PlanCandidate>
+/// fails (it cannot place the tables) offers no plan. Returns the plans
+/// offered, cheapest first.
+static std::vector<PlanCandidate>
 keepCheaperBaseline(PlanResult &result, ArrayRef<ColumnSlice> slices,
                     const SearchOptions &options, SearchContext &ctx) {
-  std::optional<PlanCandidate> best;
+  std::vector<PlanCandidate> offered;
   uint64_t statesExplored = ctx.stats.statesExplored;
   for (Algorithm algorithm : allAlgorithms()) {
     if (algorithm == Algorithm::NeuroShard ||
@@ -347,16 +356,19 @@ keepCheaperBaseline(PlanResult &result, ArrayRef<ColumnSlice> slices,
       consumeError(baseline.takeError());
       continue;
     }
-    if (!best || rankedBefore(baseline->cost, best->cost))
-      best = PlanCandidate{algorithmName(algorithm).str(), baseline->plan,
-                           baseline->cost};
+    offered.push_back(PlanCandidate{algorithmName(algorithm).str(),
+                                    baseline->plan, baseline->cost});
     if (!rankedBefore(baseline->cost, result.cost))
       continue;
     result.plan = std::move(baseline->plan);
     result.cost = std::move(baseline->cost);
   }
   ctx.stats.statesExplored = statesExplored;
-  return best;
+  std::stable_sort(offered.begin(), offered.end(),
+                   [](const PlanCandidate &a, const PlanCandidate &b) {
+                     return rankedBefore(a.cost, b.cost);
+                   });
+  return offered;
 }
 
 /// What makes two plans the same candidate: each device's shards, and on
@@ -379,27 +391,32 @@ candidateSignature(const ShardingPlan &plan, const Topology &topology) {
   return devices;
 }
 
-/// The `count` candidates a NeuroShard search returns: the distinct plans
-/// of `found` (the beam's best states and the table-wise plan) and the
-/// best baseline's, in the model's order, always keeping the table-wise
-/// plan and the baseline's and filling the rest with the beam's best. The
-/// returned plan is first.
+/// The candidates a NeuroShard search returns: `count` distinct plans of
+/// `found` (the beam's best states and the table-wise plan) and the best of
+/// `baselines`, in the model's order, always keeping the table-wise plan and
+/// the best baseline's and filling the rest with the beam's best; then, with
+/// a count of 2 or more, every other baseline's distinct plan that the model
+/// prices within kTimedBaselineCostRatio of the returned plan (except the
+/// random placement's). The returned plan is first.
 static std::vector<PlanCandidate>
 selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
-                 std::optional<PlanCandidate> baseline, unsigned count,
+                 std::vector<PlanCandidate> baselines, unsigned count,
                  const Topology &topology) {
   StringRef neuroshard = algorithmName(Algorithm::NeuroShard);
   std::vector<PlanCandidate> all;
   all.push_back({neuroshard.str(), result.plan, result.cost});
-  if (baseline)
-    found.push_back(std::move(*baseline));
+  size_t bestBaseline = found.size();
+  for (PlanCandidate &baseline : baselines)
+    found.push_back(std::move(baseline));
   std::vector<std::vector<std::vector<Shard>>> seen = {
       candidateSignature(result.plan, topology)};
-  for (PlanCandidate &candidate : found) {
+  // Whether a candidate of `all` is one of the other baselines'.
+  SmallVector<bool> extra = {false};
+  for (auto [i, candidate] : enumerate(found)) {
     auto signature = candidateSignature(candidate.plan, topology);
     auto same = llvm::find(seen, signature);
     if (same != seen.end()) {
-      // A beam state (or the returned plan) may make the baseline's or the
+      // A beam state (or the returned plan) may make a baseline's or the
       // table-wise plan: it is named, and kept, as that one.
       PlanCandidate &kept = all[same - seen.begin()];
       if (candidate.origin != neuroshard && kept.origin == neuroshard)
@@ -408,12 +425,22 @@ selectCandidates(const PlanResult &result, std::vector<PlanCandidate> found,
     }
     seen.push_back(std::move(signature));
     all.push_back(std::move(candidate));
+    extra.push_back(i > bestBaseline);
   }
   std::vector<PlanCandidate> chosen;
   chosen.push_back(std::move(all.front()));
   for (bool fromBeam : {false, true})
-    for (PlanCandidate &candidate : MutableArrayRef(all).drop_front())
-      if ((candidate.origin == neuroshard) == fromBeam && chosen.size() < count)
+    for (auto [candidate, isExtra] : zip_equal(
+             MutableArrayRef(all).drop_front(), ArrayRef(extra).drop_front()))
+      if (!isExtra && (candidate.origin == neuroshard) == fromBeam &&
+          chosen.size() < count)
+        chosen.push_back(std::move(candidate));
+  double costLimit = kTimedBaselineCostRatio * result.cost.maxMs;
+  if (count >= 2)
+    for (auto [candidate, isExtra] : zip_equal(
+             MutableArrayRef(all).drop_front(), ArrayRef(extra).drop_front()))
+      if (isExtra && candidate.cost.maxMs <= costLimit &&
+          candidate.origin != algorithmName(Algorithm::Random))
         chosen.push_back(std::move(candidate));
   std::stable_sort(chosen.begin(), chosen.end(),
                    [](const PlanCandidate &a, const PlanCandidate &b) {
@@ -486,11 +513,11 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
           runColumnBeamSearch(std::move(root), options, budget, ctx);
       if (!searched)
         return searched;
-      std::optional<PlanCandidate> baseline =
+      std::vector<PlanCandidate> baselines =
           keepCheaperBaseline(*searched, *slices, options, ctx);
       if (options.keepCandidates)
         searched->candidates = selectCandidates(
-            *searched, std::move(searched->candidates), std::move(baseline),
+            *searched, std::move(searched->candidates), std::move(baselines),
             options.keepCandidates, topology);
       return searched;
     }

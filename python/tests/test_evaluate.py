@@ -749,7 +749,10 @@ def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
                        "error": "%s is planned only for the measured tasks"
                        % ev.VERIFIED}
     report = verified["verification"]
-    assert 1 <= len(report["candidates"]) <= 3
+    # 3 of the search's, and the other baselines' priced near its best.
+    searched = [c for c in report["candidates"]
+                if c["origin"] in ("neuroshard", "table-greedy-grid")]
+    assert 1 <= len(searched) <= 3
     assert 0 <= report["chosen"] < len(report["candidates"])
     assert verified["plan_s"] > 0
     assert summary["verify"] == {"top": 3, "seconds": 0.2}
@@ -855,7 +858,9 @@ def test_measured_selection_reaches_the_planner(pool):
     assert verified["plan"]["algorithm"] == "neuroshard"
     report = verified["verification"]
     assert report is verified["plan"]["verification"]
-    assert 1 <= len(report["candidates"]) <= 2 and report["rounds"] >= 3
+    searched = [c for c in report["candidates"]
+                if c["origin"] in ("neuroshard", "table-greedy-grid")]
+    assert 1 <= len(searched) <= 2 and report["rounds"] >= 3
     assert "experience" not in report
     chosen = report["candidates"][report["chosen"]]
     assert len(chosen["measured_compute_ms"]) == 2

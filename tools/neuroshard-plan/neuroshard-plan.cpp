@@ -117,7 +117,9 @@ static cl::opt<std::string> verifyTop(
     "verify-top",
     cl::desc("Time the device sets of the K best distinct plans on this "
              "machine's CPU (the table-wise and the best baseline's among "
-             "them) and return another than the table-wise plan (else the "
+             "them, and besides them the other baselines' plans priced "
+             "within 1.5x the best) and return another than the table-wise "
+             "plan (else the "
              "model's best) only if it measures at least 2% faster; for "
              "plans for CPU execution "
              "(--device-kind cpu). 'auto' (the default) "

@@ -97,7 +97,6 @@ TEST(PlanCandidatesTest, DistinctValidInTheModelsOrder) {
   std::vector<TableSpec> tables = hotAndCold();
   PlanResult result = planWithCandidates(4);
   ASSERT_GE(result.candidates.size(), 2u);
-  EXPECT_LE(result.candidates.size(), 4u);
   // The first is the plan returned.
   EXPECT_EQ(result.candidates.front().cost.maxMs, result.cost.maxMs);
   EXPECT_TRUE(splitsATable(tables, result.plan));
@@ -114,6 +113,62 @@ TEST(PlanCandidatesTest, DistinctValidInTheModelsOrder) {
   }
   // The table-wise plan is always among them.
   EXPECT_TRUE(origins.count("table-greedy-grid"));
+}
+
+// Four of the search's plans, and besides them the other baselines' plans
+// that the model prices within 1.5x of the returned plan: the model
+// overprices the plans its search does not pick.
+TEST(PlanCandidatesTest, AddsTheOtherBaselinesPricedNearTheBest) {
+  PlanResult result = planWithCandidates(4);
+  ASSERT_GT(result.candidates.size(), 4u);
+  std::set<std::string> searchOrigins = {"neuroshard", "table-greedy-grid"};
+  unsigned fromSearch = 0, baselines = 0;
+  for (const PlanCandidate &candidate : result.candidates) {
+    EXPECT_NE(candidate.origin, "random");
+    EXPECT_LE(candidate.cost.maxMs, 1.5 * result.cost.maxMs);
+    if (searchOrigins.count(candidate.origin))
+      ++fromSearch;
+    else
+      ++baselines;
+  }
+  // At most 4 are the search's, the best baseline's among them.
+  EXPECT_LE(fromSearch, 4u);
+  EXPECT_GE(baselines, 2u);
+}
+
+// A baseline whose plan the model prices beyond 1.5x the returned plan is not
+// timed: one hot table beside two wide cold ones, which dim-greedy and
+// size-greedy put together.
+TEST(PlanCandidatesTest, LeavesOutBaselinesPricedFarAboveTheBest) {
+  std::vector<TableSpec> tables = {makeTable("hot", 1000, 16, 20.0),
+                                   makeTable("wide1", 1000, 128, 1.0),
+                                   makeTable("wide2", 1000, 128, 1.0)};
+  SliceCostModel model;
+  SearchOptions options;
+  options.keepCandidates = 4;
+  Expected<PlanResult> result =
+      planSharding(tables, twoDevices(), options, model);
+  ASSERT_EQ(errorMessage(result), "");
+  std::set<std::string> origins;
+  for (const PlanCandidate &candidate : result->candidates)
+    origins.insert(candidate.origin);
+  unsigned beyond = 0;
+  for (Algorithm algorithm :
+       {Algorithm::SizeGreedy, Algorithm::DimGreedy, Algorithm::LookupGreedy,
+        Algorithm::SizeLookupGreedy, Algorithm::UniformSplitGreedy}) {
+    SearchOptions alone;
+    alone.algorithm = algorithm;
+    Expected<PlanResult> baseline =
+        planSharding(tables, twoDevices(), alone, model);
+    ASSERT_EQ(errorMessage(baseline), "");
+    if (baseline->cost.maxMs <= 1.5 * result->cost.maxMs)
+      continue;
+    ++beyond;
+    EXPECT_FALSE(origins.count(algorithmName(algorithm).str()))
+        << algorithmName(algorithm).str() << " priced at "
+        << baseline->cost.maxMs << " against " << result->cost.maxMs;
+  }
+  EXPECT_GE(beyond, 2u);
 }
 
 TEST(PlanCandidatesTest, NoneUnlessAsked) {
@@ -531,7 +586,8 @@ TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {
       planWithVerification(tables, cpu, SearchOptions(), model, request, spell);
   ASSERT_EQ(errorMessage(result), "");
   ASSERT_TRUE(result->verification);
-  EXPECT_EQ(result->candidates.size(), 4u);
+  // Four of the search's and another baseline's (PlanCandidatesTest).
+  EXPECT_EQ(result->candidates.size(), 5u);
   EXPECT_TRUE(result->warnings.empty());
   // The price per slice the model does not know makes a table-wise plan
   // measure fastest.

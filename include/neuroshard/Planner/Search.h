@@ -102,9 +102,12 @@ struct SearchOptions {
   double thresholdMax = 1.5;
   /// Seed of the random baseline.
   uint64_t seed = 0;
-  /// NeuroShard: how many distinct plans to return as candidates for
-  /// measured selection (PlanResult::candidates), always including the
-  /// best table-wise plan and the best baseline's; 0 returns the plan alone.
+  /// NeuroShard: how many distinct plans of the search to return as
+  /// candidates for measured selection (PlanResult::candidates), always
+  /// including the best table-wise plan and the best baseline's; from 2 on,
+  /// the other baselines' plans the model prices near the returned plan's
+  /// are returned besides (the model overprices plans its search does not
+  /// pick). 0 returns the plan alone.
   unsigned keepCandidates = 0;
   /// Called after each step of the beam and grid searches (not by the
   /// table-wise baselines, which take one step), for progress output.

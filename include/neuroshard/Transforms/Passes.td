@@ -82,7 +82,8 @@ defvar PlanOptions = [
   Option<"seed", "seed", "uint64_t", "::neuroshard::SearchOptions{}.seed",
          "Seed of the random baseline">,
   Option<"verifyTop", "verify-top", "std::string", "\"auto\"",
-         "Time the device sets of the K best distinct plans on this "
+         "Time the device sets of the K best distinct plans (and of the "
+         "other baselines' plans priced within 1.5x the best) on this "
          "machine's CPU and keep another than the table-wise plan (else "
          "the model's best) only if it measures at least 2% faster, for "
          "plans "
