@@ -1063,6 +1063,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
               writeNumber(json, "predicted_ms", candidate.predicted.maxMs);
               writeNumber(json, "measured_ms", candidate.measured.maxMs);
               writeNumber(json, "paired_ratio", candidate.pairedRatio);
+              json.attribute("rounds", int64_t(candidate.rounds));
               json.attribute("rounds_faster", int64_t(candidate.roundsFaster));
               json.attributeArray("measured_compute_ms", [&] {
                 for (const DeviceCost &device : candidate.measured.devices)
@@ -1210,15 +1211,16 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 "{3} s\n",
                 verification.host, verification.sets.size(),
                 verification.rounds, format("%.1f", verification.seconds));
-  os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}\n", "candidate",
-                "origin", "predicted (ms)", "measured (ms)",
-                formatv("vs. candidate {0}", verification.incumbent + 1));
+  os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}  {5,6}\n",
+                "candidate", "origin", "predicted (ms)", "measured (ms)",
+                formatv("vs. candidate {0}", verification.incumbent + 1),
+                "rounds");
   for (auto [i, candidate] : enumerate(verification.candidates))
-    os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}  {5,15}\n",
+    os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}  {5,15}  {6,6}\n",
                   i == verification.chosen ? ">" : " ", i + 1, candidate.origin,
                   format("%.4f", candidate.predicted.maxMs),
                   format("%.4f", candidate.measured.maxMs),
-                  format("%.3f", candidate.pairedRatio));
+                  format("%.3f", candidate.pairedRatio), candidate.rounds);
   os << describeVerification(verification) << "\n";
   if (!verification.experiencePath.empty())
     os << formatv("the {0} sets were appended to '{1}'\n",

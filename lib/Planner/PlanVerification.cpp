@@ -163,9 +163,44 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   }
   if (Error err = timer.prepare(tables, topology.batchSize, sets))
     return err;
+  if (Error err = model.prepare(tables, topology))
+    return err;
 
-  // One untimed round, then timed rounds in rotated orders.
+  // The incumbent: the table-wise plan where it is a candidate, else the
+  // model's best.
+  PlanVerification verification;
+  StringRef tableWise = algorithmName(Algorithm::TableGreedyGrid);
+  for (auto [c, candidate] : enumerate(result.candidates))
+    if (candidate.origin == tableWise) {
+      verification.incumbent = c;
+      break;
+    }
+  size_t incumbent = verification.incumbent;
+  size_t k = result.candidates.size();
+  std::vector<DeviceTraffic> traffic;
+  for (const PlanCandidate &candidate : result.candidates) {
+    std::vector<DeviceTraffic> planTraffic =
+        computeTraffic(tables, topology, candidate.plan);
+    traffic.insert(traffic.end(), planTraffic.begin(), planTraffic.end());
+  }
+  // Every candidate priced with each set's time in `setMs` and the model's
+  // communication.
+  auto price = [&](ArrayRef<double> setMs) {
+    std::vector<double> computeMs;
+    for (const std::vector<std::optional<size_t>> &devices : setOf)
+      for (const std::optional<size_t> &set : devices)
+        computeMs.push_back(set ? setMs[*set] : 0.0);
+    return completePlanCosts(n, computeMs, traffic, model);
+  };
+
+  // One untimed round, then timed rounds in rotated orders over the sets of
+  // the candidates still racing the incumbent: a candidate whose median
+  // ratio to it is not below 1 after options.raceRounds rounds is not timed
+  // again, so that the rounds the budget buys go to the candidates that may
+  // win.
   std::vector<std::vector<double>> times(sets.size());
+  std::vector<std::vector<double>> ratios(k);
+  std::vector<bool> racing(k, true);
   for (size_t s = 0; s < sets.size(); ++s)
     timer.time(s);
   Clock::time_point timed = Clock::now();
@@ -173,11 +208,40 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   while (
       rounds < options.maxRounds &&
       (rounds < options.minRounds || secondsSince(timed) < options.seconds)) {
+    std::vector<bool> needed(sets.size(), false);
+    for (size_t c = 0; c < k; ++c)
+      if (racing[c])
+        for (const std::optional<size_t> &set : setOf[c])
+          if (set)
+            needed[*set] = true;
+    std::vector<double> roundMs(sets.size(), 0.0);
     for (size_t i = 0; i < sets.size(); ++i) {
       size_t s = (i + rounds) % sets.size();
-      times[s].push_back(timer.time(s));
+      if (!needed[s])
+        continue;
+      roundMs[s] = timer.time(s);
+      times[s].push_back(roundMs[s]);
     }
+    Expected<std::vector<PlanCost>> costs = price(roundMs);
+    if (!costs)
+      return costs.takeError();
+    for (size_t c = 0; c < k; ++c)
+      if (racing[c])
+        ratios[c].push_back((*costs)[c].maxMs / (*costs)[incumbent].maxMs);
     ++rounds;
+    if (rounds < options.raceRounds)
+      continue;
+    bool contended = false;
+    for (size_t c = 0; c < k; ++c) {
+      if (c == incumbent || !racing[c])
+        continue;
+      std::vector<double> sorted = ratios[c];
+      llvm::sort(sorted);
+      racing[c] = sortedMedian(sorted) < 1.0;
+      contended |= racing[c];
+    }
+    if (!contended && rounds >= options.minRounds)
+      break;
   }
   std::vector<double> setMs;
   std::vector<TimedSet> timedSets;
@@ -192,32 +256,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     set.runs = runs.size();
     setMs.push_back(set.medianMs);
   }
-
-  // Each candidate priced with its sets' medians, then once per round with
-  // that round's times: one batch of (rounds + 1) x candidates plans.
-  size_t k = result.candidates.size();
-  std::vector<DeviceTraffic> candidateTraffic;
-  for (const PlanCandidate &candidate : result.candidates) {
-    std::vector<DeviceTraffic> planTraffic =
-        computeTraffic(tables, topology, candidate.plan);
-    candidateTraffic.insert(candidateTraffic.end(), planTraffic.begin(),
-                            planTraffic.end());
-  }
-  std::vector<double> computeMs;
-  std::vector<DeviceTraffic> traffic;
-  for (unsigned round = 0; round <= rounds; ++round) {
-    for (const std::vector<std::optional<size_t>> &devices : setOf)
-      for (const std::optional<size_t> &set : devices)
-        computeMs.push_back(!set              ? 0.0
-                            : round == rounds ? setMs[*set]
-                                              : times[*set][round]);
-    traffic.insert(traffic.end(), candidateTraffic.begin(),
-                   candidateTraffic.end());
-  }
-  if (Error err = model.prepare(tables, topology))
-    return err;
-  Expected<std::vector<PlanCost>> costs =
-      completePlanCosts(n, computeMs, traffic, model);
+  Expected<std::vector<PlanCost>> costs = price(setMs);
   if (!costs)
     return costs.takeError();
   std::vector<ArrayRef<ColumnSlice>> slices;
@@ -229,34 +268,23 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   for (auto [set, predicted] : zip_equal(timedSets, predictedMs))
     set.predictedMs = predicted;
 
-  // Round by round against the incumbent; the lowest median ratio wins if
+  // The lowest median ratio of the candidates that raced to the end wins if
   // it is a gain beyond the noise.
-  PlanVerification verification;
-  StringRef tableWise = algorithmName(Algorithm::TableGreedyGrid);
-  for (auto [c, candidate] : enumerate(result.candidates))
-    if (candidate.origin == tableWise) {
-      verification.incumbent = c;
-      break;
-    }
-  size_t incumbent = verification.incumbent;
   for (size_t c = 0; c < k; ++c) {
     CandidateMeasurement &entry = verification.candidates.emplace_back();
     entry.origin = result.candidates[c].origin;
     entry.predicted = result.candidates[c].cost;
-    entry.measured = std::move((*costs)[rounds * k + c]);
-    std::vector<double> ratios;
-    for (unsigned round = 0; round < rounds; ++round) {
-      double ratio =
-          (*costs)[round * k + c].maxMs / (*costs)[round * k + incumbent].maxMs;
-      ratios.push_back(ratio);
+    entry.measured = std::move((*costs)[c]);
+    entry.rounds = ratios[c].size();
+    for (double ratio : ratios[c])
       entry.roundsFaster += ratio < 1.0;
-    }
-    llvm::sort(ratios);
-    entry.pairedRatio = sortedMedian(ratios);
+    std::vector<double> sorted = ratios[c];
+    llvm::sort(sorted);
+    entry.pairedRatio = sortedMedian(sorted);
   }
   verification.chosen = incumbent;
   for (auto [i, entry] : enumerate(verification.candidates))
-    if (entry.pairedRatio <= 1.0 - options.minGain &&
+    if (racing[i] && entry.pairedRatio <= 1.0 - options.minGain &&
         entry.pairedRatio <
             verification.candidates[verification.chosen].pairedRatio)
       verification.chosen = i;
@@ -412,7 +440,7 @@ std::string describeVerification(const PlanVerification &verification) {
   auto rounds = [&](const CandidateMeasurement &candidate) {
     return formatv("{0}% faster in the median round, in {1} of {2} rounds",
                    format("%.1f", 100.0 * (1.0 - candidate.pairedRatio)),
-                   candidate.roundsFaster, verification.rounds)
+                   candidate.roundsFaster, candidate.rounds)
         .str();
   };
   // The incumbent as the text names it.

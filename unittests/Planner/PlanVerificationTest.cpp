@@ -45,7 +45,7 @@ public:
       double ms = 0.0;
       for (const ColumnSlice &slice : set)
         ms += slice.width() * tables[slice.table].poolingFactor + perSliceMs;
-      setMs.push_back(ms);
+      setMs.push_back(fixedMs.value_or(ms));
     }
     return Error::success();
   }
@@ -56,6 +56,8 @@ public:
   std::string host() const override { return "test host"; }
 
   double perSliceMs;
+  /// Every set's time, when given, instead of the formula's.
+  std::optional<double> fixedMs;
   bool refuse = false;
   int64_t preparedBatch = 0;
   std::vector<double> setMs;
@@ -197,7 +199,9 @@ TEST(PlanVerificationTest, ChoosesWhatMeasuresFastest) {
     EXPECT_EQ(set.medianMs, ms);
     EXPECT_EQ(set.minMs, ms);
     EXPECT_EQ(set.maxMs, ms);
-    EXPECT_EQ(set.runs, verification.rounds);
+    // Every set runs in the first rounds; a slower candidate's stop there.
+    EXPECT_GE(set.runs, options.raceRounds);
+    EXPECT_LE(set.runs, verification.rounds);
     EXPECT_EQ(set.predictedMs, ms - 1000.0 * set.slices.size());
   }
   ASSERT_EQ(verification.candidates.size(), result.candidates.size());
@@ -258,6 +262,11 @@ TEST(PlanVerificationTest, ComparesRoundByRoundWithThePlanThatSplitsNothing) {
                      candidate.measured.maxMs / incumbent.measured.maxMs);
     EXPECT_EQ(candidate.roundsFaster,
               candidate.pairedRatio < 1.0 ? verification.rounds : 0u);
+    // A candidate not faster than the incumbent stops racing after the
+    // first rounds.
+    bool racing = &candidate == &incumbent || candidate.pairedRatio < 1.0;
+    EXPECT_EQ(candidate.rounds,
+              racing ? verification.rounds : options.raceRounds);
   }
   // The model's best halves the hot table and measures as predicted: it
   // replaces the table-wise plan.
@@ -347,11 +356,48 @@ TEST(PlanVerificationTest, RoundsAreInterleavedAndBounded) {
               "");
     size_t sets = timer.setMs.size();
     EXPECT_EQ(copy.verification->rounds, rounds);
-    // An untimed round, then each timed round starts one set later.
-    ASSERT_EQ(timer.order.size(), sets * (rounds + 1));
-    for (unsigned round = 0; round < rounds; ++round)
+    // An untimed round, then each timed round over all sets starts one set
+    // later; after the first rounds, a round times fewer sets.
+    ASSERT_GT(timer.order.size(), sets * (options.raceRounds + 1));
+    ASSERT_LT(timer.order.size(), sets * (rounds + 1));
+    for (unsigned round = 0; round < options.raceRounds; ++round)
       EXPECT_EQ(timer.order[sets * (round + 1)], round % sets);
   }
+}
+
+// After the first rounds only the incumbent's sets and those of the
+// candidates faster than it are timed, and where none is left the
+// rounds stop at the least, whatever the budget.
+TEST(PlanVerificationTest, RacesOnlyTheCandidatesThatMayWin) {
+  PlanResult result = planWithCandidates(4);
+  SliceCostModel model;
+  VerifyOptions options;
+  options.seconds = 1e9;
+  options.minRounds = 3;
+  options.maxRounds = 7;
+  // Every set alike: no candidate measures faster than the incumbent.
+  FormulaTimer slow(0.0);
+  slow.fixedMs = 1.0;
+  PlanResult copy = result;
+  ASSERT_EQ(errorMessage(verifyCandidates(copy, hotAndCold(), twoDevices(),
+                                          model, slow, options)),
+            "");
+  const PlanVerification &verification = *copy.verification;
+  EXPECT_EQ(verification.rounds, 3u);
+  EXPECT_EQ(verification.chosen, verification.incumbent);
+  std::set<size_t> incumbentSets;
+  for (const TimedSet &set : verification.sets)
+    if (set.runs == verification.rounds)
+      incumbentSets.insert(&set - verification.sets.data());
+  EXPECT_FALSE(incumbentSets.empty());
+  EXPECT_LT(incumbentSets.size(), verification.sets.size());
+  // 3 rounds over the incumbent's sets, 2 over every other set.
+  size_t sets = verification.sets.size();
+  EXPECT_EQ(slow.order.size(), sets + 2 * sets + incumbentSets.size());
+  for (size_t i = 3 * sets; i < slow.order.size(); ++i)
+    EXPECT_TRUE(incumbentSets.count(slow.order[i]));
+  for (auto [i, candidate] : enumerate(verification.candidates))
+    EXPECT_EQ(candidate.rounds, i == verification.incumbent ? 3u : 2u);
 }
 
 TEST(PlanVerificationTest, ReportsWhatCannotBeTimed) {

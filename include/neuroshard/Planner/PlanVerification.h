@@ -59,6 +59,10 @@ struct VerifyOptions {
   /// take, at most maxRounds however fast.
   unsigned minRounds = 3;
   unsigned maxRounds = 25;
+  /// Rounds after which a candidate whose median ratio to the incumbent is
+  /// not below 1 is no longer timed (nor chosen): the rounds left go to the
+  /// candidates that may win.
+  unsigned raceRounds = 2;
   /// How much faster than the incumbent (the table-wise plan, else the
   /// model's best), in the median of the round-by-round ratios, another
   /// candidate must measure to replace it: smaller differences are within
@@ -102,20 +106,22 @@ constexpr double kMaxVerifySeconds = 3600.0;
 std::optional<std::string> checkVerifySeconds(double seconds);
 
 /// Times every distinct device set of `result.candidates` with `timer`: one
-/// untimed round, then rounds over all sets (each round in another order,
+/// untimed round, then rounds over the sets (each round in another order,
 /// so that no set always follows the same one) until `options.seconds` are
-/// spent. Each candidate is priced round by round with its devices'
-/// measured compute and the model's communication (completePlanCosts), and
-/// compared in the same rounds with the incumbent, so that what slows a
-/// whole round down cancels. The incumbent is the table-wise plan (origin
-/// table-greedy-grid) where it is a candidate, else the model's best (the
-/// first candidate): a plan that splits tables is returned only where it
-/// measures faster than the plan that splits none, since the model's
-/// errors favour the plans its search picks. `result`'s plan and cost
-/// become those of the candidate with the lowest median ratio to the
-/// incumbent, if that median is at most 1 - options.minGain; else the
-/// incumbent's. The cost stays the model's, so that the plan
-/// prices the same everywhere. Sets `result.verification` (each
+/// spent. From `options.raceRounds` rounds on, a round times only the sets
+/// of the incumbent and of the candidates whose median ratio to it is
+/// below 1; when no such candidate is left, the rounds stop. Each candidate is
+/// priced round by round with its devices' measured compute and the model's
+/// communication (completePlanCosts), and compared in the same rounds with the
+/// incumbent, so that what slows a whole round down cancels. The incumbent is
+/// the table-wise plan (origin table-greedy-grid) where it is a candidate, else
+/// the model's best (the first candidate): a plan that splits tables is
+/// returned only where it measures faster than the plan that splits none, since
+/// the model's errors favour the plans its search picks. `result`'s plan and
+/// cost become those of the candidate, among those still racing at the end,
+/// with the lowest median ratio to the incumbent, if that median is at most 1 -
+/// options.minGain; else the incumbent's. The cost stays the model's, so that
+/// the plan prices the same everywhere. Sets `result.verification` (each
 /// candidate's cost from its sets' medians, and its ratios). Needs at
 /// least one candidate.
 llvm::Error verifyCandidates(PlanResult &result,

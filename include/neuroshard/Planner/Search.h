@@ -192,10 +192,11 @@ struct CandidateMeasurement {
   /// model's).
   PlanCost predicted, measured;
   /// Against the incumbent (PlanVerification::incumbent), round by round:
-  /// the median over the timed rounds of this candidate's cost in a round
-  /// over the incumbent's in the same round, and the rounds in which it
-  /// was faster.
+  /// the median over the rounds this candidate was timed in of its cost in
+  /// a round over the incumbent's in the same round, those rounds, and the
+  /// ones in which it was faster.
   double pairedRatio = 1.0;
+  unsigned rounds = 0;
   unsigned roundsFaster = 0;
 };
 /// One distinct device set the candidates have, as it was timed.
