@@ -72,11 +72,6 @@ bool anyRank(bool flag) {
   return any != 0;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return ::neuroshard::sortedMedian(values);
-}
-
 /// The plan's weight bytes per device (GB), from the module's
 /// neuroshard.plan; -1 for a device it does not list.
 std::vector<double> planWeightsGB(ModuleOp module, int64_t devices) {
@@ -536,7 +531,9 @@ Expected<DistributedRunResult> RankRun::run() {
       exchanges.push_back(exchange * 1e3);
       computes.push_back((seconds - exchange) * 1e3);
     }
-    timing = RankTiming{median(steps), median(computes), median(exchanges)};
+    timing =
+        RankTiming{::neuroshard::median(steps), ::neuroshard::median(computes),
+                   ::neuroshard::median(exchanges)};
     double mine[3] = {timing->step, timing->compute, timing->exchange};
     allTimings.resize(rank == 0 ? 3 * size_t(size) : 0);
     MPI_Gather(mine, 3, MPI_DOUBLE, allTimings.data(), 3, MPI_DOUBLE, 0,

@@ -235,9 +235,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     for (size_t c = 0; c < k; ++c) {
       if (c == incumbent || !racing[c])
         continue;
-      std::vector<double> sorted = ratios[c];
-      llvm::sort(sorted);
-      racing[c] = sortedMedian(sorted) < 1.0;
+      racing[c] = median(ratios[c]) < 1.0;
       contended |= racing[c];
     }
     if (!contended && rounds >= options.minRounds)
@@ -278,9 +276,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     entry.rounds = ratios[c].size();
     for (double ratio : ratios[c])
       entry.roundsFaster += ratio < 1.0;
-    std::vector<double> sorted = ratios[c];
-    llvm::sort(sorted);
-    entry.pairedRatio = sortedMedian(sorted);
+    entry.pairedRatio = median(ratios[c]);
   }
   verification.chosen = incumbent;
   for (auto [i, entry] : enumerate(verification.candidates))

@@ -28,6 +28,12 @@ inline double sortedMedian(const std::vector<double> &sorted) {
   return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
+/// The median of `values` in any order; `values` must not be empty.
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return sortedMedian(values);
+}
+
 namespace runtime {
 
 /// Median, fastest and slowest of timed runs, in ms.
