@@ -185,8 +185,8 @@ void KernelSetTimer::run(PreparedSet &set) {
 double KernelSetTimer::time(size_t index) {
   PreparedSet &set = prepared[index];
   runtime::Timing timing = runtime::timeRuns(
-      /*warmup=*/0, std::max(options.runsPerTiming, 1u), [&] { run(set); },
-      [&] { flusher.flush(); });
+      options.warmupRuns, std::max(options.runsPerTiming, 1u),
+      [&] { run(set); }, [&] { flusher.flush(); });
   return timing.median;
 }
 

@@ -27,12 +27,17 @@ namespace execution {
 struct KernelSetTimerOptions {
   /// Cache flush before every run (MiB; 0: none).
   unsigned flushMB = 64;
-  /// Runs of a set, one after another, in one timing; the timing is their
-  /// median. neuroshard-collect, which times the calibration samples and
-  /// the evaluation, runs a set several times in a row too: a set run once
-  /// right after other sets measures slower than that, and not in the same
-  /// order.
-  unsigned runsPerTiming = 5;
+  /// Untimed runs of a set before each timing. A set run right after other
+  /// sets is slower for its first few runs, by an amount that depends on
+  /// the set (on a Zen 5 at batch 4096 the first run measured 1.13 times
+  /// the settled time on average and up to 1.26 times, the fourth 1.04),
+  /// and neuroshard-collect, which times the calibration samples and the
+  /// evaluation, times a set after 3 untimed runs too (docs/planner.md,
+  /// "Measured selection").
+  unsigned warmupRuns = 3;
+  /// Timed runs of a set, one after another, in one timing (at least 1);
+  /// the timing is their median.
+  unsigned runsPerTiming = 3;
   /// Memory the sets' data may take (bytes; 0: what the system has free).
   double memoryLimitBytes = 0.0;
   /// Seed of the index streams.
