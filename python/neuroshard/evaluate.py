@@ -61,7 +61,8 @@ process, no all-to-all):
     plan (neuroshard-verified where measured) to the ablation and to that
     baseline, paired: per repeat, the two plans' slowest devices timed in
     the same tool run, then the median over repeats, so that a run the
-    machine slowed down as a whole cancels;
+    machine slowed down as a whole cancels (the table also gives the lowest
+    and highest per-repeat ratio);
   * the machine's level: REFERENCE_SETS of the cost model's held-out
     calibration sets are timed in every task's runs, and the median of
     their measured / predicted cost says how much slower (above 1) the
@@ -388,6 +389,19 @@ def paired_ratio(mine: Dict, other: Dict) -> Optional[float]:
     return a / b
 
 
+def paired_ratio_range(mine: Dict, other: Dict
+                       ) -> Optional[Tuple[float, float]]:
+    """The lowest and highest of the per-repeat ratios paired_ratio takes
+    the median of: how far one repeat's verdict moved from another's. None
+    where the repeats are not both known or there is only one."""
+    ra, rb = mine.get("measured_runs_ms"), other.get("measured_runs_ms")
+    if not ra or not rb or len(ra) != len(rb) or len(ra) < 2 or \
+            not all(y > 0 for y in rb):
+        return None
+    ratios = [x / y for x, y in zip(ra, rb)]
+    return (min(ratios), max(ratios))
+
+
 def machine_level(predicted_ms: Sequence[float],
                   measured_ms: Sequence[float]) -> Optional[float]:
     """The machine's level against the cost model: the median of measured
@@ -623,6 +637,9 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
         def ratio(other: Dict) -> Optional[float]:
             return paired_ratio(mine, other) if mine else None
 
+        def spread(other: Dict) -> Optional[Tuple[float, float]]:
+            return paired_ratio_range(mine, other) if mine else None
+
         pairs.append({
             "task": task.get("name", "task %d" % i),
             "tables": len(task.get("tables", ())),
@@ -639,6 +656,9 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
             "ratio_ablation": (ratio(results[ABLATION][i])
                                if ABLATION in algorithms else None),
             "ratio_best_baseline": ratio(best_result),
+            "ratio_ablation_range": (spread(results[ABLATION][i])
+                                     if ABLATION in algorithms else None),
+            "ratio_best_baseline_range": spread(best_result),
             "level": task.get("level"),
             "verified_choice": choice})
     return pairs
@@ -831,16 +851,22 @@ def pairs_table(pairs: Sequence[Dict], algorithms: Sequence[str]) -> str:
             p["best_baseline_ms"], p["best_baseline"])
         line = "| %s | %d |" % (p["task"], p["tables"]) + \
             "".join(" %s |" % _fmt(p[k]) for _, k in columns) + \
-            " %s | %s | %s | %s |" % (best, _fmt(p["ratio_ablation"], 3),
-                                      _fmt(p["ratio_best_baseline"], 3),
-                                      _fmt(p["default_plan_s"], 2))
+            " %s | %s | %s | %s |" % (
+                best,
+                _ratio(p["ratio_ablation"], p.get("ratio_ablation_range")),
+                _ratio(p["ratio_best_baseline"],
+                       p.get("ratio_best_baseline_range")),
+                _fmt(p["default_plan_s"], 2))
         if verified:
             line += " %s |" % _choice(p.get("verified_choice"))
         lines.append(line)
     lines.append("")
     lines.append("Best baseline = the DESIGN §4 baseline whose plan measured "
                  "lowest on that task; a ratio below 1 is NeuroShard's "
-                 "default plan (%s) measuring faster. A task where one of "
+                 "default plan (%s) measuring faster. A ratio is the median "
+                 "over the measurement's runs of the two plans' ratio in the "
+                 "same run; in brackets, the lowest and highest of those "
+                 "per-run ratios. A task where one of "
                  "the two has no plan has no ratio. Planning time = the "
                  "planner call's wall time (loading the model, the search "
                  "and, with measured selection, timing the candidates)%s."
@@ -848,6 +874,15 @@ def pairs_table(pairs: Sequence[Dict], algorithms: Sequence[str]) -> str:
                     "numbered as the planner lists them" if verified
                     else ""))
     return "\n".join(lines) + "\n"
+
+
+def _ratio(ratio: Optional[float],
+           spread: Optional[Tuple[float, float]]) -> str:
+    """'1.044 (0.67-1.08)' for the pairs table: the paired ratio and the
+    range of its per-run ratios, where known."""
+    if ratio is None or spread is None:
+        return _fmt(ratio, 3)
+    return "%.3f (%.2f-%.2f)" % (ratio, spread[0], spread[1])
 
 
 def _choice(choice: Optional[Dict]) -> str:

@@ -365,6 +365,34 @@ def test_verified_plans_pair_with_the_ablation_and_best_baseline():
     assert "| table-greedy-grid | 1 | 14.3% | -14.3% |" in table
 
 
+def test_paired_ratios_show_how_far_the_runs_moved():
+    tasks, results = fabricated_setting()
+    # Three runs: the verified plan measured 0.9, 1.1 and 1.0 times the
+    # table-wise plan, and 0.8, 0.5 and 0.9 times size-greedy's.
+    results[ev.VERIFIED][0]["measured_runs_ms"] = [0.9, 1.1, 1.0]
+    results["table-greedy-grid"][0]["measured_runs_ms"] = [1.0, 1.0, 1.0]
+    results["size-greedy"][0]["measured_runs_ms"] = [1.125, 2.2, 1.0 / 0.9]
+    summary = ev.summarise(tasks, results, list(results))
+    first, second = summary["measured_tasks"]
+    assert first["ratio_ablation"] == pytest.approx(1.0)
+    assert first["ratio_ablation_range"] == pytest.approx((0.9, 1.1))
+    assert first["ratio_best_baseline"] == pytest.approx(0.8)
+    assert first["ratio_best_baseline_range"] == pytest.approx((0.5, 0.9))
+    # Without the runs of both plans there is no range.
+    assert second["ratio_ablation_range"] is None
+    assert second["ratio_best_baseline_range"] is None
+    table = ev.markdown_table("4dev", summary, list(results))
+    assert "| 1.000 (0.90-1.10) | 0.800 (0.50-0.90) |" in table
+    assert "| – | 0.955 |" in table
+    assert "in brackets, the lowest and highest of those per-run ratios" \
+        in table
+    # One run is no range either.
+    results[ev.VERIFIED][0]["measured_runs_ms"] = [0.9]
+    results["table-greedy-grid"][0]["measured_runs_ms"] = [1.0]
+    assert ev.paired_ratio_range(results[ev.VERIFIED][0],
+                                 results["table-greedy-grid"][0]) is None
+
+
 def test_without_verification_the_plain_search_is_judged():
     tasks, results = fabricated_setting()
     del results[ev.VERIFIED]
