@@ -383,10 +383,18 @@ def paired_ratio(mine: Dict, other: Dict) -> Optional[float]:
     a, b = mine.get("measured_ms"), other.get("measured_ms")
     if a is None or b is None or b <= 0:
         return None
+    ratios = repeat_ratios(mine, other)
+    return float(np.median(ratios)) if ratios else a / b
+
+
+def repeat_ratios(mine: Dict, other: Dict) -> Optional[List[float]]:
+    """Per repeat, the slowest device of plan result `mine` over that of
+    `other` in the same tool run ("measured_runs_ms"); None where the
+    repeats are not both known."""
     ra, rb = mine.get("measured_runs_ms"), other.get("measured_runs_ms")
-    if ra and rb and len(ra) == len(rb) and all(x > 0 for x in rb):
-        return float(np.median([x / y for x, y in zip(ra, rb)]))
-    return a / b
+    if not ra or not rb or len(ra) != len(rb) or not all(y > 0 for y in rb):
+        return None
+    return [x / y for x, y in zip(ra, rb)]
 
 
 def paired_ratio_range(mine: Dict, other: Dict
@@ -394,11 +402,9 @@ def paired_ratio_range(mine: Dict, other: Dict
     """The lowest and highest of the per-repeat ratios paired_ratio takes
     the median of: how far one repeat's verdict moved from another's. None
     where the repeats are not both known or there is only one."""
-    ra, rb = mine.get("measured_runs_ms"), other.get("measured_runs_ms")
-    if not ra or not rb or len(ra) != len(rb) or len(ra) < 2 or \
-            not all(y > 0 for y in rb):
+    ratios = repeat_ratios(mine, other)
+    if not ratios or len(ratios) < 2:
         return None
-    ratios = [x / y for x, y in zip(ra, rb)]
     return (min(ratios), max(ratios))
 
 
