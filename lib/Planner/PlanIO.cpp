@@ -6,6 +6,7 @@
 
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/PlanVerification.h"
+#include "neuroshard/Planner/RecordedTimings.h"
 #include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -584,7 +585,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
           {"algorithm", "cost_model", "warnings", "devices", "nodes",
            "devices_per_node", "device_kind", "optimizer", "reserved_fraction",
            "cost_ms", "imbalance", "per_device", "shards", "sharding_types",
-           "search", "verification"}))
+           "search", "exported_sets", "verification"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -1045,10 +1046,17 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
       json.attribute("cache_hits", int64_t(result.stats.cacheHits));
       json.attribute("states_explored", int64_t(result.stats.statesExplored));
     });
+    if (const std::optional<PlanResult::SetExport> &exported = result.exported)
+      json.attributeObject("exported_sets", [&] {
+        json.attribute("dir", exported->dir);
+        json.attribute("sets", int64_t(exported->sets));
+        json.attribute("candidates", int64_t(result.candidates.size()));
+      });
     if (const std::optional<PlanVerification> &verification =
             result.verification)
       json.attributeObject("verification", [&] {
         json.attribute("host", verification->host);
+        json.attribute("device", verification->device);
         json.attribute("sets", int64_t(verification->sets.size()));
         json.attribute("rounds", int64_t(verification->rounds));
         writeNumber(json, "seconds", verification->seconds);
@@ -1204,13 +1212,22 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 format("%.1f", stats.timeMs), stats.costQueries,
                 stats.cacheHits, stats.modelCalls, stats.statesExplored,
                 stats.greedyRuns);
+  if (const std::optional<PlanResult::SetExport> &exported = result.exported)
+    os << formatv("\nnot verified yet: the {0} candidates' {1} distinct "
+                  "device sets were written to '{2}'; time them where the "
+                  "plan runs (neuroshard-cuda-runner --manifest {2}/{3} "
+                  "--collect {2}/{4}, with the kernels {2}/{5}), then plan "
+                  "again with the same options and --verify-timings {2}\n",
+                  result.candidates.size(), exported->sets, exported->dir,
+                  kSetsManifestName, kSetSamplesName, kSetKernelsName);
   if (!result.verification)
     return;
   const PlanVerification &verification = *result.verification;
-  os << formatv("\nverified on '{0}': {1} device sets timed in {2} rounds, "
-                "{3} s\n",
+  os << formatv("\nverified on '{0}': {1} device sets timed in {2} round{3}, "
+                "{4} s\n",
                 verification.host, verification.sets.size(),
-                verification.rounds, format("%.1f", verification.seconds));
+                verification.rounds, verification.rounds == 1 ? "" : "s",
+                format("%.1f", verification.seconds));
   os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}  {5,6}\n",
                 "candidate", "origin", "predicted (ms)", "measured (ms)",
                 formatv("vs. candidate {0}", verification.incumbent + 1),

@@ -9,6 +9,7 @@
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Planner/PlanEvaluation.h"
+#include "neuroshard/Planner/RecordedTimings.h"
 #include "neuroshard/Runtime/Statistics.h"
 #include "neuroshard/Sharding/Traffic.h"
 
@@ -125,10 +126,44 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// A device set as the kernels see it: (table, width) pairs, sorted. Sets
-/// that split other halves of a table to the same widths time alike.
-using SetKey = std::vector<std::pair<unsigned, int64_t>>;
+/// A device set as the kernels see it: (table, width, rows) triples,
+/// sorted. Sets that split other halves of a table to the same widths, or
+/// other row blocks of the same size, time alike.
+using SetKey = std::vector<std::tuple<unsigned, int64_t, int64_t>>;
 } // namespace
+
+std::optional<RecordedRuns> SetTimer::recorded(size_t) const {
+  return std::nullopt;
+}
+
+std::string SetTimer::device() const { return "cpu"; }
+
+CandidateSets distinctDeviceSets(ArrayRef<PlanCandidate> candidates,
+                                 unsigned numDevices) {
+  CandidateSets out;
+  std::map<SetKey, size_t> indexOf;
+  for (const PlanCandidate &candidate : candidates) {
+    std::vector<std::vector<ColumnSlice>> slices(numDevices);
+    for (const Shard &shard : candidate.plan.shards)
+      slices[shard.device].push_back(shard.slice());
+    std::vector<std::optional<size_t>> &devices =
+        out.setOf.emplace_back(numDevices);
+    for (unsigned d = 0; d < numDevices; ++d) {
+      if (slices[d].empty())
+        continue;
+      SetKey key;
+      for (const ColumnSlice &slice : slices[d])
+        key.emplace_back(slice.table, slice.width(),
+                         slice.allRows() ? -1 : slice.rowEnd - slice.rowBegin);
+      llvm::sort(key);
+      auto [it, added] = indexOf.try_emplace(std::move(key), out.sets.size());
+      if (added)
+        out.sets.push_back(std::move(slices[d]));
+      devices[d] = it->second;
+    }
+  }
+  return out;
+}
 
 Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
                        const Topology &topology, CostModel &model,
@@ -140,27 +175,9 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   unsigned n = topology.numDevices();
 
   // The distinct device sets, and each candidate device's set.
-  std::map<SetKey, size_t> indexOf;
-  std::vector<std::vector<ColumnSlice>> sets;
-  std::vector<std::vector<std::optional<size_t>>> setOf;
-  for (const PlanCandidate &candidate : result.candidates) {
-    std::vector<std::vector<ColumnSlice>> slices(n);
-    for (const Shard &shard : candidate.plan.shards)
-      slices[shard.device].push_back(shard.slice());
-    std::vector<std::optional<size_t>> &devices = setOf.emplace_back(n);
-    for (unsigned d = 0; d < n; ++d) {
-      if (slices[d].empty())
-        continue;
-      SetKey key;
-      for (const ColumnSlice &slice : slices[d])
-        key.emplace_back(slice.table, slice.width());
-      llvm::sort(key);
-      auto [it, added] = indexOf.try_emplace(std::move(key), sets.size());
-      if (added)
-        sets.push_back(std::move(slices[d]));
-      devices[d] = it->second;
-    }
-  }
+  CandidateSets distinct = distinctDeviceSets(result.candidates, n);
+  std::vector<std::vector<ColumnSlice>> &sets = distinct.sets;
+  const std::vector<std::vector<std::optional<size_t>>> &setOf = distinct.setOf;
   if (Error err = timer.prepare(tables, topology.batchSize, sets))
     return err;
   if (Error err = model.prepare(tables, topology))
@@ -243,15 +260,22 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   }
   std::vector<double> setMs;
   std::vector<TimedSet> timedSets;
-  for (auto [slices, perRound] : zip_equal(sets, times)) {
-    std::vector<double> runs = perRound;
-    llvm::sort(runs);
+  for (auto [s, perRound] : enumerate(times)) {
     TimedSet &set = timedSets.emplace_back();
-    set.slices = std::move(slices);
-    set.medianMs = sortedMedian(runs);
-    set.minMs = runs.front();
-    set.maxMs = runs.back();
-    set.runs = runs.size();
+    set.slices = std::move(sets[s]);
+    if (std::optional<RecordedRuns> recorded = timer.recorded(s)) {
+      set.medianMs = recorded->medianMs;
+      set.minMs = recorded->minMs;
+      set.maxMs = recorded->maxMs;
+      set.runs = recorded->runs;
+    } else {
+      std::vector<double> runs = perRound;
+      llvm::sort(runs);
+      set.medianMs = sortedMedian(runs);
+      set.minMs = runs.front();
+      set.maxMs = runs.back();
+      set.runs = runs.size();
+    }
     setMs.push_back(set.medianMs);
   }
   Expected<std::vector<PlanCost>> costs = price(setMs);
@@ -287,6 +311,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   verification.sets = std::move(timedSets);
   verification.rounds = rounds;
   verification.host = timer.host();
+  verification.device = timer.device();
   verification.seconds = secondsSince(start);
   const PlanCandidate &chosen = result.candidates[verification.chosen];
   result.plan = chosen.plan;
@@ -320,7 +345,7 @@ Error appendExperience(StringRef path, ArrayRef<TableSpec> tables,
       json.attribute("format", "neuroshard-experience");
       json.attribute("version", 1);
       json.attribute("hardware", verification.host);
-      json.attribute("device", "cpu");
+      json.attribute("device", verification.device);
       json.attribute("batch_size", topology.batchSize);
       json.attribute("bundle", model);
       json.attribute("cost_ms", set.medianMs);
@@ -377,8 +402,28 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
                              spell(option.str()) + ": " +
                                  toString(std::move(err)));
   };
-  Expected<unsigned> count =
-      resolveVerifyTop(request.top, search.algorithm, topology, model);
+  if (!request.exportDir.empty() && !request.timingsDir.empty())
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("{0} and {1} are two steps: write the candidates' sets with "
+                "the first, time them, then plan again with the second",
+                spell("verify-export"), spell("verify-timings")));
+  bool elsewhere = request.timedElsewhere();
+  Expected<unsigned> count = [&]() -> Expected<unsigned> {
+    if (!elsewhere)
+      return resolveVerifyTop(request.top, search.algorithm, topology, model);
+    unsigned top = request.top.value_or(kDefaultVerifyTop);
+    if (top == 0)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("{0} needs candidates, but none are kept with 0",
+                  spell(request.exportDir.empty() ? "verify-timings"
+                                                  : "verify-export")));
+    if (std::optional<std::string> problem =
+            checkVerifyTop(top, search.algorithm))
+      return createStringError(inconvertibleErrorCode(), *problem);
+    return top;
+  }();
   if (!count)
     return optionError("verify-top", count.takeError());
   if (std::optional<std::string> problem =
@@ -397,6 +442,15 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
                          [](const Shard &shard) { return shard.replica; });
   };
   if (!result->candidates.empty() && !timeable(result->candidates.front())) {
+    if (!request.exportDir.empty())
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("{0}: the model's best plan has replicas, which look up a "
+                  "slice of the batch, and the sets written are timed with "
+                  "the whole batch; plan without data_parallel shards ({1}) "
+                  "to verify",
+                  spell("verify-export"), spell("sharding-types"))
+              .str());
     result->warnings.push_back(
         "the plan has replicas, which look up a slice of the batch the "
         "kernels that time candidates do not run: it was not verified");
@@ -405,18 +459,41 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
   llvm::erase_if(result->candidates, [&](const PlanCandidate &candidate) {
     return !timeable(candidate);
   });
-  if (!model.describesThisHost())
+  if (!request.exportDir.empty()) {
+    if (Error err = writeCandidateSets(request.exportDir, tables, topology,
+                                       model, *result))
+      return std::move(err);
+    PlanResult::SetExport exported;
+    exported.dir = request.exportDir;
+    exported.sets =
+        distinctDeviceSets(result->candidates, topology.numDevices())
+            .sets.size();
+    result->exported = std::move(exported);
+    return result;
+  }
+  if (!elsewhere && !model.describesThisHost())
     result->warnings.push_back(
         formatv("the candidates are timed on this machine, which cost model "
                 "'{0}' does not describe: the plan is chosen for this "
                 "machine's CPU",
                 model.name())
             .str());
-  Expected<std::unique_ptr<SetTimer>> timer = setTimerFactory()();
+  VerifyOptions options = request.options;
+  Expected<std::unique_ptr<SetTimer>> timer = [&]() {
+    if (request.timingsDir.empty())
+      return setTimerFactory()();
+    // A recorded set times the same in every round: one round decides.
+    options.minRounds = options.maxRounds = options.raceRounds = 1;
+    Expected<std::unique_ptr<RecordedSetTimer>> recorded =
+        RecordedSetTimer::load(request.timingsDir);
+    if (!recorded)
+      return Expected<std::unique_ptr<SetTimer>>(recorded.takeError());
+    return Expected<std::unique_ptr<SetTimer>>(std::move(*recorded));
+  }();
   if (!timer)
     return timer.takeError();
-  if (Error err = verifyCandidates(*result, tables, topology, model, **timer,
-                                   request.options))
+  if (Error err =
+          verifyCandidates(*result, tables, topology, model, **timer, options))
     return std::move(err);
   std::string path = experiencePath(request.experience, model);
   if (!path.empty()) {

@@ -264,6 +264,8 @@ void PlanPass::runOnOperation() {
   request.top = *verifyCount;
   request.options.seconds = verifySeconds;
   request.experience = experience;
+  request.exportDir = verifyExport;
+  request.timingsDir = verifyTimings;
   auto result = ::neuroshard::planWithVerification(
       specs, *topology, *options, **model, request,
       [](StringRef name) { return name.str(); });
@@ -274,6 +276,14 @@ void PlanPass::runOnOperation() {
   if (modelWarnings)
     for (const std::string &warning : result->warnings)
       mlir::emitWarning(module.getLoc()) << warning;
+  if (result->exported)
+    mlir::emitRemark(module.getLoc())
+        << "not verified yet: the " << result->candidates.size()
+        << " candidates' " << result->exported->sets
+        << " distinct device sets were written to '" << result->exported->dir
+        << "'; time them where the plan runs (scripts/gpu/verify.sh run), "
+           "then plan again with verify-timings="
+        << result->exported->dir;
 
   // Options override the module's topology, so record the one that was
   // planned for.

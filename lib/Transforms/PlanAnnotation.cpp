@@ -245,18 +245,29 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
           result.verification) {
     SmallVector<Attribute> candidates;
     for (const ::neuroshard::CandidateMeasurement &candidate :
-         verification->candidates)
+         verification->candidates) {
+      SmallVector<double> computeMs;
+      for (const ::neuroshard::DeviceCost &device : candidate.measured.devices)
+        computeMs.push_back(device.computeMs);
       candidates.push_back(b.getDictionaryAttr({
           b.getNamedAttr("origin", b.getStringAttr(candidate.origin)),
           b.getNamedAttr("predicted_ms",
                          b.getF64FloatAttr(candidate.predicted.maxMs)),
           b.getNamedAttr("measured_ms",
                          b.getF64FloatAttr(candidate.measured.maxMs)),
+          b.getNamedAttr("measured_compute_ms",
+                         b.getDenseF64ArrayAttr(computeMs)),
+          b.getNamedAttr("paired_ratio",
+                         b.getF64FloatAttr(candidate.pairedRatio)),
+          b.getNamedAttr("rounds", count(candidate.rounds)),
+          b.getNamedAttr("rounds_faster", count(candidate.roundsFaster)),
       }));
+    }
     entries.push_back(b.getNamedAttr(
         "verification",
         b.getDictionaryAttr({
             b.getNamedAttr("host", b.getStringAttr(verification->host)),
+            b.getNamedAttr("device", b.getStringAttr(verification->device)),
             b.getNamedAttr("sets", count(verification->sets.size())),
             b.getNamedAttr("rounds", count(verification->rounds)),
             b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
@@ -322,6 +333,73 @@ private:
   std::string where;
 };
 } // namespace
+
+/// Reads what measured selection recorded (writePlanRecord) into `result`:
+/// the candidates' costs and ratios, and the count of the sets timed (their
+/// contents are not recorded).
+static LogicalResult readVerificationRecord(ModuleOp module,
+                                            DictionaryAttr record,
+                                            ::neuroshard::PlanResult &result) {
+  RecordReader fields(module, record, "its 'verification'");
+  FailureOr<StringRef> host = fields.string("host");
+  FailureOr<StringRef> device = fields.string("device");
+  FailureOr<uint64_t> sets = fields.count("sets");
+  FailureOr<uint64_t> rounds = fields.count("rounds");
+  FailureOr<double> seconds = fields.number("seconds");
+  FailureOr<uint64_t> chosen = fields.count("chosen");
+  FailureOr<uint64_t> incumbent = fields.count("incumbent");
+  FailureOr<StringRef> experience = fields.string("experience");
+  FailureOr<ArrayAttr> candidates =
+      fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
+  if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
+      failed(seconds) || failed(chosen) || failed(incumbent) ||
+      failed(experience) || failed(candidates))
+    return failure();
+  if (*chosen >= candidates->size() || *incumbent >= candidates->size())
+    return fields.fail() << " names candidate " << std::max(*chosen, *incumbent)
+                         << " of " << candidates->size();
+  ::neuroshard::PlanVerification verification;
+  verification.host = host->str();
+  verification.device = device->str();
+  verification.sets.resize(*sets);
+  verification.rounds = *rounds;
+  verification.seconds = *seconds;
+  verification.chosen = *chosen;
+  verification.incumbent = *incumbent;
+  verification.experiencePath = experience->str();
+  for (auto [i, entry] : llvm::enumerate(*candidates)) {
+    auto dict = dyn_cast<DictionaryAttr>(entry);
+    if (!dict)
+      return fields.fail() << " has a candidate " << i
+                           << " that is not a dictionary";
+    RecordReader candidate(module, dict,
+                           "verification candidate " + std::to_string(i));
+    FailureOr<StringRef> origin = candidate.string("origin");
+    FailureOr<double> predicted = candidate.number("predicted_ms");
+    FailureOr<double> measured = candidate.number("measured_ms");
+    FailureOr<DenseF64ArrayAttr> computeMs = candidate.get<DenseF64ArrayAttr>(
+        "measured_compute_ms", "an array<f64> of one time per device");
+    FailureOr<double> ratio = candidate.number("paired_ratio");
+    FailureOr<uint64_t> candidateRounds = candidate.count("rounds");
+    FailureOr<uint64_t> faster = candidate.count("rounds_faster");
+    if (failed(origin) || failed(predicted) || failed(measured) ||
+        failed(computeMs) || failed(ratio) || failed(candidateRounds) ||
+        failed(faster))
+      return failure();
+    ::neuroshard::CandidateMeasurement &out =
+        verification.candidates.emplace_back();
+    out.origin = origin->str();
+    out.predicted.maxMs = *predicted;
+    out.measured.maxMs = *measured;
+    for (double ms : computeMs->asArrayRef())
+      out.measured.devices.push_back({ms, 0.0, 0.0});
+    out.pairedRatio = *ratio;
+    out.rounds = *candidateRounds;
+    out.roundsFaster = *faster;
+  }
+  result.verification = std::move(verification);
+  return success();
+}
 
 /// Reads the costs and origin of `record` into `plan`.
 static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
@@ -399,6 +477,8 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
       failed(states) || failed(greedy))
     return failure();
   result.stats = {*timeMs, *queries, *hits, *calls, *states, *greedy};
+  if (auto verification = record.getAs<DictionaryAttr>("verification"))
+    return readVerificationRecord(module, verification, result);
   return success();
 }
 

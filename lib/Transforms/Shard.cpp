@@ -65,6 +65,8 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.verifyTop = verifyTop;
     options.verifySeconds = verifySeconds;
     options.experience = experience;
+    options.verifyExport = verifyExport;
+    options.verifyTimings = verifyTimings;
     options.shardingTypes = shardingTypes;
     options.progress = progress;
     options.modelWarnings = modelWarnings;

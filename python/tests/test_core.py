@@ -545,6 +545,44 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
         _core.parse_verify_top(65)
 
 
+def test_a_gpu_plan_is_verified_by_times_recorded_elsewhere(tmp_path):
+    """verify_export writes the candidates' sets for the GPU; the runner's
+    samples of them (written by the lit test's time_sets.py: 1 ms per slice
+    and 0.01 per column) choose among the same candidates with
+    verify_timings."""
+    options = dict(devices=2, memory_gb=0.3, cost_model="analytical",
+                   device_kind="h200")
+    exported = neuroshard.plan(TASK, verify_export=tmp_path, **options)
+    assert "verification" not in exported
+    assert exported["exported_sets"]["dir"] == str(tmp_path)
+    sets = json.loads((tmp_path / "sets.json").read_text())
+    assert len(sets["sets"]) == exported["exported_sets"]["sets"]
+    assert sets["draws"] == 3
+    subprocess.run([sys.executable, os.path.join(
+        REPO, "test", "neuroshard-plan", "Inputs", "time_sets.py"),
+        str(tmp_path)], check=True)
+    plan = neuroshard.plan(TASK, verify_timings=tmp_path, experience="none",
+                           **options)
+    verification = plan["verification"]
+    assert (verification["host"], verification["device"],
+            verification["rounds"]) == ("Test GPU", "cuda", 1)
+    assert len(verification["candidates"]) == \
+        exported["exported_sets"]["candidates"]
+    candidates = verification["candidates"]
+    assert candidates[verification["chosen"]]["measured_ms"] <= \
+        candidates[verification["incumbent"]]["measured_ms"]
+    with pytest.raises(neuroshard.NeuroShardError,
+                       match="verify_export and verify_timings are two "
+                       "steps"):
+        neuroshard.plan(TASK, verify_export=tmp_path,
+                        verify_timings=tmp_path, **options)
+    with pytest.raises(neuroshard.NeuroShardError,
+                       match="verify_timings: a plan given with price is "
+                       "priced"):
+        neuroshard.plan(TASK, price=plan, verify_timings=tmp_path,
+                        memory_gb=0.3, cost_model="analytical")
+
+
 def without_search(plan):
     return {k: v for k, v in plan.items() if k != "search"}
 

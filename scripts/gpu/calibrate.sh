@@ -34,6 +34,8 @@ if [[ -z "$mode" || -z "$dir" || ! "$mode" =~ ^(prepare|run|finish)$ ||
   exit 1
 fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=standalone-runner.sh
+source "$root/scripts/gpu/standalone-runner.sh"
 build=${BUILD:-$root/build}
 # PYTHON_HOST may be a command with its environment (env VAR=... python3).
 python=${PYTHON_HOST:-/usr/bin/python3}
@@ -71,15 +73,8 @@ run() {
     [[ -e "$f" ]] || { echo "error: $f is missing; run scripts/gpu/calibrate.sh prepare $dir first" >&2; exit 1; }
   done
   mkdir -p "$dir/samples" || exit 1
-  if [[ " ${RUNNER_ARGS:-} " != *" --emulate "* ]] && command -v cmake > /dev/null &&
-     command -v nvcc > /dev/null; then
-    local standalone=${TMPDIR:-/tmp}/neuroshard-runner-build
-    if cmake -S "$root/tools/neuroshard-cuda-runner" -B "$standalone" > "$dir/runner-build.txt" 2>&1 &&
-       cmake --build "$standalone" -j >> "$dir/runner-build.txt" 2>&1; then
-      runner=$standalone/neuroshard-cuda-runner
-    else
-      echo "the runner did not build from source (see $dir/runner-build.txt); using $runner" >&2
-    fi
+  if [[ " ${RUNNER_ARGS:-} " != *" --emulate "* ]]; then
+    runner=$(standalone_runner "$runner" "$dir/runner-build.txt")
   fi
   echo "runner: $runner"
   local name warmup iters status=0

@@ -10,13 +10,22 @@ the GPU bundle the neural ones use), records each plan's JSON
 (--neuroshard-export-plan) and writes the CUDA launch manifest of its device
 sets (--neuroshard-export-cuda: one launch per device, then one per device
 and replicated table for the device's share of the replica's bags), each
-launch numbered as a set of its own, the runner and DIR/runs.txt. On the
-GPU, `calibrate.sh run` times every launch's fused forward + backward + SGD
-with the runner's collection mode (CUDA events, L2 flushed, median of the
-timed runs). `report` prints, per model, each plan's predicted and measured
-slowest device (a device's step: the sum of its launches) and the measured
-one against the best plan's. The exchange between devices is not
-timed: one GPU cannot run it.
+launch numbered as a set of its own, the runner and DIR/runs.txt. With
+--verify-top K (K > 0) it also writes, per model, the device sets of
+NeuroShard's K best candidates with the GPU model (the pass option
+verify-export) to DIR/verify/MODEL and lists their manifest twice in
+runs.txt: first (run a, which chooses) and last (run b, which measures the
+choice on other draws of the inputs: its lookups read other index
+streams). On the GPU, `calibrate.sh run` times every launch's fused forward +
+backward + SGD with the runner's collection mode (CUDA events, L2 flushed,
+median of the timed runs). `report` prints, per model, each plan's predicted
+and measured slowest device (a device's step: the sum of its launches) and
+the measured one against the best plan's; with verification it plans again
+with run a's times (verify-timings), which chooses among the candidates
+(`neuroshard-verified-gpu-model`, measured by run b), lists every
+candidate's measured slowest device in both runs, and ends with the chosen
+plan against the model's choice and the table-wise plan, all in run b. The exchange between
+devices is not timed: one GPU cannot run it.
 """
 
 import argparse
@@ -99,19 +108,126 @@ def prepare(args) -> int:
             index.append({"name": name, "model": stem, "config": label,
                           "launch_devices": number_launches(manifest)})
             print("planned %s" % name, file=sys.stderr)
+    verify = []
+    if args.verify_top > 0:
+        kernels = os.path.join(args.dir, "manifests", "kernels.cubin")
+        for model in args.model:
+            stem = os.path.splitext(os.path.basename(model))[0]
+            sets_dir = os.path.join(args.dir, "verify", stem)
+            options = verify_options(args.cost_model, args.verify_top)
+            done = subprocess.run(
+                [opt, model, "--neuroshard-plan=%s verify-export=%s" %
+                 (options, sets_dir), "-o", os.devnull],
+                stderr=subprocess.PIPE, text=True)
+            if done.returncode != 0:
+                print("error: writing the candidates' sets of %s failed:\n%s"
+                      % (model, done.stderr), file=sys.stderr)
+                return 1
+            # The sets' manifest names its kernels next to it: the ones
+            # the plans' manifests use. Run b times other draws of the
+            # inputs than run a: its lookups read the streams after a's.
+            with open(os.path.join(sets_dir, "sets.txt")) as f:
+                text = f.read()
+            draws = json.load(open(os.path.join(sets_dir, "sets.json")))["draws"]
+            for run, shift in (("a", 0), ("b", draws)):
+                with open(os.path.join(args.dir, "manifests", "%s--verify-%s.txt"
+                                       % (stem, run)), "w") as f:
+                    f.write(shifted_streams(text, shift))
+            verify.append({"model": model, "stem": stem, "dir": sets_dir,
+                           "options": options})
+            print("wrote the candidates' sets of %s" % stem, file=sys.stderr)
+        if not os.path.exists(kernels):
+            print("error: %s is missing" % kernels, file=sys.stderr)
+            return 1
+    # Run a chooses before the plans are timed, run b measures after.
+    runs = ["%s--verify-a %d %d\n" % (v["stem"], WARMUP, ITERS)
+            for v in verify] + runs + \
+        ["%s--verify-b %d %d\n" % (v["stem"], WARMUP, ITERS) for v in verify]
     with open(os.path.join(args.dir, "runs.txt"), "w") as f:
         f.writelines(runs)
     with open(os.path.join(args.dir, "index.json"), "w") as f:
-        json.dump(index, f)
-    print("prepared %s: %d plans; next: scripts/gpu/calibrate.sh run %s on "
-          "the GPU machine" % (args.dir, len(runs), args.dir))
+        json.dump({"plans": index, "verify": verify}, f)
+    print("prepared %s: %d plans%s; next: scripts/gpu/calibrate.sh run %s "
+          "on the GPU machine" %
+          (args.dir, len(index),
+           ", the candidates' sets of %d model(s)" % len(verify)
+           if verify else "", args.dir))
     return 0
+
+
+def shifted_streams(manifest: str, shift: int) -> str:
+    """`manifest` with every lookup reading the index stream `shift` after
+    its own: other draws of the same tables' inputs."""
+    lines = []
+    for line in manifest.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "lookup":
+            fields[2] = str(int(fields[2]) + shift)
+            line = " ".join(fields)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def verify_options(cost_model: str, top: int) -> str:
+    """The --neuroshard-plan options of NeuroShard with the GPU model whose
+    candidates are verified (those of the neuroshard-gpu-model plan)."""
+    return ("algorithm=neuroshard cost-model=%s model-warnings=false "
+            "verify-top=%d" % (cost_model, top))
+
+
+def verified_plans(args, entry: dict) -> dict:
+    """Plans `entry`'s model again with the times of run a (which chooses)
+    and of run b (which measures): the chosen plan's JSON and every
+    candidate's measured slowest device in both runs."""
+    opt = os.path.join(args.build, "bin", "neuroshard-opt")
+    found = {}
+    for run in ("a", "b"):
+        timed = entry["dir"] + "-" + run
+        os.makedirs(timed, exist_ok=True)
+        shutil.copy(os.path.join(entry["dir"], "sets.json"), timed)
+        shutil.copy(os.path.join(args.dir, "samples", "%s--verify-%s.jsonl"
+                                 % (entry["stem"], run)),
+                    os.path.join(timed, "samples.jsonl"))
+        plan = os.path.join(args.dir, "plans", "%s--verified-%s.json" %
+                            (entry["stem"], run))
+        subprocess.run(
+            [opt, entry["model"], "--neuroshard-plan=%s verify-timings=%s" %
+             (entry["options"], timed),
+             "--neuroshard-export-plan=format=json output=%s" % plan,
+             "-o", os.devnull], check=True)
+        found[run] = json.load(open(plan))
+    return found
 
 
 def report(args) -> int:
     index = json.load(open(os.path.join(args.dir, "index.json")))
+    if isinstance(index, list):
+        index = {"plans": index, "verify": []}
     rows = {}
-    for entry in index:
+    candidates = {}
+    summary = []
+    for entry in index["verify"]:
+        runs = verified_plans(args, entry)
+        chosen = runs["a"]["verification"]["chosen"]
+        measured = [max(c["measured_compute_ms"])
+                    for c in runs["b"]["verification"]["candidates"]]
+        plan = runs["a"]
+        rows.setdefault(entry["stem"], []).append(
+            ("neuroshard-verified-gpu-model",
+             max(d["compute_ms"] for d in plan["per_device"]),
+             measured[chosen],
+             sum(1 for d in plan["per_device"] if d["compute_ms"] > 0),
+             plan["devices"]))
+        origins = [c["origin"] for c in runs["b"]["verification"]["candidates"]]
+        summary.append((entry["stem"], measured[chosen], measured[0],
+                        measured[origins.index("table-greedy-grid")]
+                        if "table-greedy-grid" in origins else None))
+        candidates[entry["stem"]] = [
+            (c["origin"], c["predicted_ms"], c["measured_ms"],
+             runs["b"]["verification"]["candidates"][i]["measured_ms"],
+             i == chosen)
+            for i, c in enumerate(runs["a"]["verification"]["candidates"])]
+    for entry in index["plans"]:
         plan = json.load(open(os.path.join(args.dir, "plans",
                                            entry["name"] + ".json")))
         predicted = max(d["compute_ms"] for d in plan["per_device"])
@@ -147,8 +263,43 @@ def report(args) -> int:
             print("%-30s %10.3f %10.3f %8.3fx %5d/%-2d" %
                   (config, predicted, measured, measured / best, used,
                    devices))
+        if model in candidates:
+            print("candidates of measured selection (slowest device's "
+                  "compute and modelled exchange; > chosen by run a)")
+            print("  %-26s %10s %10s %10s" % ("origin", "predicted",
+                                              "run a", "run b"))
+            for origin, predicted, run_a, run_b, chosen in candidates[model]:
+                print("%s %-26s %10.3f %10.3f %10.3f" %
+                      (">" if chosen else " ", origin, predicted, run_a,
+                       run_b))
         print()
+    if summary:
+        print_selection_summary(summary)
     return 0
+
+
+def print_selection_summary(summary: list) -> None:
+    """Per model, the slowest device's compute in run b (draws of the
+    inputs run a did not choose on) of the plan measured selection chose,
+    of the model's choice and of the table-wise plan, and the means of their
+    ratios."""
+    print("measured selection, judged on run b: slowest device (ms)")
+    print("%-16s %10s %10s %10s %14s %14s" % (
+        "model", "verified", "model's", "table-wise", "vs model's",
+        "vs table-wise"))
+    ratios_model, ratios_table = [], []
+    for stem, verified, model, table in summary:
+        ratios_model.append(verified / model)
+        if table is not None:
+            ratios_table.append(verified / table)
+        print("%-16s %10.3f %10.3f %10s %13.3fx %14s" % (
+            stem, verified, model,
+            "%.3f" % table if table is not None else "-", verified / model,
+            "%.3fx" % (verified / table) if table is not None else "-"))
+    print("%-16s %10s %10s %10s %13.3fx %14s" % (
+        "mean", "", "", "", sum(ratios_model) / len(ratios_model),
+        "%.3fx" % (sum(ratios_table) / len(ratios_table))
+        if ratios_table else "-"))
 
 
 def main() -> int:
@@ -159,9 +310,13 @@ def main() -> int:
     p.add_argument("--model", action="append", required=True)
     p.add_argument("--cost-model", required=True)
     p.add_argument("--chip", default="sm_90")
+    p.add_argument("--verify-top", type=int, default=0,
+                   help="also write the sets of NeuroShard's K best "
+                   "candidates, for measured selection (0: none)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     r = sub.add_parser("report")
     r.add_argument("dir")
+    r.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = parser.parse_args()
     return prepare(args) if args.step == "prepare" else report(args)
 

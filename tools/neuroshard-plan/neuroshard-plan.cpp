@@ -131,6 +131,21 @@ static cl::opt<double> verifySeconds(
     cl::desc("Seconds the timed rounds of --verify-top may take (at least "
              "3 rounds are timed)"),
     cl::init(VerifyOptions().seconds), cl::cat(category));
+static cl::opt<std::string> verifyExport(
+    "verify-export",
+    cl::desc("Write the device sets of the --verify-top best candidates to "
+             "this directory (sets.json and the neuroshard-cuda-runner "
+             "manifest sets.txt) instead of timing them here, to time them "
+             "on the GPU the plan is for; then plan again with "
+             "--verify-timings"),
+    cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string> verifyTimings(
+    "verify-timings",
+    cl::desc("Choose among the --verify-top best candidates by the times "
+             "recorded in this directory (written by --verify-export, the "
+             "sets timed with neuroshard-cuda-runner --collect "
+             "samples.jsonl), for any device kind"),
+    cl::value_desc("dir"), cl::cat(category));
 static cl::opt<std::string> experience(
     "experience",
     cl::desc("JSON Lines file the verified device sets are appended to, for "
@@ -312,6 +327,12 @@ static Error run() {
   if (given && verifyCount->value_or(0))
     return optionError("--verify-top: a plan given with --price is priced, "
                        "not chosen among candidates");
+  if (given && (!verifyExport.empty() || !verifyTimings.empty()))
+    return optionError(
+        formatv("--{0}: a plan given with --price is priced, "
+                "not chosen among candidates",
+                verifyExport.empty() ? "verify-timings" : "verify-export")
+            .str());
   if (std::optional<std::string> problem = checkRiskMargin(costRisk))
     return optionError("--cost-risk: " + *problem);
   CostModelOptions modelOptions;
@@ -327,6 +348,8 @@ static Error run() {
     request.top = *verifyCount;
     request.options.seconds = verifySeconds;
     request.experience = experience;
+    request.exportDir = verifyExport;
+    request.timingsDir = verifyTimings;
     return planWithVerification(task->tables, *topology, *options, **model,
                                 request, commandLineSpelling);
   }();

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestProblems.h"
+#include "PlannerTestSupport.h"
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
@@ -64,19 +64,9 @@ public:
   std::vector<size_t> order;
 };
 
-/// One hot table beside three cold ones on 2 devices: the model (no price
-/// per slice) halves the hot one; a price of 1000 per slice measured makes
-/// every split cost more than it balances.
-std::vector<TableSpec> hotAndCold() {
-  return {makeTable("hot", 1000, 64, 4.0), makeTable("b", 1000, 64, 1.0),
-          makeTable("c", 1000, 32, 1.0), makeTable("d", 1000, 32, 1.0)};
-}
-
-Topology twoDevices() {
-  Topology topology = Topology::uniform(2, 1.0);
-  topology.batchSize = 1024;
-  return topology;
-}
+// hotAndCold() on twoDevices(): the model (no price per slice) halves the
+// hot table; a price of 1000 per slice measured makes every split cost more
+// than it balances.
 
 bool splitsATable(ArrayRef<TableSpec> tables, const ShardingPlan &plan) {
   for (const Shard &shard : plan.shards)

@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // What several planner tests do around the code under test: plan and check
-// that the plan is valid, and write a plan in one of its file formats.
+// that the plan is valid, write a plan in one of its file formats, and the
+// small problem the measured-selection tests plan.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,7 @@
 #include "gtest/gtest.h"
 
 #include <string>
+#include <vector>
 
 namespace neuroshard {
 namespace testing {
@@ -49,6 +51,20 @@ inline std::string writePlanText(llvm::ArrayRef<TableSpec> tables,
   else
     writePlanJSON(os, tables, topology, result);
   return text;
+}
+
+/// One hot table beside three cold ones: a model that knows no price per
+/// slice halves the hot one on two devices (the measured-selection tests).
+inline std::vector<TableSpec> hotAndCold() {
+  return {makeTable("hot", 1000, 64, 4.0), makeTable("b", 1000, 64, 1.0),
+          makeTable("c", 1000, 32, 1.0), makeTable("d", 1000, 32, 1.0)};
+}
+
+/// Two devices of 1 GB at batch 1024 (device kind "gpu").
+inline Topology twoDevices() {
+  Topology topology = Topology::uniform(2, 1.0);
+  topology.batchSize = 1024;
+  return topology;
 }
 
 } // namespace testing

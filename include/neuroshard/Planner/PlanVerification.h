@@ -33,6 +33,13 @@ namespace neuroshard {
 
 class CostModel;
 
+/// A set's runs as a timing made before reports them: their median,
+/// fastest and slowest, and their count.
+struct RecordedRuns {
+  double medianMs = 0.0, minMs = 0.0, maxMs = 0.0;
+  unsigned runs = 0;
+};
+
 /// Times the compute of device sets (forward, backward and optimizer
 /// update of one training step) on this host.
 class SetTimer {
@@ -49,7 +56,28 @@ public:
   virtual double time(size_t index) = 0;
   /// The host, for reports ("AMD EPYC 7B13").
   virtual std::string host() const = 0;
+  /// What the sets run on, as experience files name it: "cpu" (the
+  /// default) or the runner's "cuda".
+  virtual std::string device() const;
+  /// For times measured before (RecordedTimings.h): prepared set `index`'s
+  /// runs as they were recorded, which the report gives instead of the
+  /// rounds'. nullopt for a timer that times here.
+  virtual std::optional<RecordedRuns> recorded(size_t index) const;
 };
+
+/// The distinct device sets of some candidates, and which each candidate
+/// device holds (nullopt: none).
+struct CandidateSets {
+  std::vector<std::vector<ColumnSlice>> sets;
+  std::vector<std::vector<std::optional<size_t>>> setOf;
+};
+
+/// The device sets of `candidates` (plans over `numDevices` devices), each
+/// distinct set once: two sets of the same tables at the same widths (other
+/// column halves of a table, other row blocks of the same size) are one,
+/// as the kernels time them alike.
+CandidateSets distinctDeviceSets(llvm::ArrayRef<PlanCandidate> candidates,
+                                 unsigned numDevices);
 
 struct VerifyOptions {
   /// Seconds the timed rounds may take; the first (untimed) round and
@@ -172,13 +200,29 @@ struct VerifyRequest {
   VerifyOptions options;
   /// Where to append the verified sets (experiencePath).
   std::string experience;
+  /// A directory to write the candidates' distinct device sets to, for
+  /// timing them on the machine the plan is for (writeCandidateSets in
+  /// RecordedTimings.h), instead of timing them here; "" for none.
+  std::string exportDir;
+  /// A directory written with exportDir whose sets were timed there
+  /// (RecordedSetTimer): the candidates are chosen by those times, whatever
+  /// the device kind; "" for none.
+  std::string timingsDir;
+  /// Whether the sets are timed elsewhere (exportDir or timingsDir).
+  bool timedElsewhere() const {
+    return !exportDir.empty() || !timingsDir.empty();
+  }
 };
 
 /// Plans with planSharding and, when `request` resolves to a count of
 /// candidates, keeps that many, verifies them with a timer of the installed
 /// factory and appends the timed sets to the experience file. A model that
-/// does not describe this machine adds a warning to the result. Errors about
-/// the request name its option as `spell` spells "verify-top".
+/// does not describe this machine adds a warning to the result. With
+/// request.exportDir the candidates' sets are written there instead
+/// (PlanResult::exported), and with request.timingsDir they are verified by
+/// the times recorded there; either applies to any device kind, and with
+/// "auto" keeps kDefaultVerifyTop candidates. Errors about the request name
+/// its option as `spell` spells "verify-top".
 llvm::Expected<PlanResult>
 planWithVerification(llvm::ArrayRef<TableSpec> tables, const Topology &topology,
                      SearchOptions search, CostModel &model,

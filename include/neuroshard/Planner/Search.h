@@ -221,8 +221,9 @@ struct PlanVerification {
   std::vector<TimedSet> sets;
   unsigned rounds = 0;
   double seconds = 0.0;
-  /// The host the sets were timed on.
+  /// The host the sets were timed on, and what ran them ("cpu", "cuda").
   std::string host;
+  std::string device = "cpu";
   /// The experience file the sets were appended to ("" for none).
   std::string experiencePath;
 };
@@ -248,6 +249,14 @@ struct PlanResult {
   /// Set when the candidates were measured and `plan` is the one that
   /// measured fastest.
   std::optional<PlanVerification> verification;
+  /// Set when the candidates' device sets were written for timing on
+  /// another machine (RecordedTimings.h) rather than verified here: the
+  /// directory and the number of distinct sets.
+  struct SetExport {
+    std::string dir;
+    size_t sets = 0;
+  };
+  std::optional<SetExport> exported;
 };
 
 /// Plans the sharding of `tables` over the topology's devices with the

@@ -97,6 +97,16 @@ defvar PlanOptions = [
          "JSON Lines file the verified device sets are appended to ('none': "
          "nowhere; default: experience.jsonl in the bundle's directory, for "
          "a bundle of your own)">,
+  Option<"verifyExport", "verify-export", "std::string", "\"\"",
+         "Write the device sets of the verify-top best candidates to this "
+         "directory (sets.json and the neuroshard-cuda-runner manifest "
+         "sets.txt) instead of timing them here, to time them on the GPU "
+         "the plan is for; then plan again with verify-timings">,
+  Option<"verifyTimings", "verify-timings", "std::string", "\"\"",
+         "Choose among the verify-top best candidates by the times recorded "
+         "in this directory (written by verify-export, its sets timed with "
+         "neuroshard-cuda-runner --collect samples.jsonl), for any device "
+         "kind">,
   Option<"shardingTypes", "sharding-types", "std::string", "\"default\"",
          "The kinds of shards plans may use, on top of each table's own "
          "'sharding_types': a list such as 'table_wise,row_wise', 'all', or "

@@ -220,6 +220,12 @@ static py::object plan(const py::handle &taskObject,
   if (given && options.verify.top.value_or(0))
     throw optionError("verify_top: a plan given with price is priced, not "
                       "chosen among candidates");
+  if (given && options.verify.timedElsewhere())
+    throw optionError(std::string(options.verify.exportDir.empty()
+                                      ? "verify_timings"
+                                      : "verify_export") +
+                      ": a plan given with price is priced, not chosen among "
+                      "candidates");
   if (std::optional<std::string> problem = checkRiskMargin(options.costRisk))
     throw optionError("cost_risk: " + *problem);
 
@@ -359,7 +365,8 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
          int64_t candidates, int64_t maxSteps, int64_t gridSteps,
          double thresholdMin, double thresholdMax, uint64_t seed,
          const py::handle &verifyTop, double verifySeconds,
-         const py::handle &experience, const std::string &shardingTypes,
+         const py::handle &experience, const py::handle &verifyExport,
+         const py::handle &verifyTimings, const std::string &shardingTypes,
          const std::string &format, bool verbose) {
         PlanOptions options;
         options.topology.devices = countOption("devices", devices);
@@ -393,6 +400,10 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         options.verify.options.seconds = verifySeconds;
         if (!experience.is_none())
           options.verify.experience = pathText(experience);
+        if (!verifyExport.is_none())
+          options.verify.exportDir = pathText(verifyExport);
+        if (!verifyTimings.is_none())
+          options.verify.timingsDir = pathText(verifyTimings);
         options.shardingTypes = shardingTypes;
         return plan(task, price, std::move(options), format, verbose);
       },
@@ -416,8 +427,10 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       py::arg("threshold_max") = search.thresholdMax,
       py::arg("seed") = search.seed, py::arg("verify_top") = "auto",
       py::arg("verify_seconds") = VerifyOptions().seconds,
-      py::arg("experience") = py::none(), py::arg("sharding_types") = "default",
-      py::arg("format") = "json", py::arg("verbose") = false,
+      py::arg("experience") = py::none(), py::arg("verify_export") = py::none(),
+      py::arg("verify_timings") = py::none(),
+      py::arg("sharding_types") = "default", py::arg("format") = "json",
+      py::arg("verbose") = false,
       R"(Plans the sharding of a task's tables, as neuroshard-plan does.
 
 task: a Task, the path of a task file, a dict {"tables": [...],
@@ -440,7 +453,10 @@ selection (docs/planner.md): verify_top ('auto', the default: 4 candidates
 where the plan is for device_kind 'cpu' and the cost model describes this
 machine; a count; 0 never), verify_seconds, and experience (the file the
 timed sets are appended to; 'none' for nowhere; default: the bundle's
-experience.jsonl, for a bundle of your own).
+experience.jsonl, for a bundle of your own); for a GPU plan, verify_export
+(a directory to write the candidates' device sets to, for timing with
+neuroshard-cuda-runner where the GPU is) and verify_timings (that directory
+once timed: the candidates are chosen by its times).
 
 Returns what neuroshard-plan --format FORMAT writes: for 'json' the plan as
 a dict (its "warnings" hold what the cost model cannot vouch for), for
