@@ -460,15 +460,11 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
     return !timeable(candidate);
   });
   if (!request.exportDir.empty()) {
-    if (Error err = writeCandidateSets(request.exportDir, tables, topology,
-                                       model, *result))
-      return std::move(err);
-    PlanResult::SetExport exported;
-    exported.dir = request.exportDir;
-    exported.sets =
-        distinctDeviceSets(result->candidates, topology.numDevices())
-            .sets.size();
-    result->exported = std::move(exported);
+    Expected<size_t> written =
+        writeCandidateSets(request.exportDir, tables, topology, model, *result);
+    if (!written)
+      return written.takeError();
+    result->exported = PlanResult::SetExport{request.exportDir, *written};
     return result;
   }
   if (!elsewhere && !model.describesThisHost())

@@ -66,13 +66,9 @@ static std::string describeKey(const RecordedSetTimer::SetKey &key) {
   return join(names, ", ");
 }
 
-/// The launches of set `set` among `numSets`, one per draw.
-static std::vector<int64_t> launchesOf(size_t set, size_t numSets,
-                                       unsigned draws) {
-  std::vector<int64_t> launches;
-  for (unsigned r = 0; r < draws; ++r)
-    launches.push_back(int64_t(r * numSets + set));
-  return launches;
+/// The launch that times set `set` among `numSets` on draw `draw`.
+static int64_t launchOf(size_t set, size_t numSets, unsigned draw) {
+  return int64_t(draw * numSets + set);
 }
 
 std::string setsManifest(ArrayRef<TableSpec> tables, int64_t batchSize,
@@ -120,7 +116,7 @@ std::string setsManifest(ArrayRef<TableSpec> tables, int64_t batchSize,
                    tables[slice.table].totalPoolingFactor() *
                    slice.rowShare(tables[slice.table]);
       bool wide = 1.5 * indices > double(std::numeric_limits<int32_t>::max());
-      os << abi::kDeviceRecord.keyword << " " << r * sets.size() + s
+      os << abi::kDeviceRecord.keyword << " " << launchOf(s, sets.size(), r)
          << (wide ? " i64" : " i32") << " 0 " << batchSize << "\n";
       for (const ColumnSlice &slice : set) {
         const TableSpec &table = tables[slice.table];
@@ -135,9 +131,9 @@ std::string setsManifest(ArrayRef<TableSpec> tables, int64_t batchSize,
   return text;
 }
 
-Error writeCandidateSets(StringRef dir, ArrayRef<TableSpec> tables,
-                         const Topology &topology, CostModel &model,
-                         const PlanResult &result, StringRef chip) {
+Expected<size_t> writeCandidateSets(StringRef dir, ArrayRef<TableSpec> tables,
+                                    const Topology &topology, CostModel &model,
+                                    const PlanResult &result, StringRef chip) {
   if (result.candidates.empty())
     return createStringError(inconvertibleErrorCode(),
                              "writing the candidates' sets needs the search's "
@@ -149,12 +145,12 @@ Error writeCandidateSets(StringRef dir, ArrayRef<TableSpec> tables,
                                          "for the candidates' sets: {1}",
                                          dir, ec.message()));
   if (Error err = model.prepare(tables, topology))
-    return err;
+    return std::move(err);
   std::vector<ArrayRef<ColumnSlice>> slices(distinct.sets.begin(),
                                             distinct.sets.end());
   std::vector<double> predictedMs(slices.size());
   if (Error err = model.predictCompute(slices, predictedMs))
-    return err;
+    return std::move(err);
   if (Error err =
           writeOutputFile(joinPath(dir, kSetsFileName), [&](raw_ostream &os) {
             json::OStream json(os, 1);
@@ -171,9 +167,8 @@ Error writeCandidateSets(StringRef dir, ArrayRef<TableSpec> tables,
                   json.object([&] {
                     json.attribute("id", int64_t(id));
                     json.attributeArray("launches", [&] {
-                      for (int64_t launch : launchesOf(id, distinct.sets.size(),
-                                                       kDefaultInputDraws))
-                        json.value(launch);
+                      for (unsigned r = 0; r < kDefaultInputDraws; ++r)
+                        json.value(launchOf(id, distinct.sets.size(), r));
                     });
                     json.attribute("predicted_ms", predictedMs[id]);
                     json.attributeArray("slices", [&] {
@@ -196,11 +191,13 @@ Error writeCandidateSets(StringRef dir, ArrayRef<TableSpec> tables,
             });
             os << "\n";
           }))
-    return err;
-  return writeOutputFile(
-      joinPath(dir, kSetsManifestName), [&](raw_ostream &os) {
-        os << setsManifest(tables, topology.batchSize, distinct.sets, chip);
-      });
+    return std::move(err);
+  if (Error err = writeOutputFile(
+          joinPath(dir, kSetsManifestName), [&](raw_ostream &os) {
+            os << setsManifest(tables, topology.batchSize, distinct.sets, chip);
+          }))
+    return std::move(err);
+  return distinct.sets.size();
 }
 
 namespace {

@@ -62,13 +62,13 @@ constexpr unsigned kDefaultInputDraws = 3;
 /// Writes the distinct device sets of `result.candidates` (distinctDeviceSets)
 /// to `dir`, creating it: sets.json and the runner's manifest sets.txt
 /// (setsManifest, kDefaultInputDraws draws) at the topology's batch, its
-/// kernels `kernels.cubin` for `chip`. Fails naming the file that cannot be
-/// written; needs at least one candidate.
-llvm::Error writeCandidateSets(llvm::StringRef dir,
-                               llvm::ArrayRef<TableSpec> tables,
-                               const Topology &topology, CostModel &model,
-                               const PlanResult &result,
-                               llvm::StringRef chip = kDefaultSetChip);
+/// kernels `kernels.cubin` for `chip`. Returns how many sets it wrote; fails
+/// naming the file that cannot be written; needs at least one candidate.
+llvm::Expected<size_t>
+writeCandidateSets(llvm::StringRef dir, llvm::ArrayRef<TableSpec> tables,
+                   const Topology &topology, CostModel &model,
+                   const PlanResult &result,
+                   llvm::StringRef chip = kDefaultSetChip);
 
 /// The launch manifest of `sets` (neuroshard-cuda-runner, docs/lowering.md):
 /// each set once per draw, launch r x sets.size() + s being set s on draw r,
