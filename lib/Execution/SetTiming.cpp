@@ -19,6 +19,7 @@
 #include <deque>
 #include <map>
 #include <thread>
+#include <tuple>
 
 using namespace llvm;
 
@@ -57,32 +58,64 @@ public:
 
   Error prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                 ArrayRef<std::vector<ColumnSlice>> sets) override;
-  double time(size_t index) override;
+  unsigned draws() const override { return numDraws; }
+  double time(size_t index, unsigned draw) override;
   std::string host() const override { return hostCPUModel(); }
 
 private:
   /// One forward and update of `set`.
   void run(PreparedSet &set);
+  /// The index stream of `table`'s feature `f` on `draw`, drawn once and
+  /// shared by the sets.
+  const inputs::LookupInputs &stream(const TableSpec &table, unsigned tableId,
+                                     unsigned f, unsigned draw,
+                                     int64_t batchSize);
 
   std::unique_ptr<CPUKernels> kernels;
   KernelSetTimerOptions options;
   runtime::CacheFlusher flusher;
-  /// One index stream per lookup (table and feature), shared by its sets.
-  std::map<std::pair<unsigned, unsigned>, inputs::LookupInputs> streams;
+  unsigned numDraws = 1;
+  /// The index stream of each draw, table and feature, shared by the sets.
+  std::map<std::tuple<unsigned, unsigned, unsigned>, inputs::LookupInputs>
+      streams;
+  /// Set s on draw d at d x numSets + s.
   std::vector<PreparedSet> prepared;
-  /// One weight arena for every set: only one runs at a time, and the
-  /// kernels' time does not depend on the weights' values.
+  size_t numSets = 0;
+  /// One weight arena for every set and draw: only one runs at a time, and
+  /// the kernels' time does not depend on the weights' values.
   runtime::ZeroedArena arena;
 };
+
+const inputs::LookupInputs &KernelSetTimer::stream(const TableSpec &table,
+                                                   unsigned tableId, unsigned f,
+                                                   unsigned draw,
+                                                   int64_t batchSize) {
+  auto [found, added] = streams.try_emplace({draw, tableId, f});
+  if (added) {
+    FeatureStats feature = table.feature(f);
+    inputs::TableStats stats;
+    stats.name = table.name;
+    stats.rows = table.rows;
+    stats.dim = table.dim;
+    stats.poolingFactor = feature.poolingFactor;
+    stats.accessHist = feature.accessHist;
+    found->second = inputs::generateLookup(
+        stats, batchSize, inputs::mixSeed(options.seed, draw),
+        inputs::mixSeed(inputs::hashString(table.name), f));
+  }
+  return found->second;
+}
 
 Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                               ArrayRef<std::vector<ColumnSlice>> sets) {
   streams.clear();
   prepared.clear();
   arena = runtime::ZeroedArena();
+  numDraws = std::max(options.draws, 1u);
+  numSets = sets.size();
   // What the sets take before any of it is allocated: the largest set's
-  // weights (the arena), and every set's packed indices and buffers with
-  // the streams they copy.
+  // weights (the arena), and on every draw each set's packed indices and
+  // buffers with the streams they copy.
   double largestWeights = 0.0, indices = 0.0, outputs = 0.0;
   std::map<std::pair<unsigned, unsigned>, double> streamBytes;
   for (const std::vector<ColumnSlice> &set : sets) {
@@ -107,8 +140,11 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
     indices += entry.second;
   MemoryNeed need;
   need.add("weights of the largest set", largestWeights);
-  need.add("indices and offsets", indices);
-  need.add("outputs and gradients", outputs);
+  need.add(numDraws == 1
+               ? std::string("indices and offsets")
+               : formatv("indices and offsets of {0} draws", numDraws).str(),
+           indices * numDraws);
+  need.add("outputs and gradients", outputs * numDraws);
   need.add("cache flush", double(options.flushMB) * (1 << 20));
   if (std::optional<std::string> refused =
           admitMemory(need, options.memoryLimitBytes))
@@ -118,52 +154,42 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
   int64_t arenaSize = 0;
   std::vector<int64_t> arenaSizes;
   std::vector<bool> touched;
-  for (const std::vector<ColumnSlice> &slices : sets) {
-    std::vector<KernelShard> shards;
-    // A row piece's block of its lookup, packed with the set.
-    std::deque<inputs::LookupInputs> blocks;
-    for (const ColumnSlice &slice : slices) {
-      const TableSpec &table = tables[slice.table];
-      // A table that several features look up is one lookup per feature
-      // (each with weights of its own: the kernels take one lookup per
-      // shard). A row piece looks up its rows' block of each (what
-      // neuroshard.bucketize gives it).
-      for (unsigned f = 0; f < table.numFeatures(); ++f) {
-        auto [stream, added] = streams.try_emplace({slice.table, f});
-        if (added) {
-          FeatureStats feature = table.feature(f);
-          inputs::TableStats stats;
-          stats.name = table.name;
-          stats.rows = table.rows;
-          stats.dim = table.dim;
-          stats.poolingFactor = feature.poolingFactor;
-          stats.accessHist = feature.accessHist;
-          stream->second = inputs::generateLookup(
-              stats, batchSize, options.seed,
-              inputs::mixSeed(inputs::hashString(table.name), f));
+  for (unsigned draw = 0; draw < numDraws; ++draw) {
+    for (const std::vector<ColumnSlice> &slices : sets) {
+      std::vector<KernelShard> shards;
+      // A row piece's block of its lookup, packed with the set.
+      std::deque<inputs::LookupInputs> blocks;
+      for (const ColumnSlice &slice : slices) {
+        const TableSpec &table = tables[slice.table];
+        // A table that several features look up is one lookup per feature
+        // (each with weights of its own: the kernels take one lookup per
+        // shard). A row piece looks up its rows' block of each (what
+        // neuroshard.bucketize gives it).
+        for (unsigned f = 0; f < table.numFeatures(); ++f) {
+          const inputs::LookupInputs *in =
+              &stream(table, slice.table, f, draw, batchSize);
+          if (!slice.allRows()) {
+            blocks.push_back(inputs::rowBlockInputs(*in, slice.rowBegin,
+                                                    slice.rowEndIn(table)));
+            in = &blocks.back();
+          }
+          shards.push_back({nullptr, slice.numRows(table), slice.width(),
+                            kernel_abi::kSum, in});
         }
-        const inputs::LookupInputs *in = &stream->second;
-        if (!slice.allRows()) {
-          blocks.push_back(inputs::rowBlockInputs(*in, slice.rowBegin,
-                                                  slice.rowEndIn(table)));
-          in = &blocks.back();
-        }
-        shards.push_back({nullptr, slice.numRows(table), slice.width(),
-                          kernel_abi::kSum, in});
       }
+      PreparedSet &set = prepared.emplace_back();
+      arenaSizes.push_back(
+          CPUKernels::packInputs(set, shards, batchSize, options.seed));
+      arenaSize = std::max(arenaSize, arenaSizes.back());
+      addTouchedPages(shards, set.layout, touched);
     }
-    PreparedSet &set = prepared.emplace_back();
-    arenaSizes.push_back(
-        CPUKernels::packInputs(set, shards, batchSize, options.seed));
-    arenaSize = std::max(arenaSize, arenaSizes.back());
-    addTouchedPages(shards, set.layout, touched);
   }
   // Zeros the system maps page by page: only the huge pages the lookups
-  // touch (the rows the forwards read and the updates write) are mapped,
-  // across the cores, and no other page is ever read, so every timed run
-  // finds its pages mapped without the arena having been written whole
-  // (seconds for gigabytes of weights). Each set then runs once. The
-  // kernels' time does not depend on the values.
+  // touch (the rows the forwards read and the updates write, on any draw)
+  // are mapped, across the cores, and no other page is ever read, so every
+  // timed run finds its pages mapped without the arena having been written
+  // whole (seconds for gigabytes of weights). Each set then runs once on
+  // each draw. The kernels' time does not depend on the values.
   arena = runtime::ZeroedArena(size_t(arenaSize));
   std::vector<size_t> pages;
   for (size_t page = 0; page < touched.size(); ++page)
@@ -182,8 +208,8 @@ void KernelSetTimer::run(PreparedSet &set) {
   kernels->backward(set, kLearningRate);
 }
 
-double KernelSetTimer::time(size_t index) {
-  PreparedSet &set = prepared[index];
+double KernelSetTimer::time(size_t index, unsigned draw) {
+  PreparedSet &set = prepared[size_t(draw % numDraws) * numSets + index];
   runtime::Timing timing = runtime::timeRuns(
       options.warmupRuns, std::max(options.runsPerTiming, 1u),
       [&] { run(set); }, [&] { flusher.flush(); });

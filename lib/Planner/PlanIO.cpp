@@ -1059,6 +1059,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.attribute("device", verification->device);
         json.attribute("sets", int64_t(verification->sets.size()));
         json.attribute("rounds", int64_t(verification->rounds));
+        json.attribute("draws", int64_t(verification->draws));
         writeNumber(json, "seconds", verification->seconds);
         json.attribute("chosen", int64_t(verification->chosen));
         json.attribute("incumbent", int64_t(verification->incumbent));
@@ -1223,11 +1224,14 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
   if (!result.verification)
     return;
   const PlanVerification &verification = *result.verification;
-  os << formatv("\nverified on '{0}': {1} device sets timed in {2} round{3}, "
-                "{4} s\n",
+  std::string onDraws;
+  if (verification.draws > 1)
+    onDraws = formatv(" on {0} draws of the inputs", verification.draws);
+  os << formatv("\nverified on '{0}': {1} device sets timed in {2} round{3}"
+                "{4}, {5} s\n",
                 verification.host, verification.sets.size(),
                 verification.rounds, verification.rounds == 1 ? "" : "s",
-                format("%.1f", verification.seconds));
+                onDraws, format("%.1f", verification.seconds));
   os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}  {5,6}\n",
                 "candidate", "origin", "predicted (ms)", "measured (ms)",
                 formatv("vs. candidate {0}", verification.incumbent + 1),

@@ -138,6 +138,8 @@ std::optional<RecordedRuns> SetTimer::recorded(size_t) const {
 
 std::string SetTimer::device() const { return "cpu"; }
 
+unsigned SetTimer::draws() const { return 1; }
+
 CandidateSets distinctDeviceSets(ArrayRef<PlanCandidate> candidates,
                                  unsigned numDevices) {
   CandidateSets out;
@@ -219,12 +221,13 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   std::vector<std::vector<double>> ratios(k);
   std::vector<bool> racing(k, true);
   for (size_t s = 0; s < sets.size(); ++s)
-    timer.time(s);
+    timer.time(s, 0);
+  unsigned draws = std::max(timer.draws(), 1u);
+  unsigned minRounds = std::max(options.minRounds, draws);
   Clock::time_point timed = Clock::now();
   unsigned rounds = 0;
-  while (
-      rounds < options.maxRounds &&
-      (rounds < options.minRounds || secondsSince(timed) < options.seconds)) {
+  while (rounds < options.maxRounds &&
+         (rounds < minRounds || secondsSince(timed) < options.seconds)) {
     std::vector<bool> needed(sets.size(), false);
     for (size_t c = 0; c < k; ++c)
       if (racing[c])
@@ -236,7 +239,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
       size_t s = (i + rounds) % sets.size();
       if (!needed[s])
         continue;
-      roundMs[s] = timer.time(s);
+      roundMs[s] = timer.time(s, rounds % draws);
       times[s].push_back(roundMs[s]);
     }
     Expected<std::vector<PlanCost>> costs = price(roundMs);
@@ -255,7 +258,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
       racing[c] = median(ratios[c]) < 1.0;
       contended |= racing[c];
     }
-    if (!contended && rounds >= options.minRounds)
+    if (!contended && rounds >= minRounds)
       break;
   }
   std::vector<double> setMs;
@@ -310,6 +313,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
       verification.chosen = i;
   verification.sets = std::move(timedSets);
   verification.rounds = rounds;
+  verification.draws = std::min(rounds, draws);
   verification.host = timer.host();
   verification.device = timer.device();
   verification.seconds = secondsSince(start);

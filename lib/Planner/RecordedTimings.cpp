@@ -455,7 +455,9 @@ Error RecordedSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batch,
   return Error::success();
 }
 
-double RecordedSetTimer::time(size_t index) { return prepared[index].medianMs; }
+double RecordedSetTimer::time(size_t index, unsigned) {
+  return prepared[index].medianMs;
+}
 
 std::optional<RecordedRuns> RecordedSetTimer::recorded(size_t index) const {
   return prepared[index];

@@ -270,6 +270,7 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
             b.getNamedAttr("device", b.getStringAttr(verification->device)),
             b.getNamedAttr("sets", count(verification->sets.size())),
             b.getNamedAttr("rounds", count(verification->rounds)),
+            b.getNamedAttr("draws", count(verification->draws)),
             b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
             b.getNamedAttr("chosen", count(verification->chosen)),
             b.getNamedAttr("incumbent", count(verification->incumbent)),
@@ -345,6 +346,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<StringRef> device = fields.string("device");
   FailureOr<uint64_t> sets = fields.count("sets");
   FailureOr<uint64_t> rounds = fields.count("rounds");
+  FailureOr<uint64_t> draws = fields.count("draws");
   FailureOr<double> seconds = fields.number("seconds");
   FailureOr<uint64_t> chosen = fields.count("chosen");
   FailureOr<uint64_t> incumbent = fields.count("incumbent");
@@ -352,7 +354,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<ArrayAttr> candidates =
       fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
   if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
-      failed(seconds) || failed(chosen) || failed(incumbent) ||
+      failed(draws) || failed(seconds) || failed(chosen) || failed(incumbent) ||
       failed(experience) || failed(candidates))
     return failure();
   if (*chosen >= candidates->size() || *incumbent >= candidates->size())
@@ -363,6 +365,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   verification.device = device->str();
   verification.sets.resize(*sets);
   verification.rounds = *rounds;
+  verification.draws = *draws;
   verification.seconds = *seconds;
   verification.chosen = *chosen;
   verification.incumbent = *incumbent;

@@ -73,9 +73,12 @@ process, no all-to-all):
   * all the sets of one task (every algorithm's device sets and the single
     tables) are timed in one `neuroshard-collect` run, so they are
     interleaved in time, and that run is repeated --measure-repeats times
-    (default 3) in alternating order (reversed on odd repeats); a set's
-    cost is the median over repeats of the tool's median over --iters
-    runs. Before planning the measured tasks, a 1-minute load average
+    (default 3) in alternating order (reversed on odd repeats), repeat r on
+    draw r mod --draws (default 3) of the index streams (the tool's --seed
+    is --seed + the draw): a training step sees a new batch every time, and
+    a set's time moves with the batch by more than the tool's noise, so
+    that a plan judged on one draw is judged on one batch. A set's cost is
+    the median over repeats of the tool's median over --iters runs. Before planning the measured tasks, a 1-minute load average
     above half the cores is warned about on stderr (the figures would be
     noisy), and each measured task prints a progress line (elapsed, ETA) on
     stderr.
@@ -127,6 +130,9 @@ VERIFIED = "neuroshard-verified"
 # The planner's defaults and bound (PlanVerification.h).
 DEFAULT_VERIFY_TOP = _core.DEFAULT_VERIFY_TOP
 DEFAULT_VERIFY_SECONDS = _core.DEFAULT_VERIFY_SECONDS
+# Draws of the index streams a task's repeats go through (--draws), as many
+# as measured selection times candidates on.
+DEFAULT_DRAWS = _core.DEFAULT_INPUT_DRAWS
 MAX_VERIFY_TOP = _core.MAX_VERIFY_TOP
 # name: (devices, fewest tables, most tables)
 SETTINGS = {"4dev": (4, 10, 60), "8dev": (8, 20, 120),
@@ -313,10 +319,10 @@ def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
 
 
 def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
-                 args) -> Dict[int, float]:
+                 args, draw: int = 0) -> Dict[int, float]:
     """Median forward + backward + SGD time (ms) of each non-empty set,
-    timed by one neuroshard-collect run in the order of `sets` (an empty
-    set costs 0)."""
+    timed by one neuroshard-collect run in the order of `sets` on draw
+    `draw` of the index streams (an empty set costs 0)."""
     costs = {k: 0.0 for k, ids in sets.items() if not ids}
     pending = {k: ids for k, ids in sets.items() if ids}
     if not pending:
@@ -327,7 +333,7 @@ def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
             f.write(json.dumps({"id": k, "tables": ids}) + "\n")
         sets_path = f.name
     command = [tool, "--pool", pool_path, "--sets", sets_path] + \
-        collect_options(args)
+        collect_options(args, draw)
     try:
         result = subprocess.run(command, capture_output=True, text=True)
     finally:
@@ -350,23 +356,26 @@ def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
 
 
 def measure_repeated(sets: Dict[int, List[int]], repeats: int,
-                     measure: Callable[[Dict[int, List[int]]],
+                     measure: Callable[[Dict[int, List[int]], int],
                                        Dict[int, float]],
-                     runs: Optional[Dict[int, List[float]]] = None
-                     ) -> Dict[int, float]:
+                     runs: Optional[Dict[int, List[float]]] = None,
+                     draws: int = 1) -> Dict[int, float]:
     """Times `sets` `repeats` times with `measure` (one tool run over a dict
-    of sets, timed in the dict's order): in the given order on even repeats,
-    reversed on odd ones, so that no set is always timed first or last.
-    Returns per set the median over repeats; with `runs`, also fills it
-    with each set's cost in every repeat, in repeat order."""
+    of sets, timed in the dict's order, on the draw of the index streams it
+    is given): in the given order on even repeats, reversed on odd ones, so
+    that no set is always timed first or last, and repeat r on draw r mod
+    `draws`. Returns per set the median over repeats; with `runs`, also
+    fills it with each set's cost in every repeat, in repeat order."""
     if repeats < 1:
         raise EvaluationError("--measure-repeats must be at least 1, got %d"
                               % repeats)
+    if draws < 1:
+        raise EvaluationError("--draws must be at least 1, got %d" % draws)
     keys = list(sets)
     samples = {k: [] for k in keys}
     for r in range(repeats):
         order = keys if r % 2 == 0 else keys[::-1]
-        costs = measure({k: sets[k] for k in order})
+        costs = measure({k: sets[k] for k in order}, r % draws)
         for k in keys:
             samples[k].append(float(costs[k]))
     if runs is not None:
@@ -1039,11 +1048,15 @@ def _measurement_sentence(summary: Dict) -> str:
     m = summary.get("measurement", {})
     how = ""
     if m:
+        draws = int(m.get("draws", 1))
         how = ("Measured on the CPU with `%s`, all of a task's sets (every "
                "algorithm's devices and every table alone) in one run, %d "
-               "run%s per task in alternating order; a set's cost is the "
+               "run%s per task in alternating order%s; a set's cost is the "
                "median over runs of its median over %d iterations%s. " %
                (m["command"], m["repeats"], "" if m["repeats"] == 1 else "s",
+                "" if draws == 1 else
+                ", run r on draw r mod %d of the index streams (seed + the "
+                "draw)" % draws,
                 m["iters"], "" if m.get("loadavg") is None else
                 " (1-minute load average %.2f before measuring)" %
                 m["loadavg"]))
@@ -1266,7 +1279,8 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
             measurement = {
                 "command": shlex.join(["neuroshard-collect"] +
                                       collect_options(args)),
-                "repeats": args.measure_repeats, "warmup": args.warmup,
+                "repeats": args.measure_repeats, "draws": args.draws,
+                "warmup": args.warmup,
                 "iters": args.iters, "loadavg": check_quiet(err)}
         # VERIFIED only where tasks are measured.
         algorithms = [a for a in args.algorithms if a != VERIFIED or measured]
@@ -1313,12 +1327,13 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     return settings
 
 
-def collect_options(args) -> List[str]:
-    """neuroshard-collect's timing options, after --pool and --sets."""
+def collect_options(args, draw: int = 0) -> List[str]:
+    """neuroshard-collect's timing options, after --pool and --sets, on draw
+    `draw` of the index streams (seed --seed + draw)."""
     return ["--device", "cpu", "--batch-size", str(args.batch_size),
             "--warmup",
             str(args.warmup), "--iters", str(args.iters), "--seed",
-            str(args.seed)]
+            str(args.seed + draw)]
 
 
 def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
@@ -1355,8 +1370,9 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
         runs = {}
         costs = measure_repeated(
             sets, args.measure_repeats,
-            lambda ordered: measure_sets(tool, pool_path, ordered, args),
-            runs)
+            lambda ordered, draw: measure_sets(tool, pool_path, ordered,
+                                               args, draw),
+            runs, draws=args.draws)
         table_costs = [costs[k] for k in singles]
         bound = lower_bound(table_costs, task["devices"])
         level = machine_level([p for _, p in references],
@@ -1497,6 +1513,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="neuroshard-collect runs per measured task, in "
                         "alternating order; a set's cost is the median over "
                         "runs (default %(default)s)")
+    parser.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
+                        help="draws of the index streams the repeats go "
+                        "through in turn, seeds --seed to --seed + draws - "
+                        "1 (default %(default)s; 1: every repeat on the "
+                        "same batch)")
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed runs per set and run")
     parser.add_argument("--iters", type=int, default=10,
@@ -1529,6 +1550,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.measure_repeats < 1 or args.iters < 1 or args.warmup < 0:
         parser.error("--measure-repeats and --iters must be positive and "
                      "--warmup >= 0")
+    if args.draws < 1:
+        parser.error("--draws must be at least 1, got %d" % args.draws)
     try:
         settings = evaluate(args)
         accepted = acceptance(settings, args.batch_size) \

@@ -519,7 +519,8 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
                            verify_top=3, verify_seconds=0,
                            experience=experience)
     verification = plan["verification"]
-    assert verification["rounds"] == 3
+    # A round per draw of the inputs.
+    assert (verification["rounds"], verification["draws"]) == (3, 3)
     assert 1 <= len(verification["candidates"]) <= 3
     assert verification["experience"] == str(experience)
     lines = [json.loads(line) for line in
@@ -565,7 +566,8 @@ def test_a_gpu_plan_is_verified_by_times_recorded_elsewhere(tmp_path):
                            **options)
     verification = plan["verification"]
     assert (verification["host"], verification["device"],
-            verification["rounds"]) == ("Test GPU", "cuda", 1)
+            verification["rounds"], verification["draws"]) == \
+        ("Test GPU", "cuda", 1, 1)
     assert len(verification["candidates"]) == \
         exported["exported_sets"]["candidates"]
     candidates = verification["candidates"]

@@ -6,10 +6,12 @@
 
 import json
 import os
+import types
 
 import numpy as np
 import pytest
 
+from neuroshard import _core
 from neuroshard import evaluate as ev
 from neuroshard import table_pool as tp
 
@@ -176,8 +178,11 @@ def test_repeats_alternate_the_order_and_take_the_median():
     times = {0: [1.0, 5.0, 2.0, 3.0], 1: [7.0, 4.0, 6.0, 5.0],
              2: [0.0, 0.0, 0.0, 0.0]}
 
-    def measure(ordered):
+    draws = []
+
+    def measure(ordered, draw):
         orders.append(list(ordered))
+        draws.append(draw)
         assert all(ordered[k] == sets[k] for k in ordered)
         r = len(orders) - 1
         return {k: times[k][r] for k in ordered}
@@ -195,6 +200,24 @@ def test_repeats_alternate_the_order_and_take_the_median():
     runs = {}
     ev.measure_repeated(sets, 2, measure, runs)
     assert runs == {0: [1.0, 5.0], 1: [7.0, 4.0], 2: [0.0, 0.0]}
+    # One draw of the inputs unless asked; repeat r on draw r mod draws.
+    assert set(draws) == {0}
+    orders.clear()
+    draws.clear()
+    ev.measure_repeated(sets, 4, measure, draws=3)
+    assert draws == [0, 1, 2, 0]
+    with pytest.raises(ev.EvaluationError, match="--draws must be at least "
+                       "1, got 0"):
+        ev.measure_repeated(sets, 2, measure, draws=0)
+
+
+def test_each_draw_is_another_seed_of_the_index_streams():
+    args = types.SimpleNamespace(batch_size=1024, warmup=3, iters=10, seed=5)
+    options = ev.collect_options(args)
+    assert options[options.index("--seed") + 1] == "5"
+    options = ev.collect_options(args, 2)
+    assert options[options.index("--seed") + 1] == "7"
+    assert ev.DEFAULT_DRAWS == _core.DEFAULT_INPUT_DRAWS == 3
 
 
 def test_ratios_pair_the_repeats():
@@ -575,6 +598,7 @@ def test_verification_requests_that_cannot_be_met_are_named(capsys):
         "'65'" in error("--verify-top", "65")
     assert "--verify-seconds must be from 0 to 3600, got -1" in error(
         "--verify-seconds", "-1", "--measure-tasks", "1")
+    assert "--draws must be at least 1, got 0" in error("--draws", "0")
     assert "--measure-tasks 1: no setting of --settings scale is measured " \
         "(the measured settings are 4dev, 8dev, 2dev)" in error(
             "--settings", "scale", "--measure-tasks", "1")
@@ -769,6 +793,8 @@ def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
     assert summary["measured_common"] == 1
     assert summary["lower_bound_ms"] > 0
     assert summary["measurement"]["repeats"] == 2
+    # The 2 repeats on 2 of the default 3 draws of the index streams.
+    assert summary["measurement"]["draws"] == ev.DEFAULT_DRAWS
     # The verified variant joined neuroshard, for the measured task only.
     assert list(data["results"]) == ["neuroshard", ev.VERIFIED,
                                      "size-greedy"]

@@ -41,21 +41,36 @@ public:
       return createStringError(inconvertibleErrorCode(), "no memory");
     preparedBatch = batchSize;
     setMs.clear();
+    splits.clear();
     for (const std::vector<ColumnSlice> &set : sets) {
       double ms = 0.0;
-      for (const ColumnSlice &slice : set)
+      bool split = false;
+      for (const ColumnSlice &slice : set) {
         ms += slice.width() * tables[slice.table].poolingFactor + perSliceMs;
+        split |= slice.width() != tables[slice.table].dim;
+      }
       setMs.push_back(fixedMs.value_or(ms));
+      splits.push_back(split);
     }
     return Error::success();
   }
-  double time(size_t index) override {
+  unsigned draws() const override { return numDraws; }
+  double time(size_t index, unsigned draw) override {
     order.push_back(index);
+    drawOrder.push_back(draw);
+    if (splits[index] && draw < splitScale.size())
+      return setMs[index] * splitScale[draw];
     return setMs[index];
   }
   std::string host() const override { return "test host"; }
 
   double perSliceMs;
+  unsigned numDraws = 1;
+  /// Per draw, what the time of a set holding part of a table's columns is
+  /// multiplied by (1 where not given).
+  std::vector<double> splitScale;
+  std::vector<bool> splits;
+  std::vector<unsigned> drawOrder;
   /// Every set's time, when given, instead of the formula's.
   std::optional<double> fixedMs;
   bool refuse = false;
@@ -388,6 +403,52 @@ TEST(PlanVerificationTest, RacesOnlyTheCandidatesThatMayWin) {
     EXPECT_TRUE(incumbentSets.count(slow.order[i]));
   for (auto [i, candidate] : enumerate(verification.candidates))
     EXPECT_EQ(candidate.rounds, i == verification.incumbent ? 3u : 2u);
+}
+
+// Round r times draw r mod draws() of the inputs, at least one round per
+// draw: a candidate faster on one draw and slower on the others does not
+// replace the incumbent, though timed on that one draw it would.
+TEST(PlanVerificationTest, RoundsGoThroughTheDrawsOfTheInputs) {
+  PlanResult result = planWithCandidates(4);
+  SliceCostModel model;
+  VerifyOptions options;
+  options.seconds = 0.0;
+  options.minRounds = 1;
+  // Measured as the model prices them on draw 0, where the model's best
+  // (which halves the hot table) wins; a set holding half a table takes
+  // twice as long on draws 1 and 2.
+  FormulaTimer timer(0.0);
+  timer.numDraws = 3;
+  timer.splitScale = {1.0, 2.0, 2.0};
+  PlanResult copy = result;
+  ASSERT_EQ(errorMessage(verifyCandidates(copy, hotAndCold(), twoDevices(),
+                                          model, timer, options)),
+            "");
+  const PlanVerification &verification = *copy.verification;
+  EXPECT_EQ(verification.rounds, 3u);
+  EXPECT_EQ(verification.draws, 3u);
+  // The untimed round and the first timed round on draw 0, the second on
+  // draw 1, the rest (the incumbent's sets) on draw 2.
+  size_t sets = timer.setMs.size();
+  ASSERT_GT(timer.drawOrder.size(), 3 * sets);
+  for (auto [i, draw] : enumerate(timer.drawOrder))
+    EXPECT_EQ(draw, i < 2 * sets ? 0u : i < 3 * sets ? 1u : 2u) << i;
+  EXPECT_EQ(verification.chosen, verification.incumbent);
+  EXPECT_FALSE(splitsATable(hotAndCold(), copy.plan));
+  const CandidateMeasurement &best = verification.candidates.front();
+  EXPECT_GT(best.pairedRatio, 1.0);
+  EXPECT_EQ(best.roundsFaster, 1u);
+
+  // Timed on draw 0 alone, the model's best is chosen.
+  FormulaTimer oneDraw(0.0);
+  oneDraw.splitScale = timer.splitScale;
+  PlanResult single = result;
+  ASSERT_EQ(errorMessage(verifyCandidates(single, hotAndCold(), twoDevices(),
+                                          model, oneDraw, options)),
+            "");
+  EXPECT_EQ(single.verification->draws, 1u);
+  EXPECT_EQ(single.verification->chosen, 0u);
+  EXPECT_TRUE(splitsATable(hotAndCold(), single.plan));
 }
 
 TEST(PlanVerificationTest, ReportsWhatCannotBeTimed) {

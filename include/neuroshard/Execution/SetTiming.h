@@ -40,8 +40,12 @@ struct KernelSetTimerOptions {
   unsigned runsPerTiming = 3;
   /// Memory the sets' data may take (bytes; 0: what the system has free).
   double memoryLimitBytes = 0.0;
-  /// Seed of the index streams.
+  /// Seed of the index streams: draw d reads the streams of seed
+  /// inputs::mixSeed(seed, d).
   uint64_t seed = 1;
+  /// Draws of the index streams every set is prepared on (at least 1): the
+  /// rounds of measured selection go through them in turn.
+  unsigned draws = kDefaultInputDraws;
 };
 
 /// Compiles the kernels; fails with the JIT's error.

@@ -51,9 +51,13 @@ public:
   virtual llvm::Error
   prepare(llvm::ArrayRef<TableSpec> tables, int64_t batchSize,
           llvm::ArrayRef<std::vector<ColumnSlice>> sets) = 0;
-  /// One timing of prepared set `index`, in ms (the kernel timer: the
-  /// median of a few runs in a row).
-  virtual double time(size_t index) = 0;
+  /// Draws of the inputs (index streams) the prepared sets can be timed on:
+  /// each draw is another batch of the same statistics. 1 by default.
+  virtual unsigned draws() const;
+  /// One timing of prepared set `index` on draw `draw` (below draws()) of
+  /// its inputs, in ms (the kernel timer: the median of a few runs in a
+  /// row).
+  virtual double time(size_t index, unsigned draw) = 0;
   /// The host, for reports ("AMD EPYC 7B13").
   virtual std::string host() const = 0;
   /// What the sets run on, as experience files name it: "cpu" (the
@@ -64,6 +68,15 @@ public:
   /// rounds'. nullopt for a timer that times here.
   virtual std::optional<RecordedRuns> recorded(size_t index) const;
 };
+
+/// Draws of its index streams a set is timed on, where the timer can draw
+/// them: a training step sees a new batch each time, and a set's time
+/// depends on the batch. The generator draws a table's hottest rows and
+/// their hit counts anew with each stream; on an H200 the same set of 10
+/// tables measured 4.30 and 4.90 ms on two draws, while one draw timed
+/// twice repeated within 0.2% (docs/planner.md, "Timing on several
+/// draws"). A choice made on one draw need not hold on the next batch.
+constexpr unsigned kDefaultInputDraws = 3;
 
 /// The distinct device sets of some candidates, and which each candidate
 /// device holds (nullopt: none).
@@ -83,8 +96,9 @@ struct VerifyOptions {
   /// Seconds the timed rounds may take; the first (untimed) round and
   /// preparing the sets are not counted.
   double seconds = 2.0;
-  /// Timed rounds over all sets: at least minRounds however long they
-  /// take, at most maxRounds however fast.
+  /// Timed rounds over all sets: at least minRounds (and at least one per
+  /// draw of the timer's inputs) however long they take, at most maxRounds
+  /// however fast.
   unsigned minRounds = 3;
   unsigned maxRounds = 25;
   /// Rounds after which a candidate whose median ratio to the incumbent is
@@ -135,8 +149,10 @@ std::optional<std::string> checkVerifySeconds(double seconds);
 
 /// Times every distinct device set of `result.candidates` with `timer`: one
 /// untimed round, then rounds over the sets (each round in another order,
-/// so that no set always follows the same one) until `options.seconds` are
-/// spent. From `options.raceRounds` rounds on, a round times only the sets
+/// so that no set always follows the same one, and round r on draw r mod
+/// timer.draws() of the inputs, so that the sets compared in a round read
+/// the same batch and the choice holds over batches) until `options.seconds`
+/// are spent. From `options.raceRounds` rounds on, a round times only the sets
 /// of the incumbent and of the candidates whose median ratio to it is
 /// below 1; when no such candidate is left, the rounds stop. Each candidate is
 /// priced round by round with its devices' measured compute and the model's

@@ -52,13 +52,6 @@ constexpr const char *kSetSamplesName = "samples.jsonl";
 constexpr const char *kSetKernelsName = "kernels.cubin";
 /// The chip the manifest names when none is given.
 constexpr const char *kDefaultSetChip = "sm_90";
-/// Draws of its index streams each set is timed on: a set is priced by the
-/// mean of its draws. The generator draws a table's hottest rows anew with
-/// each stream, and on an H200 the same set of 10 tables measured 4.30 and
-/// 4.90 ms on two draws (docs/planner.md, "Measured selection on a GPU"),
-/// so that a choice made on one draw need not hold on another.
-constexpr unsigned kDefaultInputDraws = 3;
-
 /// Writes the distinct device sets of `result.candidates` (distinctDeviceSets)
 /// to `dir`, creating it: sets.json and the runner's manifest sets.txt
 /// (setsManifest, kDefaultInputDraws draws) at the topology's batch, its
@@ -98,8 +91,9 @@ public:
   /// other inputs or options), or a batch other than the recorded one.
   llvm::Error prepare(llvm::ArrayRef<TableSpec> tables, int64_t batchSize,
                       llvm::ArrayRef<std::vector<ColumnSlice>> sets) override;
-  /// The recorded median of prepared set `index`.
-  double time(size_t index) override;
+  /// The recorded time of prepared set `index` (the mean of its draws': one
+  /// draw here).
+  double time(size_t index, unsigned draw) override;
   std::optional<RecordedRuns> recorded(size_t index) const override;
   /// The hardware the runner named ("NVIDIA H200").
   std::string host() const override { return hardware; }

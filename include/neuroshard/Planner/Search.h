@@ -220,6 +220,10 @@ struct PlanVerification {
   /// and the time verification took (compiling the kernels included).
   std::vector<TimedSet> sets;
   unsigned rounds = 0;
+  /// The draws of the inputs the rounds went through (round r: draw r mod
+  /// draws); 1 for times recorded elsewhere, whose sets already averaged
+  /// theirs.
+  unsigned draws = 1;
   double seconds = 0.0;
   /// The host the sets were timed on, and what ran them ("cpu", "cuda").
   std::string host;

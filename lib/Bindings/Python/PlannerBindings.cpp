@@ -334,6 +334,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
   m.attr("MAX_VERIFY_TOP") = kMaxKeepCandidates;
   m.attr("DEFAULT_VERIFY_TOP") = kDefaultVerifyTop;
   m.attr("DEFAULT_VERIFY_SECONDS") = VerifyOptions().seconds;
+  m.attr("DEFAULT_INPUT_DRAWS") = kDefaultInputDraws;
   m.def(
       "parse_verify_top",
       [](const py::handle &value) -> py::object {
