@@ -1060,6 +1060,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.attribute("sets", int64_t(verification->sets.size()));
         json.attribute("rounds", int64_t(verification->rounds));
         json.attribute("draws", int64_t(verification->draws));
+        writeNumber(json, "min_gain", verification->minGain);
         writeNumber(json, "seconds", verification->seconds);
         json.attribute("chosen", int64_t(verification->chosen));
         json.attribute("incumbent", int64_t(verification->incumbent));

@@ -55,6 +55,14 @@ std::optional<std::string> checkVerifySeconds(double seconds) {
       .str();
 }
 
+std::optional<std::string> checkVerifyMinGain(double gain) {
+  if (gain >= 0.0 && gain <= kMaxVerifyMinGain)
+    return std::nullopt;
+  return formatv("must be a fraction from 0 to {0} (0.05: 5% faster), got {1}",
+                 format("%g", kMaxVerifyMinGain), format("%g", gain))
+      .str();
+}
+
 std::optional<std::string> checkVerifyTop(unsigned count, Algorithm algorithm) {
   if (count == 0 || algorithm == Algorithm::NeuroShard)
     return std::nullopt;
@@ -314,6 +322,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   verification.sets = std::move(timedSets);
   verification.rounds = rounds;
   verification.draws = std::min(rounds, draws);
+  verification.minGain = options.minGain;
   verification.host = timer.host();
   verification.device = timer.device();
   verification.seconds = secondsSince(start);
@@ -434,6 +443,10 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
           checkVerifySeconds(request.options.seconds))
     return optionError("verify-seconds",
                        createStringError(inconvertibleErrorCode(), *problem));
+  if (std::optional<std::string> problem =
+          checkVerifyMinGain(request.options.minGain))
+    return optionError("verify-min-gain",
+                       createStringError(inconvertibleErrorCode(), *problem));
   search.keepCandidates = *count;
   Expected<PlanResult> result = planSharding(tables, topology, search, model);
   if (!result || !*count)
@@ -538,9 +551,10 @@ std::string describeVerification(const PlanVerification &verification) {
     if (!best)
       return text + ", no slower than any other candidate";
     return formatv("{0}; the fastest other, candidate {1} ({2}), was {3}: "
-                   "within the noise",
+                   "within the noise, below the {4}% gain that replaces it",
                    text, *best + 1, verification.candidates[*best].origin,
-                   rounds(verification.candidates[*best]))
+                   rounds(verification.candidates[*best]),
+                   format("%g", 100.0 * verification.minGain))
         .str();
   }
   return formatv("chosen: candidate {0} ({1}), measured {2} ms (predicted {3} "

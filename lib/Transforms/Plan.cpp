@@ -263,6 +263,7 @@ void PlanPass::runOnOperation() {
   ::neuroshard::VerifyRequest request;
   request.top = *verifyCount;
   request.options.seconds = verifySeconds;
+  request.options.minGain = verifyMinGain;
   request.experience = experience;
   request.exportDir = verifyExport;
   request.timingsDir = verifyTimings;

@@ -271,6 +271,8 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
             b.getNamedAttr("sets", count(verification->sets.size())),
             b.getNamedAttr("rounds", count(verification->rounds)),
             b.getNamedAttr("draws", count(verification->draws)),
+            b.getNamedAttr("min_gain",
+                           b.getF64FloatAttr(verification->minGain)),
             b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
             b.getNamedAttr("chosen", count(verification->chosen)),
             b.getNamedAttr("incumbent", count(verification->incumbent)),
@@ -347,6 +349,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<uint64_t> sets = fields.count("sets");
   FailureOr<uint64_t> rounds = fields.count("rounds");
   FailureOr<uint64_t> draws = fields.count("draws");
+  FailureOr<double> minGain = fields.number("min_gain");
   FailureOr<double> seconds = fields.number("seconds");
   FailureOr<uint64_t> chosen = fields.count("chosen");
   FailureOr<uint64_t> incumbent = fields.count("incumbent");
@@ -354,8 +357,8 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<ArrayAttr> candidates =
       fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
   if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
-      failed(draws) || failed(seconds) || failed(chosen) || failed(incumbent) ||
-      failed(experience) || failed(candidates))
+      failed(draws) || failed(minGain) || failed(seconds) || failed(chosen) ||
+      failed(incumbent) || failed(experience) || failed(candidates))
     return failure();
   if (*chosen >= candidates->size() || *incumbent >= candidates->size())
     return fields.fail() << " names candidate " << std::max(*chosen, *incumbent)
@@ -366,6 +369,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   verification.sets.resize(*sets);
   verification.rounds = *rounds;
   verification.draws = *draws;
+  verification.minGain = *minGain;
   verification.seconds = *seconds;
   verification.chosen = *chosen;
   verification.incumbent = *incumbent;

@@ -64,6 +64,7 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.seed = seed;
     options.verifyTop = verifyTop;
     options.verifySeconds = verifySeconds;
+    options.verifyMinGain = verifyMinGain;
     options.experience = experience;
     options.verifyExport = verifyExport;
     options.verifyTimings = verifyTimings;

@@ -32,10 +32,11 @@ With --measure-tasks K, the plans of the first K tasks of the 4-device,
 process, no all-to-all):
   * those tasks are also planned by "neuroshard-verified": the NeuroShard
     search with measured selection (verify_top=--verify-top, default 4,
-    verify_seconds=--verify-seconds, default 2; experience="none", so the
-    evaluation writes nothing into the model's bundle), which times the
+    verify_seconds=--verify-seconds, default 2,
+    verify_min_gain=--verify-min-gain, default 0.02; experience="none", so
+    the evaluation writes nothing into the model's bundle), which times the
     device sets of its best distinct candidates on this CPU and returns the
-    table-wise plan unless another measures faster beyond the noise. Its
+    table-wise plan unless another measures that much faster. Its
     plan is then measured like every other, in
     the same interleaved runs: the timings that chose it are not the ones
     it is judged by;
@@ -130,6 +131,7 @@ VERIFIED = "neuroshard-verified"
 # The planner's defaults and bound (PlanVerification.h).
 DEFAULT_VERIFY_TOP = _core.DEFAULT_VERIFY_TOP
 DEFAULT_VERIFY_SECONDS = _core.DEFAULT_VERIFY_SECONDS
+DEFAULT_VERIFY_MIN_GAIN = _core.DEFAULT_VERIFY_MIN_GAIN
 # Draws of the index streams a task's repeats go through (--draws), as many
 # as measured selection times candidates on.
 DEFAULT_DRAWS = _core.DEFAULT_INPUT_DRAWS
@@ -244,20 +246,24 @@ def task_json(task: Dict) -> Dict:
 def run_plan(task: Dict, algorithm: str, cost_model: str,
              cost_risk: Optional[float] = None,
              verify_top: Union[int, str] = DEFAULT_VERIFY_TOP,
-             verify_seconds: float = DEFAULT_VERIFY_SECONDS) -> Dict:
+             verify_seconds: float = DEFAULT_VERIFY_SECONDS,
+             verify_min_gain: float = DEFAULT_VERIFY_MIN_GAIN) -> Dict:
     """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
     "predicted_compute_ms", "search_ms", "plan_s" (the planner call's wall
     time), "plan"}, or {"valid": False, "error"} with the planner's message
     when it found no plan. VERIFIED plans with the neuroshard search and
     measured selection of `verify_top` candidates timed for
-    `verify_seconds` (its result then has "verification", the planner's
+    `verify_seconds`, another than the table-wise plan returned only if it
+    measured `verify_min_gain` faster (its result then has "verification",
+    the planner's
     report, None where "auto" chose not to verify); every other algorithm
     plans with verify_top=0."""
     options = {} if cost_risk is None else {"cost_risk": cost_risk}
     if algorithm == VERIFIED:
         # Nothing the evaluation times goes into the model's bundle.
         options.update(algorithm="neuroshard", verify_top=verify_top,
-                       verify_seconds=verify_seconds, experience="none")
+                       verify_seconds=verify_seconds,
+                       verify_min_gain=verify_min_gain, experience="none")
     else:
         options.update(algorithm=algorithm, verify_top=0)
     started = time.perf_counter()
@@ -831,15 +837,20 @@ def _verified_sentence(summary: Dict) -> str:
     """What VERIFIED is and which tasks it was planned for."""
     v = summary.get("verify", {})
     planned = summary["rows"][VERIFIED]["planned"]
-    how = ("verify_top=%s, verify_seconds=%g: " % (v["top"], v["seconds"])
-           if v else "")
+    gain = float(v.get("min_gain", DEFAULT_VERIFY_MIN_GAIN))
+    how = ""
+    if v:
+        how = "verify_top=%s, verify_seconds=%g%s: " % (
+            v["top"], v["seconds"],
+            "" if "min_gain" not in v else
+            ", verify_min_gain=%g" % v["min_gain"])
     return ("%s is the NeuroShard search with measured selection (%sits best "
             "distinct candidate plans timed on this CPU, the table-wise "
-            "plan returned unless another measured at least 2%% faster); it "
-            "is planned only for the %d measured "
+            "plan returned unless another measured at least %g%% faster); "
+            "it is planned only for the %d measured "
             "task%s, so it has no mean over the common tasks, and its plans "
             "are measured again with the others. neuroshard plans with "
-            "verify_top=0." % (VERIFIED, how, planned,
+            "verify_top=0." % (VERIFIED, how, 100.0 * gain, planned,
                                "" if planned == 1 else "s"))
 
 
@@ -1265,6 +1276,9 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     verify_seconds = getattr(args, "verify_seconds", None)
     if verify_seconds is None:
         verify_seconds = DEFAULT_VERIFY_SECONDS
+    verify_min_gain = getattr(args, "verify_min_gain", None)
+    if verify_min_gain is None:
+        verify_min_gain = DEFAULT_VERIFY_MIN_GAIN
     settings = {}
     for setting in args.settings:
         count = args.scale_tasks if setting == "scale" else args.tasks
@@ -1294,7 +1308,7 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
                     continue
                 results[a].append(run_plan(task, a, args.cost_model,
                                            args.cost_risk, verify_top,
-                                           verify_seconds))
+                                           verify_seconds, verify_min_gain))
                 if a == VERIFIED and not results[a][-1]["valid"]:
                     # Measured selection can fail where the search does not
                     # (the candidates' sets must fit this machine's memory).
@@ -1313,7 +1327,8 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
         if measurement:
             summary["measurement"] = measurement
         if VERIFIED in algorithms:
-            summary["verify"] = {"top": verify_top, "seconds": verify_seconds}
+            summary["verify"] = {"top": verify_top, "seconds": verify_seconds,
+                                 "min_gain": verify_min_gain}
         table = markdown_table(setting, summary, algorithms)
         print(table, file=log)
         print("(%s: %.0f s)\n" % (setting, time.time() - started), file=log,
@@ -1436,8 +1451,14 @@ def resolve_algorithms(args) -> Optional[str]:
                else args.verify_seconds)
     if not 0.0 <= seconds <= 3600.0:
         return "--verify-seconds must be from 0 to 3600, got %g" % seconds
+    min_gain = getattr(args, "verify_min_gain", None)
+    gain = DEFAULT_VERIFY_MIN_GAIN if min_gain is None else min_gain
+    if not 0.0 <= gain <= 0.5:
+        return ("--verify-min-gain must be a fraction from 0 to 0.5, got %g"
+                % gain)
     asked = [o for o, v in (("--verify-top", args.verify_top),
-                            ("--verify-seconds", args.verify_seconds))
+                            ("--verify-seconds", args.verify_seconds),
+                            ("--verify-min-gain", min_gain))
              if v is not None and top != 0]
     if VERIFIED in algorithms:
         if not args.measure_tasks:
@@ -1458,6 +1479,7 @@ def resolve_algorithms(args) -> Optional[str]:
                 "give --measure-tasks K" % " and ".join(asked))
     args.algorithms, args.verify_top, args.verify_seconds = \
         algorithms, top, seconds
+    args.verify_min_gain = gain
     return None
 
 
@@ -1509,6 +1531,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="seconds %s may spend timing its candidates "
                         "per task (default %g)" %
                         (VERIFIED, DEFAULT_VERIFY_SECONDS))
+    parser.add_argument("--verify-min-gain", type=float, default=None,
+                        help="how much faster than the table-wise plan, as "
+                        "a fraction, another candidate of %s must measure "
+                        "to replace it (default %g)" %
+                        (VERIFIED, DEFAULT_VERIFY_MIN_GAIN))
     parser.add_argument("--measure-repeats", type=int, default=3,
                         help="neuroshard-collect runs per measured task, in "
                         "alternating order; a set's cost is the median over "

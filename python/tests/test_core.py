@@ -501,6 +501,10 @@ def test_the_table_format_is_the_readable_plan():
     ({"devices": 2, "cost_model": "analytical", "device_kind": "cpu",
       "verify_top": 2, "verify_seconds": -1},
      "verify_seconds: must be between 0 and 3600 seconds, got -1"),
+    ({"devices": 2, "cost_model": "analytical", "device_kind": "cpu",
+      "verify_top": 2, "verify_min_gain": 0.6},
+     "verify_min_gain: must be a fraction from 0 to 0.5 (0.05: 5% faster), "
+     "got 0.6"),
     ({"devices": 2, "cost_model": "analytical", "sharding_types": "rows"},
      "sharding_types: unknown sharding type 'rows' (expected one of: "
      "table_wise, column_wise, row_wise, table_row_wise, data_parallel), "
@@ -519,8 +523,10 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
                            verify_top=3, verify_seconds=0,
                            experience=experience)
     verification = plan["verification"]
-    # A round per draw of the inputs.
+    # A round per draw of the inputs; another plan than the table-wise one
+    # needed the default gain.
     assert (verification["rounds"], verification["draws"]) == (3, 3)
+    assert verification["min_gain"] == _core.DEFAULT_VERIFY_MIN_GAIN == 0.02
     assert 1 <= len(verification["candidates"]) <= 3
     assert verification["experience"] == str(experience)
     lines = [json.loads(line) for line in
@@ -529,6 +535,11 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
     assert {line["bundle"] for line in lines} == {"analytical"}
     # The analytical model describes no machine: the plan says so.
     assert any("does not describe" in w for w in plan["warnings"])
+    demanding = neuroshard.plan(TASK, devices=2, memory_gb=0.3,
+                                cost_model="analytical", device_kind="cpu",
+                                verify_top=3, verify_seconds=0,
+                                verify_min_gain=0.25, experience="none")
+    assert demanding["verification"]["min_gain"] == 0.25
     # 'auto' (the default) verifies only with a model of this machine.
     assert "verification" not in neuroshard.plan(
         TASK, devices=2, memory_gb=0.3, cost_model="analytical",

@@ -560,12 +560,15 @@ def test_verified_variant_joins_neuroshard_when_measuring():
     assert problem is None
     assert args.algorithms[:3] == ["neuroshard", ev.VERIFIED,
                                    "table-greedy-grid"]
-    assert (args.verify_top, args.verify_seconds) == (4, 2.0)
+    assert (args.verify_top, args.verify_seconds, args.verify_min_gain) == \
+        (4, 2.0, 0.02)
     problem, args = resolved(algorithms="size-greedy,neuroshard",
-                             verify_top="auto", verify_seconds=0.5)
+                             verify_top="auto", verify_seconds=0.5,
+                             verify_min_gain=0.1)
     assert problem is None
     assert args.algorithms == ["size-greedy", "neuroshard", ev.VERIFIED]
-    assert (args.verify_top, args.verify_seconds) == ("auto", 0.5)
+    assert (args.verify_top, args.verify_seconds, args.verify_min_gain) == \
+        ("auto", 0.5, 0.1)
     # Not without measurements, nor with --verify-top 0.
     assert resolved(measure_tasks=0)[1].algorithms == list(ev.ALGORITHMS)
     assert ev.VERIFIED not in resolved(verify_top=0)[1].algorithms
@@ -599,6 +602,10 @@ def test_verification_requests_that_cannot_be_met_are_named(capsys):
     assert "--verify-seconds must be from 0 to 3600, got -1" in error(
         "--verify-seconds", "-1", "--measure-tasks", "1")
     assert "--draws must be at least 1, got 0" in error("--draws", "0")
+    assert "--verify-min-gain must be a fraction from 0 to 0.5, got 0.6" \
+        in error("--verify-min-gain", "0.6", "--measure-tasks", "1")
+    assert "--verify-min-gain: measured selection applies to the measured " \
+        "tasks only" in error("--verify-min-gain", "0.05")
     assert "--measure-tasks 1: no setting of --settings scale is measured " \
         "(the measured settings are 4dev, 8dev, 2dev)" in error(
             "--settings", "scale", "--measure-tasks", "1")
@@ -809,7 +816,9 @@ def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
     assert 1 <= len(searched) <= 3
     assert 0 <= report["chosen"] < len(report["candidates"])
     assert verified["plan_s"] > 0
-    assert summary["verify"] == {"top": 3, "seconds": 0.2}
+    assert summary["verify"] == {"top": 3, "seconds": 0.2, "min_gain": 0.02}
+    assert "unless another measured at least 2% faster" in \
+        results.read_text()
     (pair,) = summary["measured_tasks"]
     assert pair["default"] == ev.VERIFIED
     assert pair["verified_choice"]["chosen"] == report["chosen"]

@@ -1,15 +1,19 @@
 // Measured selection in the pass: verify-top=K times the device sets of the
 // K best distinct plans on this CPU (for a plan for CPU execution) and keeps
 // another than the table-wise plan (else the model's best) only if it
-// measures at least 2% faster; the plan record says what was measured.
+// measures verify-min-gain (2%) faster; the plan record says what was
+// measured.
 // The analytical model describes no machine, so the default ('auto') does
 // not verify and a given count warns that the plan is chosen for this CPU.
 
 // RUN: rm -f %t.jsonl
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=3 verify-seconds=0 experience=%t.jsonl" 2>&1 | FileCheck %s
+// RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical verify-top=3 verify-seconds=0 verify-min-gain=0.25 experience=none" \
+// RUN:   --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=GAIN
+// GAIN: "min_gain": 0.25,
 // CHECK: warning: the candidates are timed on this machine, which cost model 'analytical' does not describe: the plan is chosen for this machine's CPU
 // CHECK: verification = {candidates = [{measured_compute_ms = array<f64: {{[^>]+}}>, measured_ms = {{[^,]+}}, origin = "{{[a-z-]+}}", paired_ratio = {{[^,]+}}, predicted_ms = {{[^,]+}}, rounds = {{[0-3]}} : i64, rounds_faster = {{[0-3]}} : i64}
-// CHECK-SAME: chosen = {{[0-2]}} : i64, device = "cpu", draws = 3 : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, rounds = 3 : i64
+// CHECK-SAME: chosen = {{[0-2]}} : i64, device = "cpu", draws = 3 : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, min_gain = 2.000000e-02 : f64, rounds = 3 : i64
 // RUN: FileCheck %s --check-prefix=EXPERIENCE < %t.jsonl
 // EXPERIENCE: {"format":"neuroshard-experience","version":1,{{.+}}"batch_size":16,"bundle":"analytical"
 
@@ -27,6 +31,8 @@
 // ALGORITHM: error: verify-top: verifying candidates needs the neuroshard algorithm, which keeps them; size-greedy makes one plan
 // RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=2 verify-seconds=-1" 2>&1 | FileCheck %s --check-prefix=SECONDS
 // SECONDS: error: verify-seconds: must be between 0 and 3600 seconds, got -1
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical verify-top=2 verify-min-gain=0.6" 2>&1 | FileCheck %s --check-prefix=MIN-GAIN
+// MIN-GAIN: error: verify-min-gain: must be a fraction from 0 to 0.5 (0.05: 5% faster), got 0.6
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0, device_kind = "cpu">} {
   neuroshard.table @a : rows 1000, dim 64, f32 {pooling_factor = 20.0 : f64,

@@ -120,7 +120,7 @@ static cl::opt<std::string> verifyTop(
              "them, and besides them the other baselines' plans priced "
              "within 1.5x the best) and return another than the table-wise "
              "plan (else the "
-             "model's best) only if it measures at least 2% faster; for "
+             "model's best) only if it measures --verify-min-gain faster; for "
              "plans for CPU execution "
              "(--device-kind cpu). 'auto' (the default) "
              "verifies 4 where the cost model describes this machine, 0 "
@@ -131,6 +131,13 @@ static cl::opt<double> verifySeconds(
     cl::desc("Seconds the timed rounds of --verify-top may take (at least "
              "3 rounds are timed)"),
     cl::init(VerifyOptions().seconds), cl::cat(category));
+static cl::opt<double> verifyMinGain(
+    "verify-min-gain",
+    cl::desc("How much faster than the table-wise plan (else the model's "
+             "best), as a fraction, another candidate of --verify-top must "
+             "measure to replace it (default 0.02; raise it on a noisy "
+             "host)"),
+    cl::init(VerifyOptions().minGain), cl::cat(category));
 static cl::opt<std::string> verifyExport(
     "verify-export",
     cl::desc("Write the device sets of the --verify-top best candidates to "
@@ -347,6 +354,7 @@ static Error run() {
     VerifyRequest request;
     request.top = *verifyCount;
     request.options.seconds = verifySeconds;
+    request.options.minGain = verifyMinGain;
     request.experience = experience;
     request.exportDir = verifyExport;
     request.timingsDir = verifyTimings;

@@ -307,7 +307,13 @@ TEST(PlanVerificationTest, ComparesRoundByRoundWithThePlanThatSplitsNothing) {
   EXPECT_NE(text.find("the fastest other, candidate 1 (" + best + ")"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("within the noise"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("within the noise, below the " +
+                formatv("{0}", format("%g", 100.0 * options.minGain)).str() +
+                "% gain that replaces it"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(kept.verification->minGain, options.minGain);
 }
 
 TEST(PlanVerificationTest, WithoutATableWiseCandidateTheModelsBestIsIncumbent) {

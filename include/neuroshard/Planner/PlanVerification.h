@@ -108,7 +108,8 @@ struct VerifyOptions {
   /// How much faster than the incumbent (the table-wise plan, else the
   /// model's best), in the median of the round-by-round ratios, another
   /// candidate must measure to replace it: smaller differences are within
-  /// the noise of timing one set.
+  /// the noise of timing one set. Users on a noisy host raise it
+  /// (--verify-min-gain), 0 takes any gain.
   double minGain = 0.02;
 };
 
@@ -146,6 +147,13 @@ std::optional<std::string> checkVerifyTop(unsigned count, Algorithm algorithm);
 constexpr double kMaxVerifySeconds = 3600.0;
 /// Checks --verify-seconds; the message names the value.
 std::optional<std::string> checkVerifySeconds(double seconds);
+
+/// Most --verify-min-gain accepts (a fraction): a plan must measure at
+/// least half as fast again as the incumbent's time to replace it.
+constexpr double kMaxVerifyMinGain = 0.5;
+/// Checks --verify-min-gain (VerifyOptions::minGain); the message names
+/// the value.
+std::optional<std::string> checkVerifyMinGain(double gain);
 
 /// Times every distinct device set of `result.candidates` with `timer`: one
 /// untimed round, then rounds over the sets (each round in another order,

@@ -224,6 +224,9 @@ struct PlanVerification {
   /// draws); 1 for times recorded elsewhere, whose sets already averaged
   /// theirs.
   unsigned draws = 1;
+  /// The gain over the incumbent another candidate needed
+  /// (VerifyOptions::minGain).
+  double minGain = 0.0;
   double seconds = 0.0;
   /// The host the sets were timed on, and what ran them ("cpu", "cuda").
   std::string host;

@@ -85,7 +85,7 @@ defvar PlanOptions = [
          "Time the device sets of the K best distinct plans (and of the "
          "other baselines' plans priced within 1.5x the best) on this "
          "machine's CPU and keep another than the table-wise plan (else "
-         "the model's best) only if it measures at least 2% faster, for "
+         "the model's best) only if it measures verify-min-gain faster, for "
          "plans "
          "for CPU execution: 'auto' verifies 4 where the cost model "
          "describes this machine, 0 never">,
@@ -93,6 +93,11 @@ defvar PlanOptions = [
          "::neuroshard::VerifyOptions{}.seconds",
          "Seconds the timed rounds of verify-top may take (at least 3 "
          "rounds are timed)">,
+  Option<"verifyMinGain", "verify-min-gain", "double",
+         "::neuroshard::VerifyOptions{}.minGain",
+         "How much faster than the table-wise plan (else the model's best), "
+         "as a fraction, another candidate of verify-top must measure to "
+         "replace it (default 0.02; raise it on a noisy host)">,
   Option<"experience", "experience", "std::string", "\"\"",
          "JSON Lines file the verified device sets are appended to ('none': "
          "nowhere; default: experience.jsonl in the bundle's directory, for "
