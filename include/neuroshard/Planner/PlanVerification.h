@@ -148,8 +148,8 @@ constexpr double kMaxVerifySeconds = 3600.0;
 /// Checks --verify-seconds; the message names the value.
 std::optional<std::string> checkVerifySeconds(double seconds);
 
-/// Most --verify-min-gain accepts (a fraction): a plan must measure at
-/// least half as fast again as the incumbent's time to replace it.
+/// Most --verify-min-gain accepts (a fraction): with it, a plan must
+/// measure at most half the incumbent's time to replace it.
 constexpr double kMaxVerifyMinGain = 0.5;
 /// Checks --verify-min-gain (VerifyOptions::minGain); the message names
 /// the value.
