@@ -220,16 +220,15 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     return completePlanCosts(n, computeMs, traffic, model);
   };
 
-  // One untimed round, then timed rounds in rotated orders over the sets of
-  // the candidates still racing the incumbent: a candidate whose median
-  // ratio to it is not below 1 after options.raceRounds rounds is not timed
-  // again, so that the rounds the budget buys go to the candidates that may
-  // win.
+  // Timed rounds in rotated orders over the sets of the candidates still
+  // racing the incumbent: a candidate whose median ratio to it is not below
+  // 1 after options.raceRounds rounds is not timed again, so that the
+  // rounds the budget buys go to the candidates that may win. No round is
+  // left untimed: the timer ran every set when preparing it, and a timing
+  // starts with untimed runs of its own (KernelSetTimerOptions::warmupRuns).
   std::vector<std::vector<double>> times(sets.size());
   std::vector<std::vector<double>> ratios(k);
   std::vector<bool> racing(k, true);
-  for (size_t s = 0; s < sets.size(); ++s)
-    timer.time(s, 0);
   unsigned draws = std::max(timer.draws(), 1u);
   unsigned minRounds = std::max(options.minRounds, draws);
   Clock::time_point timed = Clock::now();

@@ -367,12 +367,12 @@ TEST(PlanVerificationTest, RoundsAreInterleavedAndBounded) {
               "");
     size_t sets = timer.setMs.size();
     EXPECT_EQ(copy.verification->rounds, rounds);
-    // An untimed round, then each timed round over all sets starts one set
-    // later; after the first rounds, a round times fewer sets.
-    ASSERT_GT(timer.order.size(), sets * (options.raceRounds + 1));
-    ASSERT_LT(timer.order.size(), sets * (rounds + 1));
+    // Each round over all sets starts one set later (none is untimed);
+    // after the first rounds, a round times fewer sets.
+    ASSERT_GT(timer.order.size(), sets * options.raceRounds);
+    ASSERT_LT(timer.order.size(), sets * rounds);
     for (unsigned round = 0; round < options.raceRounds; ++round)
-      EXPECT_EQ(timer.order[sets * (round + 1)], round % sets);
+      EXPECT_EQ(timer.order[sets * round], round % sets);
   }
 }
 
@@ -404,8 +404,8 @@ TEST(PlanVerificationTest, RacesOnlyTheCandidatesThatMayWin) {
   EXPECT_LT(incumbentSets.size(), verification.sets.size());
   // 3 rounds over the incumbent's sets, 2 over every other set.
   size_t sets = verification.sets.size();
-  EXPECT_EQ(slow.order.size(), sets + 2 * sets + incumbentSets.size());
-  for (size_t i = 3 * sets; i < slow.order.size(); ++i)
+  EXPECT_EQ(slow.order.size(), 2 * sets + incumbentSets.size());
+  for (size_t i = 2 * sets; i < slow.order.size(); ++i)
     EXPECT_TRUE(incumbentSets.count(slow.order[i]));
   for (auto [i, candidate] : enumerate(verification.candidates))
     EXPECT_EQ(candidate.rounds, i == verification.incumbent ? 3u : 2u);
@@ -433,12 +433,12 @@ TEST(PlanVerificationTest, RoundsGoThroughTheDrawsOfTheInputs) {
   const PlanVerification &verification = *copy.verification;
   EXPECT_EQ(verification.rounds, 3u);
   EXPECT_EQ(verification.draws, 3u);
-  // The untimed round and the first timed round on draw 0, the second on
-  // draw 1, the rest (the incumbent's sets) on draw 2.
+  // The first round on draw 0, the second on draw 1, the rest (the
+  // incumbent's sets) on draw 2.
   size_t sets = timer.setMs.size();
-  ASSERT_GT(timer.drawOrder.size(), 3 * sets);
+  ASSERT_GT(timer.drawOrder.size(), 2 * sets);
   for (auto [i, draw] : enumerate(timer.drawOrder))
-    EXPECT_EQ(draw, i < 2 * sets ? 0u : i < 3 * sets ? 1u : 2u) << i;
+    EXPECT_EQ(draw, i < sets ? 0u : i < 2 * sets ? 1u : 2u) << i;
   EXPECT_EQ(verification.chosen, verification.incumbent);
   EXPECT_FALSE(splitsATable(hotAndCold(), copy.plan));
   const CandidateMeasurement &best = verification.candidates.front();

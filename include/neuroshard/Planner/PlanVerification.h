@@ -93,8 +93,7 @@ CandidateSets distinctDeviceSets(llvm::ArrayRef<PlanCandidate> candidates,
                                  unsigned numDevices);
 
 struct VerifyOptions {
-  /// Seconds the timed rounds may take; the first (untimed) round and
-  /// preparing the sets are not counted.
+  /// Seconds the timed rounds may take; preparing the sets is not counted.
   double seconds = 2.0;
   /// Timed rounds over all sets: at least minRounds (and at least one per
   /// draw of the timer's inputs) however long they take, at most maxRounds
@@ -155,8 +154,8 @@ constexpr double kMaxVerifyMinGain = 0.5;
 /// the value.
 std::optional<std::string> checkVerifyMinGain(double gain);
 
-/// Times every distinct device set of `result.candidates` with `timer`: one
-/// untimed round, then rounds over the sets (each round in another order,
+/// Times every distinct device set of `result.candidates` with `timer` in
+/// rounds over the sets (each round in another order,
 /// so that no set always follows the same one, and round r on draw r mod
 /// timer.draws() of the inputs, so that the sets compared in a round read
 /// the same batch and the choice holds over batches) until `options.seconds`
