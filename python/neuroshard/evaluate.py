@@ -79,10 +79,10 @@ process, no all-to-all):
     is --seed + the draw): a training step sees a new batch every time, and
     a set's time moves with the batch by more than the tool's noise, so
     that a plan judged on one draw is judged on one batch. A set's cost is
-    the median over repeats of the tool's median over --iters runs. Before planning the measured tasks, a 1-minute load average
-    above half the cores is warned about on stderr (the figures would be
-    noisy), and each measured task prints a progress line (elapsed, ETA) on
-    stderr.
+    the median over repeats of the tool's median over --iters runs. Before
+    planning the measured tasks, a 1-minute load average above half the
+    cores is warned about on stderr (the figures would be noisy), and each
+    measured task prints a progress line (elapsed, ETA) on stderr.
 Means over measurements are over the measured tasks every algorithm solved.
 A closing acceptance table states the measured targets (TARGETS: NeuroShard's
 mean ratio to its ablation and to the best baseline, its largest ratio to
@@ -132,6 +132,8 @@ VERIFIED = "neuroshard-verified"
 DEFAULT_VERIFY_TOP = _core.DEFAULT_VERIFY_TOP
 DEFAULT_VERIFY_SECONDS = _core.DEFAULT_VERIFY_SECONDS
 DEFAULT_VERIFY_MIN_GAIN = _core.DEFAULT_VERIFY_MIN_GAIN
+MAX_VERIFY_SECONDS = _core.MAX_VERIFY_SECONDS
+MAX_VERIFY_MIN_GAIN = _core.MAX_VERIFY_MIN_GAIN
 # Draws of the index streams a task's repeats go through (--draws), as many
 # as measured selection times candidates on.
 DEFAULT_DRAWS = _core.DEFAULT_INPUT_DRAWS
@@ -1449,13 +1451,14 @@ def resolve_algorithms(args) -> Optional[str]:
     top = DEFAULT_VERIFY_TOP if args.verify_top is None else args.verify_top
     seconds = (DEFAULT_VERIFY_SECONDS if args.verify_seconds is None
                else args.verify_seconds)
-    if not 0.0 <= seconds <= 3600.0:
-        return "--verify-seconds must be from 0 to 3600, got %g" % seconds
+    if not 0.0 <= seconds <= MAX_VERIFY_SECONDS:
+        return "--verify-seconds must be from 0 to %g, got %g" % (
+            MAX_VERIFY_SECONDS, seconds)
     min_gain = getattr(args, "verify_min_gain", None)
     gain = DEFAULT_VERIFY_MIN_GAIN if min_gain is None else min_gain
-    if not 0.0 <= gain <= 0.5:
-        return ("--verify-min-gain must be a fraction from 0 to 0.5, got %g"
-                % gain)
+    if not 0.0 <= gain <= MAX_VERIFY_MIN_GAIN:
+        return ("--verify-min-gain must be a fraction from 0 to %g, got %g"
+                % (MAX_VERIFY_MIN_GAIN, gain))
     asked = [o for o, v in (("--verify-top", args.verify_top),
                             ("--verify-seconds", args.verify_seconds),
                             ("--verify-min-gain", min_gain))

@@ -551,6 +551,8 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
     assert _core.parse_verify_top("4") == _core.parse_verify_top(4) == 4
     assert (_core.DEFAULT_VERIFY_TOP, _core.MAX_VERIFY_TOP) == (4, 64)
     assert _core.DEFAULT_VERIFY_SECONDS == 2.0
+    assert (_core.MAX_VERIFY_SECONDS, _core.MAX_VERIFY_MIN_GAIN) == \
+        (3600.0, 0.5)
     with pytest.raises(neuroshard.NeuroShardError, match="verify_top: "
                        "expected 'auto' or a count of candidates from 0 to "
                        "64, got '65'"):

@@ -334,7 +334,9 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
   m.attr("MAX_VERIFY_TOP") = kMaxKeepCandidates;
   m.attr("DEFAULT_VERIFY_TOP") = kDefaultVerifyTop;
   m.attr("DEFAULT_VERIFY_SECONDS") = VerifyOptions().seconds;
+  m.attr("MAX_VERIFY_SECONDS") = kMaxVerifySeconds;
   m.attr("DEFAULT_VERIFY_MIN_GAIN") = VerifyOptions().minGain;
+  m.attr("MAX_VERIFY_MIN_GAIN") = kMaxVerifyMinGain;
   m.attr("DEFAULT_INPUT_DRAWS") = kDefaultInputDraws;
   m.def(
       "parse_verify_top",
