@@ -16,6 +16,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <thread>
@@ -151,23 +152,38 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
     return createStringError(inconvertibleErrorCode(),
                              "timing the candidates' device sets " + *refused);
 
-  int64_t arenaSize = 0;
-  std::vector<int64_t> arenaSizes;
-  std::vector<bool> touched;
-  for (unsigned draw = 0; draw < numDraws; ++draw) {
-    for (const std::vector<ColumnSlice> &slices : sets) {
+  // Every draw of every table's streams, drawn before the sets are packed
+  // in parallel (the packing only reads them).
+  for (unsigned draw = 0; draw < numDraws; ++draw)
+    for (const std::vector<ColumnSlice> &slices : sets)
+      for (const ColumnSlice &slice : slices)
+        for (unsigned f = 0; f < tables[slice.table].numFeatures(); ++f)
+          stream(tables[slice.table], slice.table, f, draw, batchSize);
+
+  // Set s on draw d packed at d x numSets + s, the sets spread over the
+  // cores: packing copies each set's indices and draws its gradient, 0.85 s
+  // for 32 sets of 53 tables on 3 draws on one core of a Zen 3.
+  prepared.resize(size_t(numDraws) * numSets);
+  std::vector<int64_t> arenaSizes(prepared.size());
+  unsigned threads =
+      std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
+                                      unsigned(prepared.size())));
+  std::vector<std::vector<bool>> touchedBy(threads);
+  std::atomic<size_t> next{0};
+  auto pack = [&](unsigned worker) {
+    for (size_t i = next++; i < prepared.size(); i = next++) {
+      unsigned draw = unsigned(i / numSets);
       std::vector<KernelShard> shards;
       // A row piece's block of its lookup, packed with the set.
       std::deque<inputs::LookupInputs> blocks;
-      for (const ColumnSlice &slice : slices) {
+      for (const ColumnSlice &slice : sets[i % numSets]) {
         const TableSpec &table = tables[slice.table];
         // A table that several features look up is one lookup per feature
         // (each with weights of its own: the kernels take one lookup per
         // shard). A row piece looks up its rows' block of each (what
         // neuroshard.bucketize gives it).
         for (unsigned f = 0; f < table.numFeatures(); ++f) {
-          const inputs::LookupInputs *in =
-              &stream(table, slice.table, f, draw, batchSize);
+          const inputs::LookupInputs *in = &streams.at({draw, slice.table, f});
           if (!slice.allRows()) {
             blocks.push_back(inputs::rowBlockInputs(*in, slice.rowBegin,
                                                     slice.rowEndIn(table)));
@@ -177,12 +193,27 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                             kernel_abi::kSum, in});
         }
       }
-      PreparedSet &set = prepared.emplace_back();
-      arenaSizes.push_back(
-          CPUKernels::packInputs(set, shards, batchSize, options.seed));
-      arenaSize = std::max(arenaSize, arenaSizes.back());
-      addTouchedPages(shards, set.layout, touched);
+      arenaSizes[i] =
+          CPUKernels::packInputs(prepared[i], shards, batchSize, options.seed);
+      addTouchedPages(shards, prepared[i].layout, touchedBy[worker]);
     }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < threads; ++t)
+    workers.emplace_back(pack, t);
+  pack(0);
+  for (std::thread &worker : workers)
+    worker.join();
+  int64_t arenaSize = 0;
+  for (int64_t size : arenaSizes)
+    arenaSize = std::max(arenaSize, size);
+  std::vector<bool> touched;
+  for (const std::vector<bool> &pages : touchedBy) {
+    if (pages.size() > touched.size())
+      touched.resize(pages.size());
+    for (size_t page = 0; page < pages.size(); ++page)
+      if (pages[page])
+        touched[page] = true;
   }
   // Zeros the system maps page by page: only the huge pages the lookups
   // touch (the rows the forwards read and the updates write, on any draw)

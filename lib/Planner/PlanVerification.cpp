@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <map>
 
 using namespace llvm;
@@ -129,6 +130,29 @@ Expected<unsigned> resolveVerifyTop(std::optional<unsigned> top,
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+/// A SetTimer made on a thread of its own: the timer compiles its kernels
+/// (about half a second) while the search runs. A timer nobody takes is
+/// waited for and dropped.
+class TimerInBackground {
+public:
+  explicit TimerInBackground(SetTimerFactory factory)
+      : made(std::async(std::launch::async, factory)) {}
+  TimerInBackground(const TimerInBackground &) = delete;
+  TimerInBackground &operator=(const TimerInBackground &) = delete;
+  ~TimerInBackground() {
+    if (!made.valid())
+      return;
+    Expected<std::unique_ptr<SetTimer>> timer = made.get();
+    if (!timer)
+      consumeError(timer.takeError());
+  }
+
+  Expected<std::unique_ptr<SetTimer>> take() { return made.get(); }
+
+private:
+  std::future<Expected<std::unique_ptr<SetTimer>>> made;
+};
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -447,6 +471,9 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
     return optionError("verify-min-gain",
                        createStringError(inconvertibleErrorCode(), *problem));
   search.keepCandidates = *count;
+  std::optional<TimerInBackground> timedHere;
+  if (*count && !elsewhere)
+    timedHere.emplace(setTimerFactory());
   Expected<PlanResult> result = planSharding(tables, topology, search, model);
   if (!result || !*count)
     return result;
@@ -492,8 +519,8 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
             .str());
   VerifyOptions options = request.options;
   Expected<std::unique_ptr<SetTimer>> timer = [&]() {
-    if (request.timingsDir.empty())
-      return setTimerFactory()();
+    if (timedHere)
+      return timedHere->take();
     // A recorded set times the same in every round: one round decides.
     options.minRounds = options.maxRounds = options.raceRounds = 1;
     Expected<std::unique_ptr<RecordedSetTimer>> recorded =

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace llvm;
@@ -67,6 +68,33 @@ TEST(SetTimingTest, TimesEverySetOnEveryDraw) {
   ASSERT_TRUE(bool(none)) << toString(none.takeError());
   ASSERT_EQ(errorMessage((*none)->prepare(tables(), 256, sets())), "");
   EXPECT_EQ((*none)->draws(), 1u);
+}
+
+// The sets are packed in parallel: each draw's time is its own set's. A set
+// of a wide, much looked-up table takes far longer than one of a narrow
+// table looked up once per sample, on every draw and in either order.
+TEST(SetTimingTest, TimesEachSetWithItsOwnTables) {
+  std::vector<TableSpec> tables = {makeTable("heavy", 200000, 128, 40.0, 512),
+                                   makeTable("light", 1000, 4, 1.0, 512)};
+  std::vector<std::vector<ColumnSlice>> heavyFirst = {{ColumnSlice{0, 0, 128}},
+                                                      {ColumnSlice{1, 0, 4}}};
+  for (bool reversed : {false, true}) {
+    std::vector<std::vector<ColumnSlice>> sets = heavyFirst;
+    if (reversed)
+      std::swap(sets[0], sets[1]);
+    size_t heavy = reversed ? 1 : 0;
+    // The median of 5 runs, so that one run the system interrupts does not
+    // decide.
+    KernelSetTimerOptions options = quick(3);
+    options.runsPerTiming = 5;
+    Expected<std::unique_ptr<SetTimer>> timer = createKernelSetTimer(options);
+    ASSERT_TRUE(bool(timer)) << toString(timer.takeError());
+    ASSERT_EQ(errorMessage((*timer)->prepare(tables, 512, sets)), "");
+    for (unsigned draw = 0; draw < 3; ++draw)
+      EXPECT_GT((*timer)->time(heavy, draw),
+                10.0 * (*timer)->time(1 - heavy, draw))
+          << "draw " << draw << (reversed ? ", light set first" : "");
+  }
 }
 
 TEST(SetTimingTest, RefusesSetsThatDoNotFitNamingTheDraws) {

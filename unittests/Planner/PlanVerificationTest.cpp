@@ -673,6 +673,28 @@ TEST(PlanVerificationTest, LeavesPlansWithReplicasUnverified) {
             "kernels that time candidates do not run: it was not verified");
 }
 
+/// A SetTimer factory whose kernels do not compile.
+Expected<std::unique_ptr<SetTimer>> makeNoTimer() {
+  return createStringError(inconvertibleErrorCode(),
+                           "the kernels did not compile");
+}
+
+// The timer is made on a thread of its own while the search runs: its
+// error is the plan's when candidates are to be timed, and nothing when
+// the plan is not verified after all.
+TEST(PlanVerificationTest, MakesTheTimerBesideTheSearch) {
+  registerSetTimerFactory(makeNoTimer);
+  SliceCostModel model;
+  EXPECT_EQ(planError(verifyOnTwoCPUs(hotAndCold(), model)),
+            "the kernels did not compile");
+  std::vector<TableSpec> replicated = hotAndCold();
+  replicated[0].shardingKinds = kindBit(ShardingKind::DataParallel);
+  Expected<PlanResult> result = verifyOnTwoCPUs(replicated, model);
+  ASSERT_EQ(errorMessage(result), "");
+  EXPECT_FALSE(result->verification);
+  registerSetTimerFactory(nullptr);
+}
+
 TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {
   std::vector<TableSpec> tables = hotAndCold();
   tables[1].moreFeatures.push_back({3.0, tables[1].accessHist});

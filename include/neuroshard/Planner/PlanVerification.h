@@ -204,7 +204,9 @@ llvm::Error appendExperience(llvm::StringRef path,
                              const Topology &topology, llvm::StringRef model,
                              const PlanVerification &verification);
 
-/// Makes the SetTimer that measured selection uses.
+/// Makes the SetTimer that measured selection uses. planWithVerification
+/// calls it on a thread of its own while the search runs (a timer compiles
+/// its kernels), so it must not depend on the calling thread.
 using SetTimerFactory = llvm::Expected<std::unique_ptr<SetTimer>> (*)();
 
 /// Installs the factory planWithVerification times with (nullptr removes
@@ -239,7 +241,8 @@ struct VerifyRequest {
 
 /// Plans with planSharding and, when `request` resolves to a count of
 /// candidates, keeps that many, verifies them with a timer of the installed
-/// factory and appends the timed sets to the experience file. A model that
+/// factory (made while the search runs) and appends the timed sets to the
+/// experience file. A model that
 /// does not describe this machine adds a warning to the result. With
 /// request.exportDir the candidates' sets are written there instead
 /// (PlanResult::exported), and with request.timingsDir they are verified by
