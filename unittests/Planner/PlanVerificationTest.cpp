@@ -507,10 +507,12 @@ Expected<std::unique_ptr<SetTimer>> makeFormulaTimer() {
   return std::make_unique<FormulaTimer>(1000.0);
 }
 
-/// Installs makeFormulaTimer while alive.
-struct FormulaTimerInstalled {
-  FormulaTimerInstalled() { registerSetTimerFactory(makeFormulaTimer); }
-  ~FormulaTimerInstalled() { registerSetTimerFactory(nullptr); }
+/// Installs a SetTimer factory (makeFormulaTimer unless told) while alive.
+struct TimerInstalled {
+  explicit TimerInstalled(SetTimerFactory factory = makeFormulaTimer) {
+    registerSetTimerFactory(factory);
+  }
+  ~TimerInstalled() { registerSetTimerFactory(nullptr); }
 };
 
 TEST(PlanVerificationTest, AutoVerifiesWhereItApplies) {
@@ -531,7 +533,7 @@ TEST(PlanVerificationTest, AutoVerifiesWhereItApplies) {
             "registerSetTimerFactory)");
   EXPECT_EQ(resolve(4, cpu),
             *whyNotVerified(Algorithm::NeuroShard, cpu, model));
-  FormulaTimerInstalled installed;
+  TimerInstalled installed;
   EXPECT_EQ(whyNotVerified(Algorithm::NeuroShard, cpu, model), std::nullopt);
   EXPECT_EQ(resolve(std::nullopt, cpu), "4");
   EXPECT_EQ(resolve(2, cpu), "2");
@@ -618,7 +620,7 @@ TEST(PlanVerificationTest, VerifiesPlansWithRowPieces) {
   std::vector<TableSpec> tables = hotAndCold();
   tables[0].shardingKinds = kindBit(ShardingKind::RowWise);
   SliceCostModel model;
-  FormulaTimerInstalled installed;
+  TimerInstalled installed;
   std::string bundle = freshDirectory();
   Expected<PlanResult> result = verifyOnTwoCPUs(tables, model, bundle);
   ASSERT_EQ(errorMessage(result), "");
@@ -661,7 +663,7 @@ TEST(PlanVerificationTest, LeavesPlansWithReplicasUnverified) {
   std::vector<TableSpec> tables = hotAndCold();
   tables[0].shardingKinds = kindBit(ShardingKind::DataParallel);
   SliceCostModel model;
-  FormulaTimerInstalled installed;
+  TimerInstalled installed;
   Expected<PlanResult> result = verifyOnTwoCPUs(tables, model);
   ASSERT_EQ(errorMessage(result), "");
   ASSERT_TRUE(llvm::any_of(result->plan.shards,
@@ -683,7 +685,7 @@ Expected<std::unique_ptr<SetTimer>> makeNoTimer() {
 // error is the plan's when candidates are to be timed, and nothing when
 // the plan is not verified after all.
 TEST(PlanVerificationTest, MakesTheTimerBesideTheSearch) {
-  registerSetTimerFactory(makeNoTimer);
+  TimerInstalled installed(makeNoTimer);
   SliceCostModel model;
   EXPECT_EQ(planError(verifyOnTwoCPUs(hotAndCold(), model)),
             "the kernels did not compile");
@@ -692,7 +694,6 @@ TEST(PlanVerificationTest, MakesTheTimerBesideTheSearch) {
   Expected<PlanResult> result = verifyOnTwoCPUs(replicated, model);
   ASSERT_EQ(errorMessage(result), "");
   EXPECT_FALSE(result->verification);
-  registerSetTimerFactory(nullptr);
 }
 
 TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {
@@ -703,7 +704,7 @@ TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {
   SliceCostModel model;
   model.describesHost = true;
   model.bundle = freshDirectory();
-  FormulaTimerInstalled installed;
+  TimerInstalled installed;
   VerifyRequest request;
   request.options.seconds = 0.0;
   auto spell = [](StringRef name) { return "--" + name.str(); };
