@@ -11,6 +11,7 @@
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/MemoryBudget.h"
 #include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Runtime/Threads.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -198,12 +199,7 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
       addTouchedPages(shards, prepared[i].layout, touchedBy[worker]);
     }
   };
-  std::vector<std::thread> workers;
-  for (unsigned t = 1; t < threads; ++t)
-    workers.emplace_back(pack, t);
-  pack(0);
-  for (std::thread &worker : workers)
-    worker.join();
+  runtime::runOnThreads(threads, pack);
   int64_t arenaSize = 0;
   for (int64_t size : arenaSizes)
     arenaSize = std::max(arenaSize, size);

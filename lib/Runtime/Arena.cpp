@@ -5,12 +5,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Runtime/Arena.h"
+#include "neuroshard/Runtime/Threads.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <thread>
 #include <utility>
 
 #if defined(__linux__)
@@ -97,12 +97,7 @@ void rt::ZeroedArena::map(const std::vector<size_t> &hugePages,
         base[hugePages[i] * floatsPerPage] = 0.0f;
   };
   threads = std::max(1u, std::min<unsigned>(threads, hugePages.size()));
-  std::vector<std::thread> workers;
-  for (unsigned t = 1; t < threads; ++t)
-    workers.emplace_back(touch, t, threads);
-  touch(0, threads);
-  for (std::thread &worker : workers)
-    worker.join();
+  runOnThreads(threads, [&](unsigned worker) { touch(worker, threads); });
 }
 
 rt::ZeroedArena::~ZeroedArena() { release(); }
