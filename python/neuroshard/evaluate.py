@@ -41,8 +41,9 @@ process, no all-to-all):
     the same interleaved runs: the timings that chose it are not the ones
     it is judged by;
   * every device's shards become pool tables (a column shard of width w of
-    a test table is the pool table of the same base at dim w); a plan's
-    measured cost is its slowest device's time;
+    a test table is the pool table of the same base at dim w; a width no
+    pool table has, as merged pieces have, a column piece of the table); a
+    plan's measured cost is its slowest device's time;
   * every table of the task is also timed alone (the whole table at its
     dim), and the task's measured lower bound is the sum of those costs /
     devices: perfect balance of the measured per-table costs. It bounds the
@@ -299,9 +300,14 @@ def predicted_compute(plan: Dict) -> float:
 
 
 def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
-                ) -> List[List[int]]:
-    """Per device, the pool table ids its shards amount to: a shard of
-    width w of pool table (base, dim) is pool table (base, w)."""
+                ) -> List[List]:
+    """Per device, the entries of neuroshard-collect's sets its shards
+    amount to: a shard of width w of pool table (base, dim) is pool table
+    (base, w) where the pool has that width, else the column piece
+    {"table": the table's pool id, "cols": [first, end]} (merged pieces,
+    such as 48 of 64 columns); a row piece adds "rows": [first, end] (as a
+    dictionary {"table", "rows"[, "cols"]}). Replicas are refused: the
+    tool times no slice of the batch."""
     by_name = {t["name"]: t for t in task["tables"]}
     sets = [[] for _ in range(task["devices"])]
     for shard in plan["shards"]:
@@ -309,21 +315,49 @@ def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
         if table is None:
             raise EvaluationError("plan of task '%s' names unknown table "
                                   "'%s'" % (task["name"], shard["table"]))
-        width = int(shard["col_end"]) - int(shard["col_begin"])
-        if width not in pool_dims:
+        if shard.get("replica"):
             raise EvaluationError(
-                "task '%s': shard [%d, %d) of table '%s' is %d wide; the "
-                "pool has no table of that dim (%s)" %
-                (task["name"], shard["col_begin"], shard["col_end"],
-                 shard["table"], width, ", ".join(map(str, pool_dims))))
-        base = table["pool_id"] // len(pool_dims)
+                "task '%s': the plan replicates table '%s'; the evaluation "
+                "times whole tables and their column and row pieces, not "
+                "replicas" % (task["name"], shard["table"]))
         device = int(shard["device"])
         if not 0 <= device < task["devices"]:
             raise EvaluationError("task '%s': shard on device %d of %d" %
                                   (task["name"], device, task["devices"]))
-        sets[device].append(base * len(pool_dims) +
-                            list(pool_dims).index(width))
+        begin, end = int(shard["col_begin"]), int(shard["col_end"])
+        width = end - begin
+        piece = {}
+        if width in pool_dims:
+            base = table["pool_id"] // len(pool_dims)
+            entry = base * len(pool_dims) + list(pool_dims).index(width)
+        elif 0 <= begin < end <= int(table["dim"]) and width % 4 == 0:
+            entry = table["pool_id"]
+            piece["cols"] = [begin, end]
+        else:
+            raise EvaluationError(
+                "task '%s': shard [%d, %d) of table '%s' is not a range of "
+                "its %d columns whose width is a multiple of 4" %
+                (task["name"], begin, end, shard["table"], table["dim"]))
+        if "row_begin" in shard:
+            piece["rows"] = [int(shard["row_begin"]), int(shard["row_end"])]
+        sets[device].append(dict(piece, table=entry) if piece else entry)
     return sets
+
+
+def _entry_key(entry) -> Tuple[int, ...]:
+    """A set entry's sort key: (id,) for a pool table, (id, first row,
+    end row, first column, end column) for a piece (-1 where whole)."""
+    if not isinstance(entry, dict):
+        return (int(entry),)
+    rows = entry.get("rows", (-1, -1))
+    cols = entry.get("cols", (-1, -1))
+    return (int(entry["table"]), *map(int, rows), *map(int, cols))
+
+
+def set_key(entries: Sequence) -> Tuple[Tuple[int, ...], ...]:
+    """The key of a set of device_sets entries: equal for the same entries
+    in any order."""
+    return tuple(sorted(_entry_key(e) for e in entries))
 
 
 def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
@@ -1370,10 +1404,10 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
         keys, sets = {}, {}
 
         def add(ids):
-            key = tuple(sorted(ids))
+            key = set_key(ids)
             if key not in keys:
                 keys[key] = len(keys)
-                sets[keys[key]] = list(key)
+                sets[keys[key]] = sorted(ids, key=_entry_key)
             return keys[key]
 
         for a in algorithms:
@@ -1398,7 +1432,7 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
         for a in algorithms:
             r = results[a][i]
             if r["valid"]:
-                own = [keys[tuple(sorted(ids))] for ids in r["device_sets"]]
+                own = [keys[set_key(ids)] for ids in r["device_sets"]]
                 r["measured_ms"] = max(costs[k] for k in own)
                 r["measured_runs_ms"] = [
                     max(runs[k][rep] for k in own)

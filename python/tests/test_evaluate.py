@@ -102,10 +102,31 @@ def test_device_sets_map_column_shards_to_pool_tables():
         {"table": "a", "col_begin": 32, "col_end": 64, "device": 1},
         {"table": "b", "col_begin": 0, "col_end": 128, "device": 1}]}
     assert ev.device_sets(task, plan, dims) == [[14], [14, 0]]
-    with pytest.raises(ev.EvaluationError, match="is 24 wide"):
+    # A width no pool table has (pieces merged on one device) is a column
+    # piece of the task's table; a row piece names its rows.
+    merged = {"shards": [
+        {"table": "a", "col_begin": 0, "col_end": 48, "device": 0},
+        {"table": "a", "col_begin": 48, "col_end": 64, "device": 1},
+        {"table": "b", "col_begin": 0, "col_end": 128, "device": 1,
+         "row_begin": 0, "row_end": 10}]}
+    sets = ev.device_sets(task, merged, dims)
+    assert sets == [[{"table": 13, "cols": [0, 48]}],
+                    [15, {"table": 0, "rows": [0, 10]}]]
+    assert ev.set_key(sets[1]) == ev.set_key(list(reversed(sets[1])))
+    assert ev.set_key([{"table": 13, "cols": [0, 48]}]) != \
+        ev.set_key([{"table": 13, "cols": [16, 64]}])
+    with pytest.raises(ev.EvaluationError,
+                       match=r"shard \[0, 6\) of table 'a' is not a range "
+                             r"of its 64 columns whose width is a multiple "
+                             r"of 4"):
         ev.device_sets(task, {"shards": [
-            {"table": "a", "col_begin": 0, "col_end": 24, "device": 0}]},
+            {"table": "a", "col_begin": 0, "col_end": 6, "device": 0}]},
             dims)
+    with pytest.raises(ev.EvaluationError,
+                       match="replicates table 'b'; the evaluation times"):
+        ev.device_sets(task, {"shards": [
+            {"table": "b", "col_begin": 0, "col_end": 128, "device": 0,
+             "replica": True}]}, dims)
     with pytest.raises(ev.EvaluationError, match="unknown table 'z'"):
         ev.device_sets(task, {"shards": [
             {"table": "z", "col_begin": 0, "col_end": 4, "device": 0}]}, dims)
@@ -767,6 +788,31 @@ def test_cli_plans_tiny_tasks_with_the_real_planner(tmp_path, pool):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads(out.read_text())
     assert len(data["4dev"]["results"]["neuroshard"]) == 2
+
+
+def test_real_tool_times_merged_column_pieces(tmp_path, pool):
+    """A plan's merged column piece (48 of 64 columns) is timed by
+    neuroshard-collect at its width, beside the pool tables."""
+    tools = os.environ.get("NEUROSHARD_TOOLS_DIR",
+                           os.path.join(REPO, "build", "bin"))
+    tool = os.path.join(tools, "neuroshard-collect")
+    if not os.access(tool, os.X_OK):
+        pytest.skip("neuroshard-collect is not built in %s" % tools)
+    small = next(t for t in pool["tables"]
+                 if t["dim"] == 64 and t["rows"] <= 100000)
+    pool_path = tmp_path / "pool.json"
+    pool_path.write_text(json.dumps(pool))
+    task = {"name": "t", "devices": 2, "tables": [
+        {"name": "a", "pool_id": small["id"], "dim": 64}]}
+    sets = ev.device_sets(task, {"shards": [
+        {"table": "a", "col_begin": 0, "col_end": 48, "device": 0},
+        {"table": "a", "col_begin": 48, "col_end": 64, "device": 1}]},
+        tp.POOL_DIMS)
+    assert sets[0] == [{"table": small["id"], "cols": [0, 48]}]
+    args = types.SimpleNamespace(batch_size=256, warmup=0, iters=2, seed=0)
+    costs = ev.measure_sets(tool, str(pool_path), dict(enumerate(sets)),
+                            args)
+    assert set(costs) == {0, 1} and all(c > 0 for c in costs.values())
 
 
 def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,

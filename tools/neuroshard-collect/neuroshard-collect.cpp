@@ -11,15 +11,19 @@
 // metadata, so thousands of sets cost no compilation. Between timed runs the
 // last-level cache is flushed by writing a buffer larger than it.
 //
-// An entry of a set is a pool table id (the whole table) or a row piece of
-// one: its rows [first, end), looked up with its block of the whole table's
-// index stream (each bag keeps its indices inside the rows, shifted to the
-// piece's rows), as a row-sharded table's piece receives them.
+// An entry of a set is a pool table id (the whole table) or a piece of one:
+// its rows [first, end), looked up with its block of the whole table's index
+// stream (each bag keeps its indices inside the rows, shifted to the piece's
+// rows), as a row-sharded table's piece receives them; or its columns
+// [first, end), looked up with the whole table's stream, as a column piece
+// reads every index of its table (a plan's merged pieces, such as 48 of 64
+// columns, have widths that no pool table has); or both.
 //
 //   pool.json:   {"tables": [{"id", "name", "rows", "dim",
 //                              "pooling_factor", "access_hist": [17]}]}
 //   sets.jsonl:  {"id": 17, "tables": [402, 1187, 95]}      (one per line)
 //                {"id": 18, "tables": [402, {"table": 95, "rows": [0, 500]}]}
+//                {"id": 19, "tables": [{"table": 95, "cols": [0, 48]}]}
 //   stdout:      {"id": 17, "cost_ms": .., "min_ms": .., "max_ms": ..,
 //                 "runs": N, "device": "cpu", "hardware": "..",
 //                 "batch_size": B}
@@ -47,6 +51,8 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <tuple>
+#include <utility>
 
 using namespace llvm;
 using namespace ::neuroshard;
@@ -157,42 +163,62 @@ std::map<int64_t, inputs::TableStats> readPool(StringRef path) {
 
 /// What an entry of a set must be, after "entry N".
 constexpr const char *kEntryShape =
-    " must be a pool table id or {\"table\": ID, \"rows\": [FIRST, END]}";
+    " must be a pool table id or {\"table\": ID, \"rows\": [FIRST, END], "
+    "\"cols\": [FIRST, END]} with rows, cols or both";
 
-/// One entry of a set: a pool table, whole or its rows [rowBegin, rowEnd).
+/// One entry of a set: a pool table, whole or its rows [rowBegin, rowEnd)
+/// and columns [colBegin, colEnd).
 struct SetEntry {
   int64_t table = 0;
   const inputs::TableStats *stats = nullptr;
   bool piece = false;
   int64_t rowBegin = 0, rowEnd = 0;
+  int64_t colBegin = 0, colEnd = 0;
   /// The first `kept` rows of the table are allocated (--max-rows); the
   /// entry holds rows [keptBegin, keptEnd) of them: a piece its share, at
   /// least one row.
   int64_t kept = 0, keptBegin = 0, keptEnd = 0;
+
+  int64_t width() const { return colEnd - colBegin; }
 };
+
+/// Reads `[first, end]` of `object`'s `key` into `range`; false where the
+/// key is absent, or not two integers (`malformed` then set).
+bool readRange(const json::Object &object, StringRef key,
+               std::pair<int64_t, int64_t> &range, bool &malformed) {
+  const json::Value *field = object.get(key);
+  if (!field)
+    return false;
+  const json::Array *pair = field->getAsArray();
+  std::optional<int64_t> first, end;
+  if (pair && pair->size() == 2) {
+    first = getInteger((*pair)[0]);
+    end = getInteger((*pair)[1]);
+  }
+  if (!first || !end) {
+    malformed = true;
+    return false;
+  }
+  range = {*first, *end};
+  return true;
+}
 
 SetEntry readEntry(const json::Value &value,
                    const std::map<int64_t, inputs::TableStats> &pool,
                    const std::string &where, size_t position) {
   SetEntry entry;
   std::optional<int64_t> id = getInteger(value);
-  const json::Array *rows = nullptr;
+  std::pair<int64_t, int64_t> rows, cols;
+  bool hasRows = false, hasCols = false;
   if (const json::Object *object = value.getAsObject()) {
     const json::Value *table = object->get("table");
     id = table ? getInteger(*table) : std::nullopt;
-    rows = object->getArray("rows");
-    std::optional<int64_t> first, end;
-    if (rows && rows->size() == 2) {
-      first = getInteger((*rows)[0]);
-      end = getInteger((*rows)[1]);
-    }
-    if (first && end && object->size() == 2) {
-      entry.piece = true;
-      entry.rowBegin = *first;
-      entry.rowEnd = *end;
-    } else {
+    bool malformed = false;
+    hasRows = readRange(*object, "rows", rows, malformed);
+    hasCols = readRange(*object, "cols", cols, malformed);
+    if (malformed || (!hasRows && !hasCols) ||
+        object->size() != 1 + size_t(hasRows) + size_t(hasCols))
       id.reset();
-    }
   }
   if (!id)
     fail(where + ": entry " + Twine(position) + kEntryShape);
@@ -201,15 +227,29 @@ SetEntry readEntry(const json::Value &value,
     fail(where + ": table " + Twine(*id) + " is not in the pool");
   entry.table = *id;
   entry.stats = &it->second;
-  if (!entry.piece) {
-    entry.rowEnd = entry.stats->rows;
-  } else if (entry.rowBegin < 0 || entry.rowBegin >= entry.rowEnd ||
-             entry.rowEnd > entry.stats->rows) {
-    fail(where + ": table " + Twine(*id) + " ('" + entry.stats->name +
-         "'): rows [" + Twine(entry.rowBegin) + ", " + Twine(entry.rowEnd) +
-         ") are not a range of its " + Twine(entry.stats->rows) +
+  const inputs::TableStats &stats = *entry.stats;
+  std::string named =
+      (where + ": table " + Twine(*id) + " ('" + stats.name + "'): ").str();
+  entry.piece = hasRows;
+  std::tie(entry.rowBegin, entry.rowEnd) =
+      hasRows ? rows : std::pair<int64_t, int64_t>{0, stats.rows};
+  if (entry.rowBegin < 0 || entry.rowBegin >= entry.rowEnd ||
+      entry.rowEnd > stats.rows)
+    fail(named + "rows [" + Twine(entry.rowBegin) + ", " + Twine(entry.rowEnd) +
+         ") are not a range of its " + Twine(stats.rows) +
          " rows (0 <= first < end <= rows)");
-  }
+  std::tie(entry.colBegin, entry.colEnd) =
+      hasCols ? cols : std::pair<int64_t, int64_t>{0, stats.dim};
+  if (entry.colBegin < 0 || entry.colBegin >= entry.colEnd ||
+      entry.colEnd > stats.dim)
+    fail(named + "cols [" + Twine(entry.colBegin) + ", " + Twine(entry.colEnd) +
+         ") are not a range of its " + Twine(stats.dim) +
+         " columns (0 <= first < end <= dim)");
+  if (entry.width() % kColumnAlignment != 0)
+    fail(named + "cols [" + Twine(entry.colBegin) + ", " + Twine(entry.colEnd) +
+         ") are " + Twine(entry.width()) +
+         " wide; a column piece's width must be a multiple of " +
+         Twine(kColumnAlignment));
   int64_t tableRows = entry.stats->rows;
   entry.kept = maxRows > 0 ? std::min(tableRows, int64_t(maxRows)) : tableRows;
   entry.keptBegin = inputs::keptRow(entry.rowBegin, entry.kept, tableRows);
@@ -289,8 +329,8 @@ int main(int argc, char **argv) {
       indices += double(stream.indices.size() + stream.offsets.size()) * 8.0;
     for (const SetEntry &entry : entries) {
       weights += double(entry.keptEnd - entry.keptBegin) *
-                 double(entry.stats->dim) * sizeof(float);
-      width += double(entry.stats->dim);
+                 double(entry.width()) * sizeof(float);
+      width += double(entry.width());
       // The stream, the piece's block of it, and the set's packed copy.
       indices += (entry.piece ? 3.0 : 2.0) *
                  (double(batchSize) * entry.stats->poolingFactor +
@@ -323,8 +363,8 @@ int main(int argc, char **argv) {
             inputs::rowBlockInputs(*in, entry.keptBegin, entry.keptEnd));
         in = &blocks.back();
       }
-      shards.push_back({nullptr, entry.keptEnd - entry.keptBegin,
-                        entry.stats->dim, kernel_abi::kSum, in});
+      shards.push_back({nullptr, entry.keptEnd - entry.keptBegin, entry.width(),
+                        kernel_abi::kSum, in});
     }
     int64_t arena = CPUKernels::packInputs(set, shards, batchSize, seed);
     if (static_cast<size_t>(arena) > set.weights.size()) {
