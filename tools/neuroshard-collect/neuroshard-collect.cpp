@@ -230,21 +230,23 @@ SetEntry readEntry(const json::Value &value,
   const inputs::TableStats &stats = *entry.stats;
   std::string named =
       (where + ": table " + Twine(*id) + " ('" + stats.name + "'): ").str();
+  // The entry's range of `what` ("rows" or "cols"): the one given, else the
+  // whole [0, limit); a range outside it or empty fails, naming `unit`.
+  auto range = [&](StringRef what, bool given, std::pair<int64_t, int64_t> in,
+                   int64_t limit, StringRef unit, StringRef bound) {
+    std::pair<int64_t, int64_t> out =
+        given ? in : std::pair<int64_t, int64_t>{0, limit};
+    if (out.first < 0 || out.first >= out.second || out.second > limit)
+      fail(named + what + " [" + Twine(out.first) + ", " + Twine(out.second) +
+           ") are not a range of its " + Twine(limit) + " " + unit +
+           " (0 <= first < end <= " + bound + ")");
+    return out;
+  };
   entry.piece = hasRows;
   std::tie(entry.rowBegin, entry.rowEnd) =
-      hasRows ? rows : std::pair<int64_t, int64_t>{0, stats.rows};
-  if (entry.rowBegin < 0 || entry.rowBegin >= entry.rowEnd ||
-      entry.rowEnd > stats.rows)
-    fail(named + "rows [" + Twine(entry.rowBegin) + ", " + Twine(entry.rowEnd) +
-         ") are not a range of its " + Twine(stats.rows) +
-         " rows (0 <= first < end <= rows)");
+      range("rows", hasRows, rows, stats.rows, "rows", "rows");
   std::tie(entry.colBegin, entry.colEnd) =
-      hasCols ? cols : std::pair<int64_t, int64_t>{0, stats.dim};
-  if (entry.colBegin < 0 || entry.colBegin >= entry.colEnd ||
-      entry.colEnd > stats.dim)
-    fail(named + "cols [" + Twine(entry.colBegin) + ", " + Twine(entry.colEnd) +
-         ") are not a range of its " + Twine(stats.dim) +
-         " columns (0 <= first < end <= dim)");
+      range("cols", hasCols, cols, stats.dim, "columns", "dim");
   if (entry.width() % kColumnAlignment != 0)
     fail(named + "cols [" + Twine(entry.colBegin) + ", " + Twine(entry.colEnd) +
          ") are " + Twine(entry.width()) +
