@@ -330,14 +330,16 @@ def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
         if width in pool_dims:
             base = table["pool_id"] // len(pool_dims)
             entry = base * len(pool_dims) + list(pool_dims).index(width)
-        elif 0 <= begin < end <= int(table["dim"]) and width % 4 == 0:
+        elif 0 <= begin < end <= int(table["dim"]) and \
+                width % _core.COLUMN_ALIGNMENT == 0:
             entry = table["pool_id"]
             piece["cols"] = [begin, end]
         else:
             raise EvaluationError(
                 "task '%s': shard [%d, %d) of table '%s' is not a range of "
-                "its %d columns whose width is a multiple of 4" %
-                (task["name"], begin, end, shard["table"], table["dim"]))
+                "its %d columns whose width is a multiple of %d" %
+                (task["name"], begin, end, shard["table"], table["dim"],
+                 _core.COLUMN_ALIGNMENT))
         if "row_begin" in shard:
             piece["rows"] = [int(shard["row_begin"]), int(shard["row_end"])]
         sets[device].append(dict(piece, table=entry) if piece else entry)
@@ -360,7 +362,7 @@ def set_key(entries: Sequence) -> Tuple[Tuple[int, ...], ...]:
     return tuple(sorted(_entry_key(e) for e in entries))
 
 
-def measure_sets(tool: str, pool_path: str, sets: Dict[int, List[int]],
+def measure_sets(tool: str, pool_path: str, sets: Dict[int, List],
                  args, draw: int = 0) -> Dict[int, float]:
     """Median forward + backward + SGD time (ms) of each non-empty set,
     timed by one neuroshard-collect run in the order of `sets` on draw

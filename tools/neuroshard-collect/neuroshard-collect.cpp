@@ -171,7 +171,8 @@ constexpr const char *kEntryShape =
 struct SetEntry {
   int64_t table = 0;
   const inputs::TableStats *stats = nullptr;
-  bool piece = false;
+  /// Whether the entry is a row piece (its rows a block of the table's).
+  bool rowPiece = false;
   int64_t rowBegin = 0, rowEnd = 0;
   int64_t colBegin = 0, colEnd = 0;
   /// The first `kept` rows of the table are allocated (--max-rows); the
@@ -242,7 +243,7 @@ SetEntry readEntry(const json::Value &value,
            " (0 <= first < end <= " + bound + ")");
     return out;
   };
-  entry.piece = hasRows;
+  entry.rowPiece = hasRows;
   std::tie(entry.rowBegin, entry.rowEnd) =
       range("rows", hasRows, rows, stats.rows, "rows", "rows");
   std::tie(entry.colBegin, entry.colEnd) =
@@ -334,7 +335,7 @@ int main(int argc, char **argv) {
                  double(entry.width()) * sizeof(float);
       width += double(entry.width());
       // The stream, the piece's block of it, and the set's packed copy.
-      indices += (entry.piece ? 3.0 : 2.0) *
+      indices += (entry.rowPiece ? 3.0 : 2.0) *
                  (double(batchSize) * entry.stats->poolingFactor +
                   double(batchSize) + 1.0) *
                  sizeof(int64_t);
@@ -360,7 +361,7 @@ int main(int argc, char **argv) {
                              static_cast<uint64_t>(entry.table), entry.kept)})
                 .first;
       const inputs::LookupInputs *in = &stream->second;
-      if (entry.piece) {
+      if (entry.rowPiece) {
         blocks.push_back(
             inputs::rowBlockInputs(*in, entry.keptBegin, entry.keptEnd));
         in = &blocks.back();
