@@ -244,13 +244,19 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     return completePlanCosts(n, computeMs, traffic, model);
   };
 
-  // Timed rounds in rotated orders over the sets of the candidates still
-  // racing the incumbent: a candidate whose median ratio to it is not below
-  // 1 after options.raceRounds rounds is not timed again, so that the
-  // rounds the budget buys go to the candidates that may win. No round is
-  // left untimed: the timer ran every set when preparing it, and a timing
-  // starts with untimed runs of its own (KernelSetTimerOptions::warmupRuns).
+  // Timed rounds in rotated orders over the sets that decide the prices of
+  // the candidates still racing the incumbent. A candidate whose median
+  // ratio to it is above 1 + options.dropMargin after a round, or not below
+  // 1 after options.raceRounds rounds, is not timed again; a set that, at
+  // the sets' medians so far, is on no device within options.decidingMargin
+  // of its candidate's slowest is priced at its median instead of timed
+  // again. So the rounds the budget buys go to the sets that decide between
+  // the candidates that may win. No round is left untimed: the timer ran
+  // every set when preparing it, and a timing starts with untimed runs of
+  // its own (KernelSetTimerOptions::warmupRuns).
   std::vector<std::vector<double>> times(sets.size());
+  std::vector<double> medianMs(sets.size(), 0.0);
+  std::vector<bool> deciding(sets.size(), true);
   std::vector<std::vector<double>> ratios(k);
   std::vector<bool> racing(k, true);
   unsigned draws = std::max(timer.draws(), 1u);
@@ -263,15 +269,16 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     for (size_t c = 0; c < k; ++c)
       if (racing[c])
         for (const std::optional<size_t> &set : setOf[c])
-          if (set)
+          if (set && deciding[*set])
             needed[*set] = true;
-    std::vector<double> roundMs(sets.size(), 0.0);
+    std::vector<double> roundMs = medianMs;
     for (size_t i = 0; i < sets.size(); ++i) {
       size_t s = (i + rounds) % sets.size();
       if (!needed[s])
         continue;
       roundMs[s] = timer.time(s, rounds % draws);
       times[s].push_back(roundMs[s]);
+      medianMs[s] = median(times[s]);
     }
     Expected<std::vector<PlanCost>> costs = price(roundMs);
     if (!costs)
@@ -280,17 +287,31 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
       if (racing[c])
         ratios[c].push_back((*costs)[c].maxMs / (*costs)[incumbent].maxMs);
     ++rounds;
-    if (rounds < options.raceRounds)
-      continue;
     bool contended = false;
     for (size_t c = 0; c < k; ++c) {
       if (c == incumbent || !racing[c])
         continue;
-      racing[c] = median(ratios[c]) < 1.0;
+      double ratio = median(ratios[c]);
+      racing[c] = ratio <= 1.0 + options.dropMargin &&
+                  (rounds < options.raceRounds || ratio < 1.0);
       contended |= racing[c];
     }
-    if (!contended && rounds >= minRounds)
+    // Where no candidate races the incumbent any more, it is the choice.
+    if (!contended)
       break;
+    Expected<std::vector<PlanCost>> sofar = price(medianMs);
+    if (!sofar)
+      return sofar.takeError();
+    deciding.assign(sets.size(), false);
+    for (size_t c = 0; c < k; ++c) {
+      if (!racing[c])
+        continue;
+      const PlanCost &cost = (*sofar)[c];
+      for (auto [device, set] : enumerate(setOf[c]))
+        if (set && cost.devices[device].totalMs() >=
+                       (1.0 - options.decidingMargin) * cost.maxMs)
+          deciding[*set] = true;
+    }
   }
   std::vector<double> setMs;
   std::vector<TimedSet> timedSets;

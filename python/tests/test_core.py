@@ -523,9 +523,9 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
                            verify_top=3, verify_seconds=0,
                            experience=experience)
     verification = plan["verification"]
-    # A round per draw of the inputs; another plan than the table-wise one
-    # needed the default gain.
-    assert (verification["rounds"], verification["draws"]) == (3, 3)
+    # A round per draw of the inputs while a candidate races the table-wise
+    # plan; another plan than that one needed the default gain.
+    assert 1 <= verification["rounds"] == verification["draws"] <= 3
     assert verification["min_gain"] == _core.DEFAULT_VERIFY_MIN_GAIN == 0.02
     assert 1 <= len(verification["candidates"]) <= 3
     assert verification["experience"] == str(experience)

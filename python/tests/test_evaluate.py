@@ -969,7 +969,7 @@ def test_measured_selection_reaches_the_planner(pool):
     assert report is verified["plan"]["verification"]
     searched = [c for c in report["candidates"]
                 if c["origin"] in ("neuroshard", "table-greedy-grid")]
-    assert 1 <= len(searched) <= 2 and report["rounds"] >= 3
+    assert 1 <= len(searched) <= 2 and report["rounds"] >= 1
     assert "experience" not in report
     chosen = report["candidates"][report["chosen"]]
     assert len(chosen["measured_compute_ms"]) == 2

@@ -33,7 +33,12 @@ struct KernelSetTimerOptions {
   /// the settled time on average and up to 1.26 times, the fourth 1.04),
   /// and neuroshard-collect, which times the calibration samples and the
   /// evaluation, times a set after 3 untimed runs too (docs/planner.md,
-  /// "Measured selection").
+  /// "Measured selection"). They are flushed as the tool flushes them:
+  /// without the flush, timings of the same sets on a Zen 3 came out as
+  /// long (median ratio 0.99) but spread more (coefficient of variation
+  /// 7.6% against 6.7% at batch 1024), so that the time saved bought no
+  /// precision.
+  /// A set's first untimed runs also map its outputs.
   unsigned warmupRuns = 3;
   /// Timed runs of a set, one after another, in one timing (at least 1);
   /// the timing is their median.

@@ -95,15 +95,26 @@ CandidateSets distinctDeviceSets(llvm::ArrayRef<PlanCandidate> candidates,
 struct VerifyOptions {
   /// Seconds the timed rounds may take; preparing the sets is not counted.
   double seconds = 2.0;
-  /// Timed rounds over all sets: at least minRounds (and at least one per
-  /// draw of the timer's inputs) however long they take, at most maxRounds
-  /// however fast.
+  /// Timed rounds: while a candidate races the incumbent, at least
+  /// minRounds (and at least one per draw of the timer's inputs) however
+  /// long they take, at most maxRounds however fast.
   unsigned minRounds = 3;
   unsigned maxRounds = 25;
   /// Rounds after which a candidate whose median ratio to the incumbent is
   /// not below 1 is no longer timed (nor chosen): the rounds left go to the
   /// candidates that may win.
   unsigned raceRounds = 2;
+  /// A candidate whose median ratio to the incumbent is above 1 + dropMargin
+  /// after any round, the first included, no longer races: one round of
+  /// every set rarely misjudges a plan by that much.
+  double dropMargin = 0.10;
+  /// After the first round, a set is timed again only where a racing
+  /// candidate holds it on a device whose cost, at the sets' medians so far,
+  /// is within this fraction of that candidate's slowest device; elsewhere
+  /// its median so far prices it. A set far below every slowest device it
+  /// could be does not decide a price. 1 times every set of a racing
+  /// candidate in every round.
+  double decidingMargin = 0.15;
   /// How much faster than the incumbent (the table-wise plan, else the
   /// model's best), in the median of the round-by-round ratios, another
   /// candidate must measure to replace it: smaller differences are within
@@ -159,9 +170,11 @@ std::optional<std::string> checkVerifyMinGain(double gain);
 /// so that no set always follows the same one, and round r on draw r mod
 /// timer.draws() of the inputs, so that the sets compared in a round read
 /// the same batch and the choice holds over batches) until `options.seconds`
-/// are spent. From `options.raceRounds` rounds on, a round times only the sets
-/// of the incumbent and of the candidates whose median ratio to it is
-/// below 1; when no such candidate is left, the rounds stop. Each candidate is
+/// are spent. The first round times every set; later rounds time only the
+/// sets that decide the prices (options.decidingMargin) of the incumbent and
+/// of the candidates still racing it: those whose median ratio to it is at
+/// most 1 + options.dropMargin and, from `options.raceRounds` rounds on,
+/// below 1. When no such candidate is left, the rounds stop. Each candidate is
 /// priced round by round with its devices' measured compute and the model's
 /// communication (completePlanCosts), and compared in the same rounds with the
 /// incumbent, so that what slows a whole round down cancels. The incumbent is
