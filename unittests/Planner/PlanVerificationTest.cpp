@@ -234,6 +234,17 @@ TEST(PlanVerificationTest, ChoosesWhatMeasuresFastest) {
             std::string::npos);
 }
 
+/// `result` verified on hotAndCold() and twoDevices() with the slice model.
+PlanResult verifiedCopy(const PlanResult &result, SetTimer &timer,
+                        const VerifyOptions &options) {
+  PlanResult copy = result;
+  SliceCostModel model;
+  EXPECT_EQ(errorMessage(verifyCandidates(copy, hotAndCold(), twoDevices(),
+                                          model, timer, options)),
+            "");
+  return copy;
+}
+
 /// The index of the table-wise candidate.
 size_t tableWiseCandidate(const PlanResult &result) {
   for (auto [i, candidate] : enumerate(result.candidates))
@@ -409,10 +420,8 @@ TEST(PlanVerificationTest, RacesOnlyTheCandidatesThatMayWin) {
   // races to the end; after the race's rounds, a round times only sets of
   // it and of the incumbent.
   FormulaTimer timer(0.0);
-  PlanResult raced = result;
-  ASSERT_EQ(errorMessage(verifyCandidates(raced, hotAndCold(), twoDevices(),
-                                          model, timer, options)),
-            "");
+  PlanResult raced = verifiedCopy(result, timer, options);
+  ASSERT_TRUE(raced.verification);
   const PlanVerification &verification = *raced.verification;
   EXPECT_EQ(verification.rounds, options.maxRounds);
   // The sets are in distinctDeviceSets' order.
@@ -436,7 +445,6 @@ TEST(PlanVerificationTest, RacesOnlyTheCandidatesThatMayWin) {
 TEST(PlanVerificationTest, TimesAgainOnlyTheSetsThatDecide) {
   PlanResult result = planWithCandidates(4);
   size_t tableWise = tableWiseCandidate(result);
-  SliceCostModel model;
   VerifyOptions options;
   options.seconds = 0.0;
   // The table-wise plan holds the hot table (cost 256) on one device and
@@ -445,10 +453,9 @@ TEST(PlanVerificationTest, TimesAgainOnlyTheSetsThatDecide) {
   auto runsOfTableWise = [&](double margin) {
     options.decidingMargin = margin;
     FormulaTimer timer(0.0);
-    PlanResult copy = result;
-    EXPECT_EQ(errorMessage(verifyCandidates(copy, hotAndCold(), twoDevices(),
-                                            model, timer, options)),
-              "");
+    PlanResult copy = verifiedCopy(result, timer, options);
+    if (!copy.verification)
+      return std::map<size_t, unsigned>();
     CandidateSets distinct = distinctDeviceSets(result.candidates, 2);
     std::map<size_t, unsigned> runsByTables;
     for (const std::optional<size_t> &set : distinct.setOf[tableWise])
