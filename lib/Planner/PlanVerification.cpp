@@ -251,9 +251,8 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   // the sets' medians so far, is on no device within options.decidingMargin
   // of its candidate's slowest is priced at its median instead of timed
   // again. So the rounds the budget buys go to the sets that decide between
-  // the candidates that may win. No round is left untimed: the timer ran
-  // every set when preparing it, and a timing starts with untimed runs of
-  // its own (KernelSetTimerOptions::warmupRuns).
+  // the candidates that may win. No round is left untimed: a timing starts
+  // with untimed runs of its own (KernelSetTimerOptions::warmupRuns).
   std::vector<std::vector<double>> times(sets.size());
   std::vector<double> medianMs(sets.size(), 0.0);
   std::vector<bool> deciding(sets.size(), true);

@@ -129,7 +129,7 @@ static cl::opt<std::string> verifyTop(
 static cl::opt<double> verifySeconds(
     "verify-seconds",
     cl::desc("Seconds the timed rounds of --verify-top may take (at least "
-             "3 rounds are timed)"),
+             "3 rounds while a candidate races the incumbent)"),
     cl::init(VerifyOptions().seconds), cl::cat(category));
 static cl::opt<double> verifyMinGain(
     "verify-min-gain",

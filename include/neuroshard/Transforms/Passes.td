@@ -92,7 +92,7 @@ defvar PlanOptions = [
   Option<"verifySeconds", "verify-seconds", "double",
          "::neuroshard::VerifyOptions{}.seconds",
          "Seconds the timed rounds of verify-top may take (at least 3 "
-         "rounds are timed)">,
+         "rounds while a candidate races the incumbent)">,
   Option<"verifyMinGain", "verify-min-gain", "double",
          "::neuroshard::VerifyOptions{}.minGain",
          "How much faster than the table-wise plan (else the model's best), "
