@@ -140,8 +140,14 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
   }
   for (const auto &entry : streamBytes)
     indices += entry.second;
+  // How far apart the draws lay a set out in the arena.
+  int64_t shiftFloats =
+      int64_t(options.drawShiftPages) * runtime::kHugePageBytes / sizeof(float);
   MemoryNeed need;
   need.add("weights of the largest set", largestWeights);
+  if (numDraws > 1 && shiftFloats > 0)
+    need.add(formatv("the other placements of {0} draws", numDraws).str(),
+             double(numDraws - 1) * double(shiftFloats) * sizeof(float));
   need.add(numDraws == 1
                ? std::string("indices and offsets")
                : formatv("indices and offsets of {0} draws", numDraws).str(),
@@ -196,6 +202,12 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
       }
       arenaSizes[i] =
           CPUKernels::packInputs(prepared[i], shards, batchSize, options.seed);
+      // Each draw lays the set out further into the arena (drawShiftPages),
+      // so that no table reads the same pages on every draw.
+      int64_t shift = int64_t(draw) * shiftFloats;
+      for (int64_t &offset : prepared[i].layout)
+        offset += shift;
+      arenaSizes[i] += shift;
       addTouchedPages(shards, prepared[i].layout, touchedBy[worker]);
     }
   };

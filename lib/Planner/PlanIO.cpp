@@ -1061,6 +1061,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.attribute("rounds", int64_t(verification->rounds));
         json.attribute("draws", int64_t(verification->draws));
         writeNumber(json, "min_gain", verification->minGain);
+        writeNumber(json, "round_spread", verification->roundSpread);
         writeNumber(json, "seconds", verification->seconds);
         json.attribute("chosen", int64_t(verification->chosen));
         json.attribute("incumbent", int64_t(verification->incumbent));
@@ -1075,6 +1076,11 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
               writeNumber(json, "paired_ratio", candidate.pairedRatio);
               json.attribute("rounds", int64_t(candidate.rounds));
               json.attribute("rounds_faster", int64_t(candidate.roundsFaster));
+              writeNumber(json, "required_gain", candidate.requiredGain);
+              json.attributeArray("round_ratios", [&] {
+                for (double ratio : candidate.roundRatios)
+                  writeNumberValue(json, ratio);
+              });
               json.attributeArray("measured_compute_ms", [&] {
                 for (const DeviceCost &device : candidate.measured.devices)
                   writeNumberValue(json, device.computeMs);

@@ -344,8 +344,26 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   for (auto [set, predicted] : zip_equal(timedSets, predictedMs))
     set.predictedMs = predicted;
 
+  // How far the rounds' ratios stray: the pooled standard deviation of
+  // their logarithms about each candidate's mean.
+  double squares = 0.0;
+  size_t freedom = 0;
+  for (size_t c = 0; c < k; ++c) {
+    if (c == incumbent || ratios[c].size() < 2)
+      continue;
+    double mean = 0.0;
+    for (double ratio : ratios[c])
+      mean += std::log(ratio) / double(ratios[c].size());
+    for (double ratio : ratios[c])
+      squares += (std::log(ratio) - mean) * (std::log(ratio) - mean);
+    freedom += ratios[c].size() - 1;
+  }
+  verification.roundSpread =
+      freedom ? std::sqrt(squares / double(freedom)) : 0.0;
+
   // The lowest median ratio of the candidates that raced to the end wins if
-  // it is a gain beyond the noise.
+  // it is a gain beyond the noise: options.minGain, and what the spread
+  // asks of the candidate's rounds.
   for (size_t c = 0; c < k; ++c) {
     CandidateMeasurement &entry = verification.candidates.emplace_back();
     entry.origin = result.candidates[c].origin;
@@ -355,10 +373,17 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     for (double ratio : ratios[c])
       entry.roundsFaster += ratio < 1.0;
     entry.pairedRatio = median(ratios[c]);
+    entry.roundRatios = ratios[c];
+    entry.requiredGain = options.minGain;
+    if (c != incumbent && !ratios[c].empty())
+      entry.requiredGain = std::max(
+          entry.requiredGain,
+          1.0 - std::exp(-options.spreadFactor * verification.roundSpread /
+                         std::sqrt(double(ratios[c].size()))));
   }
   verification.chosen = incumbent;
   for (auto [i, entry] : enumerate(verification.candidates))
-    if (racing[i] && entry.pairedRatio <= 1.0 - options.minGain &&
+    if (racing[i] && entry.pairedRatio <= 1.0 - entry.requiredGain &&
         entry.pairedRatio <
             verification.candidates[verification.chosen].pairedRatio)
       verification.chosen = i;
@@ -575,6 +600,21 @@ std::string describeVerification(const PlanVerification &verification) {
                    candidate.roundsFaster, candidate.rounds)
         .str();
   };
+  // The gain a candidate needed, and where the rounds' spread raised it
+  // above the least gain, that spread.
+  auto neededGain = [&](const CandidateMeasurement &candidate, StringRef what) {
+    double gain = std::max(candidate.requiredGain, verification.minGain);
+    std::string text =
+        formatv("the {0}% gain {1}",
+                format("%g", std::round(1000.0 * gain) / 10.0), what)
+            .str();
+    if (gain > verification.minGain)
+      text +=
+          formatv(", as its {0} rounds' ratios spread {1}%", candidate.rounds,
+                  format("%.1f", 100.0 * verification.roundSpread))
+              .str();
+    return text;
+  };
   // The incumbent as the text names it.
   std::string incumbentName =
       verification.incumbent == 0
@@ -596,20 +636,20 @@ std::string describeVerification(const PlanVerification &verification) {
         best = i;
     if (!best)
       return text + ", no slower than any other candidate";
+    const CandidateMeasurement &other = verification.candidates[*best];
     return formatv("{0}; the fastest other, candidate {1} ({2}), was {3}: "
-                   "within the noise, below the {4}% gain that replaces it",
-                   text, *best + 1, verification.candidates[*best].origin,
-                   rounds(verification.candidates[*best]),
-                   format("%g", 100.0 * verification.minGain))
+                   "within the noise, below {4}",
+                   text, *best + 1, other.origin, rounds(other),
+                   neededGain(other, "that replaces it"))
         .str();
   }
   return formatv("chosen: candidate {0} ({1}), measured {2} ms (predicted {3} "
-                 "ms) against {4} ms for {5}; {6}",
+                 "ms) against {4} ms for {5}; {6}, beyond {7}",
                  verification.chosen + 1, chosen.origin,
                  format("%.4g", chosen.measured.maxMs),
                  format("%.4g", chosen.predicted.maxMs),
                  format("%.4g", incumbent.measured.maxMs), incumbentName,
-                 rounds(chosen))
+                 rounds(chosen), neededGain(chosen, "it needed"))
       .str();
 }
 

@@ -261,6 +261,8 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
                          b.getF64FloatAttr(candidate.pairedRatio)),
           b.getNamedAttr("rounds", count(candidate.rounds)),
           b.getNamedAttr("rounds_faster", count(candidate.roundsFaster)),
+          b.getNamedAttr("required_gain",
+                         b.getF64FloatAttr(candidate.requiredGain)),
       }));
     }
     entries.push_back(b.getNamedAttr(
@@ -273,6 +275,8 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
             b.getNamedAttr("draws", count(verification->draws)),
             b.getNamedAttr("min_gain",
                            b.getF64FloatAttr(verification->minGain)),
+            b.getNamedAttr("round_spread",
+                           b.getF64FloatAttr(verification->roundSpread)),
             b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
             b.getNamedAttr("chosen", count(verification->chosen)),
             b.getNamedAttr("incumbent", count(verification->incumbent)),
@@ -323,6 +327,14 @@ public:
     return value->getValue().getZExtValue();
   }
 
+  /// A float that records written before it existed lack: `absent` where
+  /// the key is missing.
+  FailureOr<double> numberOr(StringRef key, double absent) {
+    if (!dict.get(key))
+      return absent;
+    return number(key);
+  }
+
   FailureOr<StringRef> string(StringRef key) {
     FailureOr<StringAttr> value = get<StringAttr>(key, "a string");
     if (failed(value))
@@ -350,6 +362,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<uint64_t> rounds = fields.count("rounds");
   FailureOr<uint64_t> draws = fields.count("draws");
   FailureOr<double> minGain = fields.number("min_gain");
+  FailureOr<double> spread = fields.numberOr("round_spread", 0.0);
   FailureOr<double> seconds = fields.number("seconds");
   FailureOr<uint64_t> chosen = fields.count("chosen");
   FailureOr<uint64_t> incumbent = fields.count("incumbent");
@@ -357,8 +370,9 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<ArrayAttr> candidates =
       fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
   if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
-      failed(draws) || failed(minGain) || failed(seconds) || failed(chosen) ||
-      failed(incumbent) || failed(experience) || failed(candidates))
+      failed(draws) || failed(minGain) || failed(spread) || failed(seconds) ||
+      failed(chosen) || failed(incumbent) || failed(experience) ||
+      failed(candidates))
     return failure();
   if (*chosen >= candidates->size() || *incumbent >= candidates->size())
     return fields.fail() << " names candidate " << std::max(*chosen, *incumbent)
@@ -370,6 +384,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   verification.rounds = *rounds;
   verification.draws = *draws;
   verification.minGain = *minGain;
+  verification.roundSpread = *spread;
   verification.seconds = *seconds;
   verification.chosen = *chosen;
   verification.incumbent = *incumbent;
@@ -389,9 +404,11 @@ static LogicalResult readVerificationRecord(ModuleOp module,
     FailureOr<double> ratio = candidate.number("paired_ratio");
     FailureOr<uint64_t> candidateRounds = candidate.count("rounds");
     FailureOr<uint64_t> faster = candidate.count("rounds_faster");
+    FailureOr<double> required =
+        candidate.numberOr("required_gain", verification.minGain);
     if (failed(origin) || failed(predicted) || failed(measured) ||
         failed(computeMs) || failed(ratio) || failed(candidateRounds) ||
-        failed(faster))
+        failed(faster) || failed(required))
       return failure();
     ::neuroshard::CandidateMeasurement &out =
         verification.candidates.emplace_back();
@@ -403,6 +420,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
     out.pairedRatio = *ratio;
     out.rounds = *candidateRounds;
     out.roundsFaster = *faster;
+    out.requiredGain = *required;
   }
   result.verification = std::move(verification);
   return success();

@@ -12,8 +12,8 @@
 // RUN:   --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=GAIN
 // GAIN: "min_gain": 0.25,
 // CHECK: warning: the candidates are timed on this machine, which cost model 'analytical' does not describe: the plan is chosen for this machine's CPU
-// CHECK: verification = {candidates = [{measured_compute_ms = array<f64: {{[^>]+}}>, measured_ms = {{[^,]+}}, origin = "{{[a-z-]+}}", paired_ratio = {{[^,]+}}, predicted_ms = {{[^,]+}}, rounds = {{[0-3]}} : i64, rounds_faster = {{[0-3]}} : i64}
-// CHECK-SAME: chosen = {{[0-2]}} : i64, device = "cpu", draws = {{[1-3]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, min_gain = 2.000000e-02 : f64, rounds = {{[1-3]}} : i64
+// CHECK: verification = {candidates = [{measured_compute_ms = array<f64: {{[^>]+}}>, measured_ms = {{[^,]+}}, origin = "{{[a-z-]+}}", paired_ratio = {{[^,]+}}, predicted_ms = {{[^,]+}}, required_gain = {{[^,]+}}, rounds = {{[0-3]}} : i64, rounds_faster = {{[0-3]}} : i64}
+// CHECK-SAME: chosen = {{[0-2]}} : i64, device = "cpu", draws = {{[1-3]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, min_gain = 2.000000e-02 : f64, round_spread = {{[^,]+}}, rounds = {{[1-3]}} : i64
 // RUN: FileCheck %s --check-prefix=EXPERIENCE < %t.jsonl
 // EXPERIENCE: {"format":"neuroshard-experience","version":1,{{.+}}"batch_size":16,"bundle":"analytical"
 

@@ -108,6 +108,15 @@ TEST(SetTimingTest, RefusesSetsThatDoNotFitNamingTheDraws) {
   EXPECT_NE(message.find("indices and offsets of 3 draws "), std::string::npos)
       << message;
   EXPECT_NE(message.find("of --memory-limit-gb"), std::string::npos) << message;
+  // Each draw after the first lays the sets out 17 huge pages further on.
+  EXPECT_NE(message.find("the other placements of 3 draws 0.0664 GB"),
+            std::string::npos)
+      << message;
+  options.drawShiftPages = 0;
+  Expected<std::unique_ptr<SetTimer>> unshifted = createKernelSetTimer(options);
+  ASSERT_TRUE(bool(unshifted)) << toString(unshifted.takeError());
+  message = errorMessage((*unshifted)->prepare(tables(), 4096, sets()));
+  EXPECT_EQ(message.find("placements"), std::string::npos) << message;
 }
 
 } // namespace

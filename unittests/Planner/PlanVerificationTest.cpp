@@ -24,6 +24,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -329,6 +330,65 @@ TEST(PlanVerificationTest, ComparesRoundByRoundWithThePlanThatSplitsNothing) {
       std::string::npos)
       << text;
   EXPECT_EQ(kept.verification->minGain, options.minGain);
+}
+
+// A gain that round-by-round timings agree on replaces the incumbent; the
+// same median gain where the rounds' ratios spread over more than it does
+// not, and the candidate's needed gain says why.
+TEST(PlanVerificationTest, AsksTheGainTheRoundsSpreadWarrants) {
+  PlanResult result = planWithCandidates(4);
+  size_t tableWise = tableWiseCandidate(result);
+  VerifyOptions options;
+  options.seconds = 0.0;
+  FormulaTimer steady(0.0);
+  steady.numDraws = 3;
+  PlanResult agreed = verifiedCopy(result, steady, options);
+  const PlanVerification &calm = *agreed.verification;
+  ASSERT_EQ(calm.chosen, 0u);
+  EXPECT_EQ(calm.roundSpread, 0.0);
+  for (const CandidateMeasurement &candidate : calm.candidates)
+    EXPECT_EQ(candidate.requiredGain, options.minGain);
+  const CandidateMeasurement &best = calm.candidates.front();
+  ASSERT_EQ(best.roundRatios.size(), 3u);
+  for (double ratio : best.roundRatios)
+    EXPECT_DOUBLE_EQ(ratio, best.pairedRatio);
+
+  // The splits measure 0.7, 1.3 and 1 times the formula on the three draws:
+  // the median round is the same, the rounds disagree.
+  FormulaTimer noisy(0.0);
+  noisy.numDraws = 3;
+  noisy.splitScale = {0.7, 1.3, 1.0};
+  PlanResult spread = verifiedCopy(result, noisy, options);
+  const PlanVerification &verification = *spread.verification;
+  const CandidateMeasurement &same = verification.candidates.front();
+  EXPECT_DOUBLE_EQ(same.pairedRatio, best.pairedRatio);
+  ASSERT_EQ(same.rounds, 3u);
+  EXPECT_GT(verification.roundSpread, 0.1);
+  double needed = 1.0 - std::exp(-options.spreadFactor *
+                                 verification.roundSpread / std::sqrt(3.0));
+  EXPECT_DOUBLE_EQ(same.requiredGain, needed);
+  ASSERT_GT(needed, 1.0 - same.pairedRatio);
+  EXPECT_EQ(verification.chosen, tableWise);
+  EXPECT_TRUE(spread.plan.shards == result.candidates[tableWise].plan.shards);
+  EXPECT_EQ(verification.candidates[tableWise].requiredGain, options.minGain);
+  std::string text = describeVerification(verification);
+  EXPECT_NE(text.find(formatv("below the {0}% gain that replaces it, as its "
+                              "3 rounds' ratios spread {1}%",
+                              format("%g", std::round(1000.0 * needed) / 10.0),
+                              format("%.1f", 100.0 * verification.roundSpread))
+                          .str()),
+            std::string::npos)
+      << text;
+
+  // Without the spread's share, minGain alone decides, as before.
+  options.spreadFactor = 0.0;
+  PlanResult alone = verifiedCopy(result, noisy, options);
+  EXPECT_EQ(alone.verification->chosen, 0u);
+  EXPECT_EQ(alone.verification->candidates.front().requiredGain,
+            options.minGain);
+  text = describeVerification(*alone.verification);
+  EXPECT_NE(text.find(", beyond the 2% gain it needed"), std::string::npos)
+      << text;
 }
 
 TEST(PlanVerificationTest, WithoutATableWiseCandidateTheModelsBestIsIncumbent) {

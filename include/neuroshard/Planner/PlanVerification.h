@@ -121,6 +121,15 @@ struct VerifyOptions {
   /// the noise of timing one set. Users on a noisy host raise it
   /// (--verify-min-gain), 0 takes any gain.
   double minGain = 0.02;
+  /// Standard errors of its median ratio a candidate must gain beyond to
+  /// replace the incumbent: with a spread s of the rounds' log ratios
+  /// (PlanVerification::roundSpread) and n rounds of its own, it needs a
+  /// gain of at least 1 - exp(-spreadFactor * s / sqrt(n)) besides
+  /// minGain. Where a host's timings move a lot from round to round, a few
+  /// rounds cannot tell a few percent apart, and the candidate that looks
+  /// fastest among several is the one the noise favoured most. 0 leaves
+  /// minGain alone.
+  double spreadFactor = 2.0;
 };
 
 /// Candidates verified where verification applies and no count was given.
@@ -184,10 +193,11 @@ std::optional<std::string> checkVerifyMinGain(double gain);
 /// the model's errors favour the plans its search picks. `result`'s plan and
 /// cost become those of the candidate, among those still racing at the end,
 /// with the lowest median ratio to the incumbent, if that median is at most 1 -
-/// options.minGain; else the incumbent's. The cost stays the model's, so that
-/// the plan prices the same everywhere. Sets `result.verification` (each
-/// candidate's cost from its sets' medians, and its ratios). Needs at
-/// least one candidate.
+/// its required gain (the larger of options.minGain and what the rounds'
+/// spread asks, options.spreadFactor); else the incumbent's. The cost stays the
+/// model's, so that the plan prices the same everywhere. Sets
+/// `result.verification` (each candidate's cost from its sets' medians, and its
+/// ratios). Needs at least one candidate.
 llvm::Error verifyCandidates(PlanResult &result,
                              llvm::ArrayRef<TableSpec> tables,
                              const Topology &topology, CostModel &model,

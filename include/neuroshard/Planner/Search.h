@@ -198,6 +198,13 @@ struct CandidateMeasurement {
   double pairedRatio = 1.0;
   unsigned rounds = 0;
   unsigned roundsFaster = 0;
+  /// Its ratio to the incumbent in each of those rounds, in round order
+  /// (empty for a verification read back from a plan's annotation).
+  std::vector<double> roundRatios;
+  /// The gain over the incumbent it needed to replace it: the larger of
+  /// VerifyOptions::minGain and what the rounds' spread asks of its
+  /// rounds (PlanVerification::roundSpread).
+  double requiredGain = 0.0;
 };
 /// One distinct device set the candidates have, as it was timed.
 struct TimedSet {
@@ -224,9 +231,14 @@ struct PlanVerification {
   /// draws); 1 for times recorded elsewhere, whose sets already averaged
   /// theirs.
   unsigned draws = 1;
-  /// The gain over the incumbent another candidate needed
+  /// The gain over the incumbent another candidate needed at least
   /// (VerifyOptions::minGain).
   double minGain = 0.0;
+  /// How far one round's ratio to the incumbent strays from another's: the
+  /// pooled standard deviation of the logarithms of the candidates' round
+  /// ratios about each candidate's mean, over the candidates timed in more
+  /// than one round (0 where none was).
+  double roundSpread = 0.0;
   double seconds = 0.0;
   /// The host the sets were timed on, and what ran them ("cpu", "cuda").
   std::string host;
