@@ -17,6 +17,19 @@
 // RUN: FileCheck %s --check-prefix=EXPERIENCE < %t.jsonl
 // EXPERIENCE: {"format":"neuroshard-experience","version":1,{{.+}}"batch_size":16,"bundle":"analytical"
 
+// A record written before the spread was recorded still reads back: no
+// spread, and each candidate needed min_gain. A spread that is not a float
+// is refused by name.
+// RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=3 verify-seconds=0 verify-min-gain=0.25 experience=none" -o %t.record.mlir 2>/dev/null
+// RUN: sed -E 's/required_gain = [^,}]+, //g; s/, required_gain = [^,}]+//g; s/round_spread = [^,]+, //' %t.record.mlir > %t.old.mlir
+// RUN: not grep -E 'required_gain|round_spread' %t.old.mlir
+// RUN: neuroshard-opt %t.old.mlir --neuroshard-export-plan=format=json -o /dev/null | FileCheck %s --check-prefix=OLD
+// OLD: "min_gain": 0.25,
+// OLD-NEXT: "round_spread": 0,
+// OLD: "required_gain": 0.25,
+// RUN: sed -E 's/round_spread = [^,]+,/round_spread = "wide",/' %t.record.mlir | not neuroshard-opt --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPREAD
+// SPREAD: error: has a malformed 'neuroshard.plan': its 'verification' needs 'round_spread' (a float)
+
 // The default does not verify here; nor does 0.
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical" | FileCheck %s --check-prefix=NONE
 // RUN: neuroshard-opt %s --neuroshard-shard="cost-model=analytical verify-top=0" | FileCheck %s --check-prefix=NONE

@@ -56,14 +56,14 @@ struct KernelSetTimerOptions {
   /// start). Where a set's weights lie is the one part of its data that
   /// would otherwise stay from draw to draw (each draw packs its own inputs
   /// and outputs), and it moves a set's time: on a 2-core Zen 3 virtual
-  /// machine, three
-  /// processes timing the same 48 device sets on the same draws found every
-  /// other candidate faster than the table-wise plan in one process (median
-  /// ratios 0.86-0.93) and none in the two others (1.05-1.25). With each
-  /// draw at another place the rounds of one process disagree as the
-  /// processes did, so that the rounds' spread shows how far a choice can
-  /// be trusted (VerifyOptions::spreadFactor). An odd count, so that the
-  /// draws do not fall on the same place in larger power-of-two blocks.
+  /// machine, three processes timing the same 48 device sets on the same
+  /// draws found every other candidate faster than the table-wise plan in
+  /// one process (median ratios 0.86-0.93) and none in the two others
+  /// (1.05-1.25). With each draw at another place the rounds of one process
+  /// disagree as the processes did, so that the rounds' spread shows how
+  /// far a choice can be trusted (VerifyOptions::spreadFactor). An odd
+  /// count, so that the draws do not fall on the same place in larger
+  /// power-of-two blocks.
   unsigned drawShiftPages = 17;
 };
 
