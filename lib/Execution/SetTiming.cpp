@@ -248,9 +248,14 @@ void KernelSetTimer::run(PreparedSet &set) {
 
 double KernelSetTimer::time(size_t index, unsigned draw) {
   PreparedSet &set = prepared[size_t(draw % numDraws) * numSets + index];
+  for (unsigned warmup = 0; warmup < options.warmupRuns; ++warmup) {
+    if (options.flushUntimedRuns)
+      flusher.flush();
+    run(set);
+  }
   runtime::Timing timing = runtime::timeRuns(
-      options.warmupRuns, std::max(options.runsPerTiming, 1u),
-      [&] { run(set); }, [&] { flusher.flush(); });
+      0, std::max(options.runsPerTiming, 1u), [&] { run(set); },
+      [&] { flusher.flush(); });
   return timing.median;
 }
 

@@ -1063,6 +1063,10 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         writeNumber(json, "min_gain", verification->minGain);
         writeNumber(json, "round_spread", verification->roundSpread);
         writeNumber(json, "seconds", verification->seconds);
+        if (verification->timings) {
+          json.attribute("timings", int64_t(verification->timings));
+          writeNumber(json, "timed_seconds", verification->timedSeconds);
+        }
         json.attribute("chosen", int64_t(verification->chosen));
         json.attribute("incumbent", int64_t(verification->incumbent));
         if (!verification->experiencePath.empty())

@@ -56,6 +56,15 @@ std::optional<std::string> checkVerifySeconds(double seconds) {
       .str();
 }
 
+std::optional<std::string> checkVerifySpreadFactor(double factor) {
+  if (factor >= 0.0 && factor <= kMaxVerifySpreadFactor)
+    return std::nullopt;
+  return formatv("must be between 0 and {0} standard errors (0: the rounds' "
+                 "spread asks for nothing), got {1}",
+                 format("%g", kMaxVerifySpreadFactor), format("%g", factor))
+      .str();
+}
+
 std::optional<std::string> checkVerifyMinGain(double gain) {
   if (gain >= 0.0 && gain <= kMaxVerifyMinGain)
     return std::nullopt;
@@ -277,6 +286,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
         continue;
       roundMs[s] = timer.time(s, rounds % draws);
       times[s].push_back(roundMs[s]);
+      ++verification.timings;
       medianMs[s] = median(times[s]);
     }
     Expected<std::vector<PlanCost>> costs = price(roundMs);
@@ -311,6 +321,12 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
                        (1.0 - options.decidingMargin) * cost.maxMs)
           deciding[*set] = true;
     }
+  }
+  verification.timedSeconds = secondsSince(timed);
+  // Times recorded elsewhere cost nothing here.
+  if (!sets.empty() && timer.recorded(0)) {
+    verification.timings = 0;
+    verification.timedSeconds = 0.0;
   }
   std::vector<double> setMs;
   std::vector<TimedSet> timedSets;
@@ -514,6 +530,10 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
   if (std::optional<std::string> problem =
           checkVerifyMinGain(request.options.minGain))
     return optionError("verify-min-gain",
+                       createStringError(inconvertibleErrorCode(), *problem));
+  if (std::optional<std::string> problem =
+          checkVerifySpreadFactor(request.options.spreadFactor))
+    return optionError("verify-spread-factor",
                        createStringError(inconvertibleErrorCode(), *problem));
   search.keepCandidates = *count;
   std::optional<TimerInBackground> timedHere;

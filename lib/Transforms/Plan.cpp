@@ -264,6 +264,7 @@ void PlanPass::runOnOperation() {
   request.top = *verifyCount;
   request.options.seconds = verifySeconds;
   request.options.minGain = verifyMinGain;
+  request.options.spreadFactor = verifySpreadFactor;
   request.experience = experience;
   request.exportDir = verifyExport;
   request.timingsDir = verifyTimings;

@@ -65,6 +65,7 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.verifyTop = verifyTop;
     options.verifySeconds = verifySeconds;
     options.verifyMinGain = verifyMinGain;
+    options.verifySpreadFactor = verifySpreadFactor;
     options.experience = experience;
     options.verifyExport = verifyExport;
     options.verifyTimings = verifyTimings;

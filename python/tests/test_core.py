@@ -505,6 +505,10 @@ def test_the_table_format_is_the_readable_plan():
       "verify_top": 2, "verify_min_gain": 0.6},
      "verify_min_gain: must be a fraction from 0 to 0.5 (0.05: 5% faster), "
      "got 0.6"),
+    ({"devices": 2, "cost_model": "analytical", "device_kind": "cpu",
+      "verify_top": 2, "verify_spread_factor": -1},
+     "verify_spread_factor: must be between 0 and 10 standard errors (0: "
+     "the rounds' spread asks for nothing), got -1"),
     ({"devices": 2, "cost_model": "analytical", "sharding_types": "rows"},
      "sharding_types: unknown sharding type 'rows' (expected one of: "
      "table_wise, column_wise, row_wise, table_row_wise, data_parallel), "
@@ -540,6 +544,18 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
                                 verify_top=3, verify_seconds=0,
                                 verify_min_gain=0.25, experience="none")
     assert demanding["verification"]["min_gain"] == 0.25
+    # Without the spread's demand every candidate needs min_gain alone.
+    plain = neuroshard.plan(TASK, devices=2, memory_gb=0.3,
+                            cost_model="analytical", device_kind="cpu",
+                            verify_top=3, verify_seconds=0,
+                            verify_min_gain=0.25, verify_spread_factor=0,
+                            experience="none")
+    assert {c["required_gain"] for c in
+            plain["verification"]["candidates"]} == {0.25}
+    assert plain["verification"]["timings"] >= \
+        plain["verification"]["sets"]
+    assert 0 < plain["verification"]["timed_seconds"] <= \
+        plain["verification"]["seconds"]
     # 'auto' (the default) verifies only with a model of this machine.
     assert "verification" not in neuroshard.plan(
         TASK, devices=2, memory_gb=0.3, cost_model="analytical",
@@ -553,6 +569,8 @@ def test_plans_are_verified_by_measurement_when_asked(tmp_path):
     assert _core.DEFAULT_VERIFY_SECONDS == 2.0
     assert (_core.MAX_VERIFY_SECONDS, _core.MAX_VERIFY_MIN_GAIN) == \
         (3600.0, 0.5)
+    assert (_core.DEFAULT_VERIFY_SPREAD_FACTOR,
+            _core.MAX_VERIFY_SPREAD_FACTOR) == (2.0, 10.0)
     with pytest.raises(neuroshard.NeuroShardError, match="verify_top: "
                        "expected 'auto' or a count of candidates from 0 to "
                        "64, got '65'"):

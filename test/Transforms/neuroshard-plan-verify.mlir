@@ -46,6 +46,8 @@
 // SECONDS: error: verify-seconds: must be between 0 and 3600 seconds, got -1
 // RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical verify-top=2 verify-min-gain=0.6" 2>&1 | FileCheck %s --check-prefix=MIN-GAIN
 // MIN-GAIN: error: verify-min-gain: must be a fraction from 0 to 0.5 (0.05: 5% faster), got 0.6
+// RUN: not neuroshard-opt %s --neuroshard-shard="cost-model=analytical verify-top=2 verify-spread-factor=11" 2>&1 | FileCheck %s --check-prefix=SPREAD-FACTOR
+// SPREAD-FACTOR: error: verify-spread-factor: must be between 0 and 10 standard errors (0: the rounds' spread asks for nothing), got 11
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0, device_kind = "cpu">} {
   neuroshard.table @a : rows 1000, dim 64, f32 {pooling_factor = 20.0 : f64,

@@ -15,7 +15,7 @@
 // RUN: not neuroshard-opt %s --neuroshard-plan="cost-model=analytical cost-risk=abc" 2>&1 | FileCheck %s --check-prefix=REAL
 // REAL: error: --neuroshard-plan option 'cost-risk': 'abc' is not a value it takes
 // RUN: not neuroshard-opt %s --neuroshard-shard="devics=4" 2>&1 | FileCheck %s --check-prefix=NEAR
-// NEAR: error: --neuroshard-shard has no option 'devics'; did you mean 'devices'? Its options: algorithm, batch-size, beam-width, {{.*}}, devices, devices-per-node, {{.*}}, torchrec-out, verify-export, verify-min-gain, verify-seconds, verify-timings, verify-top{{$}}
+// NEAR: error: --neuroshard-shard has no option 'devics'; did you mean 'devices'? Its options: algorithm, batch-size, beam-width, {{.*}}, devices, devices-per-node, {{.*}}, torchrec-out, verify-export, verify-min-gain, verify-seconds, verify-spread-factor, verify-timings, verify-top{{$}}
 // RUN: not neuroshard-opt %s --pass-pipeline="builtin.module(neuroshard-shard{cost-model=analytical frobnicate=1})" 2>&1 | FileCheck %s --check-prefix=FAR
 // FAR: error: --neuroshard-shard has no option 'frobnicate'. Its options: algorithm,
 // The table is pinned to device 1 of the module's 2; one device has none.

@@ -138,6 +138,13 @@ static cl::opt<double> verifyMinGain(
              "measure to replace it (default 0.02; raise it on a noisy "
              "host)"),
     cl::init(VerifyOptions().minGain), cl::cat(category));
+static cl::opt<double> verifySpreadFactor(
+    "verify-spread-factor",
+    cl::desc("Standard errors of its rounds' mean ratio (from the spread of "
+             "the rounds' ratios) a candidate of --verify-top must gain "
+             "beyond, besides --verify-min-gain, to replace the table-wise "
+             "plan (default 2; 0: --verify-min-gain alone, for a quiet host)"),
+    cl::init(VerifyOptions().spreadFactor), cl::cat(category));
 static cl::opt<std::string> verifyExport(
     "verify-export",
     cl::desc("Write the device sets of the --verify-top best candidates to "
@@ -355,6 +362,7 @@ static Error run() {
     request.top = *verifyCount;
     request.options.seconds = verifySeconds;
     request.options.minGain = verifyMinGain;
+    request.options.spreadFactor = verifySpreadFactor;
     request.experience = experience;
     request.exportDir = verifyExport;
     request.timingsDir = verifyTimings;

@@ -52,17 +52,22 @@ KernelSetTimerOptions quick(unsigned draws) {
 }
 
 TEST(SetTimingTest, TimesEverySetOnEveryDraw) {
-  for (unsigned draws : {1u, 3u}) {
-    Expected<std::unique_ptr<SetTimer>> timer =
-        createKernelSetTimer(quick(draws));
-    ASSERT_TRUE(bool(timer)) << toString(timer.takeError());
-    ASSERT_EQ(errorMessage((*timer)->prepare(tables(), 256, sets())), "");
-    EXPECT_EQ((*timer)->draws(), draws);
-    EXPECT_EQ((*timer)->device(), "cpu");
-    for (size_t s = 0; s < sets().size(); ++s)
-      for (unsigned draw = 0; draw < draws; ++draw)
-        EXPECT_GT((*timer)->time(s, draw), 0.0) << s << " " << draw;
-  }
+  // With the untimed runs flushed (as neuroshard-collect flushes them) or
+  // not (the default).
+  for (bool flushUntimed : {false, true})
+    for (unsigned draws : {1u, 3u}) {
+      KernelSetTimerOptions options = quick(draws);
+      options.flushUntimedRuns = flushUntimed;
+      Expected<std::unique_ptr<SetTimer>> timer = createKernelSetTimer(options);
+      ASSERT_TRUE(bool(timer)) << toString(timer.takeError());
+      ASSERT_EQ(errorMessage((*timer)->prepare(tables(), 256, sets())), "");
+      EXPECT_EQ((*timer)->draws(), draws);
+      EXPECT_EQ((*timer)->device(), "cpu");
+      for (size_t s = 0; s < sets().size(); ++s)
+        for (unsigned draw = 0; draw < draws; ++draw)
+          EXPECT_GT((*timer)->time(s, draw), 0.0)
+              << s << " " << draw << (flushUntimed ? " flushed" : "");
+    }
   // No draw is a draw of its own: at least one.
   Expected<std::unique_ptr<SetTimer>> none = createKernelSetTimer(quick(0));
   ASSERT_TRUE(bool(none)) << toString(none.takeError());

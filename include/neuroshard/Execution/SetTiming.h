@@ -25,7 +25,8 @@ namespace neuroshard {
 namespace execution {
 
 struct KernelSetTimerOptions {
-  /// Cache flush before every run (MiB; 0: none).
+  /// Cache flush before every timed run (MiB; 0: none), so that a timed
+  /// run starts from cold caches as neuroshard-collect's do.
   unsigned flushMB = 64;
   /// Untimed runs of a set before each timing. A set run right after other
   /// sets is slower for its first few runs, by an amount that depends on
@@ -33,16 +34,22 @@ struct KernelSetTimerOptions {
   /// the settled time on average and up to 1.26 times, the fourth 1.04),
   /// and neuroshard-collect, which times the calibration samples and the
   /// evaluation, times a set after 3 untimed runs too (docs/planner.md,
-  /// "Measured selection"). They are flushed as the tool flushes them:
-  /// without the flush, timings of the same sets on a Zen 3 came out as
-  /// long (median ratio 0.99) but spread more (coefficient of variation
-  /// 7.6% against 6.7% at batch 1024), so that the time saved bought no
-  /// precision.
-  /// A set's first untimed runs also map its outputs.
+  /// "Measured selection"). A set's first untimed runs also map its
+  /// outputs.
   unsigned warmupRuns = 3;
+  /// Whether the untimed runs are flushed too, as neuroshard-collect
+  /// flushes them. A timed run follows a flush either way; what the flushes
+  /// before the untimed runs add is time. Unflushed, a round's ratios
+  /// spread more, but the rounds are so much cheaper that a second of
+  /// timing tells candidates apart twice as well at batch 1024, and as
+  /// well at 4096 (docs/planner.md, "Cheaper rounds").
+  bool flushUntimedRuns = false;
   /// Timed runs of a set, one after another, in one timing (at least 1);
-  /// the timing is their median.
-  unsigned runsPerTiming = 3;
+  /// the timing is their median. Most of what moves a timing moves all the
+  /// runs of a round alike (the draw, where the weights lie, the machine's
+  /// state), so that a second or third run in the same round adds little
+  /// (docs/planner.md, "Cheaper rounds"): one run, and more rounds.
+  unsigned runsPerTiming = 1;
   /// Memory the sets' data may take (bytes; 0: what the system has free).
   double memoryLimitBytes = 0.0;
   /// Seed of the index streams: draw d reads the streams of seed

@@ -128,7 +128,7 @@ struct VerifyOptions {
   /// minGain. Where a host's timings move a lot from round to round, a few
   /// rounds cannot tell a few percent apart, and the candidate that looks
   /// fastest among several is the one the noise favoured most. 0 leaves
-  /// minGain alone.
+  /// minGain alone (--verify-spread-factor).
   double spreadFactor = 2.0;
 };
 
@@ -173,6 +173,13 @@ constexpr double kMaxVerifyMinGain = 0.5;
 /// Checks --verify-min-gain (VerifyOptions::minGain); the message names
 /// the value.
 std::optional<std::string> checkVerifyMinGain(double gain);
+
+/// Most --verify-spread-factor accepts (standard errors): beyond it, a
+/// candidate would need several times the rounds' spread to switch.
+constexpr double kMaxVerifySpreadFactor = 10.0;
+/// Checks --verify-spread-factor (VerifyOptions::spreadFactor); the message
+/// names the value.
+std::optional<std::string> checkVerifySpreadFactor(double factor);
 
 /// Times every distinct device set of `result.candidates` with `timer` in
 /// rounds over the sets (each round in another order,

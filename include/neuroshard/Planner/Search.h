@@ -240,6 +240,12 @@ struct PlanVerification {
   /// than one round (0 where none was).
   double roundSpread = 0.0;
   double seconds = 0.0;
+  /// The timings of sets over all rounds, and the seconds the rounds took
+  /// (`seconds` less preparing the sets and pricing): what one timing
+  /// costs. 0 where the times were recorded elsewhere or read back from a
+  /// plan record.
+  unsigned timings = 0;
+  double timedSeconds = 0.0;
   /// The host the sets were timed on, and what ran them ("cpu", "cuda").
   std::string host;
   std::string device = "cpu";

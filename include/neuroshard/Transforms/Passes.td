@@ -98,6 +98,12 @@ defvar PlanOptions = [
          "How much faster than the table-wise plan (else the model's best), "
          "as a fraction, another candidate of verify-top must measure to "
          "replace it (default 0.02; raise it on a noisy host)">,
+  Option<"verifySpreadFactor", "verify-spread-factor", "double",
+         "::neuroshard::VerifyOptions{}.spreadFactor",
+         "Standard errors of its rounds' mean ratio (from the spread of the "
+         "rounds' ratios) a candidate of verify-top must gain beyond, "
+         "besides verify-min-gain, to replace the table-wise plan (default "
+         "2; 0: verify-min-gain alone, for a quiet host)">,
   Option<"experience", "experience", "std::string", "\"\"",
          "JSON Lines file the verified device sets are appended to ('none': "
          "nowhere; default: experience.jsonl in the bundle's directory, for "

@@ -337,6 +337,8 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
   m.attr("MAX_VERIFY_SECONDS") = kMaxVerifySeconds;
   m.attr("DEFAULT_VERIFY_MIN_GAIN") = VerifyOptions().minGain;
   m.attr("MAX_VERIFY_MIN_GAIN") = kMaxVerifyMinGain;
+  m.attr("DEFAULT_VERIFY_SPREAD_FACTOR") = VerifyOptions().spreadFactor;
+  m.attr("MAX_VERIFY_SPREAD_FACTOR") = kMaxVerifySpreadFactor;
   m.attr("DEFAULT_INPUT_DRAWS") = kDefaultInputDraws;
   m.def(
       "parse_verify_top",
@@ -369,10 +371,10 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
          int64_t candidates, int64_t maxSteps, int64_t gridSteps,
          double thresholdMin, double thresholdMax, uint64_t seed,
          const py::handle &verifyTop, double verifySeconds,
-         double verifyMinGain, const py::handle &experience,
-         const py::handle &verifyExport, const py::handle &verifyTimings,
-         const std::string &shardingTypes, const std::string &format,
-         bool verbose) {
+         double verifyMinGain, double verifySpreadFactor,
+         const py::handle &experience, const py::handle &verifyExport,
+         const py::handle &verifyTimings, const std::string &shardingTypes,
+         const std::string &format, bool verbose) {
         PlanOptions options;
         options.topology.devices = countOption("devices", devices);
         if (!memoryGB.is_none())
@@ -404,6 +406,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         options.verify.top = verifyTopOption(verifyTop);
         options.verify.options.seconds = verifySeconds;
         options.verify.options.minGain = verifyMinGain;
+        options.verify.options.spreadFactor = verifySpreadFactor;
         if (!experience.is_none())
           options.verify.experience = pathText(experience);
         if (!verifyExport.is_none())
@@ -434,6 +437,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       py::arg("seed") = search.seed, py::arg("verify_top") = "auto",
       py::arg("verify_seconds") = VerifyOptions().seconds,
       py::arg("verify_min_gain") = VerifyOptions().minGain,
+      py::arg("verify_spread_factor") = VerifyOptions().spreadFactor,
       py::arg("experience") = py::none(), py::arg("verify_export") = py::none(),
       py::arg("verify_timings") = py::none(),
       py::arg("sharding_types") = "default", py::arg("format") = "json",
@@ -460,7 +464,9 @@ selection (docs/planner.md): verify_top ('auto', the default: 4 candidates
 where the plan is for device_kind 'cpu' and the cost model describes this
 machine; a count; 0 never), verify_seconds, verify_min_gain (how much
 faster than the table-wise plan, as a fraction, another candidate must
-measure to replace it; default 0.02), and experience (the file the
+measure to replace it; default 0.02), verify_spread_factor (the standard
+errors of its rounds' mean ratio it must gain beyond besides that; default
+2, 0 for a quiet host), and experience (the file the
 timed sets are appended to; 'none' for nowhere; default: the bundle's
 experience.jsonl, for a bundle of your own); for a GPU plan, verify_export
 (a directory to write the candidates' device sets to, for timing with
