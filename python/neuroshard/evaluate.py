@@ -185,6 +185,10 @@ PYTHON_COMMAND = ("PYTHONPATH=python:build/lib/python3/dist-packages "
 REFERENCE_SETS = 4
 REFERENCE_MIN_TABLES = 4
 REFERENCE_SEARCH = 400
+# A level further than this from 1 says the machine no longer runs as when
+# its bundle was calibrated: the raw prediction errors then measure the
+# drift as much as the model.
+LEVEL_DRIFT = 0.10
 RESULTS_BEGIN = "<!-- evaluate.py results: begin -->"
 RESULTS_END = "<!-- evaluate.py results: end -->"
 
@@ -553,6 +557,25 @@ def check_quiet(err=None, loadavg_path: str = "/proc/loadavg",
               "than %.1f): the measurements will be noisy" %
               (load, cores, 0.5 * cores), file=err, flush=True)
     return load
+
+
+def level_drift(levels: Sequence[Optional[float]]) -> Optional[str]:
+    """What to say when the machine's level strays more than LEVEL_DRIFT
+    from 1 in any of `levels` (None: not measured), else None."""
+    measured = [float(v) for v in levels if v is not None]
+    if not measured or all(abs(v - 1.0) <= LEVEL_DRIFT + 1e-12
+                           for v in measured):
+        return None
+    low, high = min(measured), max(measured)
+    at = "%.3f" % low if "%.3f" % low == "%.3f" % high else \
+        "%.3f to %.3f" % (low, high)
+    return ("the machine measured the cost model's reference sets at %s "
+            "of their prediction, more than %d%% from 1: it no longer runs "
+            "as when the bundle was calibrated, and the raw prediction "
+            "errors measure that drift as much as the model (the "
+            "level-adjusted errors do not); recalibrate the bundle on this "
+            "machine (python -m neuroshard.calibrate) right before judging "
+            "them" % (at, round(100 * LEVEL_DRIFT)))
 
 
 def _planned(result: Dict) -> bool:
@@ -1001,6 +1024,11 @@ def acceptance_markdown(acc: Dict) -> str:
         lines.append("| %s | %s | %s | %s |" % (
             t["figure"], t["target"], " | ".join(cells), met))
     lines += _level_rows(acc["settings"], settings)
+    drift = level_drift([acc["settings"][s].get(k) for s in settings
+                         for k in ("level_min", "level_max")])
+    if drift:
+        lines.append("")
+        lines.append("Warning: %s%s." % (drift[0].upper(), drift[1:]))
     judged = [t for t in acc["targets"] if t["met"] is not None]
     lines.append("")
     lines.append("%d of the %d targets judged here are met%s." % (
@@ -1431,6 +1459,11 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
         level = machine_level([p for _, p in references],
                               [costs[k] for k in reference_keys])
         task["level"] = level
+        drift = level_drift([level])
+        if drift and not any(level_drift([m["level"]])
+                             for m in measurements):
+            print("warning: task %s: %s" % (task["name"], drift), file=err,
+                  flush=True)
         for a in algorithms:
             r = results[a][i]
             if r["valid"]:

@@ -258,6 +258,19 @@ def test_ratios_pair_the_repeats():
     assert ev.paired_ratio(mine, {"measured_ms": 0.0}) is None
 
 
+def test_a_level_far_from_1_is_called_drift():
+    assert ev.level_drift([]) is None
+    assert ev.level_drift([None, None]) is None
+    assert ev.level_drift([0.91, 1.1, None]) is None
+    drift = ev.level_drift([0.95, 0.762, None])
+    assert drift.startswith("the machine measured the cost model's "
+                            "reference sets at 0.762 to 0.950 of their "
+                            "prediction, more than 10% from 1")
+    assert ev.level_drift([1.183]).startswith(
+        "the machine measured the cost model's reference sets at 1.183 of "
+        "their prediction")
+
+
 def test_the_machines_level_is_the_median_over_reference_sets():
     assert ev.machine_level([1.0, 2.0, 4.0], [1.5, 2.0, 6.0]) == \
         pytest.approx(1.5)
@@ -533,6 +546,10 @@ def test_acceptance_states_each_target_with_pass_or_fail():
         "1.125 (1.050 to 1.200) | – |" in text
     assert "| mean signed prediction error, level-adjusted | – | +9.9% " \
         "(2 plans) | – |" in text
+    # A task at 1.2 is more than 10% from 1: the table warns of the drift.
+    assert "Warning: The machine measured the cost model's reference sets " \
+        "at 1.050 to 1.200 of their prediction, more than 10% from 1" in text
+    assert "recalibrate the bundle on this machine" in text
     assert len([t for t in acc["targets"] if t["met"] is not None]) == 6
 
     # A slow plan on 4 devices fails the planning target; at batch 4096 the
