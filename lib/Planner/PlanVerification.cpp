@@ -286,7 +286,6 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
         continue;
       roundMs[s] = timer.time(s, rounds % draws);
       times[s].push_back(roundMs[s]);
-      ++verification.timings;
       medianMs[s] = median(times[s]);
     }
     Expected<std::vector<PlanCost>> costs = price(roundMs);
@@ -322,12 +321,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
           deciding[*set] = true;
     }
   }
-  verification.timedSeconds = secondsSince(timed);
-  // Times recorded elsewhere cost nothing here.
-  if (!sets.empty() && timer.recorded(0)) {
-    verification.timings = 0;
-    verification.timedSeconds = 0.0;
-  }
+  double timedSeconds = secondsSince(timed);
   std::vector<double> setMs;
   std::vector<TimedSet> timedSets;
   for (auto [s, perRound] : enumerate(times)) {
@@ -345,9 +339,13 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
       set.minMs = runs.front();
       set.maxMs = runs.back();
       set.runs = runs.size();
+      verification.timings += runs.size();
     }
     setMs.push_back(set.medianMs);
   }
+  // Times recorded elsewhere cost nothing here.
+  if (verification.timings)
+    verification.timedSeconds = timedSeconds;
   Expected<std::vector<PlanCost>> costs = price(setMs);
   if (!costs)
     return costs.takeError();

@@ -1428,6 +1428,7 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
     sets; also the task's "level") and the time it took. Each task's
     distinct sets are timed together, repeated."""
     measurements = []
+    drift_warned = False
     started = time.time()
     for i, task in enumerate(tasks):
         task_started = time.time()
@@ -1460,10 +1461,10 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
                               [costs[k] for k in reference_keys])
         task["level"] = level
         drift = level_drift([level])
-        if drift and not any(level_drift([m["level"]])
-                             for m in measurements):
+        if drift and not drift_warned:
             print("warning: task %s: %s" % (task["name"], drift), file=err,
                   flush=True)
+            drift_warned = True
         for a in algorithms:
             r = results[a][i]
             if r["valid"]:
