@@ -11,6 +11,7 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace mlir;
 using namespace mlir::neuroshard;
@@ -25,7 +26,8 @@ namespace {
 template <typename Index>
 void callOnSet(PackedFunction kernel, PreparedSet &set,
                std::vector<Index> &indices, std::vector<Index> &offsets,
-               std::vector<float> &out, bool isBackward, float learningRate) {
+               MutableArrayRef<float> out, bool isBackward,
+               float learningRate) {
   KernelOperands<Index> operands;
   operands.meta = memref1D(set.meta);
   operands.layout = memref1D(set.layout);
@@ -36,6 +38,16 @@ void callOnSet(PackedFunction kernel, PreparedSet &set,
   operands.out = memref2D(out.data(), set.batch, set.width);
   operands.lr = learningRate;
   callKernel(kernel, operands, isBackward);
+}
+
+/// The output and the gradient the kernels use: the lent ones where lent.
+MutableArrayRef<float> outputOf(PreparedSet &set) {
+  return set.sharedOutput.empty() ? MutableArrayRef<float>(set.output)
+                                  : set.sharedOutput;
+}
+MutableArrayRef<float> gradientOf(PreparedSet &set) {
+  return set.sharedGradient.empty() ? MutableArrayRef<float>(set.gradient)
+                                    : set.sharedGradient;
 }
 
 } // namespace
@@ -68,9 +80,10 @@ llvm::Expected<std::unique_ptr<CPUKernels>> CPUKernels::compile() {
   return kernels;
 }
 
-void ::neuroshard::execution::adoptPackedSet(
-    PreparedSet &set, abi::PackedShardSet<int64_t> packed, int64_t batch,
-    bool indicesAreI32) {
+namespace {
+/// adoptPackedSet without the output and the gradient.
+void adoptPackedIndices(PreparedSet &set, abi::PackedShardSet<int64_t> packed,
+                        int64_t batch, bool indicesAreI32) {
   set.batch = batch;
   set.width = packed.layout.width;
   set.indicesAreI32 = indicesAreI32;
@@ -81,14 +94,20 @@ void ::neuroshard::execution::adoptPackedSet(
     set.indices32.assign(set.indices.begin(), set.indices.end());
     set.offsets32.assign(set.offsets.begin(), set.offsets.end());
   }
+}
+} // namespace
+
+void ::neuroshard::execution::adoptPackedSet(
+    PreparedSet &set, abi::PackedShardSet<int64_t> packed, int64_t batch,
+    bool indicesAreI32) {
+  adoptPackedIndices(set, std::move(packed), batch, indicesAreI32);
   set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
   set.gradient.resize(set.output.size());
 }
 
-int64_t CPUKernels::packInputs(PreparedSet &set,
-                               const std::vector<KernelShard> &shards,
-                               int64_t batch, uint64_t gradientSeed,
-                               bool indicesAreI32) {
+int64_t CPUKernels::packIndices(PreparedSet &set,
+                                const std::vector<KernelShard> &shards,
+                                int64_t batch, bool indicesAreI32) {
   // Every shard is its own table and pools over its own input pair.
   std::vector<abi::ShardDescriptor> descriptors(shards.size());
   std::vector<const inputs::LookupInputs *> pairs(shards.size());
@@ -104,12 +123,30 @@ int64_t CPUKernels::packInputs(PreparedSet &set,
     set.layout.push_back(arena);
     arena += shards[s].rows * shards[s].width;
   }
-  adoptPackedSet(set, abi::packShardSet<int64_t>(descriptors, pairs), batch,
-                 indicesAreI32);
+  set.output.clear();
+  set.gradient.clear();
+  adoptPackedIndices(set, abi::packShardSet<int64_t>(descriptors, pairs), batch,
+                     indicesAreI32);
+  return arena;
+}
+
+void CPUKernels::fillGradient(MutableArrayRef<float> gradient, int64_t batch,
+                              int64_t width, uint64_t gradientSeed) {
+  assert(gradient.size() >= size_t(batch * width) && "gradient too small");
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t c = 0; c < set.width; ++c)
-      set.gradient[b * set.width + c] =
+    for (int64_t c = 0; c < width; ++c)
+      gradient[size_t(b * width + c)] =
           inputs::gradientValue(gradientSeed, b, c);
+}
+
+int64_t CPUKernels::packInputs(PreparedSet &set,
+                               const std::vector<KernelShard> &shards,
+                               int64_t batch, uint64_t gradientSeed,
+                               bool indicesAreI32) {
+  int64_t arena = packIndices(set, shards, batch, indicesAreI32);
+  set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
+  set.gradient.resize(set.output.size());
+  fillGradient(set.gradient, batch, set.width, gradientSeed);
   return arena;
 }
 
@@ -128,18 +165,18 @@ PreparedSet CPUKernels::prepare(const std::vector<KernelShard> &shards,
 
 void CPUKernels::forward(PreparedSet &set) {
   if (set.indicesAreI32)
-    callOnSet(forwardI32, set, set.indices32, set.offsets32, set.output,
+    callOnSet(forwardI32, set, set.indices32, set.offsets32, outputOf(set),
               /*isBackward=*/false, 0.0f);
   else
-    callOnSet(forwardI64, set, set.indices, set.offsets, set.output,
+    callOnSet(forwardI64, set, set.indices, set.offsets, outputOf(set),
               /*isBackward=*/false, 0.0f);
 }
 
 void CPUKernels::backward(PreparedSet &set, float learningRate) {
   if (set.indicesAreI32)
-    callOnSet(backwardI32, set, set.indices32, set.offsets32, set.gradient,
+    callOnSet(backwardI32, set, set.indices32, set.offsets32, gradientOf(set),
               /*isBackward=*/true, learningRate);
   else
-    callOnSet(backwardI64, set, set.indices, set.offsets, set.gradient,
+    callOnSet(backwardI64, set, set.indices, set.offsets, gradientOf(set),
               /*isBackward=*/true, learningRate);
 }

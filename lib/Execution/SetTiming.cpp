@@ -86,6 +86,9 @@ private:
   /// One weight arena for every set and draw: only one runs at a time, and
   /// the kernels' time does not depend on the weights' values.
   runtime::ZeroedArena arena;
+  /// One output and one gradient for every set and draw, for the same
+  /// reasons, as neuroshard-collect reuses one of each from set to set.
+  std::vector<float> output, gradient;
 };
 
 const inputs::LookupInputs &KernelSetTimer::stream(const TableSpec &table,
@@ -113,12 +116,14 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
   streams.clear();
   prepared.clear();
   arena = runtime::ZeroedArena();
+  output = {};
+  gradient = {};
   numDraws = std::max(options.draws, 1u);
   numSets = sets.size();
   // What the sets take before any of it is allocated: the largest set's
-  // weights (the arena), and on every draw each set's packed indices and
-  // buffers with the streams they copy.
-  double largestWeights = 0.0, indices = 0.0, outputs = 0.0;
+  // weights (the arena), on every draw each set's packed indices with the
+  // streams they copy, and the widest set's output and gradient.
+  double largestWeights = 0.0, indices = 0.0, widest = 0.0;
   std::map<std::pair<unsigned, unsigned>, double> streamBytes;
   for (const std::vector<ColumnSlice> &set : sets) {
     double weights = 0.0, width = 0.0;
@@ -136,7 +141,7 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
       }
     }
     largestWeights = std::max(largestWeights, weights);
-    outputs += 2.0 * double(batchSize) * width * sizeof(float);
+    widest = std::max(widest, width);
   }
   for (const auto &entry : streamBytes)
     indices += entry.second;
@@ -152,7 +157,8 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                ? std::string("indices and offsets")
                : formatv("indices and offsets of {0} draws", numDraws).str(),
            indices * numDraws);
-  need.add("outputs and gradients", outputs * numDraws);
+  need.add("output and gradient",
+           2.0 * double(batchSize) * widest * sizeof(float));
   need.add("cache flush", double(options.flushMB) * (1 << 20));
   if (std::optional<std::string> refused =
           admitMemory(need, options.memoryLimitBytes))
@@ -168,8 +174,7 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
           stream(tables[slice.table], slice.table, f, draw, batchSize);
 
   // Set s on draw d packed at d x numSets + s, the sets spread over the
-  // cores: packing copies each set's indices and draws its gradient, 0.85 s
-  // for 32 sets of 53 tables on 3 draws on one core of a Zen 3.
+  // cores: packing copies each set's indices.
   prepared.resize(size_t(numDraws) * numSets);
   std::vector<int64_t> arenaSizes(prepared.size());
   unsigned threads =
@@ -200,8 +205,7 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
                             kernel_abi::kSum, in});
         }
       }
-      arenaSizes[i] =
-          CPUKernels::packInputs(prepared[i], shards, batchSize, options.seed);
+      arenaSizes[i] = CPUKernels::packIndices(prepared[i], shards, batchSize);
       // Each draw lays the set out further into the arena (drawShiftPages),
       // so that no table reads the same pages on every draw.
       int64_t shift = int64_t(draw) * shiftFloats;
@@ -228,16 +232,29 @@ Error KernelSetTimer::prepare(ArrayRef<TableSpec> tables, int64_t batchSize,
   // are mapped, across the cores, and no other page is ever read, so every
   // timed run finds its pages mapped without the arena having been written
   // whole (seconds for gigabytes of weights). The kernels' time does not
-  // depend on the values. A set's first runs, which map its outputs, are
-  // the untimed runs of its first timing.
+  // depend on the values.
   arena = runtime::ZeroedArena(size_t(arenaSize));
   std::vector<size_t> pages;
   for (size_t page = 0; page < touched.size(); ++page)
     if (touched[page])
       pages.push_back(page);
   arena.map(pages, std::max(1u, std::thread::hardware_concurrency()));
-  for (auto [set, size] : llvm::zip_equal(prepared, arenaSizes))
+  // The output and the gradient of the widest set, lent to all of them:
+  // packing a buffer of each for every set on every draw took more time
+  // than copying the indices, and a set is timed after a flush either way.
+  int64_t width = 0;
+  for (const PreparedSet &set : prepared)
+    width = std::max(width, set.width);
+  size_t bufferSize = size_t(batchSize * width);
+  output.assign(bufferSize, 0.0f);
+  gradient.resize(bufferSize);
+  CPUKernels::fillGradient(gradient, batchSize, width, options.seed);
+  for (auto [set, size] : llvm::zip_equal(prepared, arenaSizes)) {
     set.sharedWeights = MutableArrayRef<float>(arena.data(), size_t(size));
+    size_t used = size_t(batchSize * set.width);
+    set.sharedOutput = MutableArrayRef<float>(output.data(), used);
+    set.sharedGradient = MutableArrayRef<float>(gradient.data(), used);
+  }
   return Error::success();
 }
 

@@ -185,4 +185,53 @@ TEST_F(KernelReference, RepeatedIndexInOneBagUpdatesTwice) {
   }
 }
 
+TEST_F(KernelReference, LentBuffersComputeWhatOwnBuffersDo) {
+  for (uint64_t c = 0; c < 8; ++c) {
+    int64_t batch = 0;
+    bool useI32 = false;
+    std::vector<RandomShard> shards = randomCase(c, batch, useI32);
+    std::vector<KernelShard> views;
+    for (RandomShard &shard : shards)
+      views.push_back({shard.weights.data(), shard.rows, shard.width,
+                       shard.mode, &shard.in});
+    PreparedSet own = CPUKernels::prepare(views, batch, 11, useI32);
+
+    // The same set with its weights, output and gradient lent, in buffers
+    // larger than it needs, as a caller that serves many sets lends them.
+    PreparedSet lent;
+    int64_t arena = CPUKernels::packIndices(lent, views, batch, useI32);
+    EXPECT_TRUE(lent.output.empty());
+    EXPECT_TRUE(lent.gradient.empty());
+    ASSERT_EQ(arena, int64_t(own.weights.size()));
+    ASSERT_EQ(lent.width, own.width);
+    std::vector<float> weights(own.weights.begin(), own.weights.end());
+    weights.resize(weights.size() + 64, 0.0f);
+    size_t used = size_t(batch * lent.width);
+    std::vector<float> output(used + 64, 0.0f), gradient(used + 64, 0.0f);
+    CPUKernels::fillGradient(gradient, batch, lent.width, 11);
+    lent.sharedWeights = weights;
+    lent.sharedOutput = llvm::MutableArrayRef<float>(output.data(), used);
+    lent.sharedGradient = llvm::MutableArrayRef<float>(gradient.data(), used);
+    EXPECT_TRUE(
+        std::equal(own.gradient.begin(), own.gradient.end(), gradient.begin()))
+        << "case " << c;
+
+    kernels->forward(own);
+    kernels->backward(own, 0.25f);
+    kernels->forward(lent);
+    kernels->backward(lent, 0.25f);
+    EXPECT_TRUE(
+        std::equal(own.output.begin(), own.output.end(), output.begin()))
+        << "case " << c << " forward";
+    EXPECT_TRUE(
+        std::equal(own.weights.begin(), own.weights.end(), weights.begin()))
+        << "case " << c << " update";
+    // Nothing past the lent parts is written.
+    EXPECT_TRUE(std::all_of(output.begin() + used, output.end(),
+                            [](float x) { return x == 0.0f; }));
+    EXPECT_TRUE(std::all_of(weights.end() - 64, weights.end(),
+                            [](float x) { return x == 0.0f; }));
+  }
+}
+
 } // namespace

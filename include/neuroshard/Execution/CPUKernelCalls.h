@@ -56,6 +56,10 @@ struct PreparedSet {
   /// part of an arena the caller owns and lends to many sets.
   llvm::MutableArrayRef<float> sharedWeights;
   std::vector<float> output, gradient;
+  /// Where not empty, the output and the gradient the kernels use instead
+  /// of `output` and `gradient` (batch x width elements each): buffers the
+  /// caller owns and lends to many sets, as it does the weights.
+  llvm::MutableArrayRef<float> sharedOutput, sharedGradient;
 };
 
 /// Makes `set` the buffers of `packed` for a batch of `batch` bags: its
@@ -87,6 +91,17 @@ public:
                             const std::vector<KernelShard> &shards,
                             int64_t batch, uint64_t gradientSeed,
                             bool indicesAreI32 = false);
+  /// Everything `packInputs` does except the output and the gradient,
+  /// which `set` leaves empty: the caller lends `set.sharedOutput` and
+  /// `set.sharedGradient`, so that sets that never run at the same time
+  /// share them.
+  static int64_t packIndices(PreparedSet &set,
+                             const std::vector<KernelShard> &shards,
+                             int64_t batch, bool indicesAreI32 = false);
+  /// Fills `gradient`, batch x width elements row-major, with the values
+  /// `packInputs` draws with `gradientSeed`.
+  static void fillGradient(llvm::MutableArrayRef<float> gradient, int64_t batch,
+                           int64_t width, uint64_t gradientSeed);
   void forward(PreparedSet &set);
   void backward(PreparedSet &set, float learningRate);
 

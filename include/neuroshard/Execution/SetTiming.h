@@ -34,8 +34,7 @@ struct KernelSetTimerOptions {
   /// the settled time on average and up to 1.26 times, the fourth 1.04),
   /// and neuroshard-collect, which times the calibration samples and the
   /// evaluation, times a set after 3 untimed runs too (docs/planner.md,
-  /// "Measured selection"). A set's first untimed runs also map its
-  /// outputs.
+  /// "Measured selection").
   unsigned warmupRuns = 3;
   /// Whether the untimed runs are flushed too, as neuroshard-collect
   /// flushes them. A timed run follows a flush either way; what the flushes
