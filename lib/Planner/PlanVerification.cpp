@@ -171,6 +171,39 @@ double secondsSince(Clock::time_point start) {
 /// sorted. Sets that split other halves of a table to the same widths, or
 /// other row blocks of the same size, time alike.
 using SetKey = std::vector<std::tuple<unsigned, int64_t, int64_t>>;
+
+/// The order in which round `round` times the `needed` sets: dealt out
+/// device by device, one set of every racing candidate in turn (the first
+/// candidate and the first device rotating from round to round), each set
+/// once. The host's speed wanders while a round is timed (on a 2-core
+/// virtual machine a set measured 1.25 to 1.56 times as long in a slow
+/// spell as minutes later), and a round that timed one candidate's sets one
+/// after another let a spell fall on that candidate alone, which then lost to
+/// the incumbent by as much; dealt out, a spell falls on the sets of every
+/// candidate still racing.
+std::vector<size_t>
+roundOrder(ArrayRef<std::vector<std::optional<size_t>>> setOf,
+           const std::vector<bool> &racing, const std::vector<bool> &needed,
+           unsigned round) {
+  size_t k = setOf.size(), devices = 0;
+  for (const std::vector<std::optional<size_t>> &devicesOf : setOf)
+    devices = std::max(devices, devicesOf.size());
+  std::vector<size_t> order;
+  std::vector<bool> placed(needed.size(), false);
+  for (size_t d = 0; d < devices; ++d)
+    for (size_t j = 0; j < k; ++j) {
+      size_t c = (j + round) % k;
+      size_t device = (d + round) % devices;
+      if (!racing[c] || device >= setOf[c].size())
+        continue;
+      std::optional<size_t> set = setOf[c][device];
+      if (set && needed[*set] && !placed[*set]) {
+        placed[*set] = true;
+        order.push_back(*set);
+      }
+    }
+  return order;
+}
 } // namespace
 
 std::optional<RecordedRuns> SetTimer::recorded(size_t) const {
@@ -253,8 +286,9 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     return completePlanCosts(n, computeMs, traffic, model);
   };
 
-  // Timed rounds in rotated orders over the sets that decide the prices of
-  // the candidates still racing the incumbent. A candidate whose median
+  // Timed rounds, each dealing out the sets of the candidates in turn
+  // (roundOrder), over the sets that decide the prices of the candidates
+  // still racing the incumbent. A candidate whose median
   // ratio to it is above 1 + options.dropMargin after a round, or not below
   // 1 after options.raceRounds rounds, is not timed again; a set that, at
   // the sets' medians so far, is on no device within options.decidingMargin
@@ -280,10 +314,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
           if (set && deciding[*set])
             needed[*set] = true;
     std::vector<double> roundMs = medianMs;
-    for (size_t i = 0; i < sets.size(); ++i) {
-      size_t s = (i + rounds) % sets.size();
-      if (!needed[s])
-        continue;
+    for (size_t s : roundOrder(setOf, racing, needed, rounds)) {
       roundMs[s] = timer.time(s, rounds % draws);
       times[s].push_back(roundMs[s]);
       medianMs[s] = median(times[s]);

@@ -442,12 +442,44 @@ TEST(PlanVerificationTest, RoundsAreInterleavedAndBounded) {
               "");
     size_t sets = timer.setMs.size();
     EXPECT_EQ(copy.verification->rounds, rounds);
-    // Each round over all sets starts one set later (none is untimed);
-    // after the first rounds, a round times fewer sets.
+    // The first round times every set once (none is untimed), starting
+    // with the first candidate's first device, and the next round starts
+    // elsewhere; after the race's rounds, a round times fewer sets.
     ASSERT_GT(timer.order.size(), sets * options.raceRounds);
     ASSERT_LT(timer.order.size(), sets * rounds);
-    for (unsigned round = 0; round < options.raceRounds; ++round)
-      EXPECT_EQ(timer.order[sets * round], round % sets);
+    std::vector<size_t> first(timer.order.begin(), timer.order.begin() + sets);
+    EXPECT_EQ(std::set<size_t>(first.begin(), first.end()).size(), sets);
+    CandidateSets distinct = distinctDeviceSets(result.candidates, 2);
+    EXPECT_EQ(first.front(), distinct.setOf[0][0]);
+    EXPECT_NE(timer.order[sets], first.front());
+  }
+}
+
+// A round deals the candidates' sets out in turn: every candidate has a
+// set among the round's first timings, so that a slow spell of the host
+// during part of a round does not fall on one candidate's sets alone.
+TEST(PlanVerificationTest, RoundsDealOutTheCandidatesSets) {
+  PlanResult result = planWithCandidates(4);
+  VerifyOptions options;
+  options.seconds = 0.0;
+  FormulaTimer timer(0.0);
+  ASSERT_TRUE(verifiedCopy(result, timer, options).verification);
+  CandidateSets distinct = distinctDeviceSets(result.candidates, 2);
+  size_t k = result.candidates.size(), sets = distinct.sets.size();
+  ASSERT_GE(k, 3u);
+  // Candidates that share no set with those before them: their sets would
+  // have come last, one after another, in the order of distinctDeviceSets.
+  ASSERT_GE(sets, k + 2);
+  ASSERT_GE(timer.order.size(), sets);
+  std::vector<size_t> first(timer.order.begin(), timer.order.begin() + sets);
+  for (size_t c = 0; c < k; ++c) {
+    size_t earliest = sets;
+    for (const std::optional<size_t> &set : distinct.setOf[c])
+      if (set)
+        earliest = std::min<size_t>(
+            earliest,
+            std::find(first.begin(), first.end(), *set) - first.begin());
+    EXPECT_LT(earliest, k) << "candidate " << c;
   }
 }
 
