@@ -33,7 +33,9 @@ process, no all-to-all):
   * those tasks are also planned by "neuroshard-verified": the NeuroShard
     search with measured selection (verify_top=--verify-top, default 4,
     verify_seconds=--verify-seconds, default 2,
-    verify_min_gain=--verify-min-gain, default 0.02; experience="none", so
+    verify_min_gain=--verify-min-gain, default 0.02,
+    verify_spread_factor=--verify-spread-factor, default the planner's;
+    experience="none", so
     the evaluation writes nothing into the model's bundle), which times the
     device sets of its best distinct candidates on this CPU and returns the
     table-wise plan unless another measures that much faster. Its
@@ -135,6 +137,8 @@ DEFAULT_VERIFY_SECONDS = _core.DEFAULT_VERIFY_SECONDS
 DEFAULT_VERIFY_MIN_GAIN = _core.DEFAULT_VERIFY_MIN_GAIN
 MAX_VERIFY_SECONDS = _core.MAX_VERIFY_SECONDS
 MAX_VERIFY_MIN_GAIN = _core.MAX_VERIFY_MIN_GAIN
+DEFAULT_VERIFY_SPREAD_FACTOR = _core.DEFAULT_VERIFY_SPREAD_FACTOR
+MAX_VERIFY_SPREAD_FACTOR = _core.MAX_VERIFY_SPREAD_FACTOR
 # Draws of the index streams a task's repeats go through (--draws), as many
 # as measured selection times candidates on.
 DEFAULT_DRAWS = _core.DEFAULT_INPUT_DRAWS
@@ -254,14 +258,18 @@ def run_plan(task: Dict, algorithm: str, cost_model: str,
              cost_risk: Optional[float] = None,
              verify_top: Union[int, str] = DEFAULT_VERIFY_TOP,
              verify_seconds: float = DEFAULT_VERIFY_SECONDS,
-             verify_min_gain: float = DEFAULT_VERIFY_MIN_GAIN) -> Dict:
+             verify_min_gain: float = DEFAULT_VERIFY_MIN_GAIN,
+             verify_spread_factor: float = DEFAULT_VERIFY_SPREAD_FACTOR
+             ) -> Dict:
     """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
     "predicted_compute_ms", "search_ms", "plan_s" (the planner call's wall
     time), "plan"}, or {"valid": False, "error"} with the planner's message
     when it found no plan. VERIFIED plans with the neuroshard search and
     measured selection of `verify_top` candidates timed for
     `verify_seconds`, another than the table-wise plan returned only if it
-    measured `verify_min_gain` faster (its result then has "verification",
+    measured `verify_min_gain` faster, and the more so as its rounds spread
+    (`verify_spread_factor` standard errors; its result then has
+    "verification",
     the planner's
     report, None where "auto" chose not to verify); every other algorithm
     plans with verify_top=0."""
@@ -270,7 +278,9 @@ def run_plan(task: Dict, algorithm: str, cost_model: str,
         # Nothing the evaluation times goes into the model's bundle.
         options.update(algorithm="neuroshard", verify_top=verify_top,
                        verify_seconds=verify_seconds,
-                       verify_min_gain=verify_min_gain, experience="none")
+                       verify_min_gain=verify_min_gain,
+                       verify_spread_factor=verify_spread_factor,
+                       experience="none")
     else:
         options.update(algorithm=algorithm, verify_top=0)
     started = time.perf_counter()
@@ -901,10 +911,13 @@ def _verified_sentence(summary: Dict) -> str:
     gain = float(v.get("min_gain", DEFAULT_VERIFY_MIN_GAIN))
     how = ""
     if v:
-        how = "verify_top=%s, verify_seconds=%g%s: " % (
+        how = "verify_top=%s, verify_seconds=%g%s%s: " % (
             v["top"], v["seconds"],
             "" if "min_gain" not in v else
-            ", verify_min_gain=%g" % v["min_gain"])
+            ", verify_min_gain=%g" % v["min_gain"],
+            "" if v.get("spread_factor") in (
+                None, DEFAULT_VERIFY_SPREAD_FACTOR) else
+            ", verify_spread_factor=%g" % v["spread_factor"])
     return ("%s is the NeuroShard search with measured selection (%sits best "
             "distinct candidate plans timed on this CPU, the table-wise "
             "plan returned unless another measured at least %g%% faster); "
@@ -1345,6 +1358,9 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     verify_min_gain = getattr(args, "verify_min_gain", None)
     if verify_min_gain is None:
         verify_min_gain = DEFAULT_VERIFY_MIN_GAIN
+    verify_spread_factor = getattr(args, "verify_spread_factor", None)
+    if verify_spread_factor is None:
+        verify_spread_factor = DEFAULT_VERIFY_SPREAD_FACTOR
     settings = {}
     for setting in args.settings:
         count = args.scale_tasks if setting == "scale" else args.tasks
@@ -1374,7 +1390,8 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
                     continue
                 results[a].append(run_plan(task, a, args.cost_model,
                                            args.cost_risk, verify_top,
-                                           verify_seconds, verify_min_gain))
+                                           verify_seconds, verify_min_gain,
+                                           verify_spread_factor))
                 if a == VERIFIED and not results[a][-1]["valid"]:
                     # Measured selection can fail where the search does not
                     # (the candidates' sets must fit this machine's memory).
@@ -1394,7 +1411,8 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
             summary["measurement"] = measurement
         if VERIFIED in algorithms:
             summary["verify"] = {"top": verify_top, "seconds": verify_seconds,
-                                 "min_gain": verify_min_gain}
+                                 "min_gain": verify_min_gain,
+                                 "spread_factor": verify_spread_factor}
         table = markdown_table(setting, summary, algorithms)
         print(table, file=log)
         print("(%s: %.0f s)\n" % (setting, time.time() - started), file=log,
@@ -1529,9 +1547,15 @@ def resolve_algorithms(args) -> Optional[str]:
     if not 0.0 <= gain <= MAX_VERIFY_MIN_GAIN:
         return ("--verify-min-gain must be a fraction from 0 to %g, got %g"
                 % (MAX_VERIFY_MIN_GAIN, gain))
+    spread = getattr(args, "verify_spread_factor", None)
+    factor = DEFAULT_VERIFY_SPREAD_FACTOR if spread is None else spread
+    if not 0.0 <= factor <= MAX_VERIFY_SPREAD_FACTOR:
+        return ("--verify-spread-factor must be from 0 to %g standard "
+                "errors, got %g" % (MAX_VERIFY_SPREAD_FACTOR, factor))
     asked = [o for o, v in (("--verify-top", args.verify_top),
                             ("--verify-seconds", args.verify_seconds),
-                            ("--verify-min-gain", min_gain))
+                            ("--verify-min-gain", min_gain),
+                            ("--verify-spread-factor", spread))
              if v is not None and top != 0]
     if VERIFIED in algorithms:
         if not args.measure_tasks:
@@ -1552,7 +1576,7 @@ def resolve_algorithms(args) -> Optional[str]:
                 "give --measure-tasks K" % " and ".join(asked))
     args.algorithms, args.verify_top, args.verify_seconds = \
         algorithms, top, seconds
-    args.verify_min_gain = gain
+    args.verify_min_gain, args.verify_spread_factor = gain, factor
     return None
 
 
@@ -1609,6 +1633,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "a fraction, another candidate of %s must measure "
                         "to replace it (default %g)" %
                         (VERIFIED, DEFAULT_VERIFY_MIN_GAIN))
+    parser.add_argument("--verify-spread-factor", type=float, default=None,
+                        help="standard errors of its rounds' spread that "
+                        "%s adds to the gain another candidate must show "
+                        "(0: the spread asks for nothing; default %g)" %
+                        (VERIFIED, DEFAULT_VERIFY_SPREAD_FACTOR))
     parser.add_argument("--measure-repeats", type=int, default=3,
                         help="neuroshard-collect runs per measured task, in "
                         "alternating order; a set's cost is the median over "

@@ -404,6 +404,14 @@ def test_verified_plans_pair_with_the_ablation_and_best_baseline():
     assert "| neuroshard-verified | 2 / 2 | – |" in table
     assert "verify_top=4, verify_seconds=2: " in table
     assert "planned only for the 2 measured tasks" in table
+    # A spread factor is named where it is not the planner's default.
+    summary["verify"].update(min_gain=0.02, spread_factor=2.0)
+    assert "verify_top=4, verify_seconds=2, verify_min_gain=0.02: " in \
+        ev.markdown_table("4dev", summary, algorithms)
+    summary["verify"]["spread_factor"] = 0.5
+    assert "verify_min_gain=0.02, verify_spread_factor=0.5: " in \
+        ev.markdown_table("4dev", summary, algorithms)
+    summary["verify"] = {"top": 4, "seconds": 2.0}
     assert "| task | tables | neuroshard (ms) | neuroshard-verified (ms) | " \
         "table-greedy-grid (ms) | best baseline (ms) | neuroshard-verified " \
         "/ table-greedy-grid | neuroshard-verified / best baseline | " \
@@ -600,6 +608,9 @@ def test_verified_variant_joins_neuroshard_when_measuring():
                                    "table-greedy-grid"]
     assert (args.verify_top, args.verify_seconds, args.verify_min_gain) == \
         (4, 2.0, 0.02)
+    assert args.verify_spread_factor == ev.DEFAULT_VERIFY_SPREAD_FACTOR == 2.0
+    problem, args = resolved(verify_spread_factor=0.0)
+    assert problem is None and args.verify_spread_factor == 0.0
     problem, args = resolved(algorithms="size-greedy,neuroshard",
                              verify_top="auto", verify_seconds=0.5,
                              verify_min_gain=0.1)
@@ -644,6 +655,14 @@ def test_verification_requests_that_cannot_be_met_are_named(capsys):
         in error("--verify-min-gain", "0.6", "--measure-tasks", "1")
     assert "--verify-min-gain: measured selection applies to the measured " \
         "tasks only" in error("--verify-min-gain", "0.05")
+    assert "--verify-spread-factor must be from 0 to 10 standard errors, " \
+        "got 11" in error("--verify-spread-factor", "11", "--measure-tasks",
+                          "1")
+    assert "--verify-spread-factor must be from 0 to 10 standard errors, " \
+        "got -0.5" in error("--verify-spread-factor", "-0.5",
+                            "--measure-tasks", "1")
+    assert "--verify-spread-factor: measured selection applies to the " \
+        "measured tasks only" in error("--verify-spread-factor", "1")
     assert "--measure-tasks 1: no setting of --settings scale is measured " \
         "(the measured settings are 4dev, 8dev, 2dev)" in error(
             "--settings", "scale", "--measure-tasks", "1")
@@ -879,7 +898,8 @@ def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
     assert 1 <= len(searched) <= 3
     assert 0 <= report["chosen"] < len(report["candidates"])
     assert verified["plan_s"] > 0
-    assert summary["verify"] == {"top": 3, "seconds": 0.2, "min_gain": 0.02}
+    assert summary["verify"] == {"top": 3, "seconds": 0.2, "min_gain": 0.02,
+                                 "spread_factor": 2.0}
     assert "unless another measured at least 2% faster" in \
         results.read_text()
     (pair,) = summary["measured_tasks"]
@@ -954,18 +974,20 @@ def test_only_the_verified_variant_asks_for_measured_selection(
     task = {"batch_size": 1024, "tables": [], "devices": 4, "memory_gb": 1}
     for a in ("neuroshard", "size-greedy", ev.VERIFIED):
         assert ev.run_plan(task, a, "m", verify_top="auto",
-                           verify_seconds=0.5) == \
+                           verify_seconds=0.5, verify_spread_factor=0.5) == \
             {"valid": False, "error": "no plan"}
     plain, baseline, verified = calls
     assert plain["algorithm"] == "neuroshard" and plain["verify_top"] == 0
     assert "experience" not in plain and "verify_seconds" not in plain
     assert baseline["algorithm"] == "size-greedy" and \
         baseline["verify_top"] == 0
+    assert "verify_spread_factor" not in plain
     assert {k: verified[k] for k in ("algorithm", "verify_top",
-                                     "verify_seconds", "experience",
-                                     "device_kind")} == \
+                                     "verify_seconds", "verify_spread_factor",
+                                     "experience", "device_kind")} == \
         {"algorithm": "neuroshard", "verify_top": "auto",
-         "verify_seconds": 0.5, "experience": "none", "device_kind": "cpu"}
+         "verify_seconds": 0.5, "verify_spread_factor": 0.5,
+         "experience": "none", "device_kind": "cpu"}
 
 
 def test_measured_selection_reaches_the_planner(pool):
