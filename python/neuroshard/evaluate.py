@@ -76,9 +76,12 @@ process, no all-to-all):
     drift);
   * all the sets of one task (every algorithm's device sets and the single
     tables) are timed in one `neuroshard-collect` run, so they are
-    interleaved in time, and that run is repeated --measure-repeats times
-    (default 3) in alternating order (reversed on odd repeats), repeat r on
-    draw r mod --draws (default 3) of the index streams (the tool's --seed
+    interleaved in time (the algorithms' device sets dealt out device by
+    device, one algorithm after another, so that a slow spell of the host
+    falls on every plan's sets), and that run is repeated --measure-repeats
+    times (default 3) in alternating order (reversed on odd repeats),
+    repeat r on draw r mod --draws (default 3) of the index streams (the
+    tool's --seed
     is --seed + the draw): a training step sees a new batch every time, and
     a set's time moves with the batch by more than the tool's noise, so
     that a plan judged on one draw is judged on one batch. A set's cost is
@@ -1140,7 +1143,8 @@ def _measurement_sentence(summary: Dict) -> str:
     if m:
         draws = int(m.get("draws", 1))
         how = ("Measured on the CPU with `%s`, all of a task's sets (every "
-               "algorithm's devices and every table alone) in one run, %d "
+               "algorithm's devices, dealt out device by device, and every "
+               "table alone) in one run, %d "
                "run%s per task in alternating order%s; a set's cost is the "
                "median over runs of its median over %d iterations%s. " %
                (m["command"], m["repeats"], "" if m["repeats"] == 1 else "s",
@@ -1444,7 +1448,8 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
     per task its lower bound, its tables' costs, the machine's level on
     the `references` ((pool ids, predicted ms) pairs, timed with the task's
     sets; also the task's "level") and the time it took. Each task's
-    distinct sets are timed together, repeated."""
+    distinct sets are timed together, repeated, the plans' sets dealt out
+    device by device, one algorithm after another."""
     measurements = []
     drift_warned = False
     started = time.time()
@@ -1459,12 +1464,16 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
                 sets[keys[key]] = sorted(ids, key=_entry_key)
             return keys[key]
 
-        for a in algorithms:
+        planned = [a for a in algorithms if results[a][i]["valid"]]
+        for a in planned:
             r = results[a][i]
-            if r["valid"]:
-                r["device_sets"] = device_sets(task, r["plan"], pool_dims)
-                for ids in r["device_sets"]:
-                    add(ids)
+            r["device_sets"] = device_sets(task, r["plan"], pool_dims)
+        # The plans' sets dealt out device by device, one algorithm after
+        # another, so that a slow spell of the host during a run lengthens
+        # sets of every plan rather than all of one plan's.
+        for d in range(task["devices"]):
+            for a in planned:
+                add(results[a][i]["device_sets"][d])
         singles = [add([t["pool_id"]]) for t in task["tables"]]
         reference_keys = [add(ids) for ids, _ in references]
         runs = {}

@@ -753,6 +753,37 @@ def test_eight_devices_at_batch_4096_are_measured(tmp_path):
         "devices." in text
 
 
+def test_measurement_deals_the_plans_sets_out(monkeypatch):
+    """A run times the plans' sets device by device, one algorithm after
+    another, then the tables alone."""
+    tables = [{"name": "t%d" % k, "pool_id": k, "dim": 8} for k in range(4)]
+    task = {"name": "2dev-0", "devices": 2, "tables": tables}
+
+    def plan(*devices):
+        return {"valid": True, "plan": {"shards": [
+            {"table": "t%d" % k, "col_begin": 0, "col_end": 8, "device": d}
+            for d, ks in enumerate(devices) for k in ks]}}
+
+    results = {"a": [plan((0, 1), (2, 3))], "b": [plan((0, 2), (1, 3))],
+               "c": [{"valid": False}]}
+    orders = []
+
+    def fake(tool, pool_path, ordered, args, draw):
+        orders.append(list(ordered.values()))
+        return {k: 1.0 + len(ids) for k, ids in ordered.items()}
+
+    monkeypatch.setattr(ev, "measure_sets", fake)
+    args = __import__("argparse").Namespace(measure_repeats=2, draws=1)
+    err = __import__("io").StringIO()
+    (measured,) = ev._measure([task], results, ["a", "b", "c"], "tool",
+                              "pool.json", [8], args, err)
+    first, second = orders
+    assert first == [[0, 1], [0, 2], [2, 3], [1, 3], [0], [1], [2], [3]]
+    assert second == first[::-1]
+    assert results["a"][0]["measured_ms"] == 3.0
+    assert measured["table_costs_ms"] == [2.0] * 4
+
+
 def test_quiet_check_warns_with_the_load(tmp_path, capsys):
     loadavg = tmp_path / "loadavg"
     loadavg.write_text("3.50 2.00 1.00 3/200 1234\n")
