@@ -172,8 +172,9 @@ double secondsSince(Clock::time_point start) {
 /// other row blocks of the same size, time alike.
 using SetKey = std::vector<std::tuple<unsigned, int64_t, int64_t>>;
 
-/// The order in which round `round` times the `needed` sets: dealt out
-/// device by device, one set of every racing candidate in turn (the first
+/// The order in which round `round` times the `needed` sets of candidates
+/// on `numDevices` devices (`setOf` as distinctDeviceSets gives it): dealt
+/// out device by device, one set of every racing candidate in turn (the first
 /// candidate and the first device rotating from round to round), each set
 /// once. The host's speed wanders while a round is timed (on a 2-core
 /// virtual machine a set measured 1.25 to 1.56 times as long in a slow
@@ -183,20 +184,17 @@ using SetKey = std::vector<std::tuple<unsigned, int64_t, int64_t>>;
 /// candidate still racing.
 std::vector<size_t>
 roundOrder(ArrayRef<std::vector<std::optional<size_t>>> setOf,
-           const std::vector<bool> &racing, const std::vector<bool> &needed,
-           unsigned round) {
-  size_t k = setOf.size(), devices = 0;
-  for (const std::vector<std::optional<size_t>> &devicesOf : setOf)
-    devices = std::max(devices, devicesOf.size());
+           unsigned numDevices, const std::vector<bool> &racing,
+           const std::vector<bool> &needed, unsigned round) {
+  size_t k = setOf.size();
   std::vector<size_t> order;
   std::vector<bool> placed(needed.size(), false);
-  for (size_t d = 0; d < devices; ++d)
+  for (unsigned d = 0; d < numDevices; ++d)
     for (size_t j = 0; j < k; ++j) {
       size_t c = (j + round) % k;
-      size_t device = (d + round) % devices;
-      if (!racing[c] || device >= setOf[c].size())
+      if (!racing[c])
         continue;
-      std::optional<size_t> set = setOf[c][device];
+      std::optional<size_t> set = setOf[c][(d + round) % numDevices];
       if (set && needed[*set] && !placed[*set]) {
         placed[*set] = true;
         order.push_back(*set);
@@ -314,7 +312,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
           if (set && deciding[*set])
             needed[*set] = true;
     std::vector<double> roundMs = medianMs;
-    for (size_t s : roundOrder(setOf, racing, needed, rounds)) {
+    for (size_t s : roundOrder(setOf, n, racing, needed, rounds)) {
       roundMs[s] = timer.time(s, rounds % draws);
       times[s].push_back(roundMs[s]);
       medianMs[s] = median(times[s]);
