@@ -1354,17 +1354,8 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     _check_held_out(pool, pool_path, args.cost_model, log)
     pool_dims = pool.get("dims", list(tp.POOL_DIMS))
     # Callers that did not resolve_algorithms verify with the defaults.
-    verify_top = getattr(args, "verify_top", None)
-    verify_top = DEFAULT_VERIFY_TOP if verify_top is None else verify_top
-    verify_seconds = getattr(args, "verify_seconds", None)
-    if verify_seconds is None:
-        verify_seconds = DEFAULT_VERIFY_SECONDS
-    verify_min_gain = getattr(args, "verify_min_gain", None)
-    if verify_min_gain is None:
-        verify_min_gain = DEFAULT_VERIFY_MIN_GAIN
-    verify_spread_factor = getattr(args, "verify_spread_factor", None)
-    if verify_spread_factor is None:
-        verify_spread_factor = DEFAULT_VERIFY_SPREAD_FACTOR
+    verify_top, verify_seconds, verify_min_gain, verify_spread_factor = \
+        verify_options(args)
     settings = {}
     for setting in args.settings:
         count = args.scale_tasks if setting == "scale" else args.tasks
@@ -1530,6 +1521,17 @@ def _verify_top(text: str) -> Union[int, str]:
             str(e).replace("verify_top: ", "", 1))
 
 
+def verify_options(args) -> Tuple[Union[int, str], float, float, float]:
+    """args' verify_top, verify_seconds, verify_min_gain and
+    verify_spread_factor, each its default where it is None or absent."""
+    given = [getattr(args, name, None) for name in
+             ("verify_top", "verify_seconds", "verify_min_gain",
+              "verify_spread_factor")]
+    defaults = (DEFAULT_VERIFY_TOP, DEFAULT_VERIFY_SECONDS,
+                DEFAULT_VERIFY_MIN_GAIN, DEFAULT_VERIFY_SPREAD_FACTOR)
+    return tuple(d if g is None else g for g, d in zip(given, defaults))
+
+
 def resolve_algorithms(args) -> Optional[str]:
     """Turns args.algorithms (a comma list or None), args.verify_top and
     args.verify_seconds (None when not given) into the algorithms to plan
@@ -1545,26 +1547,22 @@ def resolve_algorithms(args) -> Optional[str]:
                 a, ", ".join(ALGORITHMS), VERIFIED)
     if not algorithms:
         return "--algorithms names no algorithm"
-    top = DEFAULT_VERIFY_TOP if args.verify_top is None else args.verify_top
-    seconds = (DEFAULT_VERIFY_SECONDS if args.verify_seconds is None
-               else args.verify_seconds)
+    top, seconds, gain, factor = verify_options(args)
     if not 0.0 <= seconds <= MAX_VERIFY_SECONDS:
         return "--verify-seconds must be from 0 to %g, got %g" % (
             MAX_VERIFY_SECONDS, seconds)
-    min_gain = getattr(args, "verify_min_gain", None)
-    gain = DEFAULT_VERIFY_MIN_GAIN if min_gain is None else min_gain
     if not 0.0 <= gain <= MAX_VERIFY_MIN_GAIN:
         return ("--verify-min-gain must be a fraction from 0 to %g, got %g"
                 % (MAX_VERIFY_MIN_GAIN, gain))
-    spread = getattr(args, "verify_spread_factor", None)
-    factor = DEFAULT_VERIFY_SPREAD_FACTOR if spread is None else spread
     if not 0.0 <= factor <= MAX_VERIFY_SPREAD_FACTOR:
         return ("--verify-spread-factor must be from 0 to %g standard "
                 "errors, got %g" % (MAX_VERIFY_SPREAD_FACTOR, factor))
     asked = [o for o, v in (("--verify-top", args.verify_top),
                             ("--verify-seconds", args.verify_seconds),
-                            ("--verify-min-gain", min_gain),
-                            ("--verify-spread-factor", spread))
+                            ("--verify-min-gain",
+                             getattr(args, "verify_min_gain", None)),
+                            ("--verify-spread-factor",
+                             getattr(args, "verify_spread_factor", None)))
              if v is not None and top != 0]
     if VERIFIED in algorithms:
         if not args.measure_tasks:
