@@ -1062,6 +1062,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.attribute("draws", int64_t(verification->draws));
         writeNumber(json, "min_gain", verification->minGain);
         writeNumber(json, "round_spread", verification->roundSpread);
+        json.attribute("spread_freedom", int64_t(verification->spreadFreedom));
+        json.attribute("racing", int64_t(verification->racing));
         writeNumber(json, "seconds", verification->seconds);
         if (verification->timings) {
           json.attribute("timings", int64_t(verification->timings));

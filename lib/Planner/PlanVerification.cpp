@@ -65,6 +65,13 @@ std::optional<std::string> checkVerifySpreadFactor(double factor) {
       .str();
 }
 
+double verifySpreadQuantile(double factor, unsigned freedom, unsigned racing) {
+  if (factor <= 0.0 || freedom == 0)
+    return 0.0;
+  return studentQuantile(normalTail(factor) / double(std::max(racing, 1u)),
+                         freedom);
+}
+
 std::optional<std::string> checkVerifyMinGain(double gain) {
   if (gain >= 0.0 && gain <= kMaxVerifyMinGain)
     return std::nullopt;
@@ -403,10 +410,16 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   }
   verification.roundSpread =
       freedom ? std::sqrt(squares / double(freedom)) : 0.0;
+  verification.spreadFreedom = freedom;
+  for (size_t c = 0; c < k; ++c)
+    verification.racing += c != incumbent && racing[c];
+  double quantile = verifySpreadQuantile(
+      options.spreadFactor, verification.spreadFreedom, verification.racing);
 
   // The lowest median ratio of the candidates that raced to the end wins if
   // it is a gain beyond the noise: options.minGain, and what the spread
-  // asks of the candidate's rounds.
+  // asks of the candidate's rounds, as known from the rounds there were and
+  // with as many candidates racing.
   for (size_t c = 0; c < k; ++c) {
     CandidateMeasurement &entry = verification.candidates.emplace_back();
     entry.origin = result.candidates[c].origin;
@@ -419,10 +432,10 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     entry.roundRatios = ratios[c];
     entry.requiredGain = options.minGain;
     if (c != incumbent && !ratios[c].empty())
-      entry.requiredGain = std::max(
-          entry.requiredGain,
-          1.0 - std::exp(-options.spreadFactor * verification.roundSpread /
-                         std::sqrt(double(ratios[c].size()))));
+      entry.requiredGain =
+          std::max(entry.requiredGain,
+                   1.0 - std::exp(-quantile * verification.roundSpread /
+                                  std::sqrt(double(ratios[c].size()))));
   }
   verification.chosen = incumbent;
   for (auto [i, entry] : enumerate(verification.candidates))
@@ -655,11 +668,19 @@ std::string describeVerification(const PlanVerification &verification) {
         formatv("the {0}% gain {1}",
                 format("%g", std::round(1000.0 * gain) / 10.0), what)
             .str();
-    if (gain > verification.minGain)
+    if (gain > verification.minGain) {
       text +=
           formatv(", as its {0} rounds' ratios spread {1}%", candidate.rounds,
                   format("%.1f", 100.0 * verification.roundSpread))
               .str();
+      if (verification.spreadFreedom)
+        text += formatv(" ({0} degrees of freedom)", verification.spreadFreedom)
+                    .str();
+      if (verification.spreadFreedom && verification.racing)
+        text += formatv(" and {0} {1} raced it", verification.racing,
+                        verification.racing == 1 ? "candidate" : "candidates")
+                    .str();
+    }
     return text;
   };
   // The incumbent as the text names it.

@@ -277,6 +277,9 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
                            b.getF64FloatAttr(verification->minGain)),
             b.getNamedAttr("round_spread",
                            b.getF64FloatAttr(verification->roundSpread)),
+            b.getNamedAttr("spread_freedom",
+                           count(verification->spreadFreedom)),
+            b.getNamedAttr("racing", count(verification->racing)),
             b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
             b.getNamedAttr("chosen", count(verification->chosen)),
             b.getNamedAttr("incumbent", count(verification->incumbent)),
@@ -335,6 +338,13 @@ public:
     return number(key);
   }
 
+  /// A count that records written before it existed lack.
+  FailureOr<uint64_t> countOr(StringRef key, uint64_t absent) {
+    if (!dict.get(key))
+      return absent;
+    return count(key);
+  }
+
   FailureOr<StringRef> string(StringRef key) {
     FailureOr<StringAttr> value = get<StringAttr>(key, "a string");
     if (failed(value))
@@ -363,6 +373,8 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<uint64_t> draws = fields.count("draws");
   FailureOr<double> minGain = fields.number("min_gain");
   FailureOr<double> spread = fields.numberOr("round_spread", 0.0);
+  FailureOr<uint64_t> freedom = fields.countOr("spread_freedom", 0);
+  FailureOr<uint64_t> racing = fields.countOr("racing", 0);
   FailureOr<double> seconds = fields.number("seconds");
   FailureOr<uint64_t> chosen = fields.count("chosen");
   FailureOr<uint64_t> incumbent = fields.count("incumbent");
@@ -370,9 +382,9 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<ArrayAttr> candidates =
       fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
   if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
-      failed(draws) || failed(minGain) || failed(spread) || failed(seconds) ||
-      failed(chosen) || failed(incumbent) || failed(experience) ||
-      failed(candidates))
+      failed(draws) || failed(minGain) || failed(spread) || failed(freedom) ||
+      failed(racing) || failed(seconds) || failed(chosen) ||
+      failed(incumbent) || failed(experience) || failed(candidates))
     return failure();
   if (*chosen >= candidates->size() || *incumbent >= candidates->size())
     return fields.fail() << " names candidate " << std::max(*chosen, *incumbent)
@@ -385,6 +397,8 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   verification.draws = *draws;
   verification.minGain = *minGain;
   verification.roundSpread = *spread;
+  verification.spreadFreedom = *freedom;
+  verification.racing = *racing;
   verification.seconds = *seconds;
   verification.chosen = *chosen;
   verification.incumbent = *incumbent;

@@ -143,7 +143,9 @@ static cl::opt<double> verifySpreadFactor(
     cl::desc("Standard errors of its rounds' mean ratio (from the spread of "
              "the rounds' ratios) a candidate of --verify-top must gain "
              "beyond, besides --verify-min-gain, to replace the table-wise "
-             "plan (default 2; 0: --verify-min-gain alone, for a quiet host)"),
+             "plan: a normal tail, shared among the candidates racing and "
+             "read off Student's t for the spread's rounds (default 2; 0: "
+             "--verify-min-gain alone, for a quiet host)"),
     cl::init(VerifyOptions().spreadFactor), cl::cat(category));
 static cl::opt<std::string> verifyExport(
     "verify-export",

@@ -364,8 +364,23 @@ TEST(PlanVerificationTest, AsksTheGainTheRoundsSpreadWarrants) {
   EXPECT_DOUBLE_EQ(same.pairedRatio, best.pairedRatio);
   ASSERT_EQ(same.rounds, 3u);
   EXPECT_GT(verification.roundSpread, 0.1);
-  double needed = 1.0 - std::exp(-options.spreadFactor *
-                                 verification.roundSpread / std::sqrt(3.0));
+  // The spread's degrees of freedom are the rounds of the candidates timed
+  // in more than one, less one each; the candidates racing at the end are
+  // those still timed in the last round.
+  unsigned freedom = 0, racing = 0;
+  for (auto [i, candidate] : enumerate(verification.candidates)) {
+    if (i == verification.incumbent)
+      continue;
+    freedom += candidate.rounds > 1 ? candidate.rounds - 1 : 0;
+    racing += candidate.rounds == verification.rounds;
+  }
+  EXPECT_EQ(verification.spreadFreedom, freedom);
+  EXPECT_EQ(verification.racing, racing);
+  ASSERT_GE(racing, 1u);
+  double quantile = verifySpreadQuantile(options.spreadFactor, freedom, racing);
+  EXPECT_GT(quantile, options.spreadFactor);
+  double needed =
+      1.0 - std::exp(-quantile * verification.roundSpread / std::sqrt(3.0));
   EXPECT_DOUBLE_EQ(same.requiredGain, needed);
   ASSERT_GT(needed, 1.0 - same.pairedRatio);
   EXPECT_EQ(verification.chosen, tableWise);
@@ -373,9 +388,12 @@ TEST(PlanVerificationTest, AsksTheGainTheRoundsSpreadWarrants) {
   EXPECT_EQ(verification.candidates[tableWise].requiredGain, options.minGain);
   std::string text = describeVerification(verification);
   EXPECT_NE(text.find(formatv("below the {0}% gain that replaces it, as its "
-                              "3 rounds' ratios spread {1}%",
+                              "3 rounds' ratios spread {1}% ({2} degrees of "
+                              "freedom) and {3} {4} raced it",
                               format("%g", std::round(1000.0 * needed) / 10.0),
-                              format("%.1f", 100.0 * verification.roundSpread))
+                              format("%.1f", 100.0 * verification.roundSpread),
+                              freedom, racing,
+                              racing == 1 ? "candidate" : "candidates")
                           .str()),
             std::string::npos)
       << text;
@@ -389,6 +407,28 @@ TEST(PlanVerificationTest, AsksTheGainTheRoundsSpreadWarrants) {
   text = describeVerification(*alone.verification);
   EXPECT_NE(text.find(", beyond the 2% gain it needed"), std::string::npos)
       << text;
+}
+
+// The spread factor is a one-sided normal tail: read off Student's t for
+// the spread's degrees of freedom and shared among the candidates that
+// could be chosen. With many rounds and one candidate it is the factor.
+TEST(PlanVerificationTest, SpreadQuantileWidensForFewRoundsAndManyRacers) {
+  EXPECT_NEAR(verifySpreadQuantile(2.0, 100000, 1), 2.0, 1e-3);
+  // A 2.3% tail: 2.28 for 10 degrees of freedom, 2.52 for 6, 3.31 for 3.
+  EXPECT_NEAR(verifySpreadQuantile(2.0, 10, 1), 2.28, 0.01);
+  EXPECT_NEAR(verifySpreadQuantile(2.0, 6, 1), 2.52, 0.01);
+  EXPECT_NEAR(verifySpreadQuantile(2.0, 3, 1), 3.31, 0.01);
+  // Shared among 4 candidates: the normal point of a 0.57% tail.
+  EXPECT_NEAR(verifySpreadQuantile(2.0, 100000, 4), 2.53, 0.01);
+  EXPECT_GT(verifySpreadQuantile(2.0, 6, 2), verifySpreadQuantile(2.0, 6, 1));
+  EXPECT_GT(verifySpreadQuantile(2.0, 6, 1), verifySpreadQuantile(2.0, 12, 1));
+  // No racer counts as one; no spread or no factor asks for nothing.
+  EXPECT_EQ(verifySpreadQuantile(2.0, 6, 0), verifySpreadQuantile(2.0, 6, 1));
+  EXPECT_EQ(verifySpreadQuantile(2.0, 0, 3), 0.0);
+  EXPECT_EQ(verifySpreadQuantile(0.0, 6, 3), 0.0);
+  // The largest factor asks for a finite quantile.
+  EXPECT_TRUE(
+      std::isfinite(verifySpreadQuantile(kMaxVerifySpreadFactor, 1, 64)));
 }
 
 TEST(PlanVerificationTest, WithoutATableWiseCandidateTheModelsBestIsIncumbent) {

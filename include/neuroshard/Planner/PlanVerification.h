@@ -121,14 +121,18 @@ struct VerifyOptions {
   /// the noise of timing one set. Users on a noisy host raise it
   /// (--verify-min-gain), 0 takes any gain.
   double minGain = 0.02;
-  /// Standard errors of its median ratio a candidate must gain beyond to
-  /// replace the incumbent: with a spread s of the rounds' log ratios
+  /// Standard errors of its mean log ratio a candidate must gain beyond to
+  /// replace the incumbent, where the spread is known exactly and one
+  /// candidate races it: with a spread s of the rounds' log ratios
   /// (PlanVerification::roundSpread) and n rounds of its own, it needs a
-  /// gain of at least 1 - exp(-spreadFactor * s / sqrt(n)) besides
-  /// minGain. Where a host's timings move a lot from round to round, a few
-  /// rounds cannot tell a few percent apart, and the candidate that looks
-  /// fastest among several is the one the noise favoured most. 0 leaves
-  /// minGain alone (--verify-spread-factor).
+  /// gain of at least 1 - exp(-q * s / sqrt(n)) besides minGain, where q is
+  /// verifySpreadQuantile(spreadFactor, d, m) for the d degrees of freedom
+  /// of s and the m candidates racing the incumbent at the end: the
+  /// factor's normal tail shared among the m and read off Student's t.
+  /// Where a host's timings move a lot from round to round, a few rounds
+  /// cannot tell a few percent apart, s itself is known roughly, and the
+  /// candidate that looks fastest among several is the one the noise
+  /// favoured most. 0 leaves minGain alone (--verify-spread-factor).
   double spreadFactor = 2.0;
 };
 
@@ -180,6 +184,14 @@ constexpr double kMaxVerifySpreadFactor = 10.0;
 /// Checks --verify-spread-factor (VerifyOptions::spreadFactor); the message
 /// names the value.
 std::optional<std::string> checkVerifySpreadFactor(double factor);
+
+/// The standard errors a gain must exceed (VerifyOptions::spreadFactor):
+/// the one-sided normal tail of `factor`, divided among the `racing`
+/// candidates (at least 1) that could be chosen, as a quantile of Student's
+/// t with the spread's `freedom` degrees of freedom. `factor` itself for
+/// one candidate as the degrees of freedom grow; 0 for a factor of 0 or no
+/// degrees of freedom (no spread to scale).
+double verifySpreadQuantile(double factor, unsigned freedom, unsigned racing);
 
 /// Times every distinct device set of `result.candidates` with `timer` in
 /// rounds over the sets (each round in another order,

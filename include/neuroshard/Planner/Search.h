@@ -239,6 +239,13 @@ struct PlanVerification {
   /// ratios about each candidate's mean, over the candidates timed in more
   /// than one round (0 where none was).
   double roundSpread = 0.0;
+  /// The degrees of freedom of roundSpread (its candidates' rounds less one
+  /// each), and the candidates other than the incumbent still racing it
+  /// when the rounds stopped (the ones that could replace it); both scale
+  /// the gain a candidate needs (VerifyOptions::spreadFactor). 0 for a
+  /// verification read back from a plan record that lacks them.
+  unsigned spreadFreedom = 0;
+  unsigned racing = 0;
   double seconds = 0.0;
   /// The timings of sets over all rounds, and the seconds the rounds took
   /// (`seconds` less preparing the sets and pricing): what one timing

@@ -102,8 +102,10 @@ defvar PlanOptions = [
          "::neuroshard::VerifyOptions{}.spreadFactor",
          "Standard errors of its rounds' mean ratio (from the spread of the "
          "rounds' ratios) a candidate of verify-top must gain beyond, "
-         "besides verify-min-gain, to replace the table-wise plan (default "
-         "2; 0: verify-min-gain alone, for a quiet host)">,
+         "besides verify-min-gain, to replace the table-wise plan: a normal "
+         "tail, shared among the candidates racing and read off Student's t "
+         "for the spread's rounds (default 2; 0: verify-min-gain alone, for "
+         "a quiet host)">,
   Option<"experience", "experience", "std::string", "\"\"",
          "JSON Lines file the verified device sets are appended to ('none': "
          "nowhere; default: experience.jsonl in the bundle's directory, for "
