@@ -85,7 +85,13 @@ process, no all-to-all):
     is --seed + the draw): a training step sees a new batch every time, and
     a set's time moves with the batch by more than the tool's noise, so
     that a plan judged on one draw is judged on one batch. A set's cost is
-    the median over repeats of the tool's median over --iters runs. Before
+    the median over repeats of the tool's median over --iters runs. With
+    --judge-repeats N, the sets of NeuroShard's default plan, its ablation
+    and the task's best baseline are then timed alone in N more runs
+    (dealt out and alternating in the same way), and the per-task ratios
+    are paired in those runs: a run of three plans' sets is over before
+    the host's speed moves much, where a run of a task's every set lets a
+    slow spell fall on one plan's slowest device and not another's. Before
     planning the measured tasks, a 1-minute load average above half the
     cores is warned about on stderr (the figures would be noisy), and each
     measured task prints a progress line (elapsed, ETA) on stderr.
@@ -459,9 +465,13 @@ def paired_ratio(mine: Dict, other: Dict) -> Optional[float]:
 
 def repeat_ratios(mine: Dict, other: Dict) -> Optional[List[float]]:
     """Per repeat, the slowest device of plan result `mine` over that of
-    `other` in the same tool run ("measured_runs_ms"); None where the
+    `other` in the same tool run: of the judging runs that timed the two
+    plans' sets alone ("judged_runs_ms", --judge-repeats) where both have
+    them, else of the task's runs ("measured_runs_ms"); None where the
     repeats are not both known."""
-    ra, rb = mine.get("measured_runs_ms"), other.get("measured_runs_ms")
+    key = ("judged_runs_ms" if mine.get("judged_runs_ms") and
+           other.get("judged_runs_ms") else "measured_runs_ms")
+    ra, rb = mine.get(key), other.get(key)
     if not ra or not rb or len(ra) != len(rb) or not all(y > 0 for y in rb):
         return None
     return [x / y for x, y in zip(ra, rb)]
@@ -755,7 +765,8 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
                                      if ABLATION in algorithms else None),
             "ratio_best_baseline_range": spread(best_result),
             "level": task.get("level"),
-            "verified_choice": choice})
+            "verified_choice": choice,
+            "judged_repeats": len(mine.get("judged_runs_ms") or ()) or None})
     return pairs
 
 
@@ -964,16 +975,20 @@ def pairs_table(pairs: Sequence[Dict], algorithms: Sequence[str]) -> str:
             line += " %s |" % _choice(p.get("verified_choice"))
         lines.append(line)
     lines.append("")
+    judged = max((p.get("judged_repeats") or 0 for p in pairs), default=0)
+    runs = ("the measurement's runs" if not judged else
+            "%d more runs that timed only the sets of these three plans "
+            "(--judge-repeats)" % judged)
     lines.append("Best baseline = the DESIGN §4 baseline whose plan measured "
                  "lowest on that task; a ratio below 1 is NeuroShard's "
                  "default plan (%s) measuring faster. A ratio is the median "
-                 "over the measurement's runs of the two plans' ratio in the "
+                 "over %s of the two plans' ratio in the "
                  "same run; in brackets, the lowest and highest of those "
                  "per-run ratios. A task where one of "
                  "the two has no plan has no ratio. Planning time = the "
                  "planner call's wall time (loading the model, the search "
                  "and, with measured selection, timing the candidates)%s."
-                 % (default, "; measured selection's candidates are "
+                 % (default, runs, "; measured selection's candidates are "
                     "numbered as the planner lists them" if verified
                     else ""))
     return "\n".join(lines) + "\n"
@@ -1154,6 +1169,11 @@ def _measurement_sentence(summary: Dict) -> str:
                 m["iters"], "" if m.get("loadavg") is None else
                 " (1-minute load average %.2f before measuring)" %
                 m["loadavg"]))
+        if m.get("judge_repeats"):
+            how += ("Then %d more runs per task timed only the sets of "
+                    "NeuroShard's default plan, its ablation and the best "
+                    "baseline, and the per-task ratios pair those runs "
+                    "(--judge-repeats). " % m["judge_repeats"])
     return (how + "A plan's measured cost is its slowest device's (compute "
             "only). Lower bound = the sum of the task's tables timed alone / "
             "devices (mean %s ms); gap = (measured - bound) / bound; "
@@ -1371,6 +1391,7 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
                 "command": shlex.join(["neuroshard-collect"] +
                                       collect_options(args)),
                 "repeats": args.measure_repeats, "draws": args.draws,
+                "judge_repeats": getattr(args, "judge_repeats", 0),
                 "warmup": args.warmup,
                 "iters": args.iters, "loadavg": check_quiet(err)}
         # VERIFIED only where tasks are measured.
@@ -1492,6 +1513,8 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
                     max(runs[k][rep] for k in own)
                     for rep in range(args.measure_repeats)]
                 r["lower_bound_ms"] = bound
+        if getattr(args, "judge_repeats", 0):
+            _judge(task, i, results, algorithms, tool, pool_path, args)
         now = time.time()
         measurements.append({"task": task["name"],
                              "tables": len(task["tables"]),
@@ -1509,6 +1532,46 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
                args.measure_repeats, now - task_started, now - started, eta),
               file=err, flush=True)
     return measurements
+
+
+def _judge(task, i, results, algorithms, tool, pool_path, args) -> None:
+    """Times the device sets of NeuroShard's default plan, the ablation and
+    the task's best baseline (the baseline whose plan the task's runs
+    measured lowest) alone, dealt out device by device, in
+    --judge-repeats runs (alternating order, run r on draw r mod --draws),
+    and adds to each of those plans "judged_runs_ms", its slowest device
+    in each run, which the paired ratios then use: a run of a few plans'
+    sets is shorter than a run of every algorithm's sets and every table,
+    so a slow spell of the host falls more evenly on the plans compared."""
+    default = default_algorithm(algorithms)
+    if default is None or not results[default][i]["valid"]:
+        return
+    baselines = [a for a in algorithms if a in BASELINES and
+                 results[a][i].get("measured_ms") is not None]
+    best = (min(baselines, key=lambda a: results[a][i]["measured_ms"])
+            if baselines else None)
+    judged = [a for a in dict.fromkeys((default, ABLATION, best))
+              if a in algorithms and results[a][i]["valid"]]
+    if len(judged) < 2:
+        return
+    keys, sets = {}, {}
+    for d in range(task["devices"]):
+        for a in judged:
+            key = set_key(results[a][i]["device_sets"][d])
+            if key not in keys:
+                keys[key] = len(keys)
+                sets[keys[key]] = sorted(results[a][i]["device_sets"][d],
+                                         key=_entry_key)
+    runs = {}
+    measure_repeated(sets, args.judge_repeats,
+                     lambda ordered, draw: measure_sets(tool, pool_path,
+                                                        ordered, args, draw),
+                     runs, draws=args.draws)
+    for a in judged:
+        own = [keys[set_key(ids)] for ids in results[a][i]["device_sets"]]
+        results[a][i]["judged_runs_ms"] = [
+            max(runs[k][rep] for k in own)
+            for rep in range(args.judge_repeats)]
 
 
 def _verify_top(text: str) -> Union[int, str]:
@@ -1649,6 +1712,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="neuroshard-collect runs per measured task, in "
                         "alternating order; a set's cost is the median over "
                         "runs (default %(default)s)")
+    parser.add_argument("--judge-repeats", type=int, default=0,
+                        help="after a task's runs, time only the sets of "
+                        "NeuroShard's default plan, the ablation and the "
+                        "best baseline in this many more runs, and take "
+                        "the paired ratios from them (default 0: from the "
+                        "task's runs)")
     parser.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
                         help="draws of the index streams the repeats go "
                         "through in turn, seeds --seed to --seed + draws - "
@@ -1688,6 +1757,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                      "--warmup >= 0")
     if args.draws < 1:
         parser.error("--draws must be at least 1, got %d" % args.draws)
+    if args.judge_repeats < 0:
+        parser.error("--judge-repeats must be 0 or more, got %d" %
+                     args.judge_repeats)
     try:
         settings = evaluate(args)
         accepted = acceptance(settings, args.batch_size) \

@@ -651,6 +651,8 @@ def test_verification_requests_that_cannot_be_met_are_named(capsys):
     assert "--verify-seconds must be from 0 to 3600, got -1" in error(
         "--verify-seconds", "-1", "--measure-tasks", "1")
     assert "--draws must be at least 1, got 0" in error("--draws", "0")
+    assert "--judge-repeats must be 0 or more, got -1" in error(
+        "--judge-repeats", "-1")
     assert "--verify-min-gain must be a fraction from 0 to 0.5, got 0.6" \
         in error("--verify-min-gain", "0.6", "--measure-tasks", "1")
     assert "--verify-min-gain: measured selection applies to the measured " \
@@ -782,6 +784,64 @@ def test_measurement_deals_the_plans_sets_out(monkeypatch):
     assert second == first[::-1]
     assert results["a"][0]["measured_ms"] == 3.0
     assert measured["table_costs_ms"] == [2.0] * 4
+
+
+def test_judging_runs_time_only_the_compared_plans(monkeypatch):
+    """With --judge-repeats, after the task's runs the sets of NeuroShard's
+    default plan, the ablation and the best baseline are timed alone, and
+    the paired ratios come from those runs."""
+    tables = [{"name": "t%d" % k, "pool_id": k, "dim": 8} for k in range(4)]
+    task = {"name": "2dev-0", "devices": 2, "tables": tables}
+
+    def plan(*devices):
+        return {"valid": True, "plan": {"shards": [
+            {"table": "t%d" % k, "col_begin": 0, "col_end": 8, "device": d}
+            for d, ks in enumerate(devices) for k in ks]}}
+
+    algorithms = [ev.VERIFIED, ev.ABLATION, "lookup-greedy", "size-greedy"]
+    results = {ev.VERIFIED: [plan((0, 1), (2, 3))],
+               ev.ABLATION: [plan((0, 2), (1, 3))],
+               "lookup-greedy": [plan((0, 3), (1, 2))],
+               "size-greedy": [plan((0, 1, 2), (3,))]}
+    orders = []
+
+    def fake(tool, pool_path, ordered, args, draw):
+        orders.append(list(ordered.values()))
+        judging = len(orders) > 2
+        # The task's runs find the verified plan twice as slow as the
+        # ablation, the judging runs at 0.75 of it.
+        if judging:
+            return {k: len(ids) - (0.5 if ids in ([0, 1], [2, 3]) else 0.0)
+                    for k, ids in ordered.items()}
+        return {k: len(ids) + (2.0 if ids == [0, 1] else 0.0)
+                for k, ids in ordered.items()}
+
+    monkeypatch.setattr(ev, "measure_sets", fake)
+    args = __import__("argparse").Namespace(measure_repeats=2, draws=1,
+                                            judge_repeats=3)
+    err = __import__("io").StringIO()
+    ev._measure([task], results, algorithms, "tool", "pool.json", [8],
+                args, err)
+    assert len(orders) == 5
+    # Best baseline: lookup-greedy (2.0) before size-greedy (3.0).
+    judged_sets = [[0, 1], [0, 2], [0, 3], [2, 3], [1, 3], [1, 2]]
+    assert orders[2] == judged_sets and orders[3] == judged_sets[::-1]
+    assert "judged_runs_ms" not in results["size-greedy"][0]
+    assert results[ev.VERIFIED][0]["judged_runs_ms"] == [1.5] * 3
+    assert results[ev.VERIFIED][0]["measured_runs_ms"] == [4.0] * 2
+    pairs = ev.task_pairs([task], results, algorithms)
+    assert pairs[0]["best_baseline"] == "lookup-greedy"
+    assert pairs[0]["ratio_ablation"] == pytest.approx(0.75)
+    assert pairs[0]["ratio_best_baseline"] == pytest.approx(0.75)
+    assert pairs[0]["judged_repeats"] == 3
+    table = ev.pairs_table(pairs, algorithms)
+    assert "3 more runs that timed only the sets of these three" in table
+    # Without it the ratios pair the task's runs.
+    for r in results.values():
+        r[0].pop("judged_runs_ms", None)
+    pairs = ev.task_pairs([task], results, algorithms)
+    assert pairs[0]["ratio_ablation"] == pytest.approx(2.0)
+    assert pairs[0]["judged_repeats"] is None
 
 
 def test_quiet_check_warns_with_the_load(tmp_path, capsys):
