@@ -54,7 +54,8 @@ inline double incompleteBeta(double a, double b, double x) {
   double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
   d = 1.0 / (std::fabs(d) < tiny ? tiny : d);
   double fraction = d;
-  for (int m = 1; m <= 300; ++m) {
+  bool converged = false;
+  for (int m = 1; m <= 300 && !converged; ++m) {
     for (int odd = 0; odd < 2; ++odd) {
       double step =
           odd ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
@@ -64,8 +65,7 @@ inline double incompleteBeta(double a, double b, double x) {
       c = 1.0 + step / c;
       c = std::fabs(c) < tiny ? tiny : c;
       fraction *= c * d;
-      if (odd && std::fabs(c * d - 1.0) < 1e-15)
-        m = 300;
+      converged = odd && std::fabs(c * d - 1.0) < 1e-15;
     }
   }
   double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
