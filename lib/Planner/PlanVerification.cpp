@@ -673,13 +673,14 @@ std::string describeVerification(const PlanVerification &verification) {
           formatv(", as its {0} rounds' ratios spread {1}%", candidate.rounds,
                   format("%.1f", 100.0 * verification.roundSpread))
               .str();
-      if (verification.spreadFreedom)
+      if (verification.spreadFreedom) {
         text += formatv(" ({0} degrees of freedom)", verification.spreadFreedom)
                     .str();
-      if (verification.spreadFreedom && verification.racing)
-        text += formatv(" and {0} {1} raced it", verification.racing,
-                        verification.racing == 1 ? "candidate" : "candidates")
-                    .str();
+        if (verification.racing)
+          text += formatv(" and {0} {1} raced it", verification.racing,
+                          verification.racing == 1 ? "candidate" : "candidates")
+                      .str();
+      }
     }
     return text;
   };
