@@ -697,6 +697,16 @@ def default_algorithm(algorithms: Sequence[str]) -> Optional[str]:
     return None
 
 
+def best_baseline(results: Dict[str, List[Dict]], algorithms: Sequence[str],
+                  i: int) -> Optional[str]:
+    """The DESIGN §4 baseline whose plan for task `i` measured lowest (ties:
+    the first name in order), None where no baseline's plan was measured."""
+    measured = [(results[a][i].get("measured_ms"), a) for a in algorithms
+                if a in BASELINES and
+                results[a][i].get("measured_ms") is not None]
+    return min(measured)[1] if measured else None
+
+
 def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
                algorithms: Sequence[str]) -> List[Dict]:
     """Per measured task (one where some plan was measured): its name and
@@ -723,9 +733,8 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
             continue
         costs = {a: measured(a, i) for a in ("neuroshard", VERIFIED,
                                              ABLATION)}
-        baselines = [(measured(a, i), a) for a in algorithms
-                     if a in BASELINES and measured(a, i) is not None]
-        best_ms, best = min(baselines) if baselines else (None, None)
+        best = best_baseline(results, algorithms, i)
+        best_ms = measured(best, i) if best else None
         mine = results[default][i] if default else {}
         mine_ms = mine.get("measured_ms")
         best_result = results[best][i] if best else {}
@@ -1468,26 +1477,15 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
     for i, task in enumerate(tasks):
         task_started = time.time()
         keys, sets = {}, {}
-
-        def add(ids):
-            key = set_key(ids)
-            if key not in keys:
-                keys[key] = len(keys)
-                sets[keys[key]] = sorted(ids, key=_entry_key)
-            return keys[key]
-
         planned = [a for a in algorithms if results[a][i]["valid"]]
         for a in planned:
             r = results[a][i]
             r["device_sets"] = device_sets(task, r["plan"], pool_dims)
-        # The plans' sets dealt out device by device, one algorithm after
-        # another, so that a slow spell of the host during a run lengthens
-        # sets of every plan rather than all of one plan's.
-        for d in range(task["devices"]):
-            for a in planned:
-                add(results[a][i]["device_sets"][d])
-        singles = [add([t["pool_id"]]) for t in task["tables"]]
-        reference_keys = [add(ids) for ids, _ in references]
+        _deal_out([results[a][i] for a in planned], task["devices"], keys,
+                  sets)
+        singles = [_add_set(keys, sets, [t["pool_id"]])
+                   for t in task["tables"]]
+        reference_keys = [_add_set(keys, sets, ids) for ids, _ in references]
         runs = {}
         costs = measure_repeated(
             sets, args.measure_repeats,
@@ -1509,9 +1507,8 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
             if r["valid"]:
                 own = [keys[set_key(ids)] for ids in r["device_sets"]]
                 r["measured_ms"] = max(costs[k] for k in own)
-                r["measured_runs_ms"] = [
-                    max(runs[k][rep] for k in own)
-                    for rep in range(args.measure_repeats)]
+                r["measured_runs_ms"] = _slowest_runs(r, keys, runs,
+                                                      args.measure_repeats)
                 r["lower_bound_ms"] = bound
         if getattr(args, "judge_repeats", 0):
             _judge(task, i, results, algorithms, tool, pool_path, args)
@@ -1546,32 +1543,49 @@ def _judge(task, i, results, algorithms, tool, pool_path, args) -> None:
     default = default_algorithm(algorithms)
     if default is None or not results[default][i]["valid"]:
         return
-    baselines = [a for a in algorithms if a in BASELINES and
-                 results[a][i].get("measured_ms") is not None]
-    best = (min(baselines, key=lambda a: results[a][i]["measured_ms"])
-            if baselines else None)
-    judged = [a for a in dict.fromkeys((default, ABLATION, best))
+    best = best_baseline(results, algorithms, i)
+    judged = [results[a][i] for a in dict.fromkeys((default, ABLATION, best))
               if a in algorithms and results[a][i]["valid"]]
     if len(judged) < 2:
         return
     keys, sets = {}, {}
-    for d in range(task["devices"]):
-        for a in judged:
-            key = set_key(results[a][i]["device_sets"][d])
-            if key not in keys:
-                keys[key] = len(keys)
-                sets[keys[key]] = sorted(results[a][i]["device_sets"][d],
-                                         key=_entry_key)
+    _deal_out(judged, task["devices"], keys, sets)
     runs = {}
     measure_repeated(sets, args.judge_repeats,
                      lambda ordered, draw: measure_sets(tool, pool_path,
                                                         ordered, args, draw),
                      runs, draws=args.draws)
-    for a in judged:
-        own = [keys[set_key(ids)] for ids in results[a][i]["device_sets"]]
-        results[a][i]["judged_runs_ms"] = [
-            max(runs[k][rep] for k in own)
-            for rep in range(args.judge_repeats)]
+    for r in judged:
+        r["judged_runs_ms"] = _slowest_runs(r, keys, runs, args.judge_repeats)
+
+
+def _add_set(keys: Dict, sets: Dict[int, List], ids: List) -> int:
+    """The number of set `ids` among the distinct sets of a measurement
+    (`keys`: set_key to number; `sets`: number to its sorted entries),
+    numbering it next where it is new."""
+    key = set_key(ids)
+    if key not in keys:
+        keys[key] = len(keys)
+        sets[keys[key]] = sorted(ids, key=_entry_key)
+    return keys[key]
+
+
+def _deal_out(plans: Sequence[Dict], devices: int, keys: Dict,
+              sets: Dict[int, List]) -> None:
+    """Adds the device sets of plan results `plans` (_add_set) device by
+    device, one plan after another, so that a slow spell of the host during
+    a run lengthens sets of every plan rather than all of one plan's."""
+    for d in range(devices):
+        for r in plans:
+            _add_set(keys, sets, r["device_sets"][d])
+
+
+def _slowest_runs(plan: Dict, keys: Dict, runs: Dict[int, List[float]],
+                  repeats: int) -> List[float]:
+    """Plan result `plan`'s slowest device in each of `repeats` runs, from
+    each set's time per run (`runs`, by the set's number in `keys`)."""
+    own = [keys[set_key(ids)] for ids in plan["device_sets"]]
+    return [max(runs[k][rep] for k in own) for rep in range(repeats)]
 
 
 def _verify_top(text: str) -> Union[int, str]:

@@ -755,17 +755,25 @@ def test_eight_devices_at_batch_4096_are_measured(tmp_path):
         "devices." in text
 
 
+def _four_table_task():
+    """A 2-device task of four 8-wide tables t0-t3, pool ids 0-3."""
+    tables = [{"name": "t%d" % k, "pool_id": k, "dim": 8} for k in range(4)]
+    return {"name": "2dev-0", "devices": 2, "tables": tables}
+
+
+def _whole_table_plan(*devices):
+    """A valid plan result placing whole tables: device d holds the tables
+    numbered in devices[d]."""
+    return {"valid": True, "plan": {"shards": [
+        {"table": "t%d" % k, "col_begin": 0, "col_end": 8, "device": d}
+        for d, ks in enumerate(devices) for k in ks]}}
+
+
 def test_measurement_deals_the_plans_sets_out(monkeypatch):
     """A run times the plans' sets device by device, one algorithm after
     another, then the tables alone."""
-    tables = [{"name": "t%d" % k, "pool_id": k, "dim": 8} for k in range(4)]
-    task = {"name": "2dev-0", "devices": 2, "tables": tables}
-
-    def plan(*devices):
-        return {"valid": True, "plan": {"shards": [
-            {"table": "t%d" % k, "col_begin": 0, "col_end": 8, "device": d}
-            for d, ks in enumerate(devices) for k in ks]}}
-
+    task = _four_table_task()
+    plan = _whole_table_plan
     results = {"a": [plan((0, 1), (2, 3))], "b": [plan((0, 2), (1, 3))],
                "c": [{"valid": False}]}
     orders = []
@@ -790,14 +798,8 @@ def test_judging_runs_time_only_the_compared_plans(monkeypatch):
     """With --judge-repeats, after the task's runs the sets of NeuroShard's
     default plan, the ablation and the best baseline are timed alone, and
     the paired ratios come from those runs."""
-    tables = [{"name": "t%d" % k, "pool_id": k, "dim": 8} for k in range(4)]
-    task = {"name": "2dev-0", "devices": 2, "tables": tables}
-
-    def plan(*devices):
-        return {"valid": True, "plan": {"shards": [
-            {"table": "t%d" % k, "col_begin": 0, "col_end": 8, "device": d}
-            for d, ks in enumerate(devices) for k in ks]}}
-
+    task = _four_table_task()
+    plan = _whole_table_plan
     algorithms = [ev.VERIFIED, ev.ABLATION, "lookup-greedy", "size-greedy"]
     results = {ev.VERIFIED: [plan((0, 1), (2, 3))],
                ev.ABLATION: [plan((0, 2), (1, 3))],
