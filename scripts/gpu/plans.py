@@ -6,7 +6,10 @@
     scripts/gpu/plans.py report DIR
 
 `prepare` plans every model with each configuration of CONFIGS (BUNDLE is
-the GPU bundle the neural ones use), records each plan's JSON
+the GPU bundle the neural ones use; --configs keeps some of them, and each
+--compare-cost-model OTHER adds NeuroShard with that bundle, labelled
+`neuroshard-` and its directory's name, after `neuroshard-gpu-model`, so
+that two bundles' plans are timed side by side on one GPU), records each plan's JSON
 (--neuroshard-export-plan) and writes the CUDA launch manifest of its device
 sets (--neuroshard-export-cuda: one launch per device, then one per device
 and replicated table for the device's share of the replica's bags), each
@@ -68,7 +71,40 @@ def number_launches(manifest: str) -> list:
     return devices
 
 
+def configurations(args) -> list:
+    """The (label, algorithm, cost model) of each plan `prepare` makes for a
+    model: CONFIGS, or those --configs names, and NeuroShard with each
+    --compare-cost-model bundle after NeuroShard with the given one."""
+    labels = [c[0] for c in CONFIGS]
+    keep = labels if args.configs is None else \
+        [c for c in args.configs.split(",") if c]
+    unknown = [c for c in keep if c not in labels]
+    if unknown or not keep:
+        raise ValueError("--configs: %s; expected a comma list of %s" % (
+            "unknown %s" % ", ".join(repr(c) for c in unknown) if unknown
+            else "no configuration", ", ".join(labels)))
+    configs = []
+    for label, algorithm, model_name in CONFIGS:
+        if label in keep:
+            configs.append((label, algorithm, model_name))
+        if label == "neuroshard-gpu-model":
+            for bundle in args.compare_cost_model or []:
+                name = os.path.basename(os.path.normpath(bundle))
+                configs.append(("neuroshard-" + name, "neuroshard", bundle))
+    compared = [c[0] for c in configs]
+    twice = sorted({c for c in compared if compared.count(c) > 1})
+    if twice:
+        raise ValueError("--compare-cost-model: %s would be planned twice"
+                         % ", ".join(twice))
+    return configs
+
+
 def prepare(args) -> int:
+    try:
+        configs = configurations(args)
+    except ValueError as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 1
     build = args.build
     opt = os.path.join(build, "bin", "neuroshard-opt")
     runner = os.path.join(build, "bin", "neuroshard-cuda-runner")
@@ -83,7 +119,7 @@ def prepare(args) -> int:
     runs, index = [], []
     for model in args.model:
         stem = os.path.splitext(os.path.basename(model))[0]
-        for label, algorithm, model_name in CONFIGS:
+        for label, algorithm, model_name in configs:
             cost_model = args.cost_model if model_name == "gpu" \
                 else model_name
             name = "%s--%s" % (stem, label)
@@ -309,6 +345,12 @@ def main() -> int:
     p.add_argument("dir")
     p.add_argument("--model", action="append", required=True)
     p.add_argument("--cost-model", required=True)
+    p.add_argument("--compare-cost-model", action="append",
+                   help="also plan with NeuroShard and this bundle "
+                   "(repeatable)")
+    p.add_argument("--configs",
+                   help="the configurations of CONFIGS to plan, as a comma "
+                   "list (default: all)")
     p.add_argument("--chip", default="sm_90")
     p.add_argument("--verify-top", type=int, default=0,
                    help="also write the sets of NeuroShard's K best "

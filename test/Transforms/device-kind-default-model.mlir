@@ -15,15 +15,25 @@
 // CPU: cost model: neural cost model 'cpu-zen5-b1024'
 // RUN: neuroshard-opt %s --neuroshard-shard="device-kind=cpu-zen3 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZEN3
 // ZEN3: cost model: neural cost model 'cpu-zen3-b1024'
+// RUN: neuroshard-opt %s --neuroshard-shard="device-kind=h100 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=H100
+// RUN: neuroshard-opt %s --neuroshard-shard="device-kind=H100 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=H100
+// H100-NOT: warning
+// H100: cost model: neural cost model 'h100-b65536' (measured on NVIDIA H100 80GB HBM3;
+// H100-NOT: warning
 
-// The H200 bundle for CPU execution or for an H100 warns once.
+// The H200 bundle for CPU execution, for an H100 or for a chip without a
+// bundle of its own warns once.
 // RUN: neuroshard-opt %s --neuroshard-shard="device-kind=cpu cost-model=h200-b65536 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FOR-CPU
 // FOR-CPU: device-kind-default-model.mlir:{{[0-9]+}}:{{[0-9]+}}: warning: cost model 'h200-b65536' was measured on a GPU ('NVIDIA H200') but the plan is for device kind 'cpu', CPU execution: its compute costs describe GPU kernels; choose a CPU bundle (such as 'cpu-zen5-b1024') or a GPU device kind
 // FOR-CPU-NOT: warning
-// RUN: neuroshard-opt %s --neuroshard-shard="device-kind=h100 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=H100
-// H100: warning: cost model 'h200-b65536' was measured on the GPU 'NVIDIA H200' but the plan is for device kind 'h100': its compute costs describe the other GPU; calibrate a model of that GPU with scripts/gpu/calibrate.sh
-// H100-NOT: warning
-// H100: cost model: neural cost model 'h200-b65536'
+// RUN: neuroshard-opt %s --neuroshard-shard="device-kind=h100 cost-model=h200-b65536 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=H200-FOR-H100
+// H200-FOR-H100: warning: cost model 'h200-b65536' was measured on the GPU 'NVIDIA H200' but the plan is for device kind 'h100': its compute costs describe the other GPU; calibrate a model of that GPU with scripts/gpu/calibrate.sh
+// H200-FOR-H100-NOT: warning
+// H200-FOR-H100: cost model: neural cost model 'h200-b65536'
+// RUN: neuroshard-opt %s --neuroshard-shard="device-kind=a100 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=A100
+// A100: warning: cost model 'h200-b65536' was measured on the GPU 'NVIDIA H200' but the plan is for device kind 'a100': its compute costs describe the other GPU; calibrate a model of that GPU with scripts/gpu/calibrate.sh
+// A100-NOT: warning
+// A100: cost model: neural cost model 'h200-b65536'
 
 // A CPU bundle for GPU plans warns about the kind, not about this machine.
 // RUN: neuroshard-opt %s --neuroshard-shard="cost-model=cpu-zen5-b1024 plan-table=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FOR-GPU

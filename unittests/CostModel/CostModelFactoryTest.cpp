@@ -101,8 +101,9 @@ TEST_F(CostModelFactoryTest, DefaultIsTheShippedModelWhenLoadable) {
         std::make_pair("cpu", "cpu-zen5-b1024"),
         std::make_pair("h200", "h200-b65536"),
         std::make_pair("cpu-zen3", "cpu-zen3-b1024"),
+        std::make_pair("h100", "h100-b65536"),
         // No bundle of this chip: the default of its kind.
-        std::make_pair("h100", "h200-b65536"),
+        std::make_pair("a100", "h200-b65536"),
         std::make_pair("cpu-graviton4", "cpu-zen5-b1024")}) {
     EXPECT_EQ(defaultModelName(kind), bundle) << kind;
     std::string found = resolveCostModelSpec(kDefaultCostModel, kind);
