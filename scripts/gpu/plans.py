@@ -9,26 +9,26 @@
 the GPU bundle the neural ones use; --configs keeps some of them, and each
 --compare-cost-model OTHER adds NeuroShard with that bundle, labelled
 `neuroshard-` and its directory's name, after `neuroshard-gpu-model`, so
-that two bundles' plans are timed side by side on one GPU), records each plan's JSON
-(--neuroshard-export-plan) and writes the CUDA launch manifest of its device
-sets (--neuroshard-export-cuda: one launch per device, then one per device
-and replicated table for the device's share of the replica's bags), each
-launch numbered as a set of its own, the runner and DIR/runs.txt. With
---verify-top K (K > 0) it also writes, per model, the device sets of
-NeuroShard's K best candidates with the GPU model (the pass option
-verify-export) to DIR/verify/MODEL and lists their manifest twice in
+that two bundles' plans are timed side by side on one GPU), records each
+plan's JSON (--neuroshard-export-plan) and writes the CUDA launch manifest
+of its device sets (--neuroshard-export-cuda: one launch per device, then
+one per device and replicated table for the device's share of the replica's
+bags), each launch numbered as a set of its own, the runner and
+DIR/runs.txt. With --verify-top K (K > 0) it also writes, per model, the
+device sets of NeuroShard's K best candidates with the GPU model (the pass
+option verify-export) to DIR/verify/MODEL and lists their manifest twice in
 runs.txt: first (run a, which chooses) and last (run b, which measures the
-choice on other draws of the inputs: its lookups read other index
-streams). On the GPU, `calibrate.sh run` times every launch's fused forward +
-backward + SGD with the runner's collection mode (CUDA events, L2 flushed,
-median of the timed runs). `report` prints, per model, each plan's predicted
-and measured slowest device (a device's step: the sum of its launches) and
-the measured one against the best plan's; with verification it plans again
-with run a's times (verify-timings), which chooses among the candidates
+choice on other draws of the inputs: its lookups read other index streams).
+On the GPU, `calibrate.sh run` times every launch's fused forward + backward
++ SGD with the runner's collection mode (CUDA events, L2 flushed, median of
+the timed runs). `report` prints, per model, each plan's predicted and
+measured slowest device (a device's step: the sum of its launches) and the
+measured one against the best plan's; with verification it plans again with
+run a's times (verify-timings), which chooses among the candidates
 (`neuroshard-verified-gpu-model`, measured by run b), lists every
 candidate's measured slowest device in both runs, and ends with the chosen
-plan against the model's choice and the table-wise plan, all in run b. The exchange between
-devices is not timed: one GPU cannot run it.
+plan against the model's choice and the table-wise plan, all in run b. The
+exchange between devices is not timed: one GPU cannot run it.
 """
 
 import argparse
