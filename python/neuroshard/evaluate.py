@@ -1505,9 +1505,9 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
         for a in algorithms:
             r = results[a][i]
             if r["valid"]:
-                own = [keys[set_key(ids)] for ids in r["device_sets"]]
+                own = _set_numbers(r, keys)
                 r["measured_ms"] = max(costs[k] for k in own)
-                r["measured_runs_ms"] = _slowest_runs(r, keys, runs,
+                r["measured_runs_ms"] = _slowest_runs(own, runs,
                                                       args.measure_repeats)
                 r["lower_bound_ms"] = bound
         if getattr(args, "judge_repeats", 0):
@@ -1556,7 +1556,8 @@ def _judge(task, i, results, algorithms, tool, pool_path, args) -> None:
                                                         ordered, args, draw),
                      runs, draws=args.draws)
     for r in judged:
-        r["judged_runs_ms"] = _slowest_runs(r, keys, runs, args.judge_repeats)
+        r["judged_runs_ms"] = _slowest_runs(_set_numbers(r, keys), runs,
+                                            args.judge_repeats)
 
 
 def _add_set(keys: Dict, sets: Dict[int, List], ids: List) -> int:
@@ -1580,11 +1581,16 @@ def _deal_out(plans: Sequence[Dict], devices: int, keys: Dict,
             _add_set(keys, sets, r["device_sets"][d])
 
 
-def _slowest_runs(plan: Dict, keys: Dict, runs: Dict[int, List[float]],
+def _set_numbers(plan: Dict, keys: Dict) -> List[int]:
+    """The numbers in `keys` (_add_set) of plan result `plan`'s device
+    sets."""
+    return [keys[set_key(ids)] for ids in plan["device_sets"]]
+
+
+def _slowest_runs(own: List[int], runs: Dict[int, List[float]],
                   repeats: int) -> List[float]:
-    """Plan result `plan`'s slowest device in each of `repeats` runs, from
-    each set's time per run (`runs`, by the set's number in `keys`)."""
-    own = [keys[set_key(ids)] for ids in plan["device_sets"]]
+    """The slowest of the sets numbered `own` (a plan's devices) in each of
+    `repeats` runs, from each set's time per run (`runs`)."""
     return [max(runs[k][rep] for k in own) for rep in range(repeats)]
 
 
