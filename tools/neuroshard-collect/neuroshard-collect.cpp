@@ -9,7 +9,9 @@
 // the tables' generated index streams and prints one JSON line with the
 // median time. The generic kernels are compiled once; a set is only run-time
 // metadata, so thousands of sets cost no compilation. Between timed runs the
-// last-level cache is flushed by writing a buffer larger than it.
+// last-level cache is flushed by writing a buffer larger than it. Every set
+// of the file is read and admitted before the first is timed, and all of
+// them are timed on one weight arena of the largest set's size.
 //
 // An entry of a set is a pool table id (the whole table) or a piece of one:
 // its rows [first, end), looked up with its block of the whole table's index
@@ -31,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Execution/CPUKernelCalls.h"
+#include "neuroshard/Runtime/Arena.h"
 #include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
@@ -51,6 +54,8 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <numeric>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -261,6 +266,20 @@ SetEntry readEntry(const json::Value &value,
   return entry;
 }
 
+/// A set of the sets file: its id and entries.
+struct ParsedSet {
+  int64_t id = 0;
+  std::vector<SetEntry> entries;
+};
+
+/// The bytes of `entry`'s table's index stream at --batch-size: its indices
+/// and offsets.
+double streamSize(const SetEntry &entry) {
+  return (double(batchSize) * entry.stats->poolingFactor + double(batchSize) +
+          1.0) *
+         sizeof(int64_t);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -304,17 +323,20 @@ int main(int argc, char **argv) {
     fail("--flush-mb: the cache flush " + *refused);
   CacheFlusher flusher(static_cast<size_t>(flushBytes));
 
-  // One arena for every set: only its size changes between sets, and the
-  // kernels' timing does not depend on the weights' values.
-  PreparedSet set;
-  std::map<int64_t, inputs::LookupInputs> streams;
+  // Every set is read and admitted before any is timed: a malformed line or
+  // a set over the memory limit fails before the run has spent its time.
+  std::vector<ParsedSet> parsed;
+  // The index stream of every table the sets read so far (bytes): the
+  // streams are generated once and kept for later sets.
+  std::map<int64_t, double> streamBytes;
+  int64_t arenaFloats = 0;
   for (line_iterator line(**setsBuffer, /*SkipBlanks=*/true); !line.is_at_end();
        ++line) {
     std::string where = (setsPath + ":" + Twine(line.line_number())).str();
-    auto parsed = parseJSON(*line);
-    if (!parsed)
-      fail(where + ": " + toString(parsed.takeError()));
-    const json::Object *object = parsed->getAsObject();
+    auto parsedLine = parseJSON(*line);
+    if (!parsedLine)
+      fail(where + ": " + toString(parsedLine.takeError()));
+    const json::Object *object = parsedLine->getAsObject();
     const json::Value *idField = object ? object->get("id") : nullptr;
     auto id = idField ? getInteger(*idField) : std::nullopt;
     const json::Array *tables = object ? object->getArray("tables") : nullptr;
@@ -324,21 +346,21 @@ int main(int argc, char **argv) {
     for (const json::Value &value : *tables)
       entries.push_back(readEntry(value, pool, where, entries.size()));
 
-    // Admission before any of the set's data is allocated: the streams
-    // generated so far are kept for later sets, and count too.
+    // What the set takes while it is timed: its weights, the streams of the
+    // sets before it, its own entries' streams with their blocks and packed
+    // copies, its output and gradient, and the flush buffer.
     MemoryNeed need;
     double weights = 0.0, indices = 0.0, width = 0.0;
-    for (const auto &[streamId, stream] : streams)
-      indices += double(stream.indices.size() + stream.offsets.size()) * 8.0;
+    int64_t floats = 0;
+    for (const auto &[table, bytes] : streamBytes)
+      indices += bytes;
     for (const SetEntry &entry : entries) {
       weights += double(entry.keptEnd - entry.keptBegin) *
                  double(entry.width()) * sizeof(float);
+      floats += (entry.keptEnd - entry.keptBegin) * entry.width();
       width += double(entry.width());
       // The stream, the piece's block of it, and the set's packed copy.
-      indices += (entry.rowPiece ? 3.0 : 2.0) *
-                 (double(batchSize) * entry.stats->poolingFactor +
-                  double(batchSize) + 1.0) *
-                 sizeof(int64_t);
+      indices += (entry.rowPiece ? 3.0 : 2.0) * streamSize(entry);
     }
     need.add("weights", weights);
     need.add("indices and offsets", indices);
@@ -347,7 +369,27 @@ int main(int argc, char **argv) {
     if (auto refused = admitMemory(need, memoryLimitGB * kBytesPerGB))
       fail(where + ": the set " + *refused +
            "; lower --batch-size or cap the rows with --max-rows");
+    for (const SetEntry &entry : entries)
+      streamBytes.try_emplace(entry.table, streamSize(entry));
+    arenaFloats = std::max(arenaFloats, floats);
+    parsed.push_back({*id, std::move(entries)});
+  }
 
+  // One arena of zeros for every set, the largest set's size, mapped across
+  // the cores before any set is timed: a set is packed at its start, and
+  // the kernels' time does not depend on the weights' values. Grown from
+  // set to set instead, the arena was copied, and its new pages zeroed and
+  // then written again, at every larger set, which took most of a run's
+  // time (docs/cost-model.md, "One arena per run").
+  ZeroedArena arena(static_cast<size_t>(arenaFloats));
+  std::vector<size_t> pages(
+      (arena.size() * sizeof(float) + kHugePageBytes - 1) / kHugePageBytes);
+  std::iota(pages.begin(), pages.end(), size_t(0));
+  arena.map(pages, std::max(1u, std::thread::hardware_concurrency()));
+  PreparedSet set;
+  std::map<int64_t, inputs::LookupInputs> streams;
+  for (const ParsedSet &parsedSet : parsed) {
+    const std::vector<SetEntry> &entries = parsedSet.entries;
     std::vector<KernelShard> shards;
     std::deque<inputs::LookupInputs> blocks;
     for (const SetEntry &entry : entries) {
@@ -369,13 +411,8 @@ int main(int argc, char **argv) {
       shards.push_back({nullptr, entry.keptEnd - entry.keptBegin, entry.width(),
                         kernel_abi::kSum, in});
     }
-    int64_t arena = CPUKernels::packInputs(set, shards, batchSize, seed);
-    if (static_cast<size_t>(arena) > set.weights.size()) {
-      size_t old = set.weights.size();
-      set.weights.resize(static_cast<size_t>(arena));
-      inputs::fillWeights(0x5eed, 1, 0, static_cast<int64_t>(arena - old),
-                          set.weights.data() + old, 0);
-    }
+    int64_t used = CPUKernels::packInputs(set, shards, batchSize, seed);
+    set.sharedWeights = MutableArrayRef<float>(arena.data(), size_t(used));
 
     Timing timing = timeRuns(
         warmup, iters,
@@ -384,7 +421,7 @@ int main(int argc, char **argv) {
           kernels->backward(set, learningRate);
         },
         [&] { flusher.flush(); });
-    json::Object result{{"id", *id},
+    json::Object result{{"id", parsedSet.id},
                         {"cost_ms", timing.median},
                         {"min_ms", timing.min},
                         {"max_ms", timing.max},
