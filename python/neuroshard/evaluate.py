@@ -779,11 +779,36 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
     return pairs
 
 
+# Resamplings of the tasks behind a mean ratio's interval, and their seed.
+INTERVAL_RESAMPLES = 10000
+INTERVAL_SEED = 0
+
+
+def mean_interval(values: Sequence[float],
+                  resamples: int = INTERVAL_RESAMPLES,
+                  seed: int = INTERVAL_SEED
+                  ) -> Optional[Tuple[float, float]]:
+    """The 2.5th and 97.5th percentiles of the mean of `values` over
+    `resamples` resamplings of them with replacement (a seeded bootstrap:
+    the same values give the same interval): how far a mean over tasks
+    could move on other tasks of the same kind. None for fewer than two
+    values."""
+    if len(values) < 2:
+        return None
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, len(data),
+                              size=(resamples, len(data)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def acceptance_figures(pairs: Sequence[Dict]) -> Dict:
     """The figures of TARGETS over the measured tasks `pairs` (task_pairs):
     the mean and largest ratio of NeuroShard's default plan to the
     ablation and its mean ratio to the best baseline, each with the
-    number of tasks it is over; the mean absolute and signed prediction
+    number of tasks it is over and the mean's interval over those tasks
+    (mean_interval); the mean absolute and signed prediction
     error of its measured plans; its largest planning time and that task's
     tables; the machine's level over the tasks (mean, lowest, highest)
     and the prediction errors with each prediction scaled by its task's
@@ -808,9 +833,11 @@ def acceptance_figures(pairs: Sequence[Dict]) -> Dict:
         "ratio_ablation_mean": float(np.mean(ablation)) if ablation else None,
         "ratio_ablation_max": float(max(ablation)) if ablation else None,
         "ratio_ablation_tasks": len(ablation),
+        "ratio_ablation_interval": mean_interval(ablation),
         "ratio_best_baseline_mean": (float(np.mean(best)) if best
                                      else None),
         "ratio_best_baseline_tasks": len(best),
+        "ratio_best_baseline_interval": mean_interval(best),
         "mape_percent": errors[0], "signed_error_percent": errors[1],
         "error_tasks": len(judged),
         "level_mean": (float(np.mean([p["level"] for p in levelled]))
@@ -1083,6 +1110,16 @@ def acceptance_markdown(acc: Dict) -> str:
                  "for; prediction errors are (predicted - measured) / "
                  "measured of its slowest device; the planning time target "
                  "is for %d devices." % PLANNING_TARGET_DEVICES)
+    if any(acc["settings"][s].get(k) for s in settings
+           for k in ("ratio_ablation_interval",
+                     "ratio_best_baseline_interval")):
+        lines.append(
+            "After a mean ratio's task count, the 2.5th and 97.5th "
+            "percentiles of that mean over %d resamplings of its tasks "
+            "with replacement: how far the mean could move on other tasks "
+            "of the same kind. A target judged by a mean whose interval "
+            "holds it is met or missed within that spread."
+            % INTERVAL_RESAMPLES)
     if any(acc["settings"][s].get("level_mean") for s in settings):
         lines.append(
             "The machine's level is the median of measured / predicted "
@@ -1140,9 +1177,14 @@ def _acceptance_cell(key: str, figures: Dict, verdict: Optional[bool]
     if value is None:
         return "–"
     if key.startswith("ratio_"):
-        tasks = figures["ratio_ablation_tasks" if "ablation" in key
-                        else "ratio_best_baseline_tasks"]
-        text = "%.3f (%d task%s)" % (value, tasks, "" if tasks == 1 else "s")
+        which = "ratio_ablation" if "ablation" in key else \
+            "ratio_best_baseline"
+        tasks = figures[which + "_tasks"]
+        interval = figures.get(which + "_interval") \
+            if key.endswith("_mean") else None
+        text = "%.3f (%d task%s%s)" % (
+            value, tasks, "" if tasks == 1 else "s",
+            "; %.3f-%.3f" % tuple(interval) if interval else "")
     elif key == "plan_seconds_max":
         text = "%.1f s (%d tables)" % (value, figures["plan_seconds_tables"])
     else:

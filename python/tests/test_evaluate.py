@@ -523,8 +523,16 @@ def test_acceptance_states_each_target_with_pass_or_fail():
         "on 8 devices | met |" in text
     assert "| mean ratio to table-greedy-grid | <= 1.00 | 0.952 (1 task) " \
         "pass | 1.143 (1 task) **fail** | **no** |" in text
-    assert "| mean ratio to the best baseline | <= 0.95 | 0.877 (2 tasks) " \
-        "pass | 0.957 (2 tasks) **fail** | **no** |" in text
+    # A mean over two tasks has an interval: of two values, the bootstrap's
+    # means are each value alone or their mean.
+    assert f4["ratio_best_baseline_interval"] == \
+        pytest.approx((0.8, 2.1 / 2.2))
+    assert f4["ratio_ablation_interval"] is None
+    assert "| mean ratio to the best baseline | <= 0.95 | 0.877 (2 tasks; " \
+        "0.800-0.955) pass | 0.957 (2 tasks; 0.955-0.960) **fail** | " \
+        "**no** |" in text
+    assert "the 2.5th and 97.5th percentiles of that mean over 10000 " \
+        "resamplings of its tasks" in text
     assert "| planning time (largest task) | < 10 s | 4.0 s (20 tables) " \
         "pass | 12.0 s (10 tables), no target | **yes** |" in text
     assert "| mean absolute prediction error | <= 15% | 2.5% (2 plans) " \
@@ -568,6 +576,25 @@ def test_acceptance_states_each_target_with_pass_or_fail():
             if t["key"] == "plan_seconds_max"] == [False]
     assert acc["not_covered"] == ["batch 1024", "20-120 tables on 8 devices"]
     assert "10.0 s (20 tables) **fail**" in ev.acceptance_markdown(acc)
+
+
+def test_mean_interval_is_a_seeded_bootstrap_of_the_mean():
+    ratios = [1.040, 0.961, 0.887, 1.022, 0.897, 0.997, 0.982]
+    low, high = ev.mean_interval(ratios)
+    assert low < np.mean(ratios) < high
+    # Within the values, and narrower than their range.
+    assert min(ratios) < low and high < max(ratios)
+    # The same values give the same interval; another seed another one.
+    assert ev.mean_interval(ratios) == (low, high)
+    assert ev.mean_interval(ratios, seed=1) != (low, high)
+    # More tasks of the same spread: a narrower interval.
+    wide = high - low
+    low4, high4 = ev.mean_interval(ratios * 4)
+    assert high4 - low4 < wide
+    # Equal values: no spread; one value or none: no interval.
+    assert ev.mean_interval([0.9, 0.9, 0.9]) == pytest.approx((0.9, 0.9))
+    assert ev.mean_interval([0.9]) is None
+    assert ev.mean_interval([]) is None
 
 
 def test_targets_are_the_acceptance_figures():
