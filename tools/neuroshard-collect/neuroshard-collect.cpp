@@ -330,6 +330,9 @@ int main(int argc, char **argv) {
   // streams are generated once and kept for later sets.
   std::map<int64_t, double> streamBytes;
   int64_t arenaFloats = 0;
+  // The most a set takes besides its weights (indices, offsets, outputs),
+  // which it takes beside the arena of the largest set.
+  double mostBesidesWeights = 0.0;
   for (line_iterator line(**setsBuffer, /*SkipBlanks=*/true); !line.is_at_end();
        ++line) {
     std::string where = (setsPath + ":" + Twine(line.line_number())).str();
@@ -372,8 +375,23 @@ int main(int argc, char **argv) {
     for (const SetEntry &entry : entries)
       streamBytes.try_emplace(entry.table, streamSize(entry));
     arenaFloats = std::max(arenaFloats, floats);
+    mostBesidesWeights =
+        std::max(mostBesidesWeights, need.total() - weights - flushBytes);
     parsed.push_back({*id, std::move(entries)});
   }
+
+  // Each set fits alone; timed on the largest set's arena, each must fit
+  // beside it too.
+  MemoryNeed run;
+  run.add("weights of the largest set",
+          double(arenaFloats) * double(sizeof(float)));
+  run.add("indices, offsets and outputs of the set that takes the most",
+          mostBesidesWeights);
+  run.add("flush buffer", flushBytes);
+  if (auto refused = admitMemory(run, memoryLimitGB * kBytesPerGB))
+    fail(setsPath + ": timing the sets on one arena " + *refused +
+         "; split the sets over several files, lower --batch-size or cap "
+         "the rows with --max-rows");
 
   // One arena of zeros for every set, the largest set's size, mapped across
   // the cores before any set is timed: a set is packed at its start, and
