@@ -352,22 +352,21 @@ int main(int argc, char **argv) {
     // What the set takes while it is timed: its weights, the streams of the
     // sets before it, its own entries' streams with their blocks and packed
     // copies, its output and gradient, and the flush buffer.
-    MemoryNeed need;
-    double weights = 0.0, indices = 0.0, width = 0.0;
     int64_t floats = 0;
+    double indices = 0.0, width = 0.0;
     for (const auto &[table, bytes] : streamBytes)
       indices += bytes;
     for (const SetEntry &entry : entries) {
-      weights += double(entry.keptEnd - entry.keptBegin) *
-                 double(entry.width()) * sizeof(float);
       floats += (entry.keptEnd - entry.keptBegin) * entry.width();
       width += double(entry.width());
       // The stream, the piece's block of it, and the set's packed copy.
       indices += (entry.rowPiece ? 3.0 : 2.0) * streamSize(entry);
     }
-    need.add("weights", weights);
+    double outputs = 2.0 * double(batchSize) * width * sizeof(float);
+    MemoryNeed need;
+    need.add("weights", double(floats) * sizeof(float));
     need.add("indices and offsets", indices);
-    need.add("outputs", 2.0 * double(batchSize) * width * sizeof(float));
+    need.add("outputs", outputs);
     need.add("flush buffer", flushBytes);
     if (auto refused = admitMemory(need, memoryLimitGB * kBytesPerGB))
       fail(where + ": the set " + *refused +
@@ -375,8 +374,7 @@ int main(int argc, char **argv) {
     for (const SetEntry &entry : entries)
       streamBytes.try_emplace(entry.table, streamSize(entry));
     arenaFloats = std::max(arenaFloats, floats);
-    mostBesidesWeights =
-        std::max(mostBesidesWeights, need.total() - weights - flushBytes);
+    mostBesidesWeights = std::max(mostBesidesWeights, indices + outputs);
     parsed.push_back({*id, std::move(entries)});
   }
 
