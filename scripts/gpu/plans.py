@@ -29,6 +29,14 @@ run a's times (verify-timings), which chooses among the candidates
 candidate's measured slowest device in both runs, and ends with the chosen
 plan against the model's choice and the table-wise plan, all in run b. The
 exchange between devices is not timed: one GPU cannot run it.
+
+`prepare --draws N` times each plan on N draws of its inputs (draw k reads
+every lookup's index stream k after its own; the later draws are listed
+after the first, each in the reverse order of the one before), and `report`
+prices a device by the mean of its draws. `report --experience FILE` appends
+the sets run a timed to a new experience file of the GPU, which
+`python3 -m neuroshard.calibrate --refine BUNDLE --experience FILE` refines
+the bundle with.
 """
 
 import argparse
@@ -141,8 +149,17 @@ def prepare(args) -> int:
                       (model, label, done.stderr), file=sys.stderr)
                 return 1
             runs.append("%s %d %d\n" % (name, WARMUP, ITERS))
+            # Draw k of the plan's inputs reads the index streams k after
+            # its own manifest's.
+            with open(manifest) as f:
+                text = f.read()
+            for k in range(1, args.draws):
+                with open(os.path.join(args.dir, "manifests", "%s--draw%d.txt"
+                                       % (name, k)), "w") as f:
+                    f.write(shifted_streams(text, k))
             index.append({"name": name, "model": stem, "config": label,
-                          "launch_devices": number_launches(manifest)})
+                          "launch_devices": number_launches(manifest),
+                          "draws": args.draws})
             print("planned %s" % name, file=sys.stderr)
     verify = []
     if args.verify_top > 0:
@@ -175,9 +192,15 @@ def prepare(args) -> int:
         if not os.path.exists(kernels):
             print("error: %s is missing" % kernels, file=sys.stderr)
             return 1
+    # The later draws of the plans follow the first, each in the reverse
+    # order of the one before, so that no plan is always timed first.
+    plan_runs = list(runs)
+    for k in range(1, args.draws):
+        order = runs if k % 2 == 0 else runs[::-1]
+        plan_runs += [line.replace(" ", "--draw%d " % k, 1) for line in order]
     # Run a chooses before the plans are timed, run b measures after.
     runs = ["%s--verify-a %d %d\n" % (v["stem"], WARMUP, ITERS)
-            for v in verify] + runs + \
+            for v in verify] + plan_runs + \
         ["%s--verify-b %d %d\n" % (v["stem"], WARMUP, ITERS) for v in verify]
     with open(os.path.join(args.dir, "runs.txt"), "w") as f:
         f.writelines(runs)
@@ -226,9 +249,14 @@ def verified_plans(args, entry: dict) -> dict:
                     os.path.join(timed, "samples.jsonl"))
         plan = os.path.join(args.dir, "plans", "%s--verified-%s.json" %
                             (entry["stem"], run))
+        # Run a's sets are what measured selection chose on: they become
+        # experience where --experience asks (run b holds the same sets on
+        # other draws, which would leak between a refinement's splits).
+        experience = (" experience=%s" % os.path.abspath(args.experience)
+                      if args.experience and run == "a" else "")
         subprocess.run(
-            [opt, entry["model"], "--neuroshard-plan=%s verify-timings=%s" %
-             (entry["options"], timed),
+            [opt, entry["model"], "--neuroshard-plan=%s verify-timings=%s%s" %
+             (entry["options"], timed, experience),
              "--neuroshard-export-plan=format=json output=%s" % plan,
              "-o", os.devnull], check=True)
         found[run] = json.load(open(plan))
@@ -267,26 +295,31 @@ def report(args) -> int:
         plan = json.load(open(os.path.join(args.dir, "plans",
                                            entry["name"] + ".json")))
         predicted = max(d["compute_ms"] for d in plan["per_device"])
-        samples = os.path.join(args.dir, "samples", entry["name"] + ".jsonl")
-        if not os.path.exists(samples):
-            print("error: '%s' is missing: run calibrate.sh run first" %
-                  samples, file=sys.stderr)
-            return 1
         # A device's step is the sum of its launches' (its shard set's, and
-        # its share of each replica's).
-        launch_ms = {}
-        for line in open(samples):
-            sample = json.loads(line)
-            launch_ms[int(sample["id"])] = sample["cost_ms"]
-        devices = entry["launch_devices"]
-        if sorted(launch_ms) != list(range(len(devices))):
-            print("error: '%s' holds launches %s, the manifest %d" %
-                  (samples, sorted(launch_ms), len(devices)),
-                  file=sys.stderr)
-            return 1
+        # its share of each replica's), the mean over the draws of its
+        # inputs.
+        draws = entry.get("draws", 1)
         device_ms = {}
-        for k, device in enumerate(devices):
-            device_ms[device] = device_ms.get(device, 0.0) + launch_ms[k]
+        for k in range(draws):
+            name = entry["name"] + ("--draw%d" % k if k else "")
+            samples = os.path.join(args.dir, "samples", name + ".jsonl")
+            if not os.path.exists(samples):
+                print("error: '%s' is missing: run calibrate.sh run first" %
+                      samples, file=sys.stderr)
+                return 1
+            launch_ms = {}
+            for line in open(samples):
+                sample = json.loads(line)
+                launch_ms[int(sample["id"])] = sample["cost_ms"]
+            devices = entry["launch_devices"]
+            if sorted(launch_ms) != list(range(len(devices))):
+                print("error: '%s' holds launches %s, the manifest %d" %
+                      (samples, sorted(launch_ms), len(devices)),
+                      file=sys.stderr)
+                return 1
+            for j, device in enumerate(devices):
+                device_ms[device] = device_ms.get(device, 0.0) + \
+                    launch_ms[j] / draws
         rows.setdefault(entry["model"], []).append(
             (entry["config"], predicted, max(device_ms.values()),
              len(device_ms), plan["devices"]))
@@ -355,11 +388,30 @@ def main() -> int:
     p.add_argument("--verify-top", type=int, default=0,
                    help="also write the sets of NeuroShard's K best "
                    "candidates, for measured selection (0: none)")
+    p.add_argument("--draws", type=int, default=1,
+                   help="time each plan on N draws of its inputs (its own "
+                   "manifest's index streams and the N-1 after them) and "
+                   "price a device by their mean (default 1)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     r = sub.add_parser("report")
     r.add_argument("dir")
     r.add_argument("--build", default=os.path.join(ROOT, "build"))
+    r.add_argument("--experience", metavar="FILE",
+                   help="append the sets run a timed for measured selection "
+                   "to this experience file, to refine the GPU bundle with "
+                   "(python3 -m neuroshard.calibrate --refine BUNDLE "
+                   "--experience FILE)")
     args = parser.parse_args()
+    if args.step == "prepare" and args.draws < 1:
+        print("error: --draws must be at least 1, got %d" % args.draws,
+              file=sys.stderr)
+        return 1
+    if args.step == "report" and args.experience and \
+            os.path.exists(args.experience):
+        print("error: the experience file '%s' exists: report appends each "
+              "set once, so name a new file" % args.experience,
+              file=sys.stderr)
+        return 1
     return prepare(args) if args.step == "prepare" else report(args)
 
 
