@@ -65,7 +65,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_MINUTES = 18.0
 DEFAULT_BASE_TABLES = 400
+# The batch the samples are timed at (--batch-size), and so the bundle's
+# reference batch: plan at it to price sets without the batch-scaling curve.
 BATCH_SIZE = 1024
+# neuroshard-collect's largest batch.
+MAX_BATCH_SIZE = 1 << 24
 # Shares of the budget: collection stops when its share is spent; the
 # default epochs keep training within its share; the batch-scaling curve and
 # the report take the rest (its set counts grow with the budget).
@@ -183,12 +187,12 @@ def collect_samples(args, pool_path: str, data_path: str, clock: Clock,
     quiet = io.StringIO()
     options = argparse.Namespace(
         pool=pool_path, out=data_path, tool=args.tool, device="cpu",
-        batch_size=BATCH_SIZE, warmup=3, iters=10, seed=args.seed,
+        batch_size=args.batch_size, warmup=3, iters=10, seed=args.seed,
         memory_cap_gb=args.memory_cap_gb, max_rows=args.max_rows,
         sets_per_run=COLLECT_ROUND, row_pieces=args.row_pieces)
     clock.say("collect", "measuring up to %d samples at batch %d (%d "
               "already in %s) within %s" %
-              (limit, BATCH_SIZE, min(have, limit), data_path,
+              (limit, args.batch_size, min(have, limit), data_path,
                _duration(budget_s)))
     while have < limit:
         spent = time.monotonic() - start
@@ -428,7 +432,10 @@ def calibrate(args, log: Optional[TextIO] = None,
     args.tool = tool
 
     pool_path = os.path.join(work, "pool.json")
-    pool = tp.generate_pool(args.seed, args.base_tables)
+    # The pool's histograms are drawn from as many bags as a sample looks
+    # up, so that each is a batch's own (and the experience tasks' batch).
+    pool = tp.generate_pool(args.seed, args.base_tables,
+                            sample_bags=args.batch_size)
     try:
         with open(pool_path, "w") as f:
             json.dump(pool, f)
@@ -500,7 +507,7 @@ def calibrate(args, log: Optional[TextIO] = None,
     clock.say("batch scaling", "%d sets at %s, validated on %d held-out sets"
               % (args.scaling_sets,
                  ",".join(str(b) for b in args.batch_sizes or
-                          bs.default_batch_sizes(BATCH_SIZE)),
+                          bs.default_batch_sizes(args.batch_size)),
                  args.validate_sets))
     scaling = bs.run(staged, pool_path, scaling_options, log=log, out=out)
 
@@ -521,7 +528,7 @@ def calibrate(args, log: Optional[TextIO] = None,
     print("calibrated '%s' for %s in %s: %d samples at batch %d, held-out "
           "MAPE %.2f%%, Kendall's tau %.3f; batch scaling %d..%d%s" %
           (args.out, meta["hardware"], _duration(clock.elapsed()), count,
-           BATCH_SIZE, 100.0 * held["mape"], held["kendall_tau"],
+           args.batch_size, 100.0 * held["mape"], held["kendall_tau"],
            scaling["batch_sizes"][0], scaling["batch_sizes"][-1], checks),
           file=out)
     if refined is not None:
@@ -587,7 +594,7 @@ def refine(args, log: Optional[TextIO] = None,
 
 # Options of a calibration that --refine does not take.
 _CALIBRATION_ONLY = ("samples", "work", "tool", "experience_tasks",
-                     "row_pieces")
+                     "row_pieces", "batch_size")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -610,6 +617,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="most compute samples to collect (default: as "
                         "many as fit in the budget, at most %d)" %
                         MAX_SAMPLES)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        metavar="B", help="the batch the samples are timed "
+                        "at and the bundle models (its reference batch; "
+                        "other batches are priced through its batch-scaling "
+                        "curve): the batch you plan for (default %d)" %
+                        BATCH_SIZE)
     parser.add_argument("--epochs", type=int, default=None,
                         help="training epochs (default: as many as fit in "
                         "%d%%%% of the budget, %d to %d)" %
@@ -696,6 +709,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.seed = 0
     if args.row_pieces is None:
         args.row_pieces = DEFAULT_ROW_PIECES
+    if args.batch_size is None:
+        args.batch_size = BATCH_SIZE
+    if not 1 <= args.batch_size <= MAX_BATCH_SIZE:
+        parser.error("--batch-size must be in [1, %d] (the timing tool's "
+                     "largest batch), got %d" % (MAX_BATCH_SIZE,
+                                                 args.batch_size))
     if not 0.0 <= args.row_pieces <= 1.0:
         parser.error("--row-pieces must be a probability in [0, 1], got %g"
                      % args.row_pieces)

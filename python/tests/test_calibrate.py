@@ -135,6 +135,56 @@ def test_the_planner_loads_the_calibrated_bundle(calibrated, tmp_path):
         _core.host_cpu_model() in result.stdout
 
 
+def test_calibration_at_the_batch_planned(tmp_path):
+    # --batch-size: the pool's histograms, the samples, the experience
+    # tasks and the curve's reference are all at that batch.
+    tool = built_tools.tool("neuroshard-collect")
+    out = str(tmp_path / "cpu-b4096")
+    tiny = TINY[:TINY.index("--batch-sizes")] + \
+        ["--batch-sizes", "1024,4096"] + \
+        TINY[TINY.index("--batch-sizes") + 2:TINY.index("--experience-tasks")]
+    process = subprocess.run(
+        [sys.executable, "-m", "neuroshard.calibrate", "--out", out,
+         "--tool", tool, "--batch-size", "4096", "--experience-tasks", "1",
+         "--verify-seconds", "0"] + tiny,
+        capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr
+    work = str(tmp_path / "cpu-b4096-work")
+    with open(os.path.join(work, "pool.json")) as f:
+        assert json.load(f)["sample_bags"] == 4096
+    samples = collect.load_samples(os.path.join(work, "samples.jsonl"))
+    assert {s["batch_size"] for s in samples} == {4096}
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    assert meta["batch_size"] == 4096
+    scaling = meta["batch_scaling"]
+    assert scaling["batch_sizes"] == [1024, 4096]
+    assert scaling["ratios"][0] < scaling["ratios"][1] == 1.0
+    lines = experience.load_experience(os.path.join(work,
+                                                    "experience.jsonl"))
+    assert lines and {line["batch_size"] for line in lines} == {4096}
+    assert "measuring up to 30 samples at batch 4096" in process.stderr
+    assert "30 samples at batch 4096, held-out MAPE" in process.stdout
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--out", "x", "--batch-size", "0"],
+     "--batch-size must be in [1, 16777216] (the timing tool's largest "
+     "batch), got 0"),
+    (["--out", "x", "--batch-size", str((1 << 24) + 1)],
+     "--batch-size must be in [1, 16777216] (the timing tool's largest "
+     "batch), got 16777217"),
+    (["--refine", "x", "--batch-size", "4096"],
+     "--refine takes --experience, --out, --force, --epochs, --seed, --data "
+     "and --pool, not --batch-size"),
+])
+def test_calibration_refuses_a_batch_it_cannot_time(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit:
+        calibrate.main(argv)
+    assert exit.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_calibration_refuses_to_overwrite(calibrated, tmp_path, capsys):
     out = calibrated[0]
     before = open(os.path.join(out, "meta.json")).read()
@@ -192,6 +242,7 @@ def test_collection_stops_when_its_budget_is_spent(tmp_path,
                                                    fake_tool):
     data = str(tmp_path / "samples.jsonl")
     args = argparse.Namespace(samples=5000, tool=fake_tool, seed=0,
+                              batch_size=calibrate.BATCH_SIZE,
                               max_rows=None, memory_cap_gb=4.0,
                               row_pieces=calibrate.DEFAULT_ROW_PIECES)
     log = io.StringIO()
