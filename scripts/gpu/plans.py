@@ -267,6 +267,11 @@ def report(args) -> int:
     index = json.load(open(os.path.join(args.dir, "index.json")))
     if isinstance(index, list):
         index = {"plans": index, "verify": []}
+    if args.experience and not index["verify"]:
+        print("error: --experience: %s holds no candidates of measured "
+              "selection to learn from: prepare it with --verify-top K" %
+              args.dir, file=sys.stderr)
+        return 1
     rows = {}
     candidates = {}
     summary = []
