@@ -140,13 +140,12 @@ def test_calibration_at_the_batch_planned(tmp_path):
     # tasks and the curve's reference are all at that batch.
     tool = built_tools.tool("neuroshard-collect")
     out = str(tmp_path / "cpu-b4096")
-    tiny = TINY[:TINY.index("--batch-sizes")] + \
-        ["--batch-sizes", "1024,4096"] + \
-        TINY[TINY.index("--batch-sizes") + 2:TINY.index("--experience-tasks")]
+    # The options after TINY replace its curve and experience tasks.
     process = subprocess.run(
         [sys.executable, "-m", "neuroshard.calibrate", "--out", out,
-         "--tool", tool, "--batch-size", "4096", "--experience-tasks", "1",
-         "--verify-seconds", "0"] + tiny,
+         "--tool", tool] + TINY +
+        ["--batch-size", "4096", "--batch-sizes", "1024,4096",
+         "--experience-tasks", "1"],
         capture_output=True, text=True, timeout=300)
     assert process.returncode == 0, process.stderr
     work = str(tmp_path / "cpu-b4096-work")

@@ -304,6 +304,7 @@ def report(args) -> int:
         # its share of each replica's), the mean over the draws of its
         # inputs.
         draws = entry.get("draws", 1)
+        devices = entry["launch_devices"]
         device_ms = {}
         for k in range(draws):
             name = entry["name"] + ("--draw%d" % k if k else "")
@@ -316,7 +317,6 @@ def report(args) -> int:
             for line in open(samples):
                 sample = json.loads(line)
                 launch_ms[int(sample["id"])] = sample["cost_ms"]
-            devices = entry["launch_devices"]
             if sorted(launch_ms) != list(range(len(devices))):
                 print("error: '%s' holds launches %s, the manifest %d" %
                       (samples, sorted(launch_ms), len(devices)),
