@@ -567,10 +567,7 @@ def refine_bundle(bundle_dir: str, experience_paths: Sequence[str],
         return order[torch.randperm(len(order), generator=generator).numpy()]
 
     def batch_loss(which: np.ndarray) -> torch.Tensor:
-        rows, owner = combined.gather(which)
-        encodings = model.encode(combined.features[rows])
-        summed = torch.zeros(len(which), encodings.shape[1])
-        summed = summed.index_add(0, owner, encodings)
+        summed = tr.summed_encodings(model, combined, which)
         index = torch.from_numpy(which)
         target = combined.costs[index].unsqueeze(1)
         errors = ((model.member_costs(summed) - target) / target)**2

@@ -110,6 +110,21 @@ class SampleSet:
         return self.features[torch.from_numpy(self.table_rows)]
 
 
+def summed_encodings(model: cm.ComputeCostModel, samples: SampleSet,
+                     which: np.ndarray) -> torch.Tensor:
+    """[len(which), encoding width]: the encodings of the tables of samples
+    `which` summed per sample. Each table they hold is encoded once, and
+    only those: a set's tables repeat across samples, the encoder is the
+    costly part of a training step, and it encodes every table on its own.
+    (Encoding all the pool's tables every step made an epoch of 4,285
+    samples over 10,261 tables take 20.5 s instead of 1.3 s.)"""
+    rows, owner = samples.gather(which)
+    used, at = torch.unique(rows, return_inverse=True)
+    encodings = model.encode(samples.features[used])
+    summed = torch.zeros(len(which), encodings.shape[1])
+    return summed.index_add(0, owner, encodings[at])
+
+
 def entry_features(pool: Dict, samples: Sequence[Dict],
                    key=lambda k: k) -> Tuple[List[List[float]], Dict]:
     """The feature rows of every pool table, then of every row piece the
@@ -216,7 +231,9 @@ def fit_model(model: torch.nn.Module, num_train: int, batch_loss,
     `which` (an index array) and held_out_mape() the held-out MAPE of the
     model in eval mode. The model is left at its best held-out epoch (epoch
     0 is the untrained start) in eval mode. Returns {"best_epoch",
-    "history"}, history[e] being the held-out MAPE after epoch e.
+    "history", "epoch_s"}, history[e] being the held-out MAPE after epoch e
+    and epoch_s the mean wall time of an epoch run (its held-out
+    evaluation included).
 
     epoch_order(generator), when given, returns the sample indices of one
     epoch in their order instead of the shuffle of all of them. Training
@@ -268,9 +285,11 @@ def fit_model(model: torch.nn.Module, num_train: int, batch_loss,
                        "no better held-out MAPE in %d epochs" % patience
                        if stalled else "its time is spent"), file=log)
             break
+    epoch_s = (time.monotonic() - start) / max(1, len(history) - 1)
     model.load_state_dict(best_state)
     model.eval()
-    return {"best_epoch": best["epoch"], "history": history}
+    return {"best_epoch": best["epoch"], "history": history,
+            "epoch_s": epoch_s}
 
 
 def relative_error_loss(predicted: torch.Tensor,
@@ -390,12 +409,7 @@ def train_compute_model(train: SampleSet, valid: SampleSet, *, epochs: int,
     weights = bootstrap_weights(len(train), members, seed)
 
     def batch_loss(which: np.ndarray) -> torch.Tensor:
-        rows, owner = train.gather(which)
-        # Encode the pool's tables once per step: a set's tables repeat
-        # across samples, and the encoder is the costly part.
-        encodings = model.encode(train.features)
-        summed = torch.zeros(len(which), encodings.shape[1])
-        summed = summed.index_add(0, owner, encodings[rows])
+        summed = summed_encodings(model, train, which)
         index = torch.from_numpy(which)
         target = train.costs[index].unsqueeze(1)
         errors = ((model.member_costs(summed) - target) / target)**2

@@ -236,6 +236,35 @@ def test_work_directory(tmp_path):
         os.rmdir(beside_shipped)
 
 
+def test_epochs_fit_the_training_budget(tmp_path, small_pool_path,
+                                        fake_tool, monkeypatch):
+    data = str(tmp_path / "samples.jsonl")
+    args = argparse.Namespace(samples=60, tool=fake_tool, seed=0,
+                              batch_size=calibrate.BATCH_SIZE,
+                              max_rows=None, memory_cap_gb=4.0,
+                              row_pieces=calibrate.DEFAULT_ROW_PIECES)
+    calibrate.collect_samples(args, small_pool_path, data,
+                              calibrate.Clock(60.0, io.StringIO()), 60.0)
+    # The probe's epoch is the training loop's own time per epoch.
+    choice = calibrate.choose_epochs(small_pool_path, data, 0, 10.0)
+    assert choice["epoch_s"] > 0.0
+    assert choice["epochs"] == max(calibrate.MIN_EPOCHS, min(
+        calibrate.MAX_EPOCHS, int(10.0 / choice["epoch_s"])))
+    # As many epochs of that time as the budget holds, within the bounds.
+    probes = []
+
+    def probe(training, valid, epochs, seed):
+        probes.append(epochs)
+        return None, {"epoch_s": 2.0}
+    monkeypatch.setattr(calibrate.tr, "train_compute_model", probe)
+    for budget, epochs in ((31.0, 15), (1.0, calibrate.MIN_EPOCHS),
+                           (1e6, calibrate.MAX_EPOCHS)):
+        assert calibrate.choose_epochs(small_pool_path, data, 0,
+                                       budget) == {"epochs": epochs,
+                                                   "epoch_s": 2.0}
+    assert probes == [1, 1, 1]
+
+
 def test_collection_stops_when_its_budget_is_spent(tmp_path,
                                                    small_pool_path,
                                                    fake_tool):

@@ -7,6 +7,7 @@
 import itertools
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -118,13 +119,39 @@ def test_training_reduces_held_out_error(small_pool_path, dataset):
     samples = collect.load_samples(dataset)
     training, valid = train.build_sample_sets(pool, small_pool_path,
                                               samples, dataset, 2, 0.2)
+    start = time.monotonic()
     model, run = train.train_compute_model(training, valid, epochs=8, seed=2)
+    took = time.monotonic() - start
     assert run["history"][run["best_epoch"]] == min(run["history"])
+    # An epoch's time is the loop's: what fitting the prior and evaluating
+    # the untrained start add once is not in it.
+    assert 0.0 < 8 * run["epoch_s"] <= took
     # Epoch 0 is the fitted physics prior alone; the corrections improve
     # on it.
     assert min(run["history"]) < 0.85 * run["history"][0]
     assert train.evaluate(model, valid)["mape"] == pytest.approx(
         min(run["history"]), rel=1e-6)
+
+
+def test_a_step_encodes_only_the_tables_its_samples_hold(small_pool_path,
+                                                         dataset):
+    pool = tp.load_pool(small_pool_path)
+    samples = collect.load_samples(dataset)
+    training, _ = train.build_sample_sets(pool, small_pool_path, samples,
+                                          dataset, 2, 0.2)
+    model = cm.ComputeCostModel()
+    model.normalize.fit(training.training_features())
+    model.prior.set_ranges(training.training_features())
+    which = np.array([3, 0, 7, 3, 11])
+    rows, owner = training.gather(which)
+    assert len(torch.unique(rows)) < len(training.features)
+    # As if every table were encoded and each sample summed its own.
+    every = model.encode(training.features)
+    expected = torch.zeros(len(which), every.shape[1]).index_add(
+        0, owner, every[rows])
+    summed = train.summed_encodings(model, training, which)
+    assert summed.shape == expected.shape
+    assert torch.allclose(summed, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_training_is_seeded(tmp_path, small_pool_path, dataset):
