@@ -219,6 +219,10 @@ std::string SetTimer::device() const { return "cpu"; }
 
 unsigned SetTimer::draws() const { return 1; }
 
+bool fusedOrder(const ColumnSlice &a, const ColumnSlice &b) {
+  return std::make_pair(!a.allRows(), a) < std::make_pair(!b.allRows(), b);
+}
+
 CandidateSets distinctDeviceSets(ArrayRef<PlanCandidate> candidates,
                                  unsigned numDevices) {
   CandidateSets out;
@@ -232,6 +236,7 @@ CandidateSets distinctDeviceSets(ArrayRef<PlanCandidate> candidates,
     for (unsigned d = 0; d < numDevices; ++d) {
       if (slices[d].empty())
         continue;
+      llvm::sort(slices[d], fusedOrder);
       SetKey key;
       for (const ColumnSlice &slice : slices[d])
         key.emplace_back(slice.table, slice.width(),

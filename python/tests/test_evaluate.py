@@ -113,6 +113,16 @@ def test_device_sets_map_column_shards_to_pool_tables():
     assert sets == [[{"table": 13, "cols": [0, 48]}],
                     [15, {"table": 0, "rows": [0, 10]}]]
     assert ev.set_key(sets[1]) == ev.set_key(list(reversed(sets[1])))
+    # A device's row pieces come after its whole tables and column pieces,
+    # as its fused lookup runs them, whichever order the plan lists them in.
+    rows_first = {"shards": [
+        {"table": "b", "col_begin": 0, "col_end": 128, "device": 0,
+         "row_begin": 0, "row_end": 10},
+        {"table": "a", "col_begin": 0, "col_end": 64, "device": 0},
+        {"table": "b", "col_begin": 0, "col_end": 128, "device": 1,
+         "row_begin": 10, "row_end": 20}]}
+    assert ev.device_sets(task, rows_first, dims) == \
+        [[13, {"table": 0, "rows": [0, 10]}], [{"table": 0, "rows": [10, 20]}]]
     assert ev.set_key([{"table": 13, "cols": [0, 48]}]) != \
         ev.set_key([{"table": 13, "cols": [16, 64]}])
     with pytest.raises(ev.EvaluationError,

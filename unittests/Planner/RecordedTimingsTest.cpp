@@ -111,6 +111,42 @@ TEST(RecordedTimingsTest, DistinctSetsKeepRowBlocksOfOtherSizesApart) {
   EXPECT_EQ(distinct.sets[2].front().rowBegin, 600);
 }
 
+TEST(RecordedTimingsTest, DistinctSetsRunInTheFusedLookupsOrder) {
+  // The same device sets, their shards listed in other orders: each set is
+  // timed once, as its device's fused lookup runs it (whole tables and
+  // column pieces by table, then row pieces), whichever order the
+  // candidate lists it in.
+  PlanCandidate placed, sorted;
+  // Per shard: table, columns, device[, rows].
+  placed.plan.shards = {
+      {2, 0, 64, 1, 0, 500},    {3, 0, 16, 1}, {1, 32, 64, 1},
+      {2, 0, 64, 0, 500, 1000}, {0, 0, 32, 0}, {1, 0, 32, 0},
+  };
+  sorted.plan.shards = {
+      {0, 0, 32, 0},         {1, 0, 32, 0},
+      {1, 32, 64, 1},        {2, 0, 64, 0, 500, 1000},
+      {2, 0, 64, 1, 0, 500}, {3, 0, 16, 1},
+  };
+  CandidateSets distinct = distinctDeviceSets({placed, sorted}, 2);
+  ASSERT_EQ(distinct.sets.size(), 2u);
+  EXPECT_EQ(distinct.setOf[0], distinct.setOf[1]);
+  auto tablesOf = [](ArrayRef<ColumnSlice> set) {
+    std::vector<unsigned> tables;
+    for (const ColumnSlice &slice : set)
+      tables.push_back(slice.table);
+    return tables;
+  };
+  const std::vector<ColumnSlice> &device0 =
+      distinct.sets[*distinct.setOf[0][0]];
+  const std::vector<ColumnSlice> &device1 =
+      distinct.sets[*distinct.setOf[0][1]];
+  EXPECT_EQ(tablesOf(device0), (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(tablesOf(device1), (std::vector<unsigned>{1, 3, 2}));
+  EXPECT_FALSE(device1.back().allRows());
+  EXPECT_TRUE(fusedOrder(device1[1], device1[2]));
+  EXPECT_FALSE(fusedOrder(device1[2], device1[1]));
+}
+
 TEST(RecordedTimingsTest, ManifestDescribesEverySet) {
   std::vector<TableSpec> tables = hotAndCold();
   tables[1].moreFeatures.push_back({3.0, tables[1].accessHist});

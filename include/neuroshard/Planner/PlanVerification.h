@@ -78,8 +78,18 @@ public:
 /// draws"). A choice made on one draw need not hold on the next batch.
 constexpr unsigned kDefaultInputDraws = 3;
 
+/// Whether `a` comes before `b` in the fused lookup that runs a device's
+/// pieces (--neuroshard-materialize): whole tables and column pieces
+/// first, then row pieces, each by table, then row and column. A set's
+/// time depends on the order its tables run in: on a 2-core AMD EPYC
+/// (Zen 4), 60 sets timed with neuroshard-collect with their tables
+/// reversed measured 11% apart (standard deviation of the log ratio),
+/// where the same order timed again measured 5% apart (docs/planner.md,
+/// "Sets timed in the order they run").
+bool fusedOrder(const ColumnSlice &a, const ColumnSlice &b);
+
 /// The distinct device sets of some candidates, and which each candidate
-/// device holds (nullopt: none).
+/// device holds (nullopt: none), each set's slices in fusedOrder.
 struct CandidateSets {
   std::vector<std::vector<ColumnSlice>> sets;
   std::vector<std::vector<std::optional<size_t>>> setOf;

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+#===- race_agreement.py - Measured selection against neuroshard-collect --===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
+"""How far a device set's time, as measured selection times it in process,
+agrees with neuroshard-collect's, which the evaluation judges by; and how
+far neuroshard-collect agrees with itself. Prints a table.
+
+Two modes, on the evaluation's tasks (neuroshard.evaluate.make_tasks) and
+its pool:
+
+race   Each task is planned --runs times with measured selection
+       (neuroshard-verified); every candidate's device sets, and the plans
+       of the baselines among the candidates, are timed with
+       neuroshard-collect (--repeats runs on 3 draws, alternating order).
+       Per timed set: log(in-process median / neuroshard-collect median),
+       less its run's mean (so that only what moves one set against the
+       others of its task counts). Also how the sets' deviations in one
+       run correlate with those of the next: a deviation that repeats is
+       the measurement's, not noise.
+order  The sets of the task's plans (table-wise and baselines), timed with
+       neuroshard-collect as listed, as listed again, with their tables
+       reversed and shuffled: per set, log(time / time as listed), less
+       the task's mean.
+
+    /usr/bin/python3 scripts/race_agreement.py --mode race \\
+        --cost-model build/cal/BUNDLE
+"""
+
+import argparse
+import math
+import os
+import random
+import statistics
+import sys
+import types
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(REPO, "python"),
+                os.path.join(REPO, "build", "lib", "python3",
+                             "dist-packages")]
+from neuroshard import evaluate as ev  # noqa: E402
+from neuroshard import table_pool as tp  # noqa: E402
+
+BASELINE_PLANS = ("table-greedy-grid", "lookup-greedy", "size-lookup-greedy",
+                  "uniform-split-greedy", "dim-greedy")
+
+
+def pooled_sd(groups):
+    """Root mean square of the deviations from each group's mean, with a
+    degree of freedom taken per group; None without two values in a
+    group."""
+    squares, freedom = 0.0, 0
+    for values in groups:
+        if len(values) < 2:
+            continue
+        mean = statistics.fmean(values)
+        squares += sum((v - mean) ** 2 for v in values)
+        freedom += len(values) - 1
+    return math.sqrt(squares / freedom) if freedom else None
+
+
+def correlation(xs, ys):
+    if len(xs) < 3:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return sxy / math.sqrt(sxx * syy) if sxx and syy else None
+
+
+def collect(sets, args, seed=0):
+    """neuroshard-collect's median per set over args.repeats runs."""
+    options = types.SimpleNamespace(batch_size=args.batch_size, warmup=3,
+                                    iters=10, seed=seed)
+    return ev.measure_repeated(
+        sets, args.repeats,
+        lambda ordered, draw: ev.measure_sets(args.tool, args.pool, ordered,
+                                              options, draw),
+        draws=ev.DEFAULT_DRAWS)
+
+
+def plan_sets(task, algorithms, args, keys, sets, dims):
+    """Adds the device sets of each algorithm's plan; returns per algorithm
+    its devices' set numbers."""
+    own = {}
+    for algorithm in algorithms:
+        result = ev.run_plan(task, algorithm, args.cost_model)
+        if result["valid"]:
+            own[algorithm] = [ev._add_set(keys, sets, s) for s in
+                              ev.device_sets(task, result["plan"], dims)]
+    return own
+
+
+def race(task, args, dims):
+    """Per run, {(origin, device): log ratio less the run's mean}."""
+    runs = [ev.run_plan(task, ev.VERIFIED, args.cost_model)
+            for _ in range(args.runs)]
+    keys, sets = {}, {}
+    origins = {c["origin"] for r in runs if r["valid"] and r["verification"]
+               for c in r["verification"]["candidates"]}
+    own = plan_sets(task, sorted(origins & set(BASELINE_PLANS)), args, keys,
+                    sets, dims)
+    for k, r in enumerate(runs):
+        if r["valid"]:
+            own["chosen %d" % k] = [ev._add_set(keys, sets, s) for s in
+                                    ev.device_sets(task, r["plan"], dims)]
+    costs = collect(sets, args)
+    out = []
+    for k, r in enumerate(runs):
+        v = r.get("verification") if r["valid"] else None
+        if not v:
+            continue
+        logs = {}
+        for c, candidate in enumerate(v["candidates"]):
+            # A candidate is paired with the plan it is: the chosen one
+            # with the plan returned, a baseline with that baseline's plan.
+            name = ("chosen %d" % k if c == v["chosen"] else
+                    candidate["origin"])
+            if name not in own or not candidate["rounds"]:
+                continue
+            for device, (ms, s) in enumerate(
+                    zip(candidate["measured_compute_ms"], own[name])):
+                if ms and costs[s] > 0:
+                    logs[(candidate["origin"], device)] = \
+                        math.log(ms / costs[s])
+        if logs:
+            mean = statistics.fmean(logs.values())
+            out.append({key: x - mean for key, x in logs.items()})
+    return out
+
+
+def order(task, args, dims):
+    """Per variant, the sets' log ratios to the sets as listed."""
+    keys, sets = {}, {}
+    plan_sets(task, BASELINE_PLANS, args, keys, sets, dims)
+    shuffle = random.Random(args.seed)
+    variants = {"as listed again": sets,
+                "reversed": {k: v[::-1] for k, v in sets.items()},
+                "shuffled": {k: shuffle.sample(v, len(v))
+                             for k, v in sets.items()}}
+    listed = collect(sets, args)
+    out = {}
+    for name, variant in variants.items():
+        costs = collect(variant, args)
+        logs = [math.log(costs[k] / listed[k]) for k in sets if listed[k]]
+        mean = statistics.fmean(logs)
+        out[name] = [x - mean for x in logs]
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=("race", "order"), default="race")
+    parser.add_argument("--cost-model", required=True,
+                        help="bundle calibrated on this machine")
+    parser.add_argument("--pool", default=os.path.join(
+        REPO, "build", "eval", "pool-s0-b400.json"),
+        help="the evaluation's pool (neuroshard.evaluate --work)")
+    parser.add_argument("--setting", default="4dev")
+    parser.add_argument("--tasks", default="0-7",
+                        help="task numbers, as 0-7 or 1,4,5")
+    parser.add_argument("--batch-size", type=int, default=ev.BATCH_SIZE)
+    parser.add_argument("--runs", type=int, default=2,
+                        help="plans per task (race)")
+    parser.add_argument("--repeats", type=int, default=6,
+                        help="neuroshard-collect runs per set")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the tasks and of the shuffle")
+    parser.add_argument("--tool", default=os.path.join(
+        REPO, "build", "bin", "neuroshard-collect"))
+    args = parser.parse_args(argv)
+    if "-" in args.tasks:
+        first, last = (int(x) for x in args.tasks.split("-"))
+        numbers = list(range(first, last + 1))
+    else:
+        numbers = [int(x) for x in args.tasks.split(",")]
+    pool = tp.load_pool(args.pool)
+    dims = pool.get("dims", list(tp.POOL_DIMS))
+    tasks = ev.make_tasks(pool, args.setting, max(numbers) + 1, args.seed,
+                          batch_size=args.batch_size)
+    if args.mode == "order":
+        groups = {}
+        print("| task | sets | as listed again | reversed | shuffled |")
+        print("|---|---|---|---|---|")
+        for i in numbers:
+            out = order(tasks[i], args, dims)
+            for name, logs in out.items():
+                groups.setdefault(name, []).append(logs)
+            print("| %s | %d | %s |" % (tasks[i]["name"], len(
+                out["reversed"]), " | ".join(
+                    "%.1f%%" % (100 * pooled_sd([logs]))
+                    for logs in out.values())), flush=True)
+        print("| all | %d | %s |" % (sum(len(g) for g in groups["reversed"]),
+                                     " | ".join("%.1f%%" % (100 * pooled_sd(g))
+                                                for g in groups.values())))
+        return 0
+    print("| task | run | sets paired | sd of the log ratio |")
+    print("|---|---|---|---|")
+    every, repeats = [], []
+    for i in numbers:
+        runs = race(tasks[i], args, dims)
+        for k, logs in enumerate(runs):
+            every.append(list(logs.values()))
+            print("| %s | %d | %d | %.1f%% |" % (
+                tasks[i]["name"], k, len(logs),
+                100 * (pooled_sd([list(logs.values())]) or 0.0)), flush=True)
+        for a, b in zip(runs, runs[1:]):
+            repeats += [(a[key], b[key]) for key in a if key in b]
+    sd = pooled_sd(every)
+    r = correlation([a for a, _ in repeats], [b for _, b in repeats])
+    print("\nin process against neuroshard-collect: %d sets, sd of the log "
+          "ratio %s; correlation of a set's deviation from one run to the "
+          "next %s (%d pairs)" % (
+              sum(len(g) for g in every),
+              "%.1f%%" % (100 * sd) if sd is not None else "-",
+              "%.2f" % r if r is not None else "-", len(repeats)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
