@@ -72,10 +72,11 @@ def correlation(xs, ys):
     return sxy / math.sqrt(sxx * syy) if sxx and syy else None
 
 
-def collect(sets, args, seed=0):
-    """neuroshard-collect's median per set over args.repeats runs."""
+def collect(sets, args):
+    """neuroshard-collect's median per set over args.repeats runs, as the
+    evaluation times them (3 untimed runs, median of 10)."""
     options = types.SimpleNamespace(batch_size=args.batch_size, warmup=3,
-                                    iters=10, seed=seed)
+                                    iters=10, seed=0)
     return ev.measure_repeated(
         sets, args.repeats,
         lambda ordered, draw: ev.measure_sets(args.tool, args.pool, ordered,

@@ -220,7 +220,9 @@ std::string SetTimer::device() const { return "cpu"; }
 unsigned SetTimer::draws() const { return 1; }
 
 bool fusedOrder(const ColumnSlice &a, const ColumnSlice &b) {
-  return std::make_pair(!a.allRows(), a) < std::make_pair(!b.allRows(), b);
+  if (a.allRows() != b.allRows())
+    return a.allRows();
+  return a < b;
 }
 
 CandidateSets distinctDeviceSets(ArrayRef<PlanCandidate> candidates,
