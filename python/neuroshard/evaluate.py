@@ -332,6 +332,7 @@ def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
     dictionary {"table", "rows"[, "cols"]}). Replicas are refused: the
     tool times no slice of the batch."""
     by_name = {t["name"]: t for t in task["tables"]}
+    index = {t["name"]: i for i, t in enumerate(task["tables"])}
     sets = [[] for _ in range(task["devices"])]
     for shard in plan["shards"]:
         table = by_name.get(shard["table"])
@@ -363,12 +364,17 @@ def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
                 "its %d columns whose width is a multiple of %d" %
                 (task["name"], begin, end, shard["table"], table["dim"],
                  _core.COLUMN_ALIGNMENT))
+        rows = (0,)
         if "row_begin" in shard:
             piece["rows"] = [int(shard["row_begin"]), int(shard["row_end"])]
-        sets[device].append(dict(piece, table=entry) if piece else entry)
-    # A device runs its row pieces after its whole tables and column pieces
-    # (fusedOrder in PlanVerification.h), and the order moves a set's time.
-    return [sorted(entries, key=lambda e: isinstance(e, dict) and "rows" in e)
+            rows = (1, piece["rows"][0])
+        sets[device].append(((rows[0], index[shard["table"]], *rows[1:],
+                              begin), dict(piece, table=entry) if piece
+                             else entry))
+    # A device runs its whole tables and column pieces by the task's table
+    # order, then its row pieces (fusedOrder in PlanVerification.h), and
+    # the order moves a set's time: each set is listed as it runs.
+    return [[entry for _, entry in sorted(entries, key=lambda p: p[0])]
             for entries in sets]
 
 
@@ -1607,12 +1613,13 @@ def _judge(task, i, results, algorithms, tool, pool_path, args) -> None:
 
 def _add_set(keys: Dict, sets: Dict[int, List], ids: List) -> int:
     """The number of set `ids` among the distinct sets of a measurement
-    (`keys`: set_key to number; `sets`: number to its sorted entries),
-    numbering it next where it is new."""
+    (`keys`: set_key to number; `sets`: number to its entries, in the order
+    of the first `ids` that held them: device_sets' order, the one the
+    fused lookup runs), numbering it next where it is new."""
     key = set_key(ids)
     if key not in keys:
         keys[key] = len(keys)
-        sets[keys[key]] = sorted(ids, key=_entry_key)
+        sets[keys[key]] = list(ids)
     return keys[key]
 
 

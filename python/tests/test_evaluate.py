@@ -125,6 +125,25 @@ def test_device_sets_map_column_shards_to_pool_tables():
         [[13, {"table": 0, "rows": [0, 10]}], [{"table": 0, "rows": [10, 20]}]]
     assert ev.set_key([{"table": 13, "cols": [0, 48]}]) != \
         ev.set_key([{"table": 13, "cols": [16, 64]}])
+    # Whole tables and column pieces run in the task's table order, not the
+    # plan's nor the pool's: task table "b" (pool 0) after "a" (pool 13),
+    # "c" (pool 7) last.
+    three = dict(task, tables=task["tables"] + [
+        {"name": "c", "pool_id": 7, "dim": 64}])
+    listed = {"shards": [
+        {"table": "c", "col_begin": 0, "col_end": 64, "device": 0},
+        {"table": "b", "col_begin": 0, "col_end": 128, "device": 0},
+        {"table": "a", "col_begin": 32, "col_end": 64, "device": 0},
+        {"table": "a", "col_begin": 0, "col_end": 32, "device": 1}]}
+    in_order = ev.device_sets(three, listed, dims)
+    assert in_order == [[14, 0, 7], [14]]
+    # A measurement's distinct sets keep that order; the same set listed
+    # otherwise later is the same set.
+    keys, sets = {}, {}
+    assert ev._add_set(keys, sets, in_order[0]) == 0
+    assert ev._add_set(keys, sets, [7, 14, 0]) == 0
+    assert ev._add_set(keys, sets, [0]) == 1
+    assert sets == {0: [14, 0, 7], 1: [0]}
     with pytest.raises(ev.EvaluationError,
                        match=r"shard \[0, 6\) of table 'a' is not a range "
                              r"of its 64 columns whose width is a multiple "
