@@ -8,6 +8,7 @@
 #include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Planner/RecordedTimings.h"
 #include "neuroshard/Support/FileIO.h"
+#include "neuroshard/Support/JSONFields.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -44,69 +45,10 @@ Expected<std::vector<double>> parseMemoryGBList(StringRef list) {
 // Task input
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Reads the fields of one JSON object, naming the object in every error.
-class FieldReader {
-public:
-  FieldReader(const json::Object &object, std::string where)
-      : object(object), where(std::move(where)) {}
-
-  Error fail(const Twine &message) const {
-    return createStringError(inconvertibleErrorCode(), where + ": " + message);
-  }
-
-  /// Rejects fields outside `known` so that typos do not pass silently.
-  Error checkKnown(ArrayRef<StringRef> known) const {
-    for (const auto &entry : object)
-      if (!is_contained(known, entry.first.str()))
-        return fail(formatv("unknown field '{0}' (expected one of: {1})",
-                            entry.first.str(), join(known, ", ")));
-    return Error::success();
-  }
-
-  const json::Value *find(StringRef key) const { return object.get(key); }
-
-  Error require(StringRef key, const json::Value *&value) const {
-    value = object.get(key);
-    if (!value)
-      return fail(formatv("missing field '{0}'", key));
-    return Error::success();
-  }
-
-  Error readInteger(StringRef key, const json::Value &value,
-                    int64_t &out) const {
-    std::optional<int64_t> integer = getWholeNumber(value);
-    if (!integer)
-      return fail(formatv("'{0}' must be an integer, got {1}", key, value));
-    out = *integer;
-    return Error::success();
-  }
-
-  Error readNumber(StringRef key, const json::Value &value, double &out) const {
-    std::optional<double> number = value.getAsNumber();
-    if (!number)
-      return fail(formatv("'{0}' must be a number, got {1}", key, value));
-    out = *number;
-    return Error::success();
-  }
-
-  /// Fails with a broken table rule's message, if any.
-  Error check(const RuleViolation &violation) const {
-    return violation ? fail(*violation) : Error::success();
-  }
-
-  const std::string &name() const { return where; }
-
-private:
-  const json::Object &object;
-  std::string where;
-};
-} // namespace
-
 /// Reads the statistics of one feature from `fields` (a table or an entry
 /// of its `features`): `pooling_factor`, and `access_hist` with its
 /// `hist_batch_size` or else `zipf_alpha`.
-static Error readFeatureStats(const FieldReader &fields, FeatureStats &stats,
+static Error readFeatureStats(const JSONFields &fields, FeatureStats &stats,
                               HistogramSource &source) {
   const json::Value *field;
   if (Error err = fields.require("pooling_factor", field))
@@ -170,7 +112,7 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
                              where + ": expected an object");
   if (std::optional<StringRef> name = object->getString("name"))
     where += formatv(" ('{0}')", *name).str();
-  FieldReader fields(*object, where);
+  JSONFields fields(*object, where);
   if (Error err = fields.checkKnown(
           {"name", "rows", "dim", "dtype", "pooling_factor", "access_hist",
            "hist_batch_size", "zipf_alpha", "features", "pinned_device",
@@ -233,7 +175,7 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
       if (!object)
         return createStringError(inconvertibleErrorCode(),
                                  at + ": expected an object");
-      FieldReader feature(*object, at);
+      JSONFields feature(*object, at);
       if (Error err =
               feature.checkKnown({"name", "pooling_factor", "access_hist",
                                   "hist_batch_size", "zipf_alpha"}))
@@ -304,7 +246,7 @@ static Expected<TopologyDescription> parseTopology(const json::Value &value) {
     return createStringError(
         inconvertibleErrorCode(),
         formatv("task: 'topology' must be an object, got {0}", value));
-  FieldReader fields(*object, "topology");
+  JSONFields fields(*object, "topology");
   if (Error err = fields.checkKnown(
           {"devices", "memory_gb", "nodes", "devices_per_node", "hbm_gbps",
            "intra_node_gbps", "inter_node_gbps", "device_kind"}))
@@ -412,7 +354,7 @@ static Expected<PlanningTask> parseTask(const json::Value &document) {
   if (!object)
     return createStringError(inconvertibleErrorCode(),
                              "task: expected a JSON object at the top level");
-  FieldReader fields(*object, "task");
+  JSONFields fields(*object, "task");
   if (Error err = fields.checkKnown({"batch_size", "topology", "tables"}))
     return std::move(err);
 
@@ -528,7 +470,7 @@ public:
 
   int64_t rows(unsigned table) const { return tables[table].rows; }
 
-  Error readDeviceCount(const FieldReader &fields, StringRef key,
+  Error readDeviceCount(const JSONFields &fields, StringRef key,
                         PlanFile &plan) const {
     const json::Value *field;
     if (Error err = fields.require(key, field))
@@ -543,7 +485,7 @@ public:
   }
 
   /// The index of the table called `name`, or an error naming it.
-  Expected<unsigned> table(const FieldReader &fields, StringRef name) const {
+  Expected<unsigned> table(const JSONFields &fields, StringRef name) const {
     auto it = tableIndex.find(name);
     if (it == tableIndex.end())
       return fields.fail(formatv("names table '{0}', which the task does not "
@@ -553,7 +495,7 @@ public:
   }
 
   /// A device number of a shard: an integer in [0, devices).
-  Error readDevice(const FieldReader &fields, StringRef key,
+  Error readDevice(const JSONFields &fields, StringRef key,
                    const json::Value &value, const PlanFile &plan,
                    unsigned &device) const {
     int64_t number;
@@ -562,7 +504,7 @@ public:
     return checkDevice(fields, key, number, plan, device);
   }
 
-  Error checkDevice(const FieldReader &fields, StringRef key, int64_t number,
+  Error checkDevice(const JSONFields &fields, StringRef key, int64_t number,
                     const PlanFile &plan, unsigned &device) const {
     if (number < 0 || number >= static_cast<int64_t>(plan.devices))
       return fields.fail(formatv("'{0}' is {1} but the plan has {2} devices",
@@ -580,7 +522,7 @@ private:
 /// The plan JSON of writePlanJSON.
 static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
                                               const PlanReader &reader) {
-  FieldReader fields(object, "plan");
+  JSONFields fields(object, "plan");
   if (Error err = fields.checkKnown(
           {"algorithm", "cost_model", "warnings", "devices", "nodes",
            "devices_per_node", "device_kind", "optimizer", "reserved_fraction",
@@ -614,7 +556,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
     if (!object)
       return createStringError(inconvertibleErrorCode(),
                                where + ": expected an object");
-    FieldReader shardFields(*object, where);
+    JSONFields shardFields(*object, where);
     if (Error err = shardFields.checkKnown({"table", "col_begin", "col_end",
                                             "row_begin", "row_end", "device",
                                             "replica"}))
@@ -671,7 +613,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
 /// The TorchRec format of writeTorchRecPlan.
 static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
                                             const PlanReader &reader) {
-  FieldReader fields(object, "TorchRec plan");
+  JSONFields fields(object, "TorchRec plan");
   if (Error err = fields.checkKnown(
           {"format", "world_size", "compute_device", "tables"}))
     return std::move(err);
@@ -697,7 +639,7 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
     if (!entry)
       return createStringError(inconvertibleErrorCode(),
                                where + ": expected an object");
-    FieldReader tableFields(*entry, where);
+    JSONFields tableFields(*entry, where);
     if (Error err = tableFields.checkKnown(
             {"sharding_type", "compute_kernel", "ranks", "shards"}))
       return std::move(err);
@@ -733,7 +675,7 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
       if (!object)
         return createStringError(inconvertibleErrorCode(),
                                  at + ": expected an object");
-      FieldReader shardFields(*object, at);
+      JSONFields shardFields(*object, at);
       if (Error err = shardFields.checkKnown(
               {"shard_offsets", "shard_sizes", "placement"}))
         return std::move(err);

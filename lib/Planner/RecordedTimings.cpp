@@ -9,6 +9,7 @@
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/Runtime/KernelABI.h"
 #include "neuroshard/Support/FileIO.h"
+#include "neuroshard/Support/JSONFields.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -200,63 +201,6 @@ Expected<size_t> writeCandidateSets(StringRef dir, ArrayRef<TableSpec> tables,
   return distinct.sets.size();
 }
 
-namespace {
-/// Reads one field of a JSON object of a file, wording the errors alike.
-struct Fields {
-  const json::Object &object;
-  std::string where;
-
-  Error fail(const Twine &message) const {
-    return createStringError(inconvertibleErrorCode(),
-                             where + ": " + message.str());
-  }
-  Error integer(StringRef name, int64_t &out, int64_t least = 0) const {
-    const json::Value *value = object.get(name);
-    std::optional<int64_t> number =
-        value ? getInteger(*value) : std::optional<int64_t>();
-    if (!number || *number < least)
-      return fail(
-          formatv("\"{0}\" must be an integer of at least {1}", name, least));
-    out = *number;
-    return Error::success();
-  }
-  Error number(StringRef name, double &out) const {
-    const json::Value *value = object.get(name);
-    std::optional<double> number =
-        value ? value->getAsNumber() : std::optional<double>();
-    if (!number || !std::isfinite(*number) || *number < 0)
-      return fail(formatv("\"{0}\" must be a number of at least 0", name));
-    out = *number;
-    return Error::success();
-  }
-  Error string(StringRef name, std::string &out) const {
-    const json::Value *value = object.get(name);
-    std::optional<StringRef> text =
-        value ? value->getAsString() : std::optional<StringRef>();
-    if (!text)
-      return fail(formatv("\"{0}\" must be a string", name));
-    out = text->str();
-    return Error::success();
-  }
-  /// A [begin, end) pair of integers, begin >= 0 and end > begin.
-  Error range(StringRef name, int64_t &begin, int64_t &end) const {
-    const json::Array *pair = object.getArray(name);
-    std::optional<int64_t> first, last;
-    if (pair && pair->size() == 2) {
-      first = getInteger((*pair)[0]);
-      last = getInteger((*pair)[1]);
-    }
-    if (!first || !last || *first < 0 || *last <= *first)
-      return fail(formatv("\"{0}\" must be a pair [begin, end] of integers "
-                          "with 0 <= begin < end",
-                          name));
-    begin = *first;
-    end = *last;
-    return Error::success();
-  }
-};
-} // namespace
-
 Expected<std::unique_ptr<RecordedSetTimer>>
 RecordedSetTimer::load(StringRef dir) {
   std::unique_ptr<RecordedSetTimer> timer(new RecordedSetTimer());
@@ -271,14 +215,14 @@ RecordedSetTimer::load(StringRef dir) {
                              formatv("sets '{0}': expected an object of "
                                      "--verify-export",
                                      setsPath));
-  Fields fields{*top, formatv("sets '{0}'", setsPath).str()};
+  JSONFields fields{*top, formatv("sets '{0}'", setsPath).str()};
   std::string format;
   int64_t version = 0;
   if (Error err = fields.string("format", format))
     return std::move(err);
   if (format != kSetsFormat)
     return fields.fail(
-        formatv("\"format\" is '{0}', expected '{1}'", format, kSetsFormat));
+        formatv("'format' is '{0}', expected '{1}'", format, kSetsFormat));
   if (Error err = fields.integer("version", version))
     return std::move(err);
   if (version != kSetsVersion)
@@ -288,29 +232,29 @@ RecordedSetTimer::load(StringRef dir) {
     return std::move(err);
   const json::Array *sets = top->getArray("sets");
   if (!sets)
-    return fields.fail("\"sets\" must be an array");
+    return fields.fail("'sets' must be an array");
   // Each set's key and launches, and the set of each launch.
   std::map<int64_t, std::pair<SetKey, std::vector<int64_t>>> setOf;
   std::map<int64_t, int64_t> launchSet;
   for (auto [i, value] : enumerate(*sets)) {
-    std::string where = formatv("{0}, sets[{1}]", fields.where, i).str();
+    std::string where = formatv("{0}, sets[{1}]", fields.name(), i).str();
     const json::Object *object = value.getAsObject();
     if (!object)
       return createStringError(inconvertibleErrorCode(),
                                where + ": expected an object");
-    Fields set{*object, where};
+    JSONFields set{*object, where};
     int64_t id = 0;
     if (Error err = set.integer("id", id))
       return std::move(err);
     const json::Array *launchArray = object->getArray("launches");
     if (!launchArray || launchArray->empty())
-      return set.fail("\"launches\" must be a non-empty array of launch "
+      return set.fail("'launches' must be a non-empty array of launch "
                       "numbers");
     std::vector<int64_t> launches;
     for (const json::Value &launch : *launchArray) {
       std::optional<int64_t> number = getInteger(launch);
       if (!number || *number < 0)
-        return set.fail("\"launches\" must be a non-empty array of launch "
+        return set.fail("'launches' must be a non-empty array of launch "
                         "numbers");
       launches.push_back(*number);
     }
@@ -319,7 +263,7 @@ RecordedSetTimer::load(StringRef dir) {
         return set.fail(formatv("launch {0} belongs to two sets", launch));
     const json::Array *slices = object->getArray("slices");
     if (!slices || slices->empty())
-      return set.fail("\"slices\" must be a non-empty array");
+      return set.fail("'slices' must be a non-empty array");
     SetKey key;
     for (auto [j, sliceValue] : enumerate(*slices)) {
       std::string sliceWhere = formatv("{0}, slices[{1}]", where, j).str();
@@ -327,7 +271,7 @@ RecordedSetTimer::load(StringRef dir) {
       if (!sliceObject)
         return createStringError(inconvertibleErrorCode(),
                                  sliceWhere + ": expected an object");
-      Fields slice{*sliceObject, sliceWhere};
+      JSONFields slice{*sliceObject, sliceWhere};
       SliceKey &entry = key.emplace_back();
       if (Error err = slice.string("table", entry.table))
         return std::move(err);
@@ -366,7 +310,7 @@ RecordedSetTimer::load(StringRef dir) {
     if (!object)
       return createStringError(inconvertibleErrorCode(),
                                where + ": expected an object of the runner");
-    Fields sample{*object, where};
+    JSONFields sample{*object, where};
     int64_t id = 0, batch = 0, runs = 0;
     RecordedRuns recorded;
     std::string hardware;

@@ -365,6 +365,19 @@ TEST(RecordedTimingsTest, RecordedErrorsNameTheFileAndTheSet) {
                     "are timed on one kind of hardware",
                     samples)
                 .str());
+  // A field of the wrong kind names the line, the field and its value.
+  std::string negative = lines[0];
+  size_t cost = negative.find("\"cost_ms\": ") + 11;
+  negative.replace(cost, negative.find(',', cost) - cost, "-1");
+  rewrite({negative});
+  EXPECT_EQ(loadError(), formatv("samples '{0}' line 1: 'cost_ms' must be a "
+                                 "number of at least 0, got -1",
+                                 samples)
+                             .str());
+  rewrite({"{\"id\": 0, \"batch_size\": 1024}"});
+  EXPECT_EQ(
+      loadError(),
+      formatv("samples '{0}' line 1: missing field 'cost_ms'", samples).str());
   rewrite({"not json"});
   EXPECT_NE(loadError().find(formatv("samples '{0}' line 1: ", samples).str()),
             std::string::npos);
@@ -392,7 +405,7 @@ TEST(RecordedTimingsTest, RecordedErrorsNameTheFileAndTheSet) {
 
   // A sets file of something else.
   std::ofstream(inDir(dir, "sets.json")) << "{\"format\": \"plan\"}\n";
-  EXPECT_EQ(loadError(), formatv("sets '{0}': \"format\" is 'plan', expected "
+  EXPECT_EQ(loadError(), formatv("sets '{0}': 'format' is 'plan', expected "
                                  "'neuroshard-verify-sets'",
                                  inDir(dir, "sets.json"))
                              .str());
