@@ -18,8 +18,9 @@ race   Each task is planned --runs times with measured selection
        Per timed set: log(in-process median / neuroshard-collect median),
        less its run's mean (so that only what moves one set against the
        others of its task counts). Also how the sets' deviations in one
-       run correlate with those of the next: a deviation that repeats is
-       the measurement's, not noise.
+       run correlate with those of the next, their robust spread, and
+       how they correlate with what the sets are (bytes, tables, time,
+       lookups, largest table).
 order  The sets of the task's plans (table-wise and baselines), timed with
        neuroshard-collect as listed, as listed again, with their tables
        reversed and shuffled: per set, log(time / time as listed), less
@@ -30,6 +31,7 @@ order  The sets of the task's plans (table-wise and baselines), timed with
 """
 
 import argparse
+import json
 import math
 import os
 import random
@@ -96,8 +98,10 @@ def plan_sets(task, algorithms, args, keys, sets, dims):
     return own
 
 
-def race(task, args, dims):
-    """Per run, {(origin, device): log ratio less the run's mean}."""
+def race(task, args, dims, records=None):
+    """Per run, {(origin, device): log ratio less the run's mean}. Appends
+    to `records`, where given, each paired set's entries and both
+    times."""
     runs = [ev.run_plan(task, ev.VERIFIED, args.cost_model)
             for _ in range(args.runs)]
     keys, sets = {}, {}
@@ -128,6 +132,12 @@ def race(task, args, dims):
                 if ms and costs[s] > 0:
                     logs[(candidate["origin"], device)] = \
                         math.log(ms / costs[s])
+                    if records is not None:
+                        records.append({
+                            "task": task["name"], "run": k,
+                            "origin": candidate["origin"], "device": device,
+                            "entries": sets[s], "race_ms": ms,
+                            "collect_ms": costs[s]})
         if logs:
             mean = statistics.fmean(logs.values())
             out.append({key: x - mean for key, x in logs.items()})
@@ -153,6 +163,57 @@ def order(task, args, dims):
     return out
 
 
+def set_features(entries, tables):
+    """Log weight bytes, tables, log lookups (pooling x width) and log rows
+    of the largest table of a set's entries (pool tables or pieces)."""
+    size, lookups, rows = 0.0, 0.0, 0
+    for entry in entries:
+        piece = entry if isinstance(entry, dict) else {"table": entry}
+        table = tables[int(piece["table"])]
+        cols = piece.get("cols", (0, table["dim"]))
+        first, end = piece.get("rows", (0, table["rows"]))
+        width = cols[1] - cols[0]
+        size += 4.0 * (end - first) * width
+        lookups += table["pooling_factor"] * width * (end - first) / \
+            table["rows"]
+        rows = max(rows, end - first)
+    return (math.log(size), len(entries), math.log(lookups + 1.0),
+            math.log(rows))
+
+
+def describe_deviations(records, pool):
+    """Prints how the sets' deviations (log ratio less the run's mean)
+    spread and correlate with what the sets are."""
+    runs = {}
+    for r in records:
+        runs.setdefault((r["task"], r["run"]), []).append(r)
+    deviations, features = [], []
+    tables = {t["id"]: t for t in pool["tables"]}
+    for group in runs.values():
+        logs = [math.log(r["race_ms"] / r["collect_ms"]) for r in group]
+        mean = statistics.fmean(logs)
+        for r, x in zip(group, logs):
+            deviations.append(x - mean)
+            size, count, lookups, rows = set_features(r["entries"], tables)
+            features.append((size, count, math.log(r["collect_ms"]),
+                             lookups, rows))
+    if len(deviations) < 3:
+        return
+    middle = statistics.median(deviations)
+    robust = 1.4826 * statistics.median(abs(x - middle) for x in deviations)
+    names = ("weight bytes", "tables", "measured time", "lookups",
+             "largest table's rows")
+    print("robust sd (1.4826 x median absolute deviation) %.1f%%; %d of %d "
+          "sets more than 25%% off; correlation of a set's deviation with "
+          "its %s" % (100 * robust, sum(abs(x) > 0.25 for x in deviations),
+                      len(deviations), ", ".join(
+                          "%s %s" % (name, "%.2f" % r if r is not None
+                                     else "-") for name, r in zip(
+                              names, (correlation(deviations, [f[i] for f
+                                                               in features])
+                                      for i in range(len(names)))))))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("race", "order"), default="race")
@@ -173,6 +234,9 @@ def main(argv=None):
                         help="seed of the tasks and of the shuffle")
     parser.add_argument("--tool", default=os.path.join(
         REPO, "build", "bin", "neuroshard-collect"))
+    parser.add_argument("--json", help="race: write every paired set (its "
+                        "task, run, candidate, device, entries and both "
+                        "times) to this file")
     args = parser.parse_args(argv)
     if "-" in args.tasks:
         first, last = (int(x) for x in args.tasks.split("-"))
@@ -201,9 +265,9 @@ def main(argv=None):
         return 0
     print("| task | run | sets paired | sd of the log ratio |")
     print("|---|---|---|---|")
-    every, repeats = [], []
+    every, repeats, records = [], [], []
     for i in numbers:
-        runs = race(tasks[i], args, dims)
+        runs = race(tasks[i], args, dims, records)
         for k, logs in enumerate(runs):
             every.append(list(logs.values()))
             print("| %s | %d | %d | %.1f%% |" % (
@@ -219,6 +283,10 @@ def main(argv=None):
               sum(len(g) for g in every),
               "%.1f%%" % (100 * sd) if sd is not None else "-",
               "%.2f" % r if r is not None else "-", len(repeats)))
+    describe_deviations(records, pool)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1)
     return 0
 
 
