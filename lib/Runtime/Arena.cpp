@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <numeric>
 #include <utility>
 
 #if defined(__linux__)
@@ -98,6 +99,13 @@ void rt::ZeroedArena::map(const std::vector<size_t> &hugePages,
   };
   threads = std::max(1u, std::min<unsigned>(threads, hugePages.size()));
   runOnThreads(threads, [&](unsigned worker) { touch(worker, threads); });
+}
+
+void rt::ZeroedArena::mapAll(unsigned threads) {
+  std::vector<size_t> pages((count * sizeof(float) + kHugePageBytes - 1) /
+                            kHugePageBytes);
+  std::iota(pages.begin(), pages.end(), size_t(0));
+  map(pages, threads);
 }
 
 rt::ZeroedArena::~ZeroedArena() { release(); }

@@ -54,7 +54,6 @@
 #include <cmath>
 #include <deque>
 #include <map>
-#include <numeric>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -398,10 +397,7 @@ int main(int argc, char **argv) {
   // then written again, at every larger set, which took most of a run's
   // time (docs/cost-model.md, "One arena per run").
   ZeroedArena arena(static_cast<size_t>(arenaFloats));
-  std::vector<size_t> pages(
-      (arena.size() * sizeof(float) + kHugePageBytes - 1) / kHugePageBytes);
-  std::iota(pages.begin(), pages.end(), size_t(0));
-  arena.map(pages, std::max(1u, std::thread::hardware_concurrency()));
+  arena.mapAll(std::max(1u, std::thread::hardware_concurrency()));
   PreparedSet set;
   std::map<int64_t, inputs::LookupInputs> streams;
   for (const ParsedSet &parsedSet : parsed) {

@@ -62,6 +62,20 @@ TEST(ZeroedArenaTest, LargeArenasMapOnlyThePagesTouched) {
   EXPECT_EQ(arena.data()[arena.size() - 1], 2.0f);
 }
 
+TEST(ZeroedArenaTest, MapAllMapsEveryPage) {
+  ZeroedArena arena(2 * kFloatsPerHugePage + 5);
+  arena.mapAll(2);
+#if defined(__linux__)
+  for (size_t page = 0; page < 3; ++page)
+    EXPECT_TRUE(resident(arena, page)) << "page " << page;
+#endif
+  for (size_t i = 0; i < arena.size(); i += 4099)
+    ASSERT_EQ(arena.data()[i], 0.0f) << "element " << i;
+  ZeroedArena small(16);
+  small.mapAll(2);
+  EXPECT_EQ(small.data()[15], 0.0f);
+}
+
 TEST(ZeroedArenaTest, MovesHandOverTheMemory) {
   ZeroedArena first(kFloatsPerHugePage);
   first.data()[7] = 1.5f;

@@ -76,6 +76,9 @@ public:
   /// machine backing the memory), which threads divide. Pages past the end
   /// are ignored.
   void map(const std::vector<size_t> &hugePages, unsigned threads);
+  /// Maps every huge page of the arena, as `map` does: for an arena every
+  /// run reads from its start, whichever rows it looks up.
+  void mapAll(unsigned threads);
 
 private:
   void release();
