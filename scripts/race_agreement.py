@@ -25,6 +25,13 @@ order  The sets of the task's plans (table-wise and baselines), timed with
        neuroshard-collect as listed, as listed again, with their tables
        reversed and shuffled: per set, log(time / time as listed), less
        the task's mean.
+process
+       The same sets, each listed twice, timed by --repeats processes of
+       neuroshard-collect on one draw: how far one timing (a median of 10
+       runs) spreads within a process, where a set reads the same pages
+       both times, and how far a set's time moves from process to process
+       beyond that (each process maps its own arena), less the processes'
+       levels.
 
     /usr/bin/python3 scripts/race_agreement.py --mode race \\
         --cost-model build/cal/BUNDLE
@@ -163,6 +170,36 @@ def order(task, args, dims):
     return out
 
 
+def processes(task, args, dims):
+    """The sets of the task's plans, each listed twice (the second copies
+    in reverse order after the first), timed by args.repeats processes of
+    neuroshard-collect on draw 0. Returns (the spread of one timing within
+    a process, the spread of a set's two timings' mean from process to
+    process less the processes' levels, number of sets)."""
+    keys, sets = {}, {}
+    plan_sets(task, BASELINE_PLANS, args, keys, sets, dims)
+    ids = list(sets)
+    copies = [(k, 0) for k in ids] + [(k, 1) for k in reversed(ids)]
+    options = types.SimpleNamespace(batch_size=args.batch_size, warmup=3,
+                                    iters=10, seed=0)
+    logs = []
+    for _ in range(args.repeats):
+        costs = ev.measure_sets(args.tool, args.pool,
+                                {n: sets[k] for n, (k, _) in
+                                 enumerate(copies)}, options)
+        timed = {copy: math.log(costs[n]) for n, copy in enumerate(copies)}
+        logs.append(timed)
+    within = [timed[(k, 0)] - timed[(k, 1)] for timed in logs for k in ids]
+    one = statistics.pstdev(within) / math.sqrt(2)
+    means = [{k: (timed[(k, 0)] + timed[(k, 1)]) / 2 for k in ids}
+             for timed in logs]
+    levels = [statistics.fmean(m.values()) for m in means]
+    between = statistics.fmean(
+        statistics.variance([m[k] - level for m, level in
+                             zip(means, levels)]) for k in ids)
+    return one, between, len(ids)
+
+
 def set_features(entries, tables):
     """Log weight bytes, tables, log lookups (pooling x width) and log rows
     of the largest table of a set's entries (pool tables or pieces)."""
@@ -216,7 +253,8 @@ def describe_deviations(records, pool):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("race", "order"), default="race")
+    parser.add_argument("--mode", choices=("race", "order", "process"),
+                        default="race")
     parser.add_argument("--cost-model", required=True,
                         help="bundle calibrated on this machine")
     parser.add_argument("--pool", default=os.path.join(
@@ -229,7 +267,8 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=2,
                         help="plans per task (race)")
     parser.add_argument("--repeats", type=int, default=6,
-                        help="neuroshard-collect runs per set")
+                        help="neuroshard-collect runs per set (process: "
+                        "processes)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the tasks and of the shuffle")
     parser.add_argument("--tool", default=os.path.join(
@@ -262,6 +301,27 @@ def main(argv=None):
         print("| all | %d | %s |" % (sum(len(g) for g in groups["reversed"]),
                                      " | ".join("%.1f%%" % (100 * pooled_sd(g))
                                                 for g in groups.values())))
+        return 0
+    if args.mode == "process":
+        print("| task | sets | one timing, within a process | a set's mean "
+              "of two, process to process | a process's own part |")
+        print("|---|---|---|---|---|")
+        ones, betweens, counts = [], [], []
+        for i in numbers:
+            one, between, count = processes(tasks[i], args, dims)
+            ones.append(one)
+            betweens.append(between)
+            counts.append(count)
+            own = math.sqrt(max(between - one ** 2 / 2, 0.0))
+            print("| %s | %d | %.1f%% | %.1f%% | %.1f%% |" % (
+                tasks[i]["name"], count, 100 * one, 100 * math.sqrt(between),
+                100 * own), flush=True)
+        total = sum(counts)
+        one = math.sqrt(sum(c * x ** 2 for c, x in zip(counts, ones)) / total)
+        between = sum(c * x for c, x in zip(counts, betweens)) / total
+        print("| all | %d | %.1f%% | %.1f%% | %.1f%% |" % (
+            total, 100 * one, 100 * math.sqrt(between),
+            100 * math.sqrt(max(between - one ** 2 / 2, 0.0))))
         return 0
     print("| task | run | sets paired | sd of the log ratio |")
     print("|---|---|---|---|")
