@@ -81,11 +81,17 @@ def correlation(xs, ys):
     return sxy / math.sqrt(sxx * syy) if sxx and syy else None
 
 
+def collect_options(args):
+    """neuroshard-collect's timing as the evaluation's: 3 untimed runs, the
+    median of 10."""
+    return types.SimpleNamespace(batch_size=args.batch_size, warmup=3,
+                                 iters=10, seed=0)
+
+
 def collect(sets, args):
     """neuroshard-collect's median per set over args.repeats runs, as the
-    evaluation times them (3 untimed runs, median of 10)."""
-    options = types.SimpleNamespace(batch_size=args.batch_size, warmup=3,
-                                    iters=10, seed=0)
+    evaluation times them (collect_options)."""
+    options = collect_options(args)
     return ev.measure_repeated(
         sets, args.repeats,
         lambda ordered, draw: ev.measure_sets(args.tool, args.pool, ordered,
@@ -180,8 +186,7 @@ def processes(task, args, dims):
     plan_sets(task, BASELINE_PLANS, args, keys, sets, dims)
     ids = list(sets)
     copies = [(k, 0) for k in ids] + [(k, 1) for k in reversed(ids)]
-    options = types.SimpleNamespace(batch_size=args.batch_size, warmup=3,
-                                    iters=10, seed=0)
+    options = collect_options(args)
     logs = []
     for _ in range(args.repeats):
         costs = ev.measure_sets(args.tool, args.pool,

@@ -102,8 +102,7 @@ void rt::ZeroedArena::map(const std::vector<size_t> &hugePages,
 }
 
 void rt::ZeroedArena::mapAll(unsigned threads) {
-  std::vector<size_t> pages((count * sizeof(float) + kHugePageBytes - 1) /
-                            kHugePageBytes);
+  std::vector<size_t> pages(mappingBytes(bytesOf(count)) / kHugePageBytes);
   std::iota(pages.begin(), pages.end(), size_t(0));
   map(pages, threads);
 }

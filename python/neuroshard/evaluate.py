@@ -364,12 +364,13 @@ def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
                 "its %d columns whose width is a multiple of %d" %
                 (task["name"], begin, end, shard["table"], table["dim"],
                  _core.COLUMN_ALIGNMENT))
-        rows = (0,)
         if "row_begin" in shard:
             piece["rows"] = [int(shard["row_begin"]), int(shard["row_end"])]
-            rows = (1, piece["rows"][0])
-        sets[device].append(((rows[0], index[shard["table"]], *rows[1:],
-                              begin), dict(piece, table=entry) if piece
+        # fusedOrder's key: row pieces last, then the task's table, the
+        # first row and the first column.
+        order = ("rows" in piece, index[shard["table"]],
+                 piece.get("rows", [0])[0], begin)
+        sets[device].append((order, dict(piece, table=entry) if piece
                              else entry))
     # A device runs its whole tables and column pieces by the task's table
     # order, then its row pieces (fusedOrder in PlanVerification.h), and
