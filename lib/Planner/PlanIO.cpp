@@ -1022,6 +1022,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
               writeNumber(json, "predicted_ms", candidate.predicted.maxMs);
               writeNumber(json, "measured_ms", candidate.measured.maxMs);
               writeNumber(json, "paired_ratio", candidate.pairedRatio);
+              writeNumber(json, "mean_ratio", candidate.meanRatio);
               json.attribute("rounds", int64_t(candidate.rounds));
               json.attribute("rounds_faster", int64_t(candidate.roundsFaster));
               writeNumber(json, "required_gain", candidate.requiredGain);
@@ -1187,15 +1188,16 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
                 verification.host, verification.sets.size(),
                 verification.rounds, verification.rounds == 1 ? "" : "s",
                 onDraws, format("%.1f", verification.seconds));
-  os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}  {5,6}\n",
+  os << formatv("  {0,-9}  {1,-22}  {2,14}  {3,13}  {4,15}  {5,6}  {6,6}\n",
                 "candidate", "origin", "predicted (ms)", "measured (ms)",
                 formatv("vs. candidate {0}", verification.incumbent + 1),
-                "rounds");
+                "median", "rounds");
   for (auto [i, candidate] : enumerate(verification.candidates))
-    os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}  {5,15}  {6,6}\n",
+    os << formatv("{0} {1,-9}  {2,-22}  {3,14}  {4,13}  {5,15}  {6,6}  {7,6}\n",
                   i == verification.chosen ? ">" : " ", i + 1, candidate.origin,
                   format("%.4f", candidate.predicted.maxMs),
                   format("%.4f", candidate.measured.maxMs),
+                  format("%.3f", candidate.meanRatio),
                   format("%.3f", candidate.pairedRatio), candidate.rounds);
   os << describeVerification(verification) << "\n";
   if (!verification.experiencePath.empty())

@@ -408,9 +408,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   for (size_t c = 0; c < k; ++c) {
     if (c == incumbent || ratios[c].size() < 2)
       continue;
-    double mean = 0.0;
-    for (double ratio : ratios[c])
-      mean += std::log(ratio) / double(ratios[c].size());
+    double mean = std::log(geometricMean(ratios[c]));
     for (double ratio : ratios[c])
       squares += (std::log(ratio) - mean) * (std::log(ratio) - mean);
     freedom += ratios[c].size() - 1;
@@ -423,10 +421,12 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   double quantile = verifySpreadQuantile(
       options.spreadFactor, verification.spreadFreedom, verification.racing);
 
-  // The lowest median ratio of the candidates that raced to the end wins if
-  // it is a gain beyond the noise: options.minGain, and what the spread
-  // asks of the candidate's rounds, as known from the rounds there were and
-  // with as many candidates racing.
+  // The lowest mean ratio (geometric) of the candidates that raced to the
+  // end wins if it is a gain beyond the noise: options.minGain, and what the
+  // spread asks of the candidate's rounds, as known from the rounds there
+  // were and with as many candidates racing. The spread over sqrt(rounds) is
+  // the standard error of the mean log ratio; a median of rounds that fall
+  // on either side of 1 moves further than that.
   for (size_t c = 0; c < k; ++c) {
     CandidateMeasurement &entry = verification.candidates.emplace_back();
     entry.origin = result.candidates[c].origin;
@@ -436,6 +436,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     for (double ratio : ratios[c])
       entry.roundsFaster += ratio < 1.0;
     entry.pairedRatio = median(ratios[c]);
+    entry.meanRatio = geometricMean(ratios[c]);
     entry.roundRatios = ratios[c];
     entry.requiredGain = options.minGain;
     if (c != incumbent && !ratios[c].empty())
@@ -446,9 +447,9 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   }
   verification.chosen = incumbent;
   for (auto [i, entry] : enumerate(verification.candidates))
-    if (racing[i] && entry.pairedRatio <= 1.0 - entry.requiredGain &&
-        entry.pairedRatio <
-            verification.candidates[verification.chosen].pairedRatio)
+    if (racing[i] && entry.meanRatio <= 1.0 - entry.requiredGain &&
+        entry.meanRatio <
+            verification.candidates[verification.chosen].meanRatio)
       verification.chosen = i;
   verification.sets = std::move(timedSets);
   verification.rounds = rounds;
@@ -662,7 +663,9 @@ std::string describeVerification(const PlanVerification &verification) {
   const CandidateMeasurement &incumbent =
       verification.candidates[verification.incumbent];
   auto rounds = [&](const CandidateMeasurement &candidate) {
-    return formatv("{0}% faster in the median round, in {1} of {2} rounds",
+    return formatv("{0}% faster on the rounds' geometric mean ({1}% in the "
+                   "median round, faster in {2} of {3} rounds)",
+                   format("%.1f", 100.0 * (1.0 - candidate.meanRatio)),
                    format("%.1f", 100.0 * (1.0 - candidate.pairedRatio)),
                    candidate.roundsFaster, candidate.rounds)
         .str();
@@ -706,9 +709,9 @@ std::string describeVerification(const PlanVerification &verification) {
             .str();
     std::optional<size_t> best;
     for (auto [i, candidate] : enumerate(verification.candidates))
-      if (i != verification.incumbent && candidate.pairedRatio < 1.0 &&
+      if (i != verification.incumbent && candidate.meanRatio < 1.0 &&
           (!best ||
-           candidate.pairedRatio < verification.candidates[*best].pairedRatio))
+           candidate.meanRatio < verification.candidates[*best].meanRatio))
         best = i;
     if (!best)
       return text + ", no slower than any other candidate";

@@ -259,6 +259,7 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
                          b.getDenseF64ArrayAttr(computeMs)),
           b.getNamedAttr("paired_ratio",
                          b.getF64FloatAttr(candidate.pairedRatio)),
+          b.getNamedAttr("mean_ratio", b.getF64FloatAttr(candidate.meanRatio)),
           b.getNamedAttr("rounds", count(candidate.rounds)),
           b.getNamedAttr("rounds_faster", count(candidate.roundsFaster)),
           b.getNamedAttr("required_gain",
@@ -416,13 +417,16 @@ static LogicalResult readVerificationRecord(ModuleOp module,
     FailureOr<DenseF64ArrayAttr> computeMs = candidate.get<DenseF64ArrayAttr>(
         "measured_compute_ms", "an array<f64> of one time per device");
     FailureOr<double> ratio = candidate.number("paired_ratio");
+    // A record written before the mean was recorded: its median stands in.
+    FailureOr<double> meanRatio =
+        succeeded(ratio) ? candidate.numberOr("mean_ratio", *ratio) : ratio;
     FailureOr<uint64_t> candidateRounds = candidate.count("rounds");
     FailureOr<uint64_t> faster = candidate.count("rounds_faster");
     FailureOr<double> required =
         candidate.numberOr("required_gain", verification.minGain);
     if (failed(origin) || failed(predicted) || failed(measured) ||
-        failed(computeMs) || failed(ratio) || failed(candidateRounds) ||
-        failed(faster) || failed(required))
+        failed(computeMs) || failed(ratio) || failed(meanRatio) ||
+        failed(candidateRounds) || failed(faster) || failed(required))
       return failure();
     ::neuroshard::CandidateMeasurement &out =
         verification.candidates.emplace_back();
@@ -432,6 +436,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
     for (double ms : computeMs->asArrayRef())
       out.measured.devices.push_back({ms, 0.0, 0.0});
     out.pairedRatio = *ratio;
+    out.meanRatio = *meanRatio;
     out.rounds = *candidateRounds;
     out.roundsFaster = *faster;
     out.requiredGain = *required;

@@ -126,9 +126,9 @@ struct VerifyOptions {
   /// candidate in every round.
   double decidingMargin = 0.15;
   /// How much faster than the incumbent (the table-wise plan, else the
-  /// model's best), in the median of the round-by-round ratios, another
-  /// candidate must measure to replace it: smaller differences are within
-  /// the noise of timing one set. Users on a noisy host raise it
+  /// model's best), in the geometric mean of the round-by-round ratios,
+  /// another candidate must measure to replace it: smaller differences are
+  /// within the noise of timing one set. Users on a noisy host raise it
   /// (--verify-min-gain), 0 takes any gain.
   double minGain = 0.02;
   /// Standard errors of its mean log ratio a candidate must gain beyond to
@@ -221,12 +221,12 @@ double verifySpreadQuantile(double factor, unsigned freedom, unsigned racing);
 /// returned only where it measures faster than the plan that splits none, since
 /// the model's errors favour the plans its search picks. `result`'s plan and
 /// cost become those of the candidate, among those still racing at the end,
-/// with the lowest median ratio to the incumbent, if that median is at most 1 -
-/// its required gain (the larger of options.minGain and what the rounds'
-/// spread asks, options.spreadFactor); else the incumbent's. The cost stays the
-/// model's, so that the plan prices the same everywhere. Sets
-/// `result.verification` (each candidate's cost from its sets' medians, and its
-/// ratios). Needs at least one candidate.
+/// with the lowest geometric mean of its round ratios to the incumbent, if that
+/// mean is at most 1 - its required gain (the larger of options.minGain and
+/// what the rounds' spread asks, options.spreadFactor); else the incumbent's.
+/// The cost stays the model's, so that the plan prices the same everywhere.
+/// Sets `result.verification` (each candidate's cost from its sets' medians,
+/// and its ratios). Needs at least one candidate.
 llvm::Error verifyCandidates(PlanResult &result,
                              llvm::ArrayRef<TableSpec> tables,
                              const Topology &topology, CostModel &model,

@@ -198,6 +198,11 @@ struct CandidateMeasurement {
   double pairedRatio = 1.0;
   unsigned rounds = 0;
   unsigned roundsFaster = 0;
+  /// The geometric mean of its ratios to the incumbent over those rounds
+  /// (the exponential of their mean logarithm): the gain is judged on it,
+  /// as the rounds' spread gives the standard error of a mean, not of a
+  /// median (VerifyOptions::spreadFactor).
+  double meanRatio = 1.0;
   /// Its ratio to the incumbent in each of those rounds, in round order
   /// (empty for a verification read back from a plan's annotation).
   std::vector<double> roundRatios;

@@ -34,6 +34,17 @@ inline double median(std::vector<double> values) {
   return sortedMedian(values);
 }
 
+/// The geometric mean of positive `values` (the exponential of their mean
+/// logarithm); 1 for none.
+inline double geometricMean(const std::vector<double> &values) {
+  if (values.empty())
+    return 1.0;
+  double logs = 0.0;
+  for (double value : values)
+    logs += std::log(value);
+  return std::exp(logs / double(values.size()));
+}
+
 /// P(Z > z) for a standard normal Z.
 inline double normalTail(double z) {
   return 0.5 * std::erfc(z / std::sqrt(2.0));
