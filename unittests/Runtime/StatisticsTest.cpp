@@ -25,6 +25,15 @@ TEST(StatisticsTest, MediansOfOddAndEvenCounts) {
   EXPECT_EQ(sortedMedian({1.0, 2.0, 10.0, 20.0}), 6.0);
 }
 
+// The geometric mean of ratios: 2 and 1/2 cancel, as a ratio and its
+// inverse should; none is 1.
+TEST(StatisticsTest, GeometricMeansOfRatios) {
+  EXPECT_DOUBLE_EQ(geometricMean({2.0, 8.0}), 4.0);
+  EXPECT_DOUBLE_EQ(geometricMean({2.0, 0.5}), 1.0);
+  EXPECT_DOUBLE_EQ(geometricMean({0.9}), 0.9);
+  EXPECT_EQ(geometricMean({}), 1.0);
+}
+
 // Student's t against printed tables (two-sided 5% and one-sided 1%
 // points) and its limits: one degree is the Cauchy law, many the normal.
 TEST(StatisticsTest, StudentQuantilesMatchTheTables) {
