@@ -8,7 +8,7 @@
 agrees with neuroshard-collect's, which the evaluation judges by; and how
 far neuroshard-collect agrees with itself. Prints a table.
 
-Two modes, on the evaluation's tasks (neuroshard.evaluate.make_tasks) and
+Four modes, on the evaluation's tasks (neuroshard.evaluate.make_tasks) and
 its pool:
 
 race   Each task is planned --runs times with measured selection
@@ -25,6 +25,13 @@ order  The sets of the task's plans (table-wise and baselines), timed with
        neuroshard-collect as listed, as listed again, with their tables
        reversed and shuffled: per set, log(time / time as listed), less
        the task's mean.
+alignment
+       The same sets, timed with each table's base in the weight arena on
+       a cache line (neuroshard-collect's default, as a run lays its arena
+       out) and packed one after the other (--table-alignment 1), in
+       --repeats pairs of runs, alternating which comes first: per set, the
+       median of log(on the line / packed), grouped by the share of its
+       tables at least 16 floats wide whose packed base is off the line.
 process
        The same sets, each listed twice, timed by --repeats processes of
        neuroshard-collect on one draw: how far one timing (a median of 10
@@ -50,6 +57,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(REPO, "python"),
                 os.path.join(REPO, "build", "lib", "python3",
                              "dist-packages")]
+from neuroshard import collect as nc  # noqa: E402
 from neuroshard import evaluate as ev  # noqa: E402
 from neuroshard import table_pool as tp  # noqa: E402
 
@@ -176,6 +184,47 @@ def order(task, args, dims):
     return out
 
 
+def off_the_line(entries, tables):
+    """The share of a set's entries at least 16 floats wide whose base is
+    not on a 64-byte line where the entries are packed one after the other
+    in order (None without such an entry)."""
+    offset, wide, off = 0, 0, 0
+    for entry in entries:
+        table = tables[nc.entry_table(entry)]
+        piece = entry if isinstance(entry, dict) else {}
+        first, end = piece.get("rows", (0, int(table["rows"])))
+        cols = piece.get("cols")
+        width = cols[1] - cols[0] if cols else int(table["dim"])
+        if width % 16 == 0:
+            wide += 1
+            off += offset % 16 != 0
+        offset += (end - first) * width
+    return off / wide if wide else None
+
+
+def alignment(task, args, dims, tables):
+    """Per set of the task's plans, (the median over args.repeats pairs of
+    runs of log(time with table bases on the line / packed), its share of
+    wide entries off the line when packed)."""
+    keys, sets = {}, {}
+    plan_sets(task, BASELINE_PLANS, args, keys, sets, dims)
+    options = collect_options(args)
+    layouts = {"line": [], "packed": ["--table-alignment", "1"]}
+    logs = {k: [] for k in sets}
+    for r in range(args.repeats):
+        draw = r % ev.DEFAULT_DRAWS
+        order = ("line", "packed") if r % 2 == 0 else ("packed", "line")
+        costs = {name: ev.measure_sets(args.tool, args.pool, sets, options,
+                                       draw, layouts[name])
+                 for name in order}
+        for k in sets:
+            if costs["packed"][k] > 0:
+                logs[k].append(math.log(costs["line"][k] /
+                                        costs["packed"][k]))
+    return [(statistics.median(logs[k]), off_the_line(sets[k], tables))
+            for k in sets if logs[k]]
+
+
 def processes(task, args, dims):
     """The sets of the task's plans, each listed twice (the second copies
     in reverse order after the first), timed by args.repeats processes of
@@ -258,7 +307,8 @@ def describe_deviations(records, pool):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("race", "order", "process"),
+    parser.add_argument("--mode", choices=("race", "order", "process",
+                                           "alignment"),
                         default="race")
     parser.add_argument("--cost-model", required=True,
                         help="bundle calibrated on this machine")
@@ -306,6 +356,30 @@ def main(argv=None):
         print("| all | %d | %s |" % (sum(len(g) for g in groups["reversed"]),
                                      " | ".join("%.1f%%" % (100 * pooled_sd(g))
                                                 for g in groups.values())))
+        return 0
+    if args.mode == "alignment":
+        tables = {t["id"]: t for t in pool["tables"]}
+        print("| task | sets | on the line / packed (geometric mean) |")
+        print("|---|---|---|")
+        every = []
+        for i in numbers:
+            out = alignment(tasks[i], args, dims, tables)
+            every += out
+            print("| %s | %d | %.3f |" % (
+                tasks[i]["name"], len(out),
+                math.exp(statistics.fmean(x for x, _ in out))), flush=True)
+        print("\n| wide tables off the line when packed | sets | on the "
+              "line / packed (geometric mean) |")
+        print("|---|---|---|")
+        groups = (("none", lambda s: s is None or s == 0),
+                  ("under half", lambda s: s is not None and 0 < s < 0.5),
+                  ("half or more", lambda s: s is not None and s >= 0.5),
+                  ("all sets", lambda s: True))
+        for name, member in groups:
+            logs = [x for x, share in every if member(share)]
+            print("| %s | %d | %s |" % (
+                name, len(logs), "%.3f" % math.exp(statistics.fmean(logs))
+                if logs else "-"))
         return 0
     if args.mode == "process":
         print("| task | sets | one timing, within a process | a set's mean "

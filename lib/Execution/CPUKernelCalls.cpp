@@ -107,7 +107,9 @@ void ::neuroshard::execution::adoptPackedSet(
 
 int64_t CPUKernels::packIndices(PreparedSet &set,
                                 const std::vector<KernelShard> &shards,
-                                int64_t batch, bool indicesAreI32) {
+                                int64_t batch, bool indicesAreI32,
+                                int64_t tableAlignment) {
+  assert(tableAlignment > 0 && "table bases align to a positive count");
   // Every shard is its own table and pools over its own input pair.
   std::vector<abi::ShardDescriptor> descriptors(shards.size());
   std::vector<const inputs::LookupInputs *> pairs(shards.size());
@@ -120,6 +122,9 @@ int64_t CPUKernels::packIndices(PreparedSet &set,
     descriptor.mode = shards[s].mode;
     descriptor.input = s;
     pairs[s] = shards[s].inputs;
+    // By default laid out as a run's arena is (ModelData, LaunchManifest),
+    // so that a set times as it runs.
+    arena = abi::alignUp(arena, tableAlignment);
     set.layout.push_back(arena);
     arena += shards[s].rows * shards[s].width;
   }
@@ -142,8 +147,9 @@ void CPUKernels::fillGradient(MutableArrayRef<float> gradient, int64_t batch,
 int64_t CPUKernels::packInputs(PreparedSet &set,
                                const std::vector<KernelShard> &shards,
                                int64_t batch, uint64_t gradientSeed,
-                               bool indicesAreI32) {
-  int64_t arena = packIndices(set, shards, batch, indicesAreI32);
+                               bool indicesAreI32, int64_t tableAlignment) {
+  int64_t arena =
+      packIndices(set, shards, batch, indicesAreI32, tableAlignment);
   set.output.assign(static_cast<size_t>(batch * set.width), 0.0f);
   set.gradient.resize(set.output.size());
   fillGradient(set.gradient, batch, set.width, gradientSeed);

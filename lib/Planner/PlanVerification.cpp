@@ -401,14 +401,18 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   for (auto [set, predicted] : zip_equal(timedSets, predictedMs))
     set.predictedMs = predicted;
 
-  // How far the rounds' ratios stray: the pooled standard deviation of
-  // their logarithms about each candidate's mean.
+  // Each candidate's geometric mean of its round ratios, and how far the
+  // rounds' ratios stray: the pooled standard deviation of their logarithms
+  // about each candidate's mean.
+  std::vector<double> meanRatios;
+  for (const std::vector<double> &perRound : ratios)
+    meanRatios.push_back(geometricMean(perRound));
   double squares = 0.0;
   size_t freedom = 0;
   for (size_t c = 0; c < k; ++c) {
     if (c == incumbent || ratios[c].size() < 2)
       continue;
-    double mean = std::log(geometricMean(ratios[c]));
+    double mean = std::log(meanRatios[c]);
     for (double ratio : ratios[c])
       squares += (std::log(ratio) - mean) * (std::log(ratio) - mean);
     freedom += ratios[c].size() - 1;
@@ -436,7 +440,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     for (double ratio : ratios[c])
       entry.roundsFaster += ratio < 1.0;
     entry.pairedRatio = median(ratios[c]);
-    entry.meanRatio = geometricMean(ratios[c]);
+    entry.meanRatio = meanRatios[c];
     entry.roundRatios = ratios[c];
     entry.requiredGain = options.minGain;
     if (c != incumbent && !ratios[c].empty())

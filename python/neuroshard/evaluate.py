@@ -396,10 +396,12 @@ def set_key(entries: Sequence) -> Tuple[Tuple[int, ...], ...]:
 
 
 def measure_sets(tool: str, pool_path: str, sets: Dict[int, List],
-                 args, draw: int = 0) -> Dict[int, float]:
+                 args, draw: int = 0, extra: Sequence[str] = ()
+                 ) -> Dict[int, float]:
     """Median forward + backward + SGD time (ms) of each non-empty set,
     timed by one neuroshard-collect run in the order of `sets` on draw
-    `draw` of the index streams (an empty set costs 0)."""
+    `draw` of the index streams (an empty set costs 0); `extra` are more
+    of the tool's options."""
     costs = {k: 0.0 for k, ids in sets.items() if not ids}
     pending = {k: ids for k, ids in sets.items() if ids}
     if not pending:
@@ -410,7 +412,7 @@ def measure_sets(tool: str, pool_path: str, sets: Dict[int, List],
             f.write(json.dumps({"id": k, "tables": ids}) + "\n")
         sets_path = f.name
     command = [tool, "--pool", pool_path, "--sets", sets_path] + \
-        collect_options(args, draw)
+        collect_options(args, draw) + list(extra)
     try:
         result = subprocess.run(command, capture_output=True, text=True)
     finally:

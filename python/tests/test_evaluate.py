@@ -975,6 +975,23 @@ def test_cli_plans_tiny_tasks_with_the_real_planner(tmp_path, pool):
     assert len(data["4dev"]["results"]["neuroshard"]) == 2
 
 
+def test_measure_sets_passes_more_options_to_the_tool(tmp_path):
+    """`extra` options follow the timing options the evaluation passes
+    (scripts/race_agreement.py --mode alignment times both layouts)."""
+    argv = tmp_path / "argv"
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\necho \"$@\" > '%s'\n"
+                    "echo '{\"id\": 0, \"cost_ms\": 1.5}'\n" % argv)
+    tool.chmod(0o755)
+    args = types.SimpleNamespace(batch_size=8, warmup=0, iters=1, seed=0)
+    costs = ev.measure_sets(str(tool), "pool.json", {0: [1], 1: []}, args,
+                            2, ["--table-alignment", "1"])
+    assert costs == {0: 1.5, 1: 0.0}
+    words = argv.read_text().split()
+    assert words[-2:] == ["--table-alignment", "1"]
+    assert words[words.index("--seed") + 1] == "2"
+
+
 def test_real_tool_times_merged_column_pieces(tmp_path, pool):
     """A plan's merged column piece (48 of 64 columns) is timed by
     neuroshard-collect at its width, beside the pool tables."""

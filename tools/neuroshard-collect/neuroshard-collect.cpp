@@ -89,6 +89,11 @@ static cl::opt<unsigned>
             cl::desc("Cache-flush buffer written before every timed run "
                      "(MiB; 0: no flush)"),
             cl::init(kDefaultFlushMB), cl::cat(category));
+static cl::opt<int64_t> tableAlignment(
+    "table-alignment",
+    cl::desc("Align each table's base in the weight arena to this many "
+             "floats (a power of two; default: a run's, 16 = 64 bytes)"),
+    cl::init(kernel_abi::kArenaAlignment), cl::cat(category));
 static cl::opt<float> learningRate("lr", cl::desc("SGD learning rate"),
                                    cl::init(0.01f), cl::cat(category));
 static cl::opt<double> memoryLimitGB(
@@ -104,6 +109,8 @@ static cl::opt<double> memoryLimitGB(
 constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
 /// The largest cache-flush buffer (MiB): last-level caches are far smaller.
 constexpr unsigned kMaxFlushMB = 4096;
+/// The largest --table-alignment (floats): a 4 KiB page.
+constexpr int64_t kMaxTableAlignment = 1024;
 
 namespace {
 
@@ -303,6 +310,10 @@ int main(int argc, char **argv) {
          Twine(flushMB));
   if (!(memoryLimitGB >= 0.0) || !std::isfinite(memoryLimitGB))
     fail("--memory-limit-gb must be a number >= 0");
+  if (tableAlignment < 1 || tableAlignment > kMaxTableAlignment ||
+      (tableAlignment & (tableAlignment - 1)))
+    fail("--table-alignment must be a power of two from 1 to " +
+         Twine(kMaxTableAlignment) + " floats, got " + Twine(tableAlignment));
 
   std::map<int64_t, inputs::TableStats> pool = readPool(poolPath);
   auto setsBuffer = MemoryBuffer::getFile(setsPath);
@@ -356,7 +367,9 @@ int main(int argc, char **argv) {
     for (const auto &[table, bytes] : streamBytes)
       indices += bytes;
     for (const SetEntry &entry : entries) {
-      floats += (entry.keptEnd - entry.keptBegin) * entry.width();
+      // Laid out as CPUKernels::packInputs lays the set out.
+      floats = kernel_abi::alignUp(floats, tableAlignment) +
+               (entry.keptEnd - entry.keptBegin) * entry.width();
       width += double(entry.width());
       // The stream, the piece's block of it, and the set's packed copy.
       indices += (entry.rowPiece ? 3.0 : 2.0) * streamSize(entry);
@@ -423,7 +436,9 @@ int main(int argc, char **argv) {
       shards.push_back({nullptr, entry.keptEnd - entry.keptBegin, entry.width(),
                         kernel_abi::kSum, in});
     }
-    int64_t used = CPUKernels::packInputs(set, shards, batchSize, seed);
+    int64_t used =
+        CPUKernels::packInputs(set, shards, batchSize, seed,
+                               /*indicesAreI32=*/false, tableAlignment);
     set.sharedWeights = MutableArrayRef<float>(arena.data(), size_t(used));
 
     Timing timing = timeRuns(

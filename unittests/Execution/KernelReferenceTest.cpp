@@ -14,6 +14,8 @@
 #include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/KernelABI.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include "gtest/gtest.h"
 #include <torch/torch.h>
 
@@ -183,6 +185,32 @@ TEST_F(KernelReference, RepeatedIndexInOneBagUpdatesTwice) {
     EXPECT_FLOAT_EQ(set.weights[4 + c], -1.0f);
     EXPECT_FLOAT_EQ(set.weights[c], 0.0f);
   }
+}
+
+TEST(PackIndices, TableBasesSitOnCacheLinesAsInARun) {
+  // 3 x 4, 5 x 16 and 2 x 8 floats: packed one after the other, the second
+  // table would start 12 floats (48 bytes) into a line.
+  std::vector<RandomShard> shards(3);
+  int64_t shapes[3][2] = {{3, 4}, {5, 16}, {2, 8}};
+  std::vector<KernelShard> views;
+  for (auto [shard, shape] : llvm::zip_equal(shards, shapes)) {
+    shard.rows = shape[0];
+    shard.width = shape[1];
+    shard.in.indices = {0};
+    shard.in.offsets = {0, 1};
+    views.push_back(
+        {nullptr, shard.rows, shard.width, kernel_abi::kSum, &shard.in});
+  }
+  PreparedSet set;
+  EXPECT_EQ(CPUKernels::packIndices(set, views, 1), 96 + 16);
+  EXPECT_EQ(set.layout, (std::vector<int64_t>{0, 16, 96}));
+  for (int64_t base : set.layout)
+    EXPECT_EQ(base, kernel_abi::alignArenaOffset(base));
+  // Packed, as sets were timed before table bases were aligned.
+  EXPECT_EQ(CPUKernels::packIndices(set, views, 1, /*indicesAreI32=*/false,
+                                    /*tableAlignment=*/1),
+            92 + 16);
+  EXPECT_EQ(set.layout, (std::vector<int64_t>{0, 12, 92}));
 }
 
 TEST_F(KernelReference, LentBuffersComputeWhatOwnBuffersDo) {

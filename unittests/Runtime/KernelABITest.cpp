@@ -217,13 +217,15 @@ TEST(KernelABI, BagInputsAreChecked) {
             "lookup x: 2 offsets; expected the batch size + 1 = 4");
 }
 
-TEST(KernelABI, ArenaOffsetsAlignTo16Bytes) {
+TEST(KernelABI, ArenaOffsetsAlignToACacheLine) {
   using neuroshard::kernel_abi::alignArenaOffset;
   EXPECT_EQ(alignArenaOffset(0), 0);
-  EXPECT_EQ(alignArenaOffset(1), 4);
-  EXPECT_EQ(alignArenaOffset(4), 4);
+  EXPECT_EQ(alignArenaOffset(1), 16);
+  EXPECT_EQ(alignArenaOffset(4), 16);
+  EXPECT_EQ(alignArenaOffset(16), 16);
+  EXPECT_EQ(alignArenaOffset(17), 32);
   EXPECT_EQ(alignArenaOffset(3006), 3008);
-  static_assert(alignArenaOffset(5) % 4 == 0);
+  static_assert(alignArenaOffset(5) * sizeof(float) % 64 == 0);
 }
 
 } // namespace

@@ -61,7 +61,8 @@ TEST(LaunchManifestTest, ShardLayoutGivesEveryShardItsOwnSlot) {
   EXPECT_EQ(buffers.packed.layout.width, 14);
   EXPECT_EQ(buffers.layout, (std::vector<int64_t>{0, 400, 800}));
   EXPECT_EQ(buffers.slotRows, (std::vector<int64_t>{100, 100, 50}));
-  EXPECT_EQ(buffers.arenaSize, 1100);
+  // 50 x 6 after 800, rounded up to the arena alignment.
+  EXPECT_EQ(buffers.arenaSize, kernel_abi::alignArenaOffset(1100));
   for (size_t s = 0; s < 3; ++s) {
     EXPECT_EQ(shardFields(buffers, s)[kernel_abi::kTable], int64_t(s));
     EXPECT_EQ(shardFields(buffers, s)[kernel_abi::kColBegin], 0);
@@ -83,7 +84,7 @@ TEST(LaunchManifestTest, TableLayoutSharesASplitTable) {
   std::string error;
   ASSERT_TRUE(buildLaunch(manifest, 0, options, buffers, error)) << error;
   EXPECT_EQ(buffers.layout, (std::vector<int64_t>{0, 800}));
-  EXPECT_EQ(buffers.arenaSize, 1100);
+  EXPECT_EQ(buffers.arenaSize, kernel_abi::alignArenaOffset(1100));
   EXPECT_EQ(shardFields(buffers, 1)[kernel_abi::kTable], 0);
   EXPECT_EQ(shardFields(buffers, 1)[kernel_abi::kRowStride], 8);
   EXPECT_EQ(shardFields(buffers, 1)[kernel_abi::kColBegin], 4);

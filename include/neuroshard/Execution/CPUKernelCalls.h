@@ -84,20 +84,23 @@ public:
                              bool indicesAreI32 = false);
   /// Everything `prepare` does except the weights: resets `set` for
   /// `shards` (whose `weights` are not read) and lays out each shard's rows
-  /// in the arena, returning the arena size the set needs (elements). The
+  /// in the arena, in order, each base aligned to
+  /// `tableAlignment` floats (a run's arena: kernel_abi::kArenaAlignment),
+  /// returning the arena size the set needs (elements). The
   /// caller owns `set.weights` (or lends `set.sharedWeights`), so one arena
   /// can serve many sets.
-  static int64_t packInputs(PreparedSet &set,
-                            const std::vector<KernelShard> &shards,
-                            int64_t batch, uint64_t gradientSeed,
-                            bool indicesAreI32 = false);
+  static int64_t
+  packInputs(PreparedSet &set, const std::vector<KernelShard> &shards,
+             int64_t batch, uint64_t gradientSeed, bool indicesAreI32 = false,
+             int64_t tableAlignment = kernel_abi::kArenaAlignment);
   /// Everything `packInputs` does except the output and the gradient,
   /// which `set` leaves empty: the caller lends `set.sharedOutput` and
   /// `set.sharedGradient`, so that sets that never run at the same time
   /// share them.
-  static int64_t packIndices(PreparedSet &set,
-                             const std::vector<KernelShard> &shards,
-                             int64_t batch, bool indicesAreI32 = false);
+  static int64_t
+  packIndices(PreparedSet &set, const std::vector<KernelShard> &shards,
+              int64_t batch, bool indicesAreI32 = false,
+              int64_t tableAlignment = kernel_abi::kArenaAlignment);
   /// Fills `gradient`, batch x width elements row-major, with the values
   /// `packInputs` draws with `gradientSeed`.
   static void fillGradient(llvm::MutableArrayRef<float> gradient, int64_t batch,

@@ -96,14 +96,23 @@ struct ShardDescriptor {
   size_t input = 0; ///< The input pair (indices, offsets) it pools over.
 };
 
-/// Table bases in a weight arena are multiples of this many floats (16
-/// bytes), so that a table whose element count is not a multiple of 4 does
-/// not send every table after it to the CUDA kernels' scalar path.
-constexpr int64_t kArenaAlignment = 4;
+/// Table bases in a weight arena are multiples of this many floats (64
+/// bytes, a cache line, in an arena that starts on one). A row of a table
+/// whose width is a multiple of 16 then spans width / 16 lines: at a base
+/// off the line every such row reads one line more (a 16-wide row two
+/// instead of one), and which tables of a fused set sat off the line
+/// depended on the element counts of the tables before them. It is also a
+/// multiple of the 16 bytes the CUDA kernels' vector path needs.
+constexpr int64_t kArenaAlignment = 16;
+
+/// `offset` rounded up to a multiple of `alignment` (positive).
+constexpr int64_t alignUp(int64_t offset, int64_t alignment) {
+  return (offset + alignment - 1) / alignment * alignment;
+}
 
 /// `offset` (in floats) rounded up to the next table base.
 constexpr int64_t alignArenaOffset(int64_t offset) {
-  return (offset + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  return alignUp(offset, kArenaAlignment);
 }
 
 /// Where an input pair starts in the concatenated indices and offsets.
