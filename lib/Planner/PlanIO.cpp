@@ -527,7 +527,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
           {"algorithm", "cost_model", "warnings", "devices", "nodes",
            "devices_per_node", "device_kind", "optimizer", "reserved_fraction",
            "cost_ms", "imbalance", "per_device", "shards", "sharding_types",
-           "search", "exported_sets", "verification"}))
+           "search", "exported_sets", "verification", "expected_slowest"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -938,6 +938,13 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
       writeNumber(json, "compute_max_over_mean", imbalance.compute);
       json.attribute("busiest_device", imbalance.busiestDevice);
     });
+    if (const std::optional<ExpectedSlowest> &expected = result.expected)
+      json.attributeObject("expected_slowest", [&] {
+        writeNumber(json, "compute_ms", expected->computeMs);
+        writeNumber(json, "predicted_ms", expected->predictedMs);
+        writeNumber(json, "log_error_mean", expected->error.logMean);
+        writeNumber(json, "log_error_sd", expected->error.logSd);
+      });
     json.attributeArray("per_device", [&] {
       for (unsigned d = 0; d < n; ++d) {
         const DeviceCost &cost = result.cost.devices[d];
@@ -1131,6 +1138,18 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
       format("%.3f", imbalance.busy), least, format("%.3f", imbalance.compute),
       format("%.2f", usedGB), format("%.2f", capacityGB),
       format("%.0f", capacityGB > 0 ? 100.0 * usedGB / capacityGB : 0.0));
+  if (const std::optional<ExpectedSlowest> &expected = result.expected)
+    os << formatv(
+        "expected slowest device: {0} ms of compute, {1} x the "
+        "largest prediction, if each device strays from its "
+        "prediction as the model does on held-out sets (log error "
+        "mean {2}, sd {3})\n",
+        format("%.4f", expected->computeMs),
+        format("%.3f", expected->predictedMs > 0
+                           ? expected->computeMs / expected->predictedMs
+                           : 1.0),
+        format("%+.3f", expected->error.logMean),
+        format("%.3f", expected->error.logSd));
   if (perTable) {
     os << formatv("\n{0,-24}  {1,12}  {2,5}  {3,9}  {4,8}  {5}\n", "table",
                   "rows", "dim", "size (GB)", "pooling", "placement");

@@ -542,10 +542,11 @@ Error appendExperience(StringRef path, ArrayRef<TableSpec> tables,
   return Error::success();
 }
 
-Expected<PlanResult>
-planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
-                     SearchOptions search, CostModel &model,
-                     const VerifyRequest &request, OptionSpelling spell) {
+/// planWithVerification before the plan's expected slowest device.
+static Expected<PlanResult>
+planAndVerify(ArrayRef<TableSpec> tables, const Topology &topology,
+              SearchOptions search, CostModel &model,
+              const VerifyRequest &request, OptionSpelling spell) {
   auto optionError = [&](const Twine &option, Error err) {
     return createStringError(inconvertibleErrorCode(),
                              spell(option.str()) + ": " +
@@ -658,6 +659,19 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
       return std::move(err);
     result->verification->experiencePath = path;
   }
+  return result;
+}
+
+Expected<PlanResult>
+planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
+                     SearchOptions search, CostModel &model,
+                     const VerifyRequest &request, OptionSpelling spell) {
+  Expected<PlanResult> result =
+      planAndVerify(tables, topology, std::move(search), model, request, spell);
+  if (!result)
+    return result;
+  if (Error err = addExpectedSlowest(*result, tables, topology, model))
+    return std::move(err);
   return result;
 }
 

@@ -619,10 +619,22 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
   });
   result.cost = std::move(*cost);
   result.searched = false;
+  if (Error err = addExpectedSlowest(result, tables, topology, model))
+    return std::move(err);
   result.stats.timeMs = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - start)
                             .count();
   return std::move(result);
+}
+
+Error addExpectedSlowest(PlanResult &result, ArrayRef<TableSpec> tables,
+                         const Topology &topology, CostModel &model) {
+  Expected<std::optional<ExpectedSlowest>> expected =
+      expectedSlowestDevice(tables, topology, result.plan, model);
+  if (!expected)
+    return expected.takeError();
+  result.expected = std::move(*expected);
+  return Error::success();
 }
 
 StringRef planOriginName(const PlanResult &result) {

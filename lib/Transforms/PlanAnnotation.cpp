@@ -241,6 +241,20 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
               b.getNamedAttr("greedy_runs", count(stats.greedyRuns)),
           })),
   });
+  if (const std::optional<::neuroshard::ExpectedSlowest> &expected =
+          result.expected)
+    entries.push_back(b.getNamedAttr(
+        "expected",
+        b.getDictionaryAttr({
+            b.getNamedAttr("compute_ms",
+                           b.getF64FloatAttr(expected->computeMs)),
+            b.getNamedAttr("predicted_ms",
+                           b.getF64FloatAttr(expected->predictedMs)),
+            b.getNamedAttr("log_error_mean",
+                           b.getF64FloatAttr(expected->error.logMean)),
+            b.getNamedAttr("log_error_sd",
+                           b.getF64FloatAttr(expected->error.logSd)),
+        })));
   if (const std::optional<::neuroshard::PlanVerification> &verification =
           result.verification) {
     SmallVector<Attribute> candidates;
@@ -521,6 +535,18 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
       failed(states) || failed(greedy))
     return failure();
   result.stats = {*timeMs, *queries, *hits, *calls, *states, *greedy};
+  if (auto expected = record.getAs<DictionaryAttr>("expected")) {
+    RecordReader figures(module, expected, "its 'expected'");
+    FailureOr<double> computeMs = figures.number("compute_ms");
+    FailureOr<double> predictedMs = figures.number("predicted_ms");
+    FailureOr<double> logMean = figures.number("log_error_mean");
+    FailureOr<double> logSd = figures.number("log_error_sd");
+    if (failed(computeMs) || failed(predictedMs) || failed(logMean) ||
+        failed(logSd))
+      return failure();
+    result.expected = ::neuroshard::ExpectedSlowest{
+        *computeMs, *predictedMs, {*logMean, *logSd}};
+  }
   if (auto verification = record.getAs<DictionaryAttr>("verification"))
     return readVerificationRecord(module, verification, result);
   return success();

@@ -54,9 +54,13 @@ process, no all-to-all):
     slightly); per algorithm the mean gap to it is reported;
   * the prediction error of the chosen plans: per algorithm, the mean
     absolute and the mean signed percentage error (predicted - measured) /
-    measured, where predicted is the plan's slowest device's `compute_ms`
-    (the measurement has no all-to-all); negative = the model
-    underestimates the plans it chose. Over the measured tasks every
+    measured, where predicted is what the planner expects the plan's
+    slowest device to measure (its `expected_slowest` compute: the devices'
+    predictions spread by the bundle's held-out error; the largest device
+    `compute_ms` for a bundle without one) and measured is the slowest
+    device's time (the measurement has no all-to-all); negative = the model
+    underestimates the plans it chose. The error table also gives the
+    error of the largest device `compute_ms`. Over the measured tasks every
     algorithm solved (the main table) and over all of each algorithm's
     measured plans (the error table);
   * per measured task, the measured cost of neuroshard, neuroshard-verified,
@@ -271,17 +275,17 @@ def run_plan(task: Dict, algorithm: str, cost_model: str,
              verify_spread_factor: float = DEFAULT_VERIFY_SPREAD_FACTOR
              ) -> Dict:
     """Plans one task with one algorithm. Returns {"valid": True, "cost_ms",
-    "predicted_compute_ms", "search_ms", "plan_s" (the planner call's wall
-    time), "plan"}, or {"valid": False, "error"} with the planner's message
-    when it found no plan. VERIFIED plans with the neuroshard search and
-    measured selection of `verify_top` candidates timed for
-    `verify_seconds`, another than the table-wise plan returned only if it
-    measured `verify_min_gain` faster, and the more so as its rounds spread
-    (`verify_spread_factor` standard errors; its result then has
-    "verification",
-    the planner's
-    report, None where "auto" chose not to verify); every other algorithm
-    plans with verify_top=0."""
+    "predicted_compute_ms" (predicted_compute), "largest_compute_ms",
+    "predicted_devices_ms" (every device's `compute_ms`),
+    "expected_slowest" (the plan's, None without one), "search_ms",
+    "plan_s" (the planner call's wall time), "plan"}, or {"valid": False,
+    "error"} with the planner's message when it found no plan. VERIFIED
+    plans with the neuroshard search and measured selection of `verify_top`
+    candidates timed for `verify_seconds`, another than the table-wise plan
+    returned only if it measured `verify_min_gain` faster, and the more so
+    as its rounds spread (`verify_spread_factor` standard errors; its result
+    then has "verification", the planner's report, None where "auto" chose
+    not to verify); every other algorithm plans with verify_top=0."""
     options = {} if cost_risk is None else {"cost_risk": cost_risk}
     if algorithm == VERIFIED:
         # Nothing the evaluation times goes into the model's bundle.
@@ -303,6 +307,10 @@ def run_plan(task: Dict, algorithm: str, cost_model: str,
         return {"valid": False, "error": str(e)}
     result = {"valid": True, "cost_ms": float(plan["cost_ms"]),
               "predicted_compute_ms": predicted_compute(plan),
+              "largest_compute_ms": largest_compute(plan),
+              "predicted_devices_ms": [float(d["compute_ms"])
+                                       for d in plan["per_device"]],
+              "expected_slowest": plan.get("expected_slowest"),
               "search_ms": float(plan["search"]["time_ms"]),
               "plan_s": time.perf_counter() - started, "plan": plan}
     if algorithm == VERIFIED:
@@ -317,8 +325,19 @@ def not_planned(reason: str) -> Dict:
 
 
 def predicted_compute(plan: Dict) -> float:
-    """The plan's predicted compute: its slowest device's `compute_ms` (what
-    a measurement without all-to-all can be compared with)."""
+    """What the planner predicts the plan's slowest device measures (its
+    compute: what a measurement without all-to-all can be compared with):
+    the plan's "expected_slowest" compute where the cost model records its
+    held-out error, else the largest device `compute_ms`."""
+    expected = plan.get("expected_slowest")
+    if expected:
+        return float(expected["compute_ms"])
+    return largest_compute(plan)
+
+
+def largest_compute(plan: Dict) -> float:
+    """The largest device `compute_ms` of the plan: the maximum of the
+    predictions rather than the prediction of the maximum."""
     return max(float(d["compute_ms"]) for d in plan["per_device"])
 
 
@@ -654,6 +673,11 @@ def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
         own_errors = prediction_errors(
             [r["predicted_compute_ms"] for r in own],
             [r["measured_ms"] for r in own]) if own else (None, None)
+        own_largest = [r for r in own if "largest_compute_ms" in r]
+        largest_errors = prediction_errors(
+            [r["largest_compute_ms"] for r in own_largest],
+            [r["measured_ms"] for r in own_largest]) \
+            if own_largest else (None, None)
         plan_s = [r["plan_s"] for r in valid if "plan_s" in r]
         rows[a] = {
             "planned": sum(map(_planned, results[a])),
@@ -675,6 +699,8 @@ def summarise(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
             "measured_plans": len(own),
             "plans_mape_percent": own_errors[0],
             "plans_signed_error_percent": own_errors[1],
+            "plans_largest_mape_percent": largest_errors[0],
+            "plans_largest_signed_error_percent": largest_errors[1],
         }
     summary = {"tasks": len(tasks), "common": len(common),
                "measured_common": len(measured_common), "rows": rows,
@@ -1065,16 +1091,22 @@ def _choice(choice: Optional[Dict]) -> str:
 def error_table(summary: Dict, algorithms: Sequence[str]) -> str:
     """Per algorithm, the prediction error of all its measured plans."""
     lines = ["Prediction error of the chosen plans, over each algorithm's "
-             "measured plans (predicted = the slowest device's "
-             "`compute_ms`):", "",
+             "measured plans. Predicted: the plan's expected slowest device "
+             "(`expected_slowest`, where the bundle records its held-out "
+             "error), and, for comparison, the largest device "
+             "`compute_ms`:", "",
              "| algorithm | measured plans | mean absolute error | "
-             "mean signed error |", "|---|---|---|---|"]
+             "mean signed error | largest `compute_ms`: absolute | "
+             "signed |", "|---|---|---|---|---|---|"]
     for a in algorithms:
         row = summary["rows"][a]
-        lines.append("| %s | %d | %s | %s |" % (
+        lines.append("| %s | %d | %s | %s | %s | %s |" % (
             a, row.get("measured_plans", 0),
             _percent(row.get("plans_mape_percent")),
-            _percent(row.get("plans_signed_error_percent"), signed=True)))
+            _percent(row.get("plans_signed_error_percent"), signed=True),
+            _percent(row.get("plans_largest_mape_percent")),
+            _percent(row.get("plans_largest_signed_error_percent"),
+                     signed=True)))
     return "\n".join(lines) + "\n"
 
 
@@ -1241,8 +1273,11 @@ def _measurement_sentence(summary: Dict) -> str:
             "only). Lower bound = the sum of the task's tables timed alone / "
             "devices (mean %s ms); gap = (measured - bound) / bound; "
             "prediction error = (predicted - measured) / measured, where "
-            "predicted is the slowest device's `compute_ms` (negative: the "
-            "model underestimates the plans it chose)." %
+            "predicted is the plan's expected slowest device "
+            "(`expected_slowest`: its devices' predicted compute spread by "
+            "the bundle's held-out error; the largest `compute_ms` without "
+            "one) (negative: the model underestimates the plans it "
+            "chose)." %
             _fmt(summary.get("lower_bound_ms")))
 
 
@@ -1518,7 +1553,7 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
              err, references: Sequence[Tuple[List[int], float]] = ()
              ) -> List[Dict]:
     """Measures task by task: adds "measured_ms" (slowest device's measured
-    time), "measured_runs_ms" (its slowest device's time in each repeat)
+    time), "measured_devices_ms" (every device's), "measured_runs_ms" (its slowest device's time in each repeat)
     and the task's "lower_bound_ms" to the valid plans of `tasks`; returns
     per task its lower bound, its tables' costs, the machine's level on
     the `references` ((pool ids, predicted ms) pairs, timed with the task's
@@ -1560,7 +1595,8 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
             r = results[a][i]
             if r["valid"]:
                 own = _set_numbers(r, keys)
-                r["measured_ms"] = max(costs[k] for k in own)
+                r["measured_devices_ms"] = [costs[k] for k in own]
+                r["measured_ms"] = max(r["measured_devices_ms"])
                 r["measured_runs_ms"] = _slowest_runs(own, runs,
                                                       args.measure_repeats)
                 r["lower_bound_ms"] = bound

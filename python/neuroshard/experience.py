@@ -611,6 +611,8 @@ def refine_bundle(bundle_dir: str, experience_paths: Sequence[str],
         refined_meta.setdefault("held_out", {})
         if isinstance(refined_meta["held_out"], dict):
             refined_meta["held_out"]["compute_mape"] = held_figures["mape"]
+            for key in ("log_error_mean", "log_error_sd"):
+                refined_meta["held_out"]["compute_" + key] = held_figures[key]
             if "kendall_tau" in held_figures:
                 refined_meta["held_out"]["compute_kendall_tau"] = \
                     held_figures["kendall_tau"]

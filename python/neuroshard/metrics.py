@@ -3,29 +3,54 @@
 # Part of the NeuroShard project.
 #
 #===----------------------------------------------------------------------===#
-"""The two numbers a cost model is judged by: the mean absolute
-percentage error of its predictions, and Kendall's tau between predicted and
-measured costs (does the model order shard sets as the machine does?).
+"""The numbers a cost model is judged by: the mean absolute percentage
+error of its predictions, Kendall's tau between predicted and measured costs
+(does the model order shard sets as the machine does?), and the mean and
+standard deviation of the log error, which say how a plan's slowest device
+strays from its prediction (the planner's expected slowest device).
 Plain numpy, so that no scipy is needed."""
 
 import math
-from typing import Sequence
+from typing import Sequence, Tuple
 
 import numpy as np
+
+
+def _pair(what: str, predicted: Sequence[float],
+          measured: Sequence[float]) -> Tuple[np.ndarray, np.ndarray]:
+    """The two sequences as float arrays; fails, naming `what`, unless they
+    are non-empty and of one length."""
+    predicted = np.asarray(predicted, dtype=np.float64)
+    measured = np.asarray(measured, dtype=np.float64)
+    if predicted.shape != measured.shape or measured.size == 0:
+        raise ValueError("%s needs two non-empty sequences of one length, "
+                         "got %d and %d values" %
+                         (what, predicted.size, measured.size))
+    return predicted, measured
 
 
 def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:
     """Mean of |predicted - measured| / measured, as a fraction (0.05 is
     5%). Measured values must be positive."""
-    predicted = np.asarray(predicted, dtype=np.float64)
-    measured = np.asarray(measured, dtype=np.float64)
-    if predicted.shape != measured.shape or measured.size == 0:
-        raise ValueError("mape needs two non-empty sequences of one length, "
-                         "got %d and %d values" %
-                         (predicted.size, measured.size))
+    predicted, measured = _pair("mape", predicted, measured)
     if not np.all(measured > 0):
         raise ValueError("mape needs positive measured values")
     return float(np.mean(np.abs(predicted - measured) / measured))
+
+
+def log_error(predicted: Sequence[float], measured: Sequence[float]
+              ) -> Tuple[float, float]:
+    """(mean, standard deviation) of ln(measured / predicted): the mean is
+    the model's bias (above 0: sets measure slower than predicted), the
+    deviation its spread around it (0 with fewer than two values). Both
+    sequences must be positive and of one non-zero length."""
+    predicted, measured = _pair("log_error", predicted, measured)
+    if not (np.all(measured > 0) and np.all(predicted > 0)):
+        raise ValueError("log_error needs positive predicted and measured "
+                         "values")
+    logs = np.log(measured / predicted)
+    spread = float(np.std(logs, ddof=1)) if logs.size > 1 else 0.0
+    return float(np.mean(logs)), spread
 
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:

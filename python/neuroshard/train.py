@@ -215,6 +215,8 @@ def evaluate(model, samples: SampleSet) -> Dict[str, float]:
     predicted = predict(model, samples).numpy()
     measured = samples.costs.numpy()
     result = {"mape": metrics.mape(predicted, measured)}
+    result["log_error_mean"], result["log_error_sd"] = metrics.log_error(
+        predicted, measured)
     if len(samples) >= 2:
         result["kendall_tau"] = metrics.kendall_tau(predicted, measured)
     return result
@@ -699,6 +701,8 @@ def train_bundle(pool_path: str, data_path: str, out_dir: str, *, epochs: int,
     fit = evaluate(model, train)
     held_figures = {"compute_mape": held["mape"],
                     "compute_kendall_tau": held["kendall_tau"],
+                    "compute_log_error_mean": held["log_error_mean"],
+                    "compute_log_error_sd": held["log_error_sd"],
                     "compute_samples": len(valid)}
     comm_models, comm_training, devices = {}, {}, None
     if comm_samples:

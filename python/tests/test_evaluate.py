@@ -359,6 +359,34 @@ def test_summary_reports_gap_to_bound_and_prediction_error():
     assert "(mean 1.3000 ms)" in table
 
 
+def test_the_prediction_is_the_expected_slowest_device():
+    plan = {"per_device": [{"compute_ms": 1.0}, {"compute_ms": 2.0}]}
+    assert ev.predicted_compute(plan) == 2.0
+    plan["expected_slowest"] = {"compute_ms": 2.3, "predicted_ms": 1.9,
+                                "log_error_mean": 0.0, "log_error_sd": 0.15}
+    assert ev.predicted_compute(plan) == 2.3
+    # The largest device compute stays the largest prediction (with the
+    # risk margin), not expected_slowest's point prediction.
+    assert ev.largest_compute(plan) == 2.0
+
+    def measured(predicted, largest, measured_ms):
+        r = result(1.0, 1.0, measured_ms)
+        r.update(predicted_compute_ms=predicted, largest_compute_ms=largest)
+        return r
+
+    results = {"neuroshard": [measured(2.2, 2.0, 2.0), measured(1.1, 1.0,
+                                                                1.25)]}
+    summary = ev.summarise([{}, {}], results, list(results))
+    row = summary["rows"]["neuroshard"]
+    # Expected: +10% and -12%; largest: 0% and -20%.
+    assert row["plans_mape_percent"] == pytest.approx(11.0)
+    assert row["plans_signed_error_percent"] == pytest.approx(-1.0)
+    assert row["plans_largest_mape_percent"] == pytest.approx(10.0)
+    assert row["plans_largest_signed_error_percent"] == pytest.approx(-10.0)
+    assert "| neuroshard | 2 | 11.0% | -1.0% | 10.0% | -10.0% |" in \
+        ev.error_table(summary, list(results))
+
+
 def chosen(cost, predicted, measured_ms, plan_s=0.5):
     r = result(cost, 1.0, measured_ms)
     r["predicted_compute_ms"] = predicted

@@ -314,6 +314,11 @@ def test_refining_replays_the_calibration_samples(calibration,
         source["held_out"]["compute_mape"], rel=1e-5)
     assert result["meta"]["held_out"]["compute_mape"] == \
         record["calibration_held_out_mape_after"]
+    # The log error is the refined model's too, not the bundle's.
+    refined_held = result["meta"]["held_out"]
+    assert refined_held["compute_log_error_sd"] > 0.0
+    assert refined_held["compute_log_error_sd"] != \
+        source["held_out"]["compute_log_error_sd"]
     assert record["held_out_after"]["signed_error"] > \
         record["held_out_before"]["signed_error"]
 

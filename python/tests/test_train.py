@@ -104,6 +104,22 @@ def bundle(tmp_path_factory, small_pool_path, dataset):
     return out
 
 
+def test_log_error_on_known_values():
+    # ln(2) and ln(0.5): mean 0, deviation ln(2) * sqrt(2) (ddof 1).
+    mean, sd = metrics.log_error([1.0, 2.0], [2.0, 1.0])
+    assert mean == pytest.approx(0.0, abs=1e-12)
+    assert sd == pytest.approx(np.log(2.0) * np.sqrt(2.0))
+    # A model that predicts everything 10% fast: no spread.
+    mean, sd = metrics.log_error([1.0, 3.0, 5.0], [1.1, 3.3, 5.5])
+    assert mean == pytest.approx(np.log(1.1)) and sd == pytest.approx(0.0)
+    assert metrics.log_error([2.0], [4.0]) == (pytest.approx(np.log(2.0)),
+                                               0.0)
+    with pytest.raises(ValueError, match="positive"):
+        metrics.log_error([1.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="one length"):
+        metrics.log_error([1.0], [1.0, 2.0])
+
+
 def test_training_learns_the_cost_function(bundle):
     meta = json.load(open(os.path.join(bundle, "meta.json")))
     # The untrained starting point (epoch 0) is far off; the kept epoch is
@@ -112,6 +128,10 @@ def test_training_learns_the_cost_function(bundle):
     assert meta["training"]["best_epoch"] > 20
     assert held["compute_mape"] < 0.10
     assert held["compute_kendall_tau"] > 0.9
+    # The log error the planner spreads plans' devices by: small, and a
+    # spread of the size the MAPE implies.
+    assert abs(held["compute_log_error_mean"]) < 0.1
+    assert 0.0 < held["compute_log_error_sd"] < 3 * held["compute_mape"]
 
 
 def test_training_reduces_held_out_error(small_pool_path, dataset):

@@ -210,6 +210,59 @@ TEST(BundleMetaTest, RefusesCurvesThatCannotBeRight) {
             std::string::npos);
 }
 
+/// A "held_out" object with the compute MAPE and the given log figures.
+json::Value heldOut(std::optional<json::Value> mean,
+                    std::optional<json::Value> sd) {
+  json::Object held{{"compute_mape", 0.12}};
+  if (mean)
+    held["compute_log_error_mean"] = std::move(*mean);
+  if (sd)
+    held["compute_log_error_sd"] = std::move(*sd);
+  return json::Value(std::move(held));
+}
+
+TEST(BundleMetaTest, ReadsTheHeldOutLogError) {
+  Expected<BundleMeta> meta =
+      parseBundleMeta("b", metaWith("held_out", heldOut(-0.03, 0.15)));
+  ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
+  EXPECT_DOUBLE_EQ(*meta->computeMape, 0.12);
+  EXPECT_DOUBLE_EQ(*meta->computeLogErrorMean, -0.03);
+  EXPECT_DOUBLE_EQ(*meta->computeLogErrorSd, 0.15);
+
+  // Bundles calibrated before the log figures have the MAPE alone.
+  Expected<BundleMeta> older = parseBundleMeta(
+      "b", metaWith("held_out", heldOut(std::nullopt, std::nullopt)));
+  ASSERT_TRUE(static_cast<bool>(older)) << errorMessage(older);
+  EXPECT_DOUBLE_EQ(*older->computeMape, 0.12);
+  EXPECT_FALSE(older->computeLogErrorMean.has_value());
+  EXPECT_FALSE(older->computeLogErrorSd.has_value());
+}
+
+TEST(BundleMetaTest, RefusesLogErrorsThatCannotBeRight) {
+  EXPECT_EQ(parseError(metaWith("held_out", heldOut(0.0, std::nullopt))),
+            std::string(kPrefix) +
+                "\"held_out\": \"compute_log_error_mean\" and "
+                "\"compute_log_error_sd\" come together, but only the mean "
+                "is given");
+  EXPECT_EQ(parseError(metaWith("held_out", heldOut(std::nullopt, 0.1))),
+            std::string(kPrefix) +
+                "\"held_out\": \"compute_log_error_mean\" and "
+                "\"compute_log_error_sd\" come together, but only the "
+                "deviation is given");
+  EXPECT_EQ(parseError(metaWith("held_out", heldOut(0.0, -0.1))),
+            std::string(kPrefix) +
+                "\"held_out\": \"compute_log_error_sd\" must be a number "
+                "from 0 to 2, got -0.1");
+  EXPECT_EQ(parseError(metaWith("held_out", heldOut(3.5, 0.1))),
+            std::string(kPrefix) +
+                "\"held_out\": \"compute_log_error_mean\" must be a number "
+                "from -2 to 2, got 3.5");
+  EXPECT_EQ(parseError(metaWith("held_out", heldOut("x", 0.1))),
+            std::string(kPrefix) +
+                "\"held_out\": \"compute_log_error_mean\" must be a number "
+                "from -2 to 2, got \"x\"");
+}
+
 TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
   json::Object host{{"cpu_model", "AMD EPYC"},
                     {"cpu_family", 26},

@@ -87,6 +87,7 @@ public:
       for (const ColumnSlice &slice : sets[i])
         costsMs[i] += slice.width() * tables[slice.table].poolingFactor +
                       overheadPerSliceMs;
+      costsMs[i] += margin;
     }
     return llvm::Error::success();
   }
@@ -105,15 +106,22 @@ public:
 
   bool describesThisHost() const override { return describesHost; }
   std::string bundlePath() const override { return bundle; }
+  /// A risk margin adds that many ms to every set.
+  void setRiskMargin(double sigmas) override { margin = sigmas; }
+  double riskMargin() const override { return margin; }
+  std::optional<ComputeError> computeError() const override { return error; }
 
   unsigned computeCalls = 0;
   uint64_t setsPriced = 0;
   /// What describesThisHost() and bundlePath() answer.
   bool describesHost = false;
   std::string bundle;
+  /// What computeError() answers.
+  std::optional<ComputeError> error;
 
 private:
   double overheadPerSliceMs;
+  double margin = 0.0;
   std::optional<unsigned> devices;
   std::vector<TableSpec> tables;
 };

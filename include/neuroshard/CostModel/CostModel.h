@@ -35,6 +35,14 @@
 
 namespace neuroshard {
 
+/// How far a model's compute predictions stray from measurements of sets it
+/// was not fitted to: the mean and standard deviation of
+/// ln(measured / predicted).
+struct ComputeError {
+  double logMean = 0.0;
+  double logSd = 0.0;
+};
+
 class CostModel {
 public:
   virtual ~CostModel();
@@ -81,6 +89,16 @@ public:
   /// devices whose cost it is sure of. Models that estimate no uncertainty
   /// ignore it.
   virtual void setRiskMargin(double sigmas) { (void)sigmas; }
+  /// The margin setRiskMargin set (0 for models that ignore it).
+  virtual double riskMargin() const { return 0.0; }
+
+  /// How the model's compute predictions (at risk margin 0) stray from the
+  /// machine's measurements on held-out sets, for the plan's expected
+  /// slowest device (PlanEvaluation.h); nullopt when the model has no such
+  /// figure (the analytical model, an untrained bundle).
+  virtual std::optional<ComputeError> computeError() const {
+    return std::nullopt;
+  }
 
   /// Binds the model to a problem. Later queries name tables by their index
   /// in `tables`. Called before any query and again whenever the problem

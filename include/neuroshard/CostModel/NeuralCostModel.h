@@ -75,6 +75,11 @@ public:
   std::string bundlePath() const override;
   bool estimatesUncertainty() const override;
   void setRiskMargin(double sigmas) override;
+  double riskMargin() const override;
+  /// A trained bundle's held-out log error; from its held-out MAPE alone
+  /// (mean 0, deviation MAPE * sqrt(pi / 2), as for a normal log error)
+  /// where the bundle predates the log figures.
+  std::optional<ComputeError> computeError() const override;
 
   /// Keeps the tables (their features are read when a slice is first
   /// encoded) and drops the encoding memo; fails if the topology's device

@@ -84,11 +84,10 @@ public:
                              bool indicesAreI32 = false);
   /// Everything `prepare` does except the weights: resets `set` for
   /// `shards` (whose `weights` are not read) and lays out each shard's rows
-  /// in the arena, in order, each base aligned to
-  /// `tableAlignment` floats (a run's arena: kernel_abi::kArenaAlignment),
-  /// returning the arena size the set needs (elements). The
-  /// caller owns `set.weights` (or lends `set.sharedWeights`), so one arena
-  /// can serve many sets.
+  /// in the arena, in order, each base aligned to `tableAlignment` floats
+  /// (a run's arena: kernel_abi::kArenaAlignment), returning the arena size
+  /// the set needs (elements). The caller owns `set.weights` (or lends
+  /// `set.sharedWeights`), so one arena can serve many sets.
   static int64_t
   packInputs(PreparedSet &set, const std::vector<KernelShard> &shards,
              int64_t batch, uint64_t gradientSeed, bool indicesAreI32 = false,

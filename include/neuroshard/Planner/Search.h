@@ -283,6 +283,9 @@ struct PlanResult {
   /// With SearchOptions::keepCandidates: the distinct plans kept, in the
   /// model's order (the first is `plan`).
   std::vector<PlanCandidate> candidates;
+  /// The slowest device `plan` is expected to measure, when the model
+  /// records its held-out error (expectedSlowestDevice).
+  std::optional<ExpectedSlowest> expected;
   /// Set when the candidates were measured and `plan` is the one that
   /// measured fastest.
   std::optional<PlanVerification> verification;
@@ -315,6 +318,13 @@ llvm::Expected<PlanResult> planSharding(llvm::ArrayRef<TableSpec> tables,
 llvm::Expected<PlanResult> pricePlan(llvm::ArrayRef<TableSpec> tables,
                                      const Topology &topology,
                                      const PlanFile &given, CostModel &model);
+
+/// Sets result.expected, the slowest device result.plan is expected to
+/// measure under `model`'s held-out error (expectedSlowestDevice); leaves
+/// it unset for a model without one.
+llvm::Error addExpectedSlowest(PlanResult &result,
+                               llvm::ArrayRef<TableSpec> tables,
+                               const Topology &topology, CostModel &model);
 
 /// The name reports give the plan's origin: its algorithm's name, or
 /// "given" for a priced plan that names none.

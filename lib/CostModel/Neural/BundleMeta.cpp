@@ -248,6 +248,45 @@ static Error readComputeModel(const json::Object &root, BundleMeta &meta) {
   return Error::success();
 }
 
+/// "held_out": {"compute_mape": m, "compute_log_error_mean": mu,
+/// "compute_log_error_sd": sd, ...}, each optional; the log error's two
+/// figures come together, |mu| and sd at most kMaxLogError (a factor of
+/// e^2, far beyond any calibrated model) and sd not negative.
+static Error readHeldOut(const json::Object &root, BundleMeta &meta) {
+  const json::Object *heldOut = root.getObject("held_out");
+  if (!heldOut)
+    return Error::success();
+  meta.computeMape = heldOut->getNumber("compute_mape");
+  const json::Value *mean = heldOut->get("compute_log_error_mean");
+  const json::Value *sd = heldOut->get("compute_log_error_sd");
+  if (!mean && !sd)
+    return Error::success();
+  if (!mean || !sd)
+    return metaError("\"held_out\": \"compute_log_error_mean\" and "
+                     "\"compute_log_error_sd\" come together, but only " +
+                     Twine(mean ? "the mean" : "the deviation") + " is given");
+  std::optional<double> mu = mean->getAsNumber(), sigma = sd->getAsNumber();
+  // A number as %g writes it (-0.1, not -0.10000000000000001), anything
+  // else as JSON.
+  auto text = [](const json::Value &value) {
+    if (std::optional<double> number = value.getAsNumber())
+      return formatv("{0}", format("%g", *number)).str();
+    return formatv("{0}", value).str();
+  };
+  std::string bound = formatv("{0}", format("%g", kMaxLogError)).str();
+  if (!mu || !std::isfinite(*mu) || std::fabs(*mu) > kMaxLogError)
+    return metaError(formatv("\"held_out\": \"compute_log_error_mean\" must "
+                             "be a number from -{0} to {0}, got {1}",
+                             bound, text(*mean)));
+  if (!sigma || !std::isfinite(*sigma) || *sigma < 0.0 || *sigma > kMaxLogError)
+    return metaError(formatv("\"held_out\": \"compute_log_error_sd\" must be "
+                             "a number from 0 to {0}, got {1}",
+                             bound, text(*sd)));
+  meta.computeLogErrorMean = *mu;
+  meta.computeLogErrorSd = *sigma;
+  return Error::success();
+}
+
 /// Checks the parsed meta.json of the bundle at `bundleDir`.
 static Expected<BundleMeta> checkBundleMeta(StringRef bundleDir,
                                             const json::Value &document) {
@@ -340,8 +379,8 @@ static Expected<BundleMeta> checkBundleMeta(StringRef bundleDir,
     info.nodes = static_cast<unsigned>(*count);
   }
 
-  if (const json::Object *heldOut = root->getObject("held_out"))
-    meta.computeMape = heldOut->getNumber("compute_mape");
+  if (Error err = readHeldOut(*root, meta))
+    return fail(toString(std::move(err)));
   if (Error err = readBatchScaling(*root, meta))
     return fail(toString(std::move(err)));
   if (Error err = readHost(*root, meta))

@@ -37,6 +37,9 @@ constexpr int64_t kMaxEncodingDim = 4096;
 
 /// The most ensemble members a bundle may declare.
 constexpr int64_t kMaxEnsemble = 64;
+/// The largest |mean| and standard deviation of a held-out log error
+/// accepted from meta.json.
+constexpr double kMaxLogError = 2.0;
 
 /// How compute costs grow with the global batch size on the measured
 /// machine: ratios[i] = cost at batchSizes[i] / cost at the bundle's
@@ -62,6 +65,9 @@ struct BundleMeta {
   /// Held-out mean absolute percentage error of the compute model, when the
   /// trainer recorded one.
   std::optional<double> computeMape;
+  /// Held-out mean and standard deviation of ln(measured / predicted) of
+  /// the compute model, when the trainer recorded both.
+  std::optional<double> computeLogErrorMean, computeLogErrorSd;
   /// "batch_scaling"; without it the bundle was measured at one batch size.
   std::optional<BatchScaling> batchScaling;
   /// "host": the measured machine's CPU model and caches (KiB by name:

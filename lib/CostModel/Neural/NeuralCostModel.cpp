@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
 
 #include <ATen/Parallel.h>
@@ -512,6 +513,22 @@ bool NeuralCostModel::estimatesUncertainty() const {
 
 void NeuralCostModel::setRiskMargin(double sigmas) {
   impl->riskMargin = estimatesUncertainty() ? sigmas : 0.0;
+}
+
+double NeuralCostModel::riskMargin() const { return impl->riskMargin; }
+
+std::optional<ComputeError> NeuralCostModel::computeError() const {
+  const BundleMeta &meta = impl->meta;
+  if (!meta.info.trained)
+    return std::nullopt;
+  if (meta.computeLogErrorMean && meta.computeLogErrorSd)
+    return ComputeError{*meta.computeLogErrorMean, *meta.computeLogErrorSd};
+  if (meta.computeMape && std::isfinite(*meta.computeMape) &&
+      *meta.computeMape >= 0.0)
+    return ComputeError{
+        0.0,
+        std::min(kMaxLogError, *meta.computeMape * std::sqrt(numbers::pi / 2))};
+  return std::nullopt;
 }
 
 /// "L2 1024 KiB, L3 32768 KiB".
