@@ -6,6 +6,7 @@
 
 #include "neuroshard/Planner/PlanEvaluation.h"
 #include "neuroshard/CostModel/CostModel.h"
+#include "neuroshard/Runtime/Statistics.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -66,11 +67,6 @@ Expected<PlanCost> evaluatePlan(ArrayRef<TableSpec> tables,
   return std::move(costs->front());
 }
 
-/// The standard normal distribution function.
-static double normalCDF(double x) {
-  return 0.5 * std::erfc(-x / std::sqrt(2.0));
-}
-
 double expectedSlowestMs(ArrayRef<double> computeMs, ComputeError error) {
   SmallVector<double> logs;
   for (double cost : computeMs)
@@ -94,7 +90,7 @@ double expectedSlowestMs(ArrayRef<double> computeMs, ComputeError error) {
   auto integrand = [&](double u) {
     double below = 1.0;
     for (double log : logs)
-      below *= normalCDF((u - log - error.logMean) / error.logSd);
+      below *= normalTail((log + error.logMean - u) / error.logSd);
     return (1.0 - below) * std::exp(u);
   };
   double sum = integrand(u0) + integrand(u1);
