@@ -1009,6 +1009,10 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         json.attribute("sets", int64_t(verification->sets.size()));
         json.attribute("rounds", int64_t(verification->rounds));
         json.attribute("draws", int64_t(verification->draws));
+        json.attribute("rounds_needed", int64_t(verification->roundsNeeded));
+        json.attribute("budget_cut", verification->budgetCut);
+        if (verification->budgetCut)
+          writeNumber(json, "seconds_needed", verification->neededSeconds);
         writeNumber(json, "min_gain", verification->minGain);
         writeNumber(json, "round_spread", verification->roundSpread);
         json.attribute("spread_freedom", int64_t(verification->spreadFreedom));

@@ -280,13 +280,12 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
                          b.getF64FloatAttr(candidate.requiredGain)),
       }));
     }
-    entries.push_back(b.getNamedAttr(
-        "verification",
-        b.getDictionaryAttr({
+    SmallVector<NamedAttribute> fields = {
             b.getNamedAttr("host", b.getStringAttr(verification->host)),
             b.getNamedAttr("device", b.getStringAttr(verification->device)),
             b.getNamedAttr("sets", count(verification->sets.size())),
             b.getNamedAttr("rounds", count(verification->rounds)),
+            b.getNamedAttr("rounds_needed", count(verification->roundsNeeded)),
             b.getNamedAttr("draws", count(verification->draws)),
             b.getNamedAttr("min_gain",
                            b.getF64FloatAttr(verification->minGain)),
@@ -301,7 +300,13 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
             b.getNamedAttr("candidates", b.getArrayAttr(candidates)),
             b.getNamedAttr("experience",
                            b.getStringAttr(verification->experiencePath)),
-        })));
+    };
+    // Only rounds the budget cut short say what a choice would have taken.
+    if (verification->budgetCut)
+      fields.push_back(b.getNamedAttr(
+          "seconds_needed", b.getF64FloatAttr(verification->neededSeconds)));
+    entries.push_back(
+        b.getNamedAttr("verification", b.getDictionaryAttr(fields)));
   }
   module->setAttr(NeuroShardDialect::getPlanAttrName(),
                   b.getDictionaryAttr(entries));
@@ -386,6 +391,8 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<uint64_t> sets = fields.count("sets");
   FailureOr<uint64_t> rounds = fields.count("rounds");
   FailureOr<uint64_t> draws = fields.count("draws");
+  FailureOr<uint64_t> roundsNeeded = fields.countOr("rounds_needed", 0);
+  FailureOr<double> neededSeconds = fields.numberOr("seconds_needed", 0.0);
   FailureOr<double> minGain = fields.number("min_gain");
   FailureOr<double> spread = fields.numberOr("round_spread", 0.0);
   FailureOr<uint64_t> freedom = fields.countOr("spread_freedom", 0);
@@ -397,7 +404,8 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<ArrayAttr> candidates =
       fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
   if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
-      failed(draws) || failed(minGain) || failed(spread) || failed(freedom) ||
+      failed(draws) || failed(roundsNeeded) || failed(neededSeconds) ||
+      failed(minGain) || failed(spread) || failed(freedom) ||
       failed(racing) || failed(seconds) || failed(chosen) ||
       failed(incumbent) || failed(experience) || failed(candidates))
     return failure();
@@ -410,6 +418,9 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   verification.sets.resize(*sets);
   verification.rounds = *rounds;
   verification.draws = *draws;
+  verification.roundsNeeded = *roundsNeeded;
+  verification.budgetCut = *neededSeconds > 0.0;
+  verification.neededSeconds = *neededSeconds;
   verification.minGain = *minGain;
   verification.roundSpread = *spread;
   verification.spreadFreedom = *freedom;

@@ -757,7 +757,9 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
     machine's level during the task's measurement (None where not
     measured); and which candidate measured selection chose (its index,
     the number of candidates and the candidate's origin; index None where
-    the planner did not verify)."""
+    the planner did not verify; "cut": (rounds timed, rounds a choice
+    needs) where the budget ran out before a candidate could replace the
+    incumbent)."""
     default = default_algorithm(algorithms)
 
     def measured(a, i):
@@ -785,6 +787,9 @@ def task_pairs(tasks: Sequence[Dict], results: Dict[str, List[Dict]],
                     "candidates": len(report["candidates"]),
                     "origin": report["candidates"][int(report["chosen"])]
                     .get("origin")}
+            if report and report.get("budget_cut"):
+                choice["cut"] = (int(report["rounds"]),
+                                 int(report["rounds_needed"]))
 
         def ratio(other: Dict) -> Optional[float]:
             return paired_ratio(mine, other) if mine else None
@@ -1078,14 +1083,19 @@ def _ratio(ratio: Optional[float],
 
 
 def _choice(choice: Optional[Dict]) -> str:
-    """'candidate 2 of 4 (size-greedy)' for the pairs table."""
+    """'candidate 2 of 4 (size-greedy)' for the pairs table, with 'budget:
+    1 of 3 rounds' where the budget ran out before a choice could be
+    made."""
     if choice is None:
         return "–"
     if choice["chosen"] is None:
         return "not verified"
-    return "candidate %d of %d (%s)" % (choice["chosen"] + 1,
+    text = "candidate %d of %d (%s)" % (choice["chosen"] + 1,
                                         choice["candidates"],
                                         choice["origin"])
+    if choice.get("cut"):
+        text += "; budget: %d of %d rounds" % choice["cut"]
+    return text
 
 
 def error_table(summary: Dict, algorithms: Sequence[str]) -> str:

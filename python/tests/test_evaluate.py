@@ -482,6 +482,15 @@ def test_verified_plans_pair_with_the_ablation_and_best_baseline():
         "| 0.955 | 4.00 | not verified |" in table
     assert first["verified_choice"] == {"chosen": 1, "candidates": 3,
                                         "origin": "table-greedy-grid"}
+    # Where the budget ran out before a candidate could replace the
+    # incumbent, the column says how many of the rounds needed were timed.
+    results[ev.VERIFIED][0]["verification"].update(
+        budget_cut=True, rounds=1, rounds_needed=3)
+    cut = ev.summarise(tasks, results, algorithms)
+    assert cut["measured_tasks"][0]["verified_choice"]["cut"] == (1, 3)
+    cut["verify"] = summary["verify"]
+    assert "| candidate 2 of 3 (table-greedy-grid); budget: 1 of 3 rounds |" \
+        in ev.markdown_table("4dev", cut, algorithms)
     assert "| neuroshard | 2 | 11.6% | -11.6% |" in table
     assert "| neuroshard-verified | 2 | 2.5% | -2.5% |" in table
     assert "| table-greedy-grid | 1 | 14.3% | -14.3% |" in table

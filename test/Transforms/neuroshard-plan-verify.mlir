@@ -13,20 +13,23 @@
 // GAIN: "min_gain": 0.25,
 // CHECK: warning: the candidates are timed on this machine, which cost model 'analytical' does not describe: the plan is chosen for this machine's CPU
 // CHECK: verification = {candidates = [{mean_ratio = {{[^,]+}}, measured_compute_ms = array<f64: {{[^>]+}}>, measured_ms = {{[^,]+}}, origin = "{{[a-z-]+}}", paired_ratio = {{[^,]+}}, predicted_ms = {{[^,]+}}, required_gain = {{[^,]+}}, rounds = {{[0-3]}} : i64, rounds_faster = {{[0-3]}} : i64}
-// CHECK-SAME: chosen = {{[0-2]}} : i64, device = "cpu", draws = {{[1-3]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, min_gain = 2.000000e-02 : f64, racing = {{[0-2]}} : i64, round_spread = {{[^,]+}}, rounds = {{[1-3]}} : i64
+// CHECK-SAME: chosen = {{[0-2]}} : i64, device = "cpu", draws = {{[1-3]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, min_gain = 2.000000e-02 : f64, racing = {{[0-2]}} : i64, round_spread = {{[^,]+}}, rounds = {{[1-3]}} : i64, rounds_needed = 3 : i64
 // CHECK-SAME: spread_freedom = {{[0-9]+}} : i64
 // RUN: FileCheck %s --check-prefix=EXPERIENCE < %t.jsonl
 // EXPERIENCE: {"format":"neuroshard-experience","version":1,{{.+}}"batch_size":16,"bundle":"analytical"
 
-// A record written before the spread was recorded still reads back: no
-// spread, no degrees of freedom, no candidate racing, each candidate
-// needed min_gain, and its mean ratio is its median. A spread that is not a
-// float is refused by name.
+// A record written before the spread and the rounds a choice needs were
+// recorded still reads back: no spread, no degrees of freedom, no candidate
+// racing, no rounds needed and none cut short, each candidate needed
+// min_gain, and its mean ratio is its median. A spread that is not a float
+// is refused by name, as is a count of rounds needed that is not a count.
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=3 verify-seconds=0 verify-min-gain=0.25 experience=none" -o %t.record.mlir 2>/dev/null
-// RUN: sed -E 's/required_gain = [^,}]+, //g; s/, required_gain = [^,}]+//g; s/round_spread = [^,]+, //; s/racing = [0-9]+ : i64, //; s/, spread_freedom = [0-9]+ : i64//; s/mean_ratio = [^,]+, //g' %t.record.mlir > %t.old.mlir
-// RUN: not grep -E 'required_gain|round_spread|spread_freedom|racing|mean_ratio' %t.old.mlir
+// RUN: sed -E 's/required_gain = [^,}]+, //g; s/, required_gain = [^,}]+//g; s/round_spread = [^,]+, //; s/racing = [0-9]+ : i64, //; s/, spread_freedom = [0-9]+ : i64//; s/mean_ratio = [^,]+, //g; s/, rounds_needed = [0-9]+ : i64//; s/, seconds_needed = [^,}]+//' %t.record.mlir > %t.old.mlir
+// RUN: not grep -E 'required_gain|round_spread|spread_freedom|racing|mean_ratio|rounds_needed|seconds_needed' %t.old.mlir
 // RUN: neuroshard-opt %t.old.mlir --neuroshard-export-plan=format=json -o /dev/null | FileCheck %s --check-prefix=OLD
-// OLD: "min_gain": 0.25,
+// OLD: "rounds_needed": 0,
+// OLD-NEXT: "budget_cut": false,
+// OLD-NEXT: "min_gain": 0.25,
 // OLD-NEXT: "round_spread": 0,
 // OLD-NEXT: "spread_freedom": 0,
 // OLD-NEXT: "racing": 0,
@@ -35,6 +38,8 @@
 // OLD: "required_gain": 0.25,
 // RUN: sed -E 's/round_spread = [^,]+,/round_spread = "wide",/' %t.record.mlir | not neuroshard-opt --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPREAD
 // SPREAD: error: has a malformed 'neuroshard.plan': its 'verification' needs 'round_spread' (a float)
+// RUN: sed -E 's/rounds_needed = [0-9]+ : i64/rounds_needed = "three"/' %t.record.mlir | not neuroshard-opt --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEEDED
+// NEEDED: error: has a malformed 'neuroshard.plan': its 'verification' needs 'rounds_needed' (an integer)
 
 // The default does not verify here; nor does 0.
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical" | FileCheck %s --check-prefix=NONE

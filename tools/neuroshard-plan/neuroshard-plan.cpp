@@ -128,8 +128,10 @@ static cl::opt<std::string> verifyTop(
     cl::value_desc("auto|K"), cl::init("auto"), cl::cat(category));
 static cl::opt<double> verifySeconds(
     "verify-seconds",
-    cl::desc("Seconds the timed rounds of --verify-top may take (at least "
-             "3 rounds while a candidate races the incumbent)"),
+    cl::desc("Seconds the timed rounds of --verify-top may take: the first "
+             "always runs, a later one only where it ends within them; "
+             "another plan replaces the table-wise plan only after 3 rounds "
+             "(0: one round)"),
     cl::init(VerifyOptions().seconds), cl::cat(category));
 static cl::opt<double> verifyMinGain(
     "verify-min-gain",

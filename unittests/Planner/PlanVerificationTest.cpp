@@ -24,9 +24,11 @@
 
 #include "gtest/gtest.h"
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
+#include <thread>
 
 using namespace llvm;
 using namespace neuroshard;
@@ -58,6 +60,8 @@ public:
   }
   unsigned draws() const override { return numDraws; }
   double time(size_t index, unsigned draw) override {
+    if (pause.count())
+      std::this_thread::sleep_for(pause);
     order.push_back(index);
     drawOrder.push_back(draw);
     if (splits[index] && draw < splitScale.size())
@@ -67,6 +71,8 @@ public:
   std::string host() const override { return "test host"; }
 
   double perSliceMs;
+  /// What a timing takes on the clock (none by default).
+  std::chrono::milliseconds pause{0};
   unsigned numDraws = 1;
   /// Per draw, what the time of a set holding part of a table's columns is
   /// multiplied by (1 where not given).
@@ -90,6 +96,15 @@ bool splitsATable(ArrayRef<TableSpec> tables, const ShardingPlan &plan) {
     if (shard.width() != tables[shard.table].dim)
       return true;
   return false;
+}
+
+/// Options that time the rounds a choice needs (3) wherever a candidate
+/// races the incumbent, and no more: the budget never stops them.
+VerifyOptions leastRounds() {
+  VerifyOptions options;
+  options.seconds = 1e9;
+  options.maxRounds = options.minRounds;
+  return options;
 }
 
 PlanResult planWithCandidates(unsigned count) {
@@ -191,8 +206,7 @@ TEST(PlanVerificationTest, ChoosesWhatMeasuresFastest) {
   ShardingPlan modelsChoice = result.plan;
   SliceCostModel model;
   FormulaTimer timer(1000.0);
-  VerifyOptions options;
-  options.seconds = 0.0;
+  VerifyOptions options = leastRounds();
   ASSERT_EQ(errorMessage(verifyCandidates(result, tables, twoDevices(), model,
                                           timer, options)),
             "");
@@ -260,8 +274,7 @@ TEST(PlanVerificationTest, ComparesRoundByRoundWithThePlanThatSplitsNothing) {
   size_t tableWise = tableWiseCandidate(result);
   ASSERT_NE(tableWise, 0u);
   SliceCostModel model;
-  VerifyOptions options;
-  options.seconds = 0.0;
+  VerifyOptions options = leastRounds();
   // Measured as the model prices them, the same every round: each ratio is
   // the ratio of the sets' times to the table-wise plan's, and a candidate
   // is faster in every round or in none.
@@ -341,8 +354,7 @@ TEST(PlanVerificationTest, ComparesRoundByRoundWithThePlanThatSplitsNothing) {
 TEST(PlanVerificationTest, AsksTheGainTheRoundsSpreadWarrants) {
   PlanResult result = planWithCandidates(4);
   size_t tableWise = tableWiseCandidate(result);
-  VerifyOptions options;
-  options.seconds = 0.0;
+  VerifyOptions options = leastRounds();
   FormulaTimer steady(0.0);
   steady.numDraws = 3;
   PlanResult agreed = verifiedCopy(result, steady, options);
@@ -418,8 +430,7 @@ TEST(PlanVerificationTest, AsksTheGainTheRoundsSpreadWarrants) {
 TEST(PlanVerificationTest, JudgesTheGainOnTheMeanOfTheRounds) {
   PlanResult result = planWithCandidates(4);
   size_t tableWise = tableWiseCandidate(result);
-  VerifyOptions options;
-  options.seconds = 0.0;
+  VerifyOptions options = leastRounds();
   options.spreadFactor = 0.0;
   FormulaTimer steady(0.0);
   steady.numDraws = 3;
@@ -519,18 +530,20 @@ TEST(PlanVerificationTest, RoundsAreInterleavedAndBounded) {
   PlanResult result = planWithCandidates(4);
   SliceCostModel model;
   VerifyOptions options;
-  // No time: the least rounds; all the time in the world: the most.
-  for (auto [seconds, rounds] : {std::pair(0.0, 3u), std::pair(1e9, 7u)}) {
+  // All the time in the world: the most rounds, the least a choice needs
+  // or more.
+  options.seconds = 1e9;
+  for (unsigned rounds : {3u, 7u}) {
     FormulaTimer timer(0.0);
-    options.seconds = seconds;
-    options.minRounds = 3;
-    options.maxRounds = 7;
+    options.maxRounds = rounds;
     PlanResult copy = result;
     ASSERT_EQ(errorMessage(verifyCandidates(copy, hotAndCold(), twoDevices(),
                                             model, timer, options)),
               "");
     size_t sets = timer.setMs.size();
     EXPECT_EQ(copy.verification->rounds, rounds);
+    EXPECT_EQ(copy.verification->roundsNeeded, 3u);
+    EXPECT_FALSE(copy.verification->budgetCut);
     // The first round times every set once (none is untimed), starting
     // with the first candidate's first device, and the next round starts
     // elsewhere; after the race's rounds, a round times fewer sets.
@@ -544,13 +557,80 @@ TEST(PlanVerificationTest, RoundsAreInterleavedAndBounded) {
   }
 }
 
+// After the first round, which times every set, a round starts only where
+// the times its sets took say it ends within the budget. Where the budget
+// does not buy the rounds a choice needs while a candidate races, the
+// incumbent stays, however fast the other measured, and the report says
+// what the rounds would take.
+TEST(PlanVerificationTest, KeepsToTheBudget) {
+  PlanResult result = planWithCandidates(4);
+  size_t tableWise = tableWiseCandidate(result);
+  // Measured as the model prices them, the model's best is faster in every
+  // round (ComparesRoundByRoundWithThePlanThatSplitsNothing); each timing
+  // takes 5 ms, and a budget of 1 ms buys the first round alone.
+  FormulaTimer timer(0.0);
+  timer.pause = std::chrono::milliseconds(5);
+  VerifyOptions options;
+  options.seconds = 0.001;
+  PlanResult cut = verifiedCopy(result, timer, options);
+  ASSERT_TRUE(cut.verification);
+  const PlanVerification &verification = *cut.verification;
+  size_t sets = verification.sets.size();
+  EXPECT_EQ(verification.rounds, 1u);
+  EXPECT_EQ(timer.order.size(), sets);
+  EXPECT_EQ(verification.roundsNeeded, 3u);
+  EXPECT_TRUE(verification.budgetCut);
+  const CandidateMeasurement &best = verification.candidates.front();
+  EXPECT_LT(best.meanRatio, 1.0 - options.minGain);
+  EXPECT_EQ(verification.chosen, tableWise);
+  EXPECT_FALSE(splitsATable(hotAndCold(), cut.plan));
+  // The two rounds left, at the cost of the one that did not start (at
+  // least one timing), on top of the first.
+  EXPECT_GE(verification.neededSeconds,
+            verification.timedSeconds + 2 * 0.005);
+  std::string text = describeVerification(verification);
+  EXPECT_NE(text.find(formatv("the budget ran out after 1 of the 3 rounds a "
+                              "choice needs (one per draw of the inputs), "
+                              "which would take about {0} s of timing, so no "
+                              "other candidate could replace it; the fastest "
+                              "other, candidate 1 ({1}), was ",
+                              format("%.1f", verification.neededSeconds),
+                              best.origin)
+                          .str()),
+            std::string::npos)
+      << text;
+
+  // A budget the rounds fit in: the three, and the model's best.
+  FormulaTimer roomy(0.0);
+  roomy.pause = std::chrono::milliseconds(5);
+  options.seconds = 1e9;
+  options.maxRounds = 3;
+  PlanResult chosen = verifiedCopy(result, roomy, options);
+  EXPECT_EQ(chosen.verification->rounds, 3u);
+  EXPECT_FALSE(chosen.verification->budgetCut);
+  EXPECT_EQ(chosen.verification->neededSeconds, 0.0);
+  EXPECT_EQ(chosen.verification->chosen, 0u);
+
+  // Where no candidate races after the first round, the budget cuts
+  // nothing short: the incumbent is the choice either way.
+  FormulaTimer alike(0.0);
+  alike.pause = std::chrono::milliseconds(5);
+  alike.fixedMs = 1.0;
+  alike.perSliceMs = 0.0;
+  options.seconds = 0.001;
+  options.dropMargin = -1.0;
+  PlanResult settled = verifiedCopy(result, alike, options);
+  EXPECT_EQ(settled.verification->rounds, 1u);
+  EXPECT_FALSE(settled.verification->budgetCut);
+  EXPECT_EQ(settled.verification->chosen, settled.verification->incumbent);
+}
+
 // A round deals the candidates' sets out in turn: every candidate has a
 // set among the round's first timings, so that a slow spell of the host
 // during part of a round does not fall on one candidate's sets alone.
 TEST(PlanVerificationTest, RoundsDealOutTheCandidatesSets) {
   PlanResult result = planWithCandidates(4);
-  VerifyOptions options;
-  options.seconds = 0.0;
+  VerifyOptions options = leastRounds();
   FormulaTimer timer(0.0);
   ASSERT_TRUE(verifiedCopy(result, timer, options).verification);
   CandidateSets distinct = distinctDeviceSets(result.candidates, 2);
@@ -623,8 +703,7 @@ TEST(PlanVerificationTest, RacesOnlyTheCandidatesThatMayWin) {
 TEST(PlanVerificationTest, TimesAgainOnlyTheSetsThatDecide) {
   PlanResult result = planWithCandidates(4);
   size_t tableWise = tableWiseCandidate(result);
-  VerifyOptions options;
-  options.seconds = 0.0;
+  VerifyOptions options = leastRounds();
   // The table-wise plan holds the hot table (cost 256) on one device and
   // the three others (128) on the other: only the hot set decides its
   // price.
@@ -657,8 +736,7 @@ TEST(PlanVerificationTest, TimesAgainOnlyTheSetsThatDecide) {
 TEST(PlanVerificationTest, RoundsGoThroughTheDrawsOfTheInputs) {
   PlanResult result = planWithCandidates(4);
   SliceCostModel model;
-  VerifyOptions options;
-  options.seconds = 0.0;
+  VerifyOptions options = leastRounds();
   options.minRounds = 1;
   // Measured as the model prices them on draw 0, where the model's best
   // (which halves the hot table) wins; a set holding half a table takes

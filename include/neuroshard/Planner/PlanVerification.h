@@ -104,10 +104,16 @@ CandidateSets distinctDeviceSets(llvm::ArrayRef<PlanCandidate> candidates,
 
 struct VerifyOptions {
   /// Seconds the timed rounds may take; preparing the sets is not counted.
+  /// The first round always runs: it times every set once. A later round
+  /// starts only where it ends within the budget, as the times its sets
+  /// took when last timed foretell (0: one round).
   double seconds = 2.0;
-  /// Timed rounds: while a candidate races the incumbent, at least
-  /// minRounds (and at least one per draw of the timer's inputs) however
-  /// long they take, at most maxRounds however fast.
+  /// The rounds a choice needs: another candidate replaces the incumbent
+  /// only after at least minRounds rounds, and at least one per draw of the
+  /// timer's inputs, so that the choice holds over batches. Where the budget
+  /// bought fewer while a candidate raced, the incumbent stays
+  /// (PlanVerification::roundsNeeded). At most maxRounds rounds however
+  /// fast.
   unsigned minRounds = 3;
   unsigned maxRounds = 25;
   /// Rounds after which a candidate whose median ratio to the incumbent is
@@ -207,8 +213,9 @@ double verifySpreadQuantile(double factor, unsigned freedom, unsigned racing);
 /// rounds over the sets (each round in another order,
 /// so that no set always follows the same one, and round r on draw r mod
 /// timer.draws() of the inputs, so that the sets compared in a round read
-/// the same batch and the choice holds over batches) until `options.seconds`
-/// are spent. The first round times every set; later rounds time only the
+/// the same batch and the choice holds over batches) while the next round
+/// ends within `options.seconds`. The first round times every set, whatever
+/// the budget; later rounds time only the
 /// sets that decide the prices (options.decidingMargin) of the incumbent and
 /// of the candidates still racing it: those whose median ratio to it is at
 /// most 1 + options.dropMargin and, from `options.raceRounds` rounds on,
@@ -223,7 +230,9 @@ double verifySpreadQuantile(double factor, unsigned freedom, unsigned racing);
 /// cost become those of the candidate, among those still racing at the end,
 /// with the lowest geometric mean of its round ratios to the incumbent, if that
 /// mean is at most 1 - its required gain (the larger of options.minGain and
-/// what the rounds' spread asks, options.spreadFactor); else the incumbent's.
+/// what the rounds' spread asks, options.spreadFactor) and the rounds reached
+/// the least a choice needs (options.minRounds, one per draw); else the
+/// incumbent's.
 /// The cost stays the model's, so that the plan prices the same everywhere.
 /// Sets `result.verification` (each candidate's cost from its sets' medians,
 /// and its ratios). Needs at least one candidate.

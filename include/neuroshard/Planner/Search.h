@@ -236,6 +236,15 @@ struct PlanVerification {
   /// draws); 1 for times recorded elsewhere, whose sets already averaged
   /// theirs.
   unsigned draws = 1;
+  /// The rounds a choice needs (VerifyOptions::minRounds, at least one per
+  /// draw). Where `rounds` is below it while a candidate raced the
+  /// incumbent, the budget ran out first (budgetCut) and the incumbent
+  /// stood; neededSeconds is then what the rounds a choice needs would have
+  /// taken, the rounds left at the cost of the last. 0 for a verification
+  /// read back from a plan record that lacks them.
+  unsigned roundsNeeded = 0;
+  bool budgetCut = false;
+  double neededSeconds = 0.0;
   /// The gain over the incumbent another candidate needed at least
   /// (VerifyOptions::minGain).
   double minGain = 0.0;

@@ -91,8 +91,10 @@ defvar PlanOptions = [
          "describes this machine, 0 never">,
   Option<"verifySeconds", "verify-seconds", "double",
          "::neuroshard::VerifyOptions{}.seconds",
-         "Seconds the timed rounds of verify-top may take (at least 3 "
-         "rounds while a candidate races the incumbent)">,
+         "Seconds the timed rounds of verify-top may take: the first "
+         "always runs, a later one only where it ends within them; another "
+         "plan replaces the table-wise plan only after 3 rounds (0: one "
+         "round)">,
   Option<"verifyMinGain", "verify-min-gain", "double",
          "::neuroshard::VerifyOptions{}.minGain",
          "How much faster than the table-wise plan (else the model's best), "
