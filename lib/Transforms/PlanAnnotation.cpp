@@ -281,25 +281,23 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
       }));
     }
     SmallVector<NamedAttribute> fields = {
-            b.getNamedAttr("host", b.getStringAttr(verification->host)),
-            b.getNamedAttr("device", b.getStringAttr(verification->device)),
-            b.getNamedAttr("sets", count(verification->sets.size())),
-            b.getNamedAttr("rounds", count(verification->rounds)),
-            b.getNamedAttr("rounds_needed", count(verification->roundsNeeded)),
-            b.getNamedAttr("draws", count(verification->draws)),
-            b.getNamedAttr("min_gain",
-                           b.getF64FloatAttr(verification->minGain)),
-            b.getNamedAttr("round_spread",
-                           b.getF64FloatAttr(verification->roundSpread)),
-            b.getNamedAttr("spread_freedom",
-                           count(verification->spreadFreedom)),
-            b.getNamedAttr("racing", count(verification->racing)),
-            b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
-            b.getNamedAttr("chosen", count(verification->chosen)),
-            b.getNamedAttr("incumbent", count(verification->incumbent)),
-            b.getNamedAttr("candidates", b.getArrayAttr(candidates)),
-            b.getNamedAttr("experience",
-                           b.getStringAttr(verification->experiencePath)),
+        b.getNamedAttr("host", b.getStringAttr(verification->host)),
+        b.getNamedAttr("device", b.getStringAttr(verification->device)),
+        b.getNamedAttr("sets", count(verification->sets.size())),
+        b.getNamedAttr("rounds", count(verification->rounds)),
+        b.getNamedAttr("rounds_needed", count(verification->roundsNeeded)),
+        b.getNamedAttr("draws", count(verification->draws)),
+        b.getNamedAttr("min_gain", b.getF64FloatAttr(verification->minGain)),
+        b.getNamedAttr("round_spread",
+                       b.getF64FloatAttr(verification->roundSpread)),
+        b.getNamedAttr("spread_freedom", count(verification->spreadFreedom)),
+        b.getNamedAttr("racing", count(verification->racing)),
+        b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
+        b.getNamedAttr("chosen", count(verification->chosen)),
+        b.getNamedAttr("incumbent", count(verification->incumbent)),
+        b.getNamedAttr("candidates", b.getArrayAttr(candidates)),
+        b.getNamedAttr("experience",
+                       b.getStringAttr(verification->experiencePath)),
     };
     // Only rounds the budget cut short say what a choice would have taken.
     if (verification->budgetCut)
@@ -405,9 +403,9 @@ static LogicalResult readVerificationRecord(ModuleOp module,
       fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
   if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
       failed(draws) || failed(roundsNeeded) || failed(neededSeconds) ||
-      failed(minGain) || failed(spread) || failed(freedom) ||
-      failed(racing) || failed(seconds) || failed(chosen) ||
-      failed(incumbent) || failed(experience) || failed(candidates))
+      failed(minGain) || failed(spread) || failed(freedom) || failed(racing) ||
+      failed(seconds) || failed(chosen) || failed(incumbent) ||
+      failed(experience) || failed(candidates))
     return failure();
   if (*chosen >= candidates->size() || *incumbent >= candidates->size())
     return fields.fail() << " names candidate " << std::max(*chosen, *incumbent)

@@ -586,18 +586,17 @@ TEST(PlanVerificationTest, KeepsToTheBudget) {
   EXPECT_FALSE(splitsATable(hotAndCold(), cut.plan));
   // The two rounds left, at the cost of the one that did not start (at
   // least one timing), on top of the first.
-  EXPECT_GE(verification.neededSeconds,
-            verification.timedSeconds + 2 * 0.005);
+  EXPECT_GE(verification.neededSeconds, verification.timedSeconds + 2 * 0.005);
   std::string text = describeVerification(verification);
-  EXPECT_NE(text.find(formatv("the budget ran out after 1 of the 3 rounds a "
-                              "choice needs (one per draw of the inputs), "
-                              "which would take about {0} s of timing, so no "
-                              "other candidate could replace it; the fastest "
-                              "other, candidate 1 ({1}), was ",
-                              format("%.1f", verification.neededSeconds),
-                              best.origin)
-                          .str()),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(formatv("the budget ran out after 1 of the 3 rounds a "
+                        "choice needs (one per draw of the inputs), "
+                        "which would take about {0} s of timing, so no "
+                        "other candidate could replace it; the fastest "
+                        "other, candidate 1 ({1}), was ",
+                        format("%.1f", verification.neededSeconds), best.origin)
+                    .str()),
+      std::string::npos)
       << text;
 
   // A budget the rounds fit in: the three, and the model's best.
