@@ -905,6 +905,28 @@ Imbalance planImbalance(const PlanCost &cost) {
   return imbalance;
 }
 
+/// "shards": one object per shard of `plan` (its table by name, its columns,
+/// its rows where it is a row piece, whether it is a replica, its device).
+static void writeShardsJSON(json::OStream &json, ArrayRef<TableSpec> tables,
+                            const ShardingPlan &plan) {
+  json.attributeArray("shards", [&] {
+    for (const Shard &shard : plan.shards)
+      json.object([&] {
+        json.attribute("table", tables[shard.table].name);
+        json.attribute("col_begin", shard.colBegin);
+        json.attribute("col_end", shard.colEnd);
+        if (!shard.allRows()) {
+          json.attribute("row_begin", shard.rowBegin);
+          json.attribute("row_end",
+                         shard.slice().rowEndIn(tables[shard.table]));
+        }
+        if (shard.replica)
+          json.attribute("replica", true);
+        json.attribute("device", shard.device);
+      });
+  });
+}
+
 void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result) {
   unsigned n = topology.numDevices();
@@ -968,22 +990,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         });
       }
     });
-    json.attributeArray("shards", [&] {
-      for (const Shard &shard : result.plan.shards)
-        json.object([&] {
-          json.attribute("table", tables[shard.table].name);
-          json.attribute("col_begin", shard.colBegin);
-          json.attribute("col_end", shard.colEnd);
-          if (!shard.allRows()) {
-            json.attribute("row_begin", shard.rowBegin);
-            json.attribute("row_end",
-                           shard.slice().rowEndIn(tables[shard.table]));
-          }
-          if (shard.replica)
-            json.attribute("replica", true);
-          json.attribute("device", shard.device);
-        });
-    });
+    writeShardsJSON(json, tables, result.plan);
     json.attributeObject("sharding_types", [&] {
       for (auto [table, kind] :
            zip_equal(tables, tableKinds(tables, topology, result.plan)))
@@ -1017,6 +1024,10 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         writeNumber(json, "round_spread", verification->roundSpread);
         json.attribute("spread_freedom", int64_t(verification->spreadFreedom));
         json.attribute("racing", int64_t(verification->racing));
+        writeNumber(json, "selection_noise", verification->selectionNoise);
+        json.attribute("selection_noise_comparisons",
+                       int64_t(verification->selectionNoiseComparisons));
+        writeNumber(json, "noise_gain", verification->noiseGain);
         writeNumber(json, "seconds", verification->seconds);
         if (verification->timings) {
           json.attribute("timings", int64_t(verification->timings));
@@ -1027,7 +1038,7 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
         if (!verification->experiencePath.empty())
           json.attribute("experience", verification->experiencePath);
         json.attributeArray("candidates", [&] {
-          for (const CandidateMeasurement &candidate : verification->candidates)
+          for (auto [c, candidate] : enumerate(verification->candidates))
             json.object([&] {
               json.attribute("origin", candidate.origin);
               writeNumber(json, "predicted_ms", candidate.predicted.maxMs);
@@ -1045,6 +1056,11 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
                 for (const DeviceCost &device : candidate.measured.devices)
                   writeNumberValue(json, device.computeMs);
               });
+              // The candidate's plan, where the search's candidates are
+              // still at hand (not for a verification read back from a
+              // plan's annotation).
+              if (result.candidates.size() == verification->candidates.size())
+                writeShardsJSON(json, tables, result.candidates[c].plan);
             });
         });
       });

@@ -14,6 +14,7 @@
 #include "neuroshard/Sharding/Traffic.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -253,6 +254,46 @@ CandidateSets distinctDeviceSets(ArrayRef<PlanCandidate> candidates,
   return out;
 }
 
+/// The gain over the incumbent that a candidate timed in `rounds` rounds
+/// needs: options.minGain, or more where its mean log ratio is uncertain.
+/// Two variances add up: the rounds' spread squared over its rounds (on
+/// the spread's degrees of freedom) and the host's noise of measured
+/// selection squared (on its comparisons), which more rounds of the same
+/// planning do not shrink. It needs options.spreadFactor standard errors
+/// of their sum, read off Student's t with the Welch-Satterthwaite degrees
+/// of freedom and shared among the candidates racing
+/// (verifySpreadQuantile). Without the host's noise this is the spread's
+/// standard error alone, on the spread's degrees of freedom.
+static double requiredGain(size_t rounds, const PlanVerification &verification,
+                           const VerifyOptions &options) {
+  if (rounds == 0)
+    return options.minGain;
+  double roundVariance = 0.0, noiseVariance = 0.0, spread = 0.0;
+  if (verification.spreadFreedom) {
+    roundVariance =
+        verification.roundSpread * verification.roundSpread / double(rounds);
+    spread += roundVariance * roundVariance / verification.spreadFreedom;
+  }
+  if (verification.selectionNoiseComparisons) {
+    noiseVariance = verification.selectionNoise * verification.selectionNoise;
+    spread +=
+        noiseVariance * noiseVariance / verification.selectionNoiseComparisons;
+  }
+  double variance = roundVariance + noiseVariance;
+  if (variance <= 0.0)
+    return options.minGain;
+  unsigned freedom = verification.spreadFreedom;
+  if (roundVariance <= 0.0)
+    freedom = verification.selectionNoiseComparisons;
+  else if (noiseVariance > 0.0)
+    freedom = unsigned(
+        std::max(1.0, std::min(1e6, std::floor(variance * variance / spread))));
+  double quantile =
+      verifySpreadQuantile(options.spreadFactor, freedom, verification.racing);
+  return std::max(options.minGain,
+                  1.0 - std::exp(-quantile * std::sqrt(variance)));
+}
+
 Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
                        const Topology &topology, CostModel &model,
                        SetTimer &timer, const VerifyOptions &options) {
@@ -449,15 +490,22 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   verification.spreadFreedom = freedom;
   for (size_t c = 0; c < k; ++c)
     verification.racing += c != incumbent && racing[c];
-  double quantile = verifySpreadQuantile(
-      options.spreadFactor, verification.spreadFreedom, verification.racing);
+  // The host's noise: the rounds of one planning may share a view of the
+  // sets that timing them apart does not (docs/planner.md, "Gains beyond
+  // the host's noise"). What it asks alone is reported.
+  if (std::optional<SelectionNoise> noise = model.selectionNoise()) {
+    verification.selectionNoise = noise->logSd;
+    verification.selectionNoiseComparisons = noise->comparisons;
+    double noiseQuantile = verifySpreadQuantile(
+        options.spreadFactor, noise->comparisons, verification.racing);
+    verification.noiseGain = 1.0 - std::exp(-noiseQuantile * noise->logSd);
+  }
 
   // The lowest mean ratio (geometric) of the candidates that raced to the
-  // end wins if it is a gain beyond the noise: options.minGain, and what the
-  // spread asks of the candidate's rounds, as known from the rounds there
-  // were and with as many candidates racing. The spread over sqrt(rounds) is
-  // the standard error of the mean log ratio; a median of rounds that fall
-  // on either side of 1 moves further than that.
+  // end wins if it is a gain beyond the noise (requiredGain): the rounds'
+  // spread over sqrt(rounds), the standard error of the mean log ratio, and
+  // the host's noise. A median of rounds that fall on either side of 1
+  // moves further than that standard error.
   for (size_t c = 0; c < k; ++c) {
     CandidateMeasurement &entry = verification.candidates.emplace_back();
     entry.origin = result.candidates[c].origin;
@@ -469,12 +517,9 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     entry.pairedRatio = median(ratios[c]);
     entry.meanRatio = meanRatios[c];
     entry.roundRatios = ratios[c];
-    entry.requiredGain = options.minGain;
-    if (c != incumbent && !ratios[c].empty())
-      entry.requiredGain =
-          std::max(entry.requiredGain,
-                   1.0 - std::exp(-quantile * verification.roundSpread /
-                                  std::sqrt(double(ratios[c].size()))));
+    entry.requiredGain =
+        c == incumbent ? options.minGain
+                       : requiredGain(ratios[c].size(), verification, options);
   }
   verification.chosen = incumbent;
   for (auto [i, entry] : enumerate(verification.candidates))
@@ -716,28 +761,42 @@ std::string describeVerification(const PlanVerification &verification) {
                    candidate.roundsFaster, candidate.rounds)
         .str();
   };
-  // The gain a candidate needed, and where the rounds' spread raised it
-  // above the least gain, that spread.
+  // The gain a candidate needed, and where the host's noise or the rounds'
+  // spread raised it above the least gain, that noise or spread.
   auto neededGain = [&](const CandidateMeasurement &candidate, StringRef what) {
     double gain = std::max(candidate.requiredGain, verification.minGain);
     std::string text =
         formatv("the {0}% gain {1}",
                 format("%g", std::round(1000.0 * gain) / 10.0), what)
             .str();
-    if (gain > verification.minGain) {
-      text +=
-          formatv(", as its {0} rounds' ratios spread {1}%", candidate.rounds,
+    if (gain <= verification.minGain)
+      return text;
+    std::vector<std::string> causes;
+    if (verification.roundSpread > 0.0 ||
+        !verification.selectionNoiseComparisons) {
+      std::string spread =
+          formatv("its {0} rounds' ratios spread {1}%", candidate.rounds,
                   format("%.1f", 100.0 * verification.roundSpread))
               .str();
-      if (verification.spreadFreedom) {
-        text += formatv(" ({0} degrees of freedom)", verification.spreadFreedom)
-                    .str();
-        if (verification.racing)
-          text += formatv(" and {0} {1} raced it", verification.racing,
-                          verification.racing == 1 ? "candidate" : "candidates")
-                      .str();
-      }
+      if (verification.spreadFreedom)
+        spread +=
+            formatv(" ({0} degrees of freedom)", verification.spreadFreedom)
+                .str();
+      causes.push_back(spread);
     }
+    if (verification.selectionNoiseComparisons)
+      causes.push_back(
+          formatv("measured selection on this host strays {0}% beyond its "
+                  "rounds' spread ({1} comparisons at calibration)",
+                  format("%.1f", 100.0 * verification.selectionNoise),
+                  verification.selectionNoiseComparisons)
+              .str());
+    text += ", as " + join(causes, " and ");
+    if (verification.racing &&
+        (verification.spreadFreedom || verification.selectionNoiseComparisons))
+      text += formatv(" and {0} {1} raced it", verification.racing,
+                      verification.racing == 1 ? "candidate" : "candidates")
+                  .str();
     return text;
   };
   // The incumbent as the text names it.

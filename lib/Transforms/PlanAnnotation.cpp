@@ -303,6 +303,17 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
     if (verification->budgetCut)
       fields.push_back(b.getNamedAttr(
           "seconds_needed", b.getF64FloatAttr(verification->neededSeconds)));
+    // Only a model that records the host's noise of measured selection
+    // (CostModel::selectionNoise) says what it asked.
+    if (verification->selectionNoiseComparisons) {
+      fields.push_back(b.getNamedAttr(
+          "selection_noise", b.getF64FloatAttr(verification->selectionNoise)));
+      fields.push_back(
+          b.getNamedAttr("selection_noise_comparisons",
+                         count(verification->selectionNoiseComparisons)));
+      fields.push_back(b.getNamedAttr(
+          "noise_gain", b.getF64FloatAttr(verification->noiseGain)));
+    }
     entries.push_back(
         b.getNamedAttr("verification", b.getDictionaryAttr(fields)));
   }
@@ -395,6 +406,12 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   FailureOr<double> spread = fields.numberOr("round_spread", 0.0);
   FailureOr<uint64_t> freedom = fields.countOr("spread_freedom", 0);
   FailureOr<uint64_t> racing = fields.countOr("racing", 0);
+  // Records of a model without the host's noise (and records written
+  // before it was recorded) have none.
+  FailureOr<double> noise = fields.numberOr("selection_noise", 0.0);
+  FailureOr<uint64_t> comparisons =
+      fields.countOr("selection_noise_comparisons", 0);
+  FailureOr<double> noiseGain = fields.numberOr("noise_gain", 0.0);
   FailureOr<double> seconds = fields.number("seconds");
   FailureOr<uint64_t> chosen = fields.count("chosen");
   FailureOr<uint64_t> incumbent = fields.count("incumbent");
@@ -404,6 +421,7 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
       failed(draws) || failed(roundsNeeded) || failed(neededSeconds) ||
       failed(minGain) || failed(spread) || failed(freedom) || failed(racing) ||
+      failed(noise) || failed(comparisons) || failed(noiseGain) ||
       failed(seconds) || failed(chosen) || failed(incumbent) ||
       failed(experience) || failed(candidates))
     return failure();
@@ -423,6 +441,9 @@ static LogicalResult readVerificationRecord(ModuleOp module,
   verification.roundSpread = *spread;
   verification.spreadFreedom = *freedom;
   verification.racing = *racing;
+  verification.selectionNoise = *noise;
+  verification.selectionNoiseComparisons = *comparisons;
+  verification.noiseGain = *noiseGain;
   verification.seconds = *seconds;
   verification.chosen = *chosen;
   verification.incumbent = *incumbent;

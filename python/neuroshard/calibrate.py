@@ -24,7 +24,10 @@ time budget (docs/cost-model.md, "Calibrating for this machine"):
      directory's experience.jsonl, then fine-tunes the bundle on those sets
      (experience.refine_bundle, replaying the samples of step 2), keeping
      the refined model only if it predicts the held-out sets better;
-     EXPERIENCE_SHARE of the budget;
+     EXPERIENCE_SHARE of the budget; then times those plans' candidates
+     apart from their plannings in neuroshard-collect processes
+     (measure_selection_noise), for the host's noise of measured selection,
+     "selection_noise" in meta.json (NOISE_SHARE of the budget);
   5. the batch-scaling curve and its validation (batch_scaling.run, on
      fewer sets than its own default, in proportion to the budget);
   6. the held-out MAPE and Kendall's tau (report.evaluate_bundle);
@@ -58,6 +61,7 @@ from neuroshard import batch_scaling as bs
 from neuroshard import collect
 from neuroshard import experience as ex
 from neuroshard import report
+from neuroshard import selection_noise as sn
 from neuroshard import table_pool as tp
 from neuroshard import train as tr
 
@@ -73,12 +77,15 @@ MAX_BATCH_SIZE = 1 << 24
 # Shares of the budget: collection stops when its share is spent; the
 # default epochs keep training within its share; the batch-scaling curve and
 # the report take the rest (its set counts grow with the budget).
-COLLECT_SHARE = 0.60
+COLLECT_SHARE = 0.57
 TRAIN_SHARE = 0.10
 # The experience stage: planning with measured selection, then refining
 # (REFINE_SHARE of the stage's time).
 EXPERIENCE_SHARE = 0.08
 REFINE_SHARE = 0.2
+# Timing the experience plans' candidates apart from their plannings, for
+# the host's noise of measured selection ("selection_noise" in meta.json).
+NOISE_SHARE = 0.03
 # Its tasks: EXPERIENCE_DEVICES devices, a table count uniform in
 # EXPERIENCE_TABLES, each device's memory the tables' total over the
 # devices times a slack uniform in EXPERIENCE_SLACK (tight, so that the
@@ -259,7 +266,8 @@ def experience_tasks(pool: Dict, seed: int, count: int,
     (EXPERIENCE_SLACK) over the devices, which must stay under the cap:
     a drawn table that would pass it is left out. The cap bounds what
     timing a device set allocates. A task is {"name", "devices",
-    "memory_gb", "batch_size", "tables"} (the tables as task JSON)."""
+    "memory_gb", "batch_size", "tables", "pool_ids"} (the tables as task
+    JSON, and each one's id in the pool)."""
     cap = memory_cap_gb * 2**30
     train = [t for t in pool["tables"] if t["split"] == "train"
              and tp.table_bytes(t) <= cap / 2
@@ -277,7 +285,7 @@ def experience_tasks(pool: Dict, seed: int, count: int,
         size = int(rng.integers(low, high + 1))
         picks = rng.choice(len(train), size=size, replace=size > len(train))
         slack = float(rng.uniform(*EXPERIENCE_SLACK))
-        tables, total = [], 0
+        tables, pool_ids, total = [], [], 0
         for i, p in enumerate(picks):
             t = train[int(p)]
             size_bytes = tp.table_bytes(t)
@@ -288,12 +296,13 @@ def experience_tasks(pool: Dict, seed: int, count: int,
                            "rows": t["rows"], "dim": t["dim"],
                            "pooling_factor": t["pooling_factor"],
                            "access_hist": t["access_hist"]})
+            pool_ids.append(t["id"])
         # Rounded up to the MB so the JSON value reproduces the capacity.
         memory_gb = math.ceil(total * slack / devices / 2**20) / 1024.0
         tasks.append({"name": "experience-%d" % k, "devices": devices,
                       "memory_gb": memory_gb,
                       "batch_size": pool.get("sample_bags", BATCH_SIZE),
-                      "tables": tables})
+                      "tables": tables, "pool_ids": pool_ids})
     return tasks
 
 
@@ -303,9 +312,11 @@ def gather_experience(args, bundle: str, pool: Dict, experience_path: str,
     appending the timed sets to experience_path, until --experience-tasks
     are planned (else MAX_EXPERIENCE_TASKS) or, after the first, until
     budget_s would be spent. Returns {"planned", "changed", "sets",
-    "skipped"}: plans made, plans measured selection changed, sets timed,
-    and why the stage could not plan (None when it could)."""
-    summary = {"planned": 0, "changed": 0, "sets": 0, "skipped": None}
+    "skipped", "plans"}: plans made, plans measured selection changed, sets
+    timed, why the stage could not plan (None when it could), and each
+    (task, plan) made."""
+    summary = {"planned": 0, "changed": 0, "sets": 0, "skipped": None,
+               "plans": []}
     if not _core.neural_cost_models_built():
         summary["skipped"] = "this build cannot load neural cost models"
         return summary
@@ -340,6 +351,7 @@ def gather_experience(args, bundle: str, pool: Dict, experience_path: str,
                        task["memory_gb"], str(e).splitlines()[0]))
             continue
         verification = plan.get("verification") or {}
+        summary["plans"].append((task, plan))
         summary["planned"] += 1
         summary["sets"] += int(verification.get("sets", 0))
         summary["changed"] += int(verification.get("chosen", 0) != 0)
@@ -353,6 +365,40 @@ def gather_experience(args, bundle: str, pool: Dict, experience_path: str,
                    if verification.get("chosen") else ""),
                   min(left, budget_s - (time.monotonic() - start)))
     return summary
+
+
+def measure_selection_noise(args, plans, pool: Dict, pool_path: str,
+                            clock: Clock, budget_s: float) -> Optional[Dict]:
+    """Times the candidates of the experience stage's `plans` apart from
+    their plannings (selection_noise.time_apart), plan after plan while the
+    next fits in budget_s; returns the noise's figures
+    (selection_noise.noise_figures, with "tasks" and "views"), or None where
+    fewer than selection_noise.MIN_COMPARISONS candidates were compared."""
+    options = argparse.Namespace(batch_size=args.batch_size,
+                                 warmup=sn.DEFAULT_WARMUP,
+                                 iters=sn.DEFAULT_ITERS, seed=args.seed,
+                                 views=sn.DEFAULT_VIEWS)
+    pool_dims = pool.get("dims", list(tp.POOL_DIMS))
+    found, tasks = [], 0
+    start = time.monotonic()
+    for task, plan in plans:
+        spent = time.monotonic() - start
+        if tasks and spent + spent / tasks > budget_s:
+            break
+        these = sn.time_apart(sn.with_pool_ids(task), plan, pool_dims,
+                              pool_path, args.tool, options)
+        tasks += bool(these)
+        found += these
+    if len(found) < sn.MIN_COMPARISONS:
+        clock.say("selection noise", "not recorded: %d candidates compared, "
+                  "%d needed" % (len(found), sn.MIN_COMPARISONS))
+        return None
+    figures = sn.noise_figures(found)
+    figures.update(tasks=tasks, views=sn.DEFAULT_VIEWS,
+                   verify_seconds=args.verify_seconds)
+    clock.say("selection noise", sn.summary_line(figures, tasks,
+                                                 sn.DEFAULT_VIEWS))
+    return figures
 
 
 def refine_experience(args, staged: str, pool_path: str, data_path: str,
@@ -471,7 +517,7 @@ def calibrate(args, log: Optional[TextIO] = None,
                meta["training"]["best_epoch"]))
 
     experience_path = os.path.join(work, ex.EXPERIENCE_FILE)
-    gathered, refined = None, None
+    gathered, refined, noise = None, None, None
     if args.experience_tasks == 0:
         clock.say("experience", "skipped (--experience-tasks 0)")
     else:
@@ -493,6 +539,9 @@ def calibrate(args, log: Optional[TextIO] = None,
                       "selection changed %d of the plans" %
                       (gathered["planned"], gathered["sets"],
                        gathered["changed"]))
+            noise = measure_selection_noise(
+                args, gathered["plans"], pool, pool_path, clock,
+                NOISE_SHARE * budget_s)
             refined = refine_experience(
                 args, staged, pool_path, data_path, experience_path, work,
                 clock, max(0.0, stage_s - (time.monotonic() - stage_start)),
@@ -515,6 +564,8 @@ def calibrate(args, log: Optional[TextIO] = None,
     result = report.evaluate_bundle(staged, pool_path, data_path)
     print(report.format_table(result), file=out)
 
+    if noise is not None:
+        sn.record(staged, noise, {})
     install_bundle(staged, args.out)
     meta = bs.load_bundle_meta(args.out)
     held = result["held-out"]
@@ -531,6 +582,9 @@ def calibrate(args, log: Optional[TextIO] = None,
            args.batch_size, 100.0 * held["mape"], held["kendall_tau"],
            scaling["batch_sizes"][0], scaling["batch_sizes"][-1], checks),
           file=out)
+    if noise is not None:
+        print("measured selection: %s" % sn.summary_line(
+            noise, noise["tasks"], noise["views"]), file=out)
     if refined is not None:
         record = refined["refined"]
         print("experience: %d sets timed in %d plans; %s on %d held-out "

@@ -116,6 +116,19 @@ def test_calibration_times_the_sets_its_plans_use(calibrated):
         assert "refined" not in meta
         assert "calibrate: [experience] kept the trained bundle" in \
             stderr or "calibrate: [experience] not refined: " in stderr
+    # The plans' candidates are timed again apart from their plannings, for
+    # the host's noise of measured selection, recorded where enough were
+    # compared.
+    if "selection_noise" in meta:
+        noise = meta["selection_noise"]
+        assert noise["comparisons"] >= 4 and noise["views"] == 3
+        assert noise["tasks"] in (1, 2) and noise["verify_seconds"] == 0
+        assert 0 <= noise["log_sd"] <= noise["raw_log_sd"]
+        assert "calibrate: [selection noise] selection noise " in stderr
+        assert "measured selection: selection noise %.1f%%" % \
+            (100 * noise["log_sd"]) in stdout
+    else:
+        assert "calibrate: [selection noise] not recorded: " in stderr
 
 
 def test_the_planner_loads_the_calibrated_bundle(calibrated, tmp_path):
@@ -287,3 +300,33 @@ def test_collection_stops_when_its_budget_is_spent(tmp_path,
     assert calibrate.collect_samples(args, small_pool_path, data, clock,
                                      budget_s=60.0) == 60
     assert [s["id"] for s in collect.load_samples(data)] == list(range(60))
+
+
+def test_selection_noise_stage_compares_the_experience_plans(monkeypatch):
+    timed = []
+
+    def time_apart(task, plan, pool_dims, pool_path, tool, options):
+        timed.append((task["name"], options.views, options.iters))
+        return [{"d": plan["d"], "round_var": 0.0, "view_var": 0.0}] * 2
+
+    monkeypatch.setattr(calibrate.sn, "time_apart", time_apart)
+    args = argparse.Namespace(batch_size=1024, seed=0, tool="tool",
+                              verify_seconds=2.0)
+    plans = [({"name": "a", "tables": [], "pool_ids": []}, {"d": 0.1}),
+             ({"name": "b", "tables": [], "pool_ids": []}, {"d": -0.1})]
+    log = io.StringIO()
+    clock = calibrate.Clock(60.0, log)
+    figures = calibrate.measure_selection_noise(args, plans, {}, "pool",
+                                                clock, 30.0)
+    assert timed == [("a", 3, 10), ("b", 3, 10)]
+    assert figures["log_sd"] == pytest.approx(0.1)
+    assert figures["comparisons"] == 4 and figures["tasks"] == 2
+    assert figures["views"] == 3 and figures["verify_seconds"] == 2.0
+    assert "calibrate: [selection noise] selection noise 10.0%" in \
+        log.getvalue()
+
+    # Too few comparisons: nothing is recorded, and the stage says so.
+    figures = calibrate.measure_selection_noise(args, plans[:1], {}, "pool",
+                                                clock, 30.0)
+    assert figures is None
+    assert "not recorded: 2 candidates compared, 4 needed" in log.getvalue()

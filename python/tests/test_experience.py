@@ -484,9 +484,13 @@ def test_gather_experience_plans_with_measured_selection(
     path = str(tmp_path / "experience.jsonl")
     summary = calibrate.gather_experience(args, "BUNDLE", pool, path, clock,
                                           30.0)
+    plans = summary.pop("plans")
     assert summary == {"planned": 3, "changed": 2, "sets": 15,
                        "skipped": None}
     tasks = calibrate.experience_tasks(pool, 0, 3, 1.0)
+    # Each task with its plan, for the host's selection noise.
+    assert [task for task, _ in plans] == tasks
+    assert [plan["verification"]["chosen"] for _, plan in plans] == [1, 0, 1]
     for (task, options), expected in zip(calls, tasks):
         assert task == {"batch_size": 1024, "tables": expected["tables"]}
         assert options == {"devices": 4, "memory_gb": expected["memory_gb"],

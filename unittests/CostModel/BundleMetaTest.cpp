@@ -263,6 +263,54 @@ TEST(BundleMetaTest, RefusesLogErrorsThatCannotBeRight) {
                 "from -2 to 2, got \"x\"");
 }
 
+TEST(BundleMetaTest, ReadsTheSelectionNoise) {
+  Expected<BundleMeta> meta = parseBundleMeta(
+      "b", metaWith("selection_noise", json::Object{{"log_sd", 0.19},
+                                                    {"comparisons", 31},
+                                                    {"views", 3}}));
+  ASSERT_TRUE(static_cast<bool>(meta)) << errorMessage(meta);
+  ASSERT_TRUE(meta->selectionNoise.has_value());
+  EXPECT_DOUBLE_EQ(meta->selectionNoise->logSd, 0.19);
+  EXPECT_EQ(meta->selectionNoise->comparisons, 31u);
+
+  // Bundles calibrated before it was measured have none.
+  Expected<BundleMeta> older =
+      parseBundleMeta("b", metaWith("selection_noise", nullptr));
+  ASSERT_TRUE(static_cast<bool>(older)) << errorMessage(older);
+  EXPECT_FALSE(older->selectionNoise.has_value());
+}
+
+TEST(BundleMetaTest, RefusesSelectionNoiseThatCannotBeRight) {
+  auto noise = [](json::Value sd, json::Value comparisons) {
+    return metaWith("selection_noise",
+                    json::Object{{"log_sd", std::move(sd)},
+                                 {"comparisons", std::move(comparisons)}});
+  };
+  EXPECT_EQ(parseError(metaWith("selection_noise", 0.2)),
+            std::string(kPrefix) + "\"selection_noise\" must be an object");
+  EXPECT_EQ(parseError(noise(-0.1, 10)),
+            std::string(kPrefix) +
+                "\"selection_noise\": \"log_sd\" must be a number from 0 "
+                "to 2, got -0.1");
+  EXPECT_EQ(parseError(noise("x", 10)),
+            std::string(kPrefix) +
+                "\"selection_noise\": \"log_sd\" must be a number from 0 "
+                "to 2, got \"x\"");
+  EXPECT_EQ(parseError(noise(0.1, 0)),
+            std::string(kPrefix) +
+                "\"selection_noise\": \"comparisons\" must be an integer "
+                "from 1 to 1000000, got 0");
+  EXPECT_EQ(parseError(noise(0.1, 2.5)),
+            std::string(kPrefix) +
+                "\"selection_noise\": \"comparisons\" must be an integer "
+                "from 1 to 1000000, got 2.5");
+  EXPECT_EQ(
+      parseError(metaWith("selection_noise", json::Object{{"log_sd", 0.1}})),
+      std::string(kPrefix) +
+          "\"selection_noise\": \"comparisons\" must be an integer "
+          "from 1 to 1000000, got none");
+}
+
 TEST(BundleMetaTest, ReadsHostAndTrainedRanges) {
   json::Object host{{"cpu_model", "AMD EPYC"},
                     {"cpu_family", 26},

@@ -110,14 +110,18 @@ public:
   void setRiskMargin(double sigmas) override { margin = sigmas; }
   double riskMargin() const override { return margin; }
   std::optional<ComputeError> computeError() const override { return error; }
+  std::optional<SelectionNoise> selectionNoise() const override {
+    return noise;
+  }
 
   unsigned computeCalls = 0;
   uint64_t setsPriced = 0;
   /// What describesThisHost() and bundlePath() answer.
   bool describesHost = false;
   std::string bundle;
-  /// What computeError() answers.
+  /// What computeError() and selectionNoise() answer.
   std::optional<ComputeError> error;
+  std::optional<SelectionNoise> noise;
 
 private:
   double overheadPerSliceMs;

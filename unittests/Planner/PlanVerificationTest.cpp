@@ -251,9 +251,11 @@ TEST(PlanVerificationTest, ChoosesWhatMeasuresFastest) {
 
 /// `result` verified on hotAndCold() and twoDevices() with the slice model.
 PlanResult verifiedCopy(const PlanResult &result, SetTimer &timer,
-                        const VerifyOptions &options) {
+                        const VerifyOptions &options,
+                        std::optional<SelectionNoise> noise = std::nullopt) {
   PlanResult copy = result;
   SliceCostModel model;
+  model.noise = noise;
   EXPECT_EQ(errorMessage(verifyCandidates(copy, hotAndCold(), twoDevices(),
                                           model, timer, options)),
             "");
@@ -422,6 +424,89 @@ TEST(PlanVerificationTest, AsksTheGainTheRoundsSpreadWarrants) {
   text = describeVerification(*alone.verification);
   EXPECT_NE(text.find(", beyond the 2% gain it needed"), std::string::npos)
       << text;
+}
+
+// Rounds that agree with each other may share one view of the sets: where
+// the model records the host's noise of measured selection, a candidate
+// must gain beyond it too, however well its rounds agree.
+TEST(PlanVerificationTest, AsksTheGainTheHostsNoiseWarrants) {
+  PlanResult result = planWithCandidates(4);
+  size_t tableWise = tableWiseCandidate(result);
+  VerifyOptions options = leastRounds();
+  FormulaTimer steady(0.0);
+  steady.numDraws = 3;
+  PlanResult agreed = verifiedCopy(result, steady, options);
+  ASSERT_EQ(agreed.verification->chosen, 0u);
+  EXPECT_EQ(agreed.verification->noiseGain, 0.0);
+  EXPECT_EQ(agreed.verification->selectionNoiseComparisons, 0u);
+  double gain = 1.0 - agreed.verification->candidates.front().meanRatio;
+  ASSERT_GT(gain, options.minGain);
+
+  // A noise whose gain is above the candidate's: the table-wise plan stays.
+  SelectionNoise loud{gain, 30};
+  PlanResult held = verifiedCopy(result, steady, options, loud);
+  const PlanVerification &verification = *held.verification;
+  EXPECT_EQ(verification.chosen, tableWise);
+  EXPECT_EQ(verification.roundSpread, 0.0);
+  EXPECT_EQ(verification.selectionNoise, gain);
+  EXPECT_EQ(verification.selectionNoiseComparisons, 30u);
+  double quantile = verifySpreadQuantile(options.spreadFactor, 30,
+                                         std::max(verification.racing, 1u));
+  double needed = 1.0 - std::exp(-quantile * gain);
+  EXPECT_DOUBLE_EQ(verification.noiseGain, needed);
+  ASSERT_GT(needed, gain);
+  for (auto [i, candidate] : enumerate(verification.candidates))
+    EXPECT_DOUBLE_EQ(candidate.requiredGain,
+                     i == tableWise ? options.minGain : needed);
+  std::string text = describeVerification(verification);
+  EXPECT_NE(text.find(formatv("within the noise, below the {0}% gain that "
+                              "replaces it, as measured selection on this "
+                              "host strays {1}% beyond its rounds' spread (30 "
+                              "comparisons at calibration)",
+                              format("%g", std::round(1000.0 * needed) / 10.0),
+                              format("%.1f", 100.0 * gain))
+                          .str()),
+            std::string::npos)
+      << text;
+
+  // With rounds that disagree, the two add up as variances: the gain asked
+  // is above what either asks alone.
+  FormulaTimer noisy(0.0);
+  noisy.numDraws = 3;
+  noisy.splitScale = {0.7, 1.3, 1.0};
+  PlanResult both = verifiedCopy(result, noisy, options, loud);
+  const PlanVerification &added = *both.verification;
+  ASSERT_GT(added.roundSpread, 0.0);
+  PlanResult spreadOnly = verifiedCopy(result, noisy, options);
+  const CandidateMeasurement &first = added.candidates.front();
+  ASSERT_EQ(first.rounds, 3u);
+  EXPECT_GT(first.requiredGain, added.noiseGain);
+  EXPECT_GT(first.requiredGain,
+            spreadOnly.verification->candidates.front().requiredGain);
+  double variance = added.roundSpread * added.roundSpread / 3.0 + gain * gain;
+  EXPECT_LT(first.requiredGain, 1.0 - std::exp(-3.0 * std::sqrt(variance)));
+  text = describeVerification(added);
+  EXPECT_NE(text.find(formatv("as its 3 rounds' ratios spread {0}% ({1} "
+                              "degrees of freedom) and measured selection on "
+                              "this host strays {2}% beyond its rounds' "
+                              "spread (30 comparisons at calibration)",
+                              format("%.1f", 100.0 * added.roundSpread),
+                              added.spreadFreedom, format("%.1f", 100.0 * gain))
+                          .str()),
+            std::string::npos)
+      << text;
+
+  // A quiet host's noise asks less than the gain: the candidate is chosen.
+  PlanResult quiet =
+      verifiedCopy(result, steady, options, SelectionNoise{gain / 4.0, 30});
+  EXPECT_EQ(quiet.verification->chosen, 0u);
+  EXPECT_LT(quiet.verification->noiseGain, gain);
+
+  // A spread factor of 0 asks nothing of the noise either.
+  options.spreadFactor = 0.0;
+  PlanResult unasked = verifiedCopy(result, steady, options, loud);
+  EXPECT_EQ(unasked.verification->chosen, 0u);
+  EXPECT_EQ(unasked.verification->noiseGain, 0.0);
 }
 
 // The gain is judged on the geometric mean of the rounds' ratios, whose

@@ -43,6 +43,18 @@ struct ComputeError {
   double logSd = 0.0;
 };
 
+/// How far measured selection's judgement of a plan against another, made
+/// within one planning's few seconds of timing, strays on a host from what
+/// timing the same plans apart from the planning finds: the root mean
+/// square of ln(ratio measured in the planning / ratio measured apart) over
+/// `comparisons` candidates (the calibration's "selection_noise"). A gain
+/// below a few times it cannot be told from the host's noise, however
+/// well one planning's rounds agree with each other.
+struct SelectionNoise {
+  double logSd = 0.0;
+  unsigned comparisons = 0;
+};
+
 class CostModel {
 public:
   virtual ~CostModel();
@@ -97,6 +109,13 @@ public:
   /// slowest device (PlanEvaluation.h); nullopt when the model has no such
   /// figure (the analytical model, an untrained bundle).
   virtual std::optional<ComputeError> computeError() const {
+    return std::nullopt;
+  }
+
+  /// The noise of measured selection on the host the model was calibrated
+  /// on, for the gain a candidate needs to replace the incumbent
+  /// (VerifyOptions::spreadFactor); nullopt when the model records none.
+  virtual std::optional<SelectionNoise> selectionNoise() const {
     return std::nullopt;
   }
 

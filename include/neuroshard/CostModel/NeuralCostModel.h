@@ -80,6 +80,7 @@ public:
   /// (mean 0, deviation MAPE * sqrt(pi / 2), as for a normal log error)
   /// where the bundle predates the log figures.
   std::optional<ComputeError> computeError() const override;
+  std::optional<SelectionNoise> selectionNoise() const override;
 
   /// Keeps the tables (their features are read when a slice is first
   /// encoded) and drops the encoding memo; fails if the topology's device

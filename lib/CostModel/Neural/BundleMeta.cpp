@@ -65,6 +65,14 @@ static std::optional<int64_t> integerField(const json::Object &root,
   return value ? getInteger(*value) : std::nullopt;
 }
 
+/// A number as %g writes it (-0.1, not -0.10000000000000001), anything else
+/// as JSON, for messages that quote a field's value.
+static std::string valueText(const json::Value &value) {
+  if (std::optional<double> number = value.getAsNumber())
+    return formatv("{0}", format("%g", *number)).str();
+  return formatv("{0}", value).str();
+}
+
 static Error metaError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
@@ -266,24 +274,48 @@ static Error readHeldOut(const json::Object &root, BundleMeta &meta) {
                      "\"compute_log_error_sd\" come together, but only " +
                      Twine(mean ? "the mean" : "the deviation") + " is given");
   std::optional<double> mu = mean->getAsNumber(), sigma = sd->getAsNumber();
-  // A number as %g writes it (-0.1, not -0.10000000000000001), anything
-  // else as JSON.
-  auto text = [](const json::Value &value) {
-    if (std::optional<double> number = value.getAsNumber())
-      return formatv("{0}", format("%g", *number)).str();
-    return formatv("{0}", value).str();
-  };
   std::string bound = formatv("{0}", format("%g", kMaxLogError)).str();
   if (!mu || !std::isfinite(*mu) || std::fabs(*mu) > kMaxLogError)
     return metaError(formatv("\"held_out\": \"compute_log_error_mean\" must "
                              "be a number from -{0} to {0}, got {1}",
-                             bound, text(*mean)));
+                             bound, valueText(*mean)));
   if (!sigma || !std::isfinite(*sigma) || *sigma < 0.0 || *sigma > kMaxLogError)
     return metaError(formatv("\"held_out\": \"compute_log_error_sd\" must be "
                              "a number from 0 to {0}, got {1}",
-                             bound, text(*sd)));
+                             bound, valueText(*sd)));
   meta.computeLogErrorMean = *mu;
   meta.computeLogErrorSd = *sigma;
+  return Error::success();
+}
+
+/// "selection_noise": {"log_sd": s, "comparisons": n, ...} (optional, other
+/// fields free): s from 0 to kMaxLogError, n an integer from 1 to
+/// kMaxSelectionComparisons.
+static Error readSelectionNoise(const json::Object &root, BundleMeta &meta) {
+  const json::Value *value = root.get("selection_noise");
+  if (!value || value->getAsNull())
+    return Error::success();
+  const json::Object *noise = value->getAsObject();
+  if (!noise)
+    return metaError("\"selection_noise\" must be an object");
+  // The value given, quoted in the message ("none" where absent).
+  auto given = [&](StringRef key) {
+    const json::Value *field = noise->get(key);
+    return field ? valueText(*field) : std::string("none");
+  };
+  std::optional<double> sd = noise->getNumber("log_sd");
+  if (!sd || !std::isfinite(*sd) || *sd < 0.0 || *sd > kMaxLogError)
+    return metaError(formatv("\"selection_noise\": \"log_sd\" must be a "
+                             "number from 0 to {0}, got {1}",
+                             format("%g", kMaxLogError), given("log_sd")));
+  std::optional<int64_t> comparisons = integerField(*noise, "comparisons");
+  if (!comparisons || *comparisons < 1 ||
+      *comparisons > kMaxSelectionComparisons)
+    return metaError(formatv("\"selection_noise\": \"comparisons\" must be "
+                             "an integer from 1 to {0}, got {1}",
+                             kMaxSelectionComparisons, given("comparisons")));
+  meta.selectionNoise =
+      SelectionNoise{*sd, static_cast<unsigned>(*comparisons)};
   return Error::success();
 }
 
@@ -380,6 +412,8 @@ static Expected<BundleMeta> checkBundleMeta(StringRef bundleDir,
   }
 
   if (Error err = readHeldOut(*root, meta))
+    return fail(toString(std::move(err)));
+  if (Error err = readSelectionNoise(*root, meta))
     return fail(toString(std::move(err)));
   if (Error err = readBatchScaling(*root, meta))
     return fail(toString(std::move(err)));

@@ -40,6 +40,8 @@ constexpr int64_t kMaxEnsemble = 64;
 /// The largest |mean| and standard deviation of a held-out log error
 /// accepted from meta.json.
 constexpr double kMaxLogError = 2.0;
+/// The most comparisons a "selection_noise" may say it rests on.
+constexpr int64_t kMaxSelectionComparisons = 1000000;
 
 /// How compute costs grow with the global batch size on the measured
 /// machine: ratios[i] = cost at batchSizes[i] / cost at the bundle's
@@ -68,6 +70,10 @@ struct BundleMeta {
   /// Held-out mean and standard deviation of ln(measured / predicted) of
   /// the compute model, when the trainer recorded both.
   std::optional<double> computeLogErrorMean, computeLogErrorSd;
+  /// "selection_noise": {"log_sd": s, "comparisons": n, ...}, how far
+  /// measured selection's ratios stray on the calibrated host from timings
+  /// made apart (SelectionNoise), when calibration measured it.
+  std::optional<SelectionNoise> selectionNoise;
   /// "batch_scaling"; without it the bundle was measured at one batch size.
   std::optional<BatchScaling> batchScaling;
   /// "host": the measured machine's CPU model and caches (KiB by name:

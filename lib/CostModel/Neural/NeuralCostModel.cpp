@@ -531,6 +531,12 @@ std::optional<ComputeError> NeuralCostModel::computeError() const {
   return std::nullopt;
 }
 
+std::optional<SelectionNoise> NeuralCostModel::selectionNoise() const {
+  if (!impl->meta.info.trained)
+    return std::nullopt;
+  return impl->meta.selectionNoise;
+}
+
 /// "L2 1024 KiB, L3 32768 KiB".
 static std::string
 cachesText(ArrayRef<std::pair<std::string, int64_t>> caches) {
