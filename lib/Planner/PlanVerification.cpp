@@ -492,7 +492,8 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
     verification.racing += c != incumbent && racing[c];
   // The host's noise: the rounds of one planning may share a view of the
   // sets that timing them apart does not (docs/planner.md, "Gains beyond
-  // the host's noise"). What it asks alone is reported.
+  // the host's noise"). What it alone asks is reported; requiredGain adds
+  // it to each candidate's rounds.
   if (std::optional<SelectionNoise> noise = model.selectionNoise()) {
     verification.selectionNoise = noise->logSd;
     verification.selectionNoiseComparisons = noise->comparisons;

@@ -8,13 +8,14 @@ in a cost-model bundle as "selection_noise" (docs/planner.md, "Gains beyond
 the host's noise").
 
 Measured selection times the candidates' device sets for a few seconds
-inside one planning. On a host whose speed moves for seconds at a time, the
-rounds of one planning can agree with each other and still not with the
-same plans timed at another moment, so their spread alone understates how
-far a measured gain can be trusted. This module plans tasks with measured
-selection, then times every candidate's device sets apart from the
-planning with neuroshard-collect, in --views processes on as many draws of
-the inputs, and compares the ratio to the incumbent of each candidate that
+inside one planning. On a host whose state drifts over minutes, the rounds
+of one planning can agree with each other and still not with the same
+plans timed minutes later, so their spread alone understates how far a
+measured gain can be trusted. This module plans tasks with measured
+selection and, once every task is planned, times each plan's candidates'
+device sets with neuroshard-collect, in --views processes on as many
+draws of the inputs, and compares the ratio to the incumbent of each
+candidate that
 raced on after its first round, as the planning measured it (its rounds'
 geometric mean), with the ratio the views measure (the geometric mean over
 the views of the slowest devices' ratio).
@@ -23,8 +24,8 @@ With d the log of the first over the second, n the candidate's rounds, s
 the planning's round spread and v the variance of the views' mean log
 ratio, the noise is sqrt(max(0, mean(d^2 - s^2 / n - v))): what the two
 measurements disagree by beyond what the rounds' own spread and the views'
-own spread account for: the part of the disagreement that more rounds of
-the same planning do not shrink. The planner adds it to the rounds' own
+own spread account for, the part that more rounds of the same planning do
+not shrink. The planner adds it to the rounds' own
 spread in the gain a candidate needs (VerifyOptions::spreadFactor).
 
 python3 -m neuroshard.selection_noise BUNDLE measures it for an existing

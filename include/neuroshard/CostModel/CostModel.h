@@ -45,11 +45,12 @@ struct ComputeError {
 
 /// How far measured selection's judgement of a plan against another, made
 /// within one planning's few seconds of timing, strays on a host from what
-/// timing the same plans apart from the planning finds: the root mean
-/// square of ln(ratio measured in the planning / ratio measured apart) over
-/// `comparisons` candidates (the calibration's "selection_noise"). A gain
-/// below a few times it cannot be told from the host's noise, however
-/// well one planning's rounds agree with each other.
+/// timing the same plans apart from the planning finds, beyond what the
+/// rounds' spread and the other timing's spread account for: the log
+/// deviation left of ln(ratio measured in the planning / ratio measured
+/// apart) over `comparisons` candidates (the calibration's
+/// "selection_noise", docs/planner.md "Gains beyond the host's noise").
+/// More rounds of one planning do not shrink it.
 struct SelectionNoise {
   double logSd = 0.0;
   unsigned comparisons = 0;

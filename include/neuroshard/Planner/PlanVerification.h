@@ -150,10 +150,10 @@ struct VerifyOptions {
   /// candidate that looks fastest among several is the one the noise
   /// favoured most. Where the cost model records the host's noise of
   /// measured selection (CostModel::selectionNoise, s' over d'
-  /// comparisons), a candidate needs at least 1 - exp(-q' * s') too, q'
-  /// being verifySpreadQuantile(spreadFactor, d', m): rounds within one
-  /// planning may share one view of the sets. 0 leaves minGain alone
-  /// (--verify-spread-factor).
+  /// comparisons), which more rounds of one planning do not shrink, the
+  /// standard error is sqrt(s^2 / n + s'^2) instead, on the
+  /// Welch-Satterthwaite degrees of freedom of the two. 0 leaves minGain
+  /// alone (--verify-spread-factor).
   double spreadFactor = 2.0;
 };
 
@@ -234,10 +234,10 @@ double verifySpreadQuantile(double factor, unsigned freedom, unsigned racing);
 /// the model's errors favour the plans its search picks. `result`'s plan and
 /// cost become those of the candidate, among those still racing at the end,
 /// with the lowest geometric mean of its round ratios to the incumbent, if that
-/// mean is at most 1 - its required gain (the largest of options.minGain,
-/// what the rounds' spread asks and what the host's noise of measured
-/// selection asks where `model` records it, CostModel::selectionNoise, both
-/// by options.spreadFactor) and the rounds reached
+/// mean is at most 1 - its required gain (the larger of options.minGain and
+/// what the rounds' spread asks, with the host's noise of measured
+/// selection added where `model` records it, CostModel::selectionNoise;
+/// options.spreadFactor) and the rounds reached
 /// the least a choice needs (options.minRounds, one per draw); else the
 /// incumbent's.
 /// The cost stays the model's, so that the plan prices the same everywhere.

@@ -206,10 +206,10 @@ struct CandidateMeasurement {
   /// Its ratio to the incumbent in each of those rounds, in round order
   /// (empty for a verification read back from a plan's annotation).
   std::vector<double> roundRatios;
-  /// The gain over the incumbent it needed to replace it: the largest of
-  /// VerifyOptions::minGain, what the rounds' spread asks of its rounds
-  /// (PlanVerification::roundSpread) and what the host's noise asks
-  /// (PlanVerification::noiseGain).
+  /// The gain over the incumbent it needed to replace it: the larger of
+  /// VerifyOptions::minGain and what the rounds' spread asks of its rounds
+  /// (PlanVerification::roundSpread), with the host's noise added
+  /// (PlanVerification::selectionNoise; VerifyOptions::spreadFactor).
   double requiredGain = 0.0;
 };
 /// One distinct device set the candidates have, as it was timed.
@@ -264,8 +264,8 @@ struct PlanVerification {
   /// The host's noise of measured selection, as the cost model records it
   /// (CostModel::selectionNoise): its log deviation and the comparisons it
   /// rests on (both 0 where the model records none), and the gain over the
-  /// incumbent it asks of every other candidate, however well the rounds
-  /// agree (VerifyOptions::spreadFactor).
+  /// incumbent it alone asks, however well the rounds agree
+  /// (VerifyOptions::spreadFactor).
   double selectionNoise = 0.0;
   unsigned selectionNoiseComparisons = 0;
   double noiseGain = 0.0;
