@@ -465,36 +465,13 @@ def format_curve(name: str, hardware: str, scaling: Dict) -> str:
     return "\n".join(lines)
 
 
-def _json_indent(text: str) -> Optional[int]:
-    """The indent of a JSON document as json.dump wrote it: that of its
-    first indented line, or None for a one-line document."""
-    for line in text.splitlines()[1:]:
-        stripped = line.lstrip(" ")
-        if stripped and len(stripped) < len(line):
-            return len(line) - len(stripped)
-    return None
-
-
 def write_scaling(bundle_dir: str, scaling: Dict) -> str:
     """Sets meta.json's "batch_scaling" (in place: the other fields and
     their order are kept, the file's indentation too); returns the path."""
     path = os.path.join(bundle_dir, "meta.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise ScalingError("cannot read '%s': %s" % (path, e.strerror))
-    meta = jsonio.read_json(path, "", ScalingError)
-    meta["batch_scaling"] = {k: v for k, v in scaling.items()
-                             if not k.startswith("_")}
-    temporary = path + ".tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=_json_indent(text))
-            f.write("\n")
-        os.replace(temporary, path)
-    except OSError as e:
-        raise ScalingError("cannot write '%s': %s" % (path, e.strerror))
+    jsonio.set_field(path, "batch_scaling",
+                     {k: v for k, v in scaling.items()
+                      if not k.startswith("_")}, ScalingError)
     return path
 
 

@@ -370,25 +370,17 @@ def gather_experience(args, bundle: str, pool: Dict, experience_path: str,
 def measure_selection_noise(args, plans, pool: Dict, pool_path: str,
                             clock: Clock, budget_s: float) -> Optional[Dict]:
     """Times the candidates of the experience stage's `plans` apart from
-    their plannings (selection_noise.time_apart), plan after plan while the
-    next fits in budget_s; returns the noise's figures
+    their plannings (selection_noise.compare_plans), plan after plan while
+    the next fits in budget_s; returns the noise's figures
     (selection_noise.noise_figures, with "tasks" and "views"), or None where
     fewer than selection_noise.MIN_COMPARISONS candidates were compared."""
     options = argparse.Namespace(batch_size=args.batch_size,
                                  warmup=sn.DEFAULT_WARMUP,
                                  iters=sn.DEFAULT_ITERS, seed=args.seed,
                                  views=sn.DEFAULT_VIEWS)
-    pool_dims = pool.get("dims", list(tp.POOL_DIMS))
-    found, tasks = [], 0
-    start = time.monotonic()
-    for task, plan in plans:
-        spent = time.monotonic() - start
-        if tasks and spent + spent / tasks > budget_s:
-            break
-        these = sn.time_apart(sn.with_pool_ids(task), plan, pool_dims,
-                              pool_path, args.tool, options)
-        tasks += bool(these)
-        found += these
+    found, tasks = sn.compare_plans(plans, pool.get("dims",
+                                                    list(tp.POOL_DIMS)),
+                                    pool_path, args.tool, options, budget_s)
     if len(found) < sn.MIN_COMPARISONS:
         clock.say("selection noise", "not recorded: %d candidates compared, "
                   "%d needed" % (len(found), sn.MIN_COMPARISONS))

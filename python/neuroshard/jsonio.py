@@ -1,14 +1,16 @@
-#===- jsonio.py - Reading JSON and JSON Lines files ----------------------===#
+#===- jsonio.py - Reading and updating JSON and JSON Lines files ----------===#
 #
 # Part of the NeuroShard project.
 #
 #===----------------------------------------------------------------------===#
-"""Reading the project's JSON and JSON Lines files with errors that name the
-file, the line and the problem. Each caller passes its own exception class,
-so that its command-line tool reports the error in its own words."""
+"""Reading the project's JSON and JSON Lines files, and setting one field
+of a JSON file in place, with errors that name the file, the line and the
+problem. Each caller passes its own exception class, so that its
+command-line tool reports the error in its own words."""
 
 import json
-from typing import Any, Iterator, Tuple, Type
+import os
+from typing import Any, Iterator, Optional, Tuple, Type
 
 
 def _refuse_constant(name: str) -> Any:
@@ -65,3 +67,35 @@ def json_lines(path: str, what: str,
             except ValueError as e:
                 raise error("%s is not valid JSON: %s" % (where, e))
             yield number, where, value
+
+
+def _indent(text: str) -> Optional[int]:
+    """The indent of a JSON document as json.dump wrote it: that of its
+    first indented line, or None for a one-line document."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped and len(stripped) < len(line):
+            return len(line) - len(stripped)
+    return None
+
+
+def set_field(path: str, key: str, value: Any,
+              error: Type[Exception]) -> None:
+    """Sets `key` of the JSON object in file `path` to `value`, in place:
+    the other fields and their order are kept, the file's indentation too,
+    and the file is replaced whole (written beside it, then renamed)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise error("cannot read '%s': %s" % (path, e.strerror))
+    document = read_json(path, "", error)
+    document[key] = value
+    temporary = path + ".tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(document, f, indent=_indent(text))
+            f.write("\n")
+        os.replace(temporary, path)
+    except OSError as e:
+        raise error("cannot write '%s': %s" % (path, e.strerror))

@@ -41,13 +41,15 @@ import math
 import os
 import sys
 import tempfile
-from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+import time
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import numpy as np
 
 from neuroshard import _core
 from neuroshard import collect
 from neuroshard import evaluate as ev
+from neuroshard import jsonio
 from neuroshard import table_pool as tp
 
 # Processes (each on its own draw of the inputs) that time the candidates'
@@ -87,12 +89,21 @@ def candidate_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
             for c in candidates]
 
 
+def raced(verification: Dict) -> List[Tuple[int, Dict]]:
+    """(index, candidate) of the verification's candidates other than the
+    incumbent timed in at least MIN_ROUNDS rounds: the ones compared."""
+    incumbent = int(verification["incumbent"])
+    return [(c, candidate)
+            for c, candidate in enumerate(verification["candidates"])
+            if c != incumbent and
+            int(candidate.get("rounds", 0)) >= MIN_ROUNDS]
+
+
 def comparisons(plan: Dict, sets: List[List[List]],
                 views: List[Dict[int, float]], keys: Dict) -> List[Dict]:
-    """One comparison per candidate of `plan` other than the incumbent that
-    the planning timed in at least MIN_ROUNDS rounds: {"origin", "rounds",
-    "planning" (its geometric mean
-    ratio to the incumbent), "views" (its ratio in each view), "d" (the log
+    """One comparison per candidate of `plan` that raced(): {"origin",
+    "rounds", "planning" (its geometric mean ratio to the incumbent),
+    "views" (its ratio in each view), "d" (the log
     of the planning's ratio over the views' geometric mean), "round_var"
     (the round spread squared over its rounds), "view_var" (the variance of
     the views' mean log ratio)}. `sets` are the candidates' device sets,
@@ -105,16 +116,10 @@ def comparisons(plan: Dict, sets: List[List[List]],
     def slowest(c: int, view: Dict[int, float]) -> float:
         return max(view[keys[ev.set_key(ids)]] for ids in sets[c] if ids)
 
-    out = []
-    for c, candidate in enumerate(verification["candidates"]):
-        rounds = int(candidate.get("rounds", 0))
-        if c == incumbent or rounds < MIN_ROUNDS:
-            continue
-        out.append(_comparison(
-            candidate, spread,
-            [math.log(slowest(c, view) / slowest(incumbent, view))
-             for view in views]))
-    return out
+    return [_comparison(candidate, spread,
+                        [math.log(slowest(c, view) / slowest(incumbent, view))
+                         for view in views])
+            for c, candidate in raced(verification)]
 
 
 def _comparison(candidate: Dict, spread: float, logs: List[float]) -> Dict:
@@ -164,10 +169,8 @@ def campaign_comparisons(results: Dict[str, List[Dict]]) -> List[Dict]:
         if not runs[incumbent]:
             continue
         spread = float(verification.get("round_spread", 0.0))
-        for c, candidate in enumerate(candidates):
-            rounds = int(candidate.get("rounds", 0))
-            if c == incumbent or rounds < MIN_ROUNDS or not runs[c] or \
-                    len(runs[c]) != len(runs[incumbent]):
+        for c, candidate in raced(verification):
+            if not runs[c] or len(runs[c]) != len(runs[incumbent]):
                 continue
             out.append(_comparison(
                 candidate, spread,
@@ -182,11 +185,7 @@ def time_apart(task: Dict, plan: Dict, pool_dims: Sequence[int],
     reverse order) and returns comparisons() ([] without timing anything
     where the plan has no candidate to compare)."""
     sets = candidate_sets(task, plan, pool_dims)
-    verification = plan.get("verification") or {}
-    if not sets or not any(
-            c != verification.get("incumbent") and
-            int(candidate.get("rounds", 0)) >= MIN_ROUNDS
-            for c, candidate in enumerate(verification["candidates"])):
+    if not sets or not raced(plan["verification"]):
         return []
     keys: Dict = {}
     numbered: Dict[int, List] = {}
@@ -209,25 +208,40 @@ def time_apart(task: Dict, plan: Dict, pool_dims: Sequence[int],
     return comparisons(plan, sets, views, keys)
 
 
+def compare_plans(plans: Sequence[Tuple[Dict, Dict]], pool_dims: Sequence[int],
+                  pool_path: str, tool: str, options,
+                  budget_s: float = math.inf,
+                  report: Optional[Callable[[Dict, List[Dict]], None]] = None
+                  ) -> Tuple[List[Dict], int]:
+    """time_apart of each (task, plan) of `plans` (tasks as
+    calibrate.experience_tasks makes them), plan after plan while the next
+    fits in budget_s at the rate of the plans timed so far; `report(task,
+    its comparisons)` after each. Returns the comparisons and the number of
+    plans that gave some."""
+    found: List[Dict] = []
+    timed = 0
+    start = time.monotonic()
+    for task, plan in plans:
+        spent = time.monotonic() - start
+        if timed and spent + spent / timed > budget_s:
+            break
+        these = time_apart(with_pool_ids(task), plan, pool_dims, pool_path,
+                           tool, options)
+        timed += bool(these)
+        found += these
+        if report:
+            report(task, these)
+    return found, timed
+
+
 def record(bundle: str, figures: Dict, extra: Dict) -> Dict:
     """Writes figures (noise_figures()) and `extra` into bundle/meta.json
-    as "selection_noise"; returns the record."""
-    path = os.path.join(bundle, "meta.json")
-    try:
-        with open(path) as f:
-            meta = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise SelectionNoiseError("cannot read '%s': %s" % (path, e))
+    as "selection_noise" (in place, as jsonio.set_field writes); returns the
+    record."""
     entry = dict(figures)
     entry.update(extra)
-    meta["selection_noise"] = entry
-    try:
-        with open(path, "w") as f:
-            json.dump(meta, f, indent=2)
-            f.write("\n")
-    except OSError as e:
-        raise SelectionNoiseError("cannot write '%s': %s" % (path,
-                                                             e.strerror))
+    jsonio.set_field(os.path.join(bundle, "meta.json"), "selection_noise",
+                     entry, SelectionNoiseError)
     return entry
 
 
@@ -293,12 +307,8 @@ def measure_bundle(args, log: TextIO) -> Dict:
     """The command line's measurement: plans args.tasks experience tasks
     of the bundle's pool and compares their candidates (time_apart)."""
     from neuroshard import calibrate
-    meta_path = os.path.join(args.bundle, "meta.json")
-    try:
-        with open(meta_path) as f:
-            meta = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise SelectionNoiseError("cannot read '%s': %s" % (meta_path, e))
+    meta = jsonio.read_json(os.path.join(args.bundle, "meta.json"), "",
+                            SelectionNoiseError)
     host = _core.host_description()["cpu_model"]
     if meta.get("hardware") != host:
         raise SelectionNoiseError(
@@ -306,8 +316,15 @@ def measure_bundle(args, log: TextIO) -> Dict:
             "measured selection does not apply to it here" %
             (args.bundle, meta.get("hardware"), host))
     tool = collect.find_tool(args.tool)
-    found: List[Dict] = []
-    planned = 0
+
+    def report(task: Dict, these: List[Dict]) -> None:
+        print("%s: %d tables, %d candidates compared%s" %
+              (task["name"], len(task["tables"]), len(these),
+               "".join(", %.3f in the planning and %.3f apart" %
+                       (c["planning"],
+                        math.exp(math.log(c["planning"]) - c["d"]))
+                       for c in these)), file=log)
+
     with tempfile.TemporaryDirectory() as work:
         pool, pool_path = _pool_of(args.bundle, meta, args.pool, work)
         args.batch_size = int(pool.get("sample_bags", meta.get("batch_size")))
@@ -324,19 +341,10 @@ def measure_bundle(args, log: TextIO) -> Dict:
             except _core.NeuroShardError as e:
                 print("%s: no plan: %s" % (task["name"],
                                            str(e).splitlines()[0]), file=log)
-        for task, plan in plans:
-            planned += 1
-            these = time_apart(with_pool_ids(task), plan, pool_dims,
-                               pool_path, tool, args)
-            found += these
-            print("%s: %d tables, %d candidates compared%s" %
-                  (task["name"], len(task["tables"]), len(these),
-                   "".join(", %.3f in the planning and %.3f apart" %
-                           (c["planning"], math.exp(math.log(c["planning"])
-                                                    - c["d"]))
-                           for c in these)), file=log)
+        found, _ = compare_plans(plans, pool_dims, pool_path, tool, args,
+                                 report=report)
     figures = noise_figures(found)
-    figures["tasks"] = planned
+    figures["tasks"] = len(plans)
     return figures
 
 
@@ -347,11 +355,9 @@ def _campaigns(paths: Sequence[str], bundle: Optional[str],
     pooled: List[Dict] = []
     for path in paths:
         try:
-            with open(path) as f:
-                data = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
-            print("selection_noise: error: cannot read '%s': %s" % (path, e),
-                  file=sys.stderr)
+            data = jsonio.read_json(path, "campaign", SelectionNoiseError)
+        except SelectionNoiseError as e:
+            print("selection_noise: error: %s" % e, file=sys.stderr)
             return 1
         for setting, entry in data.items():
             if not isinstance(entry, dict) or "results" not in entry:
