@@ -77,7 +77,7 @@ MAX_BATCH_SIZE = 1 << 24
 # Shares of the budget: collection stops when its share is spent; the
 # default epochs keep training within its share; the batch-scaling curve and
 # the report take the rest (its set counts grow with the budget).
-COLLECT_SHARE = 0.57
+COLLECT_SHARE = 0.54
 TRAIN_SHARE = 0.10
 # The experience stage: planning with measured selection, then refining
 # (REFINE_SHARE of the stage's time).
@@ -85,7 +85,7 @@ EXPERIENCE_SHARE = 0.08
 REFINE_SHARE = 0.2
 # Timing the experience plans' candidates apart from their plannings, for
 # the host's noise of measured selection ("selection_noise" in meta.json).
-NOISE_SHARE = 0.03
+NOISE_SHARE = 0.06
 # Its tasks: EXPERIENCE_DEVICES devices, a table count uniform in
 # EXPERIENCE_TABLES, each device's memory the tables' total over the
 # devices times a slack uniform in EXPERIENCE_SLACK (tight, so that the

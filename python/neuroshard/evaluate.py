@@ -1011,13 +1011,18 @@ def _verified_sentence(summary: Dict) -> str:
             "" if v.get("spread_factor") in (
                 None, DEFAULT_VERIFY_SPREAD_FACTOR) else
             ", verify_spread_factor=%g" % v["spread_factor"])
+    noise = v.get("selection_noise")
+    beyond = "its rounds' spread allows" if noise is None else (
+        "its rounds' spread and the host's selection noise (%.1f%%, "
+        "recorded in the bundle) allow" % (100.0 * noise))
     return ("%s is the NeuroShard search with measured selection (%sits best "
             "distinct candidate plans timed on this CPU, the table-wise "
-            "plan returned unless another measured at least %g%% faster); "
+            "plan returned unless another measured at least %g%% faster and "
+            "faster by more than %s); "
             "it is planned only for the %d measured "
             "task%s, so it has no mean over the common tasks, and its plans "
             "are measured again with the others. neuroshard plans with "
-            "verify_top=0." % (VERIFIED, how, 100.0 * gain, planned,
+            "verify_top=0." % (VERIFIED, how, 100.0 * gain, beyond, planned,
                                "" if planned == 1 else "s"))
 
 
@@ -1537,6 +1542,10 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
             summary["verify"] = {"top": verify_top, "seconds": verify_seconds,
                                  "min_gain": verify_min_gain,
                                  "spread_factor": verify_spread_factor}
+            noise = (_bundle_meta(args.cost_model) or {}).get(
+                "selection_noise")
+            if noise:
+                summary["verify"]["selection_noise"] = float(noise["log_sd"])
         table = markdown_table(setting, summary, algorithms)
         print(table, file=log)
         print("(%s: %.0f s)\n" % (setting, time.time() - started), file=log,

@@ -718,6 +718,23 @@ def test_verified_variant_joins_neuroshard_when_measuring():
     assert resolved(algorithms="size-greedy", verify_top=0)[0] is None
 
 
+def test_verified_sentence_names_what_a_switch_must_beat():
+    summary = {"rows": {ev.VERIFIED: {"planned": 3}},
+               "verify": {"top": 4, "seconds": 2.0, "min_gain": 0.02,
+                          "spread_factor": 2.0}}
+    sentence = ev._verified_sentence(summary)
+    assert "verify_top=4, verify_seconds=2, verify_min_gain=0.02:" in sentence
+    assert ("unless another measured at least 2% faster and faster by more "
+            "than its rounds' spread allows)") in sentence
+    assert "selection noise" not in sentence
+    assert "only for the 3 measured tasks" in sentence
+    # With a bundle that records the host's noise, the sentence names it.
+    summary["verify"]["selection_noise"] = 0.027
+    assert ("more than its rounds' spread and the host's selection noise "
+            "(2.7%, recorded in the bundle) allow") in \
+        ev._verified_sentence(summary)
+
+
 def test_verification_requests_that_cannot_be_met_are_named(capsys):
     def error(*argv):
         with pytest.raises(SystemExit) as exit:
@@ -1103,8 +1120,8 @@ def test_cli_measures_a_tiny_task_with_the_real_tools(tmp_path, pool,
     assert verified["plan_s"] > 0
     assert summary["verify"] == {"top": 3, "seconds": 0.2, "min_gain": 0.02,
                                  "spread_factor": 2.0}
-    assert "unless another measured at least 2% faster" in \
-        results.read_text()
+    assert "unless another measured at least 2% faster and faster by more " \
+        "than its rounds' spread" in results.read_text()
     (pair,) = summary["measured_tasks"]
     assert pair["default"] == ev.VERIFIED
     assert pair["verified_choice"]["chosen"] == report["chosen"]
