@@ -1489,6 +1489,8 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     # Callers that did not resolve_algorithms verify with the defaults.
     verify_top, verify_seconds, verify_min_gain, verify_spread_factor = \
         verify_options(args)
+    # The host's noise of measured selection, where the bundle records it.
+    noise = (_bundle_meta(args.cost_model) or {}).get("selection_noise")
     settings = {}
     for setting in args.settings:
         count = args.scale_tasks if setting == "scale" else args.tasks
@@ -1542,8 +1544,6 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
             summary["verify"] = {"top": verify_top, "seconds": verify_seconds,
                                  "min_gain": verify_min_gain,
                                  "spread_factor": verify_spread_factor}
-            noise = (_bundle_meta(args.cost_model) or {}).get(
-                "selection_noise")
             if noise:
                 summary["verify"]["selection_noise"] = float(noise["log_sd"])
         table = markdown_table(setting, summary, algorithms)

@@ -31,10 +31,17 @@ def _loads(text: str) -> Any:
 def read_json(path: str, what: str, error: Type[Exception]) -> Any:
     """The parsed content of a JSON file; `what` names the file in errors
     ("pool", or "" for the path alone)."""
+    return _read_json_text(path, what, error)[0]
+
+
+def _read_json_text(path: str, what: str,
+                    error: Type[Exception]) -> Tuple[Any, str]:
+    """read_json's parsed content, with the file's text."""
     prefix = what + " " if what else ""
     try:
         with open(path, encoding="utf-8") as f:
-            return _loads(f.read())
+            text = f.read()
+        return _loads(text), text
     except OSError as e:
         raise error("cannot read %s'%s': %s" % (prefix, path, e.strerror))
     except UnicodeDecodeError as e:
@@ -84,12 +91,7 @@ def set_field(path: str, key: str, value: Any,
     """Sets `key` of the JSON object in file `path` to `value`, in place:
     the other fields and their order are kept, the file's indentation too,
     and the file is replaced whole (written beside it, then renamed)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise error("cannot read '%s': %s" % (path, e.strerror))
-    document = read_json(path, "", error)
+    document, text = _read_json_text(path, "", error)
     document[key] = value
     temporary = path + ".tmp"
     try:
