@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <numeric>
 
 using namespace llvm;
@@ -351,11 +352,17 @@ std::vector<ColumnSlice> rowSplitAboveFairShare(const PlacementInput &input,
 }
 
 void sortPlacementOrder(PlacementInput &input) {
+  orderLargeFirst(input, std::numeric_limits<uint64_t>::max());
+}
+
+void orderLargeFirst(PlacementInput &input, uint64_t largeBytes) {
   input.order.resize(input.slices.size());
   std::iota(input.order.begin(), input.order.end(), 0);
   auto rank = [&](uint32_t i) {
-    return std::make_tuple(input.pinned[i] < 0, -input.sortCost[i],
-                           ~input.bytes[i], i);
+    bool large = input.bytes[i] > largeBytes;
+    return std::make_tuple(input.pinned[i] < 0, !large,
+                           large ? ~input.bytes[i] : uint64_t(0),
+                           -input.sortCost[i], ~input.bytes[i], i);
   };
   std::sort(input.order.begin(), input.order.end(),
             [&](uint32_t a, uint32_t b) { return rank(a) < rank(b); });
@@ -781,27 +788,74 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
       affinityLimits.end());
   bool nodeAffinity = ctx.topology.numNodes() > 1 &&
                       ctx.topology.nodeSize() <= kMaxAffinityNodeSize;
-  for (auto [i, input] : enumerate(inputs)) {
-    for (double limit : limits) {
-      runs.emplace_back(*input, ctx.capacities, limit, recordMembers);
+  auto addRuns = [&](const PlacementInput &input, unsigned i,
+                     ArrayRef<double> runLimits) {
+    for (double limit : runLimits) {
+      runs.emplace_back(input, ctx.capacities, limit, recordMembers);
       inputOfRun.push_back(i);
     }
     // Without a table in pieces, keeping pieces together changes nothing.
     bool hasPieces =
-        llvm::adjacent_find(input->slices,
+        llvm::adjacent_find(input.slices,
                             [](const ColumnSlice &a, const ColumnSlice &b) {
                               return a.table == b.table;
-                            }) != input->slices.end();
+                            }) != input.slices.end();
     if (!nodeAffinity || !hasPieces)
-      continue;
+      return;
     for (double limit : affinityLimits) {
-      runs.emplace_back(*input, ctx.capacities, limit, recordMembers,
+      runs.emplace_back(input, ctx.capacities, limit, recordMembers,
                         ctx.topology.nodeSize());
       inputOfRun.push_back(i);
     }
-  }
+  };
+  for (auto [i, input] : enumerate(inputs))
+    addRuns(*input, i, limits);
   if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
     return std::move(err);
+
+  // Where no run placed every slice, the same runs again with the slices
+  // that take more than a share of the smallest device's memory placed
+  // first, largest first: in the order of cost, slices that are cheap but
+  // large come late and find every device partly filled. The shares go
+  // from a half (a slice that needs a device nearly to itself) down to
+  // none (every slice by its bytes); each distinct order is run once. A
+  // state with a slice larger than every device (a table the search has
+  // yet to split) fits in no order. A dim limit only makes packing
+  // harder: the packing orders run at the highest threshold and without a
+  // limit.
+  uint64_t smallest = *llvm::min_element(ctx.capacities);
+  uint64_t largest = *llvm::max_element(ctx.capacities);
+  std::vector<double> packingLimits(
+      limits.end() - std::min<size_t>(2, limits.size()), limits.end());
+  std::vector<unsigned> unplaced;
+  for (auto [i, outcome] : enumerate(outcomes))
+    if (!outcome.feasible &&
+        llvm::all_of(inputs[i]->bytes,
+                     [&](uint64_t bytes) { return bytes <= largest; }))
+      unplaced.push_back(i);
+  if (unplaced.empty())
+    return std::move(outcomes);
+  runs.clear();
+  inputOfRun.clear();
+  std::vector<std::unique_ptr<PlacementInput>> reordered;
+  for (unsigned i : unplaced) {
+    std::vector<std::vector<uint32_t>> tried = {inputs[i]->order};
+    for (unsigned share : kLargeFirstShares) {
+      auto copy = std::make_unique<PlacementInput>(*inputs[i]);
+      orderLargeFirst(*copy, share ? smallest / share : 0);
+      if (llvm::is_contained(tried, copy->order))
+        continue;
+      tried.push_back(copy->order);
+      addRuns(*copy, i, packingLimits);
+      reordered.push_back(std::move(copy));
+    }
+  }
+  std::vector<PlacementOutcome> packed(inputs.size());
+  if (Error err = runAndKeepBest(runs, inputOfRun, packed, ctx))
+    return std::move(err);
+  for (unsigned i : unplaced)
+    if (packed[i].feasible)
+      outcomes[i] = std::move(packed[i]);
   return std::move(outcomes);
 }
 

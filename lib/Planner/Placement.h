@@ -175,6 +175,17 @@ llvm::Error orderByModelCost(llvm::ArrayRef<PlacementInput *> inputs,
 /// sortCost, bytes, position, largest first.
 void sortPlacementOrder(PlacementInput &input);
 
+/// Orders slices for packing: pinned ones first, then those of more than
+/// `largeBytes` by bytes, then the rest as sortPlacementOrder does. Where
+/// memory is tight, a slice that needs a device nearly to itself fits
+/// nowhere once cheaper slices have been spread over every device.
+void orderLargeFirst(PlacementInput &input, uint64_t largeBytes);
+
+/// The packing orders runGridSearch tries where no run in the order of
+/// cost placed every slice: slices of more than 1/k of the smallest
+/// device's memory first, for each k here (0: every slice by bytes).
+constexpr unsigned kLargeFirstShares[] = {2, 4, 8, 0};
+
 struct DeviceLoad {
   double cost = 0.0;
   uint64_t bytes = 0;
@@ -322,7 +333,8 @@ std::vector<double> gridThresholds(const SearchOptions &options);
 
 /// Runs the greedy grid search on every input at once (all thresholds of
 /// all inputs, and one run without a dim limit each, in lockstep) and keeps
-/// each input's cheapest plan.
+/// each input's cheapest plan. An input no run could place is run again in
+/// the packing orders of kLargeFirstShares.
 llvm::Expected<std::vector<PlacementOutcome>>
 runGridSearch(llvm::ArrayRef<const PlacementInput *> inputs,
               llvm::ArrayRef<double> thresholds, SearchContext &ctx);

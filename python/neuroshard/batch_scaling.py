@@ -284,19 +284,7 @@ def _rounded(value: float) -> float:
 
 def load_bundle_meta(bundle_dir: str) -> Dict:
     """The bundle's meta.json, checked for what the measurement needs."""
-    path = os.path.join(bundle_dir, "meta.json")
-    if not os.path.isdir(bundle_dir):
-        raise ScalingError("bundle '%s' is not a directory" % bundle_dir)
-    meta = jsonio.read_json(path, "", ScalingError)
-    if not isinstance(meta, dict) or not isinstance(meta.get("hardware"),
-                                                    str):
-        raise ScalingError("'%s' has no \"hardware\" string: is it a "
-                           "cost-model bundle?" % path)
-    batch = meta.get("batch_size")
-    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-        raise ScalingError("'%s': \"batch_size\" must be a positive integer, "
-                           "got %r" % (path, batch))
-    return meta
+    return jsonio.read_bundle_meta(bundle_dir, ScalingError)
 
 
 def measure(bundle_dir: str, meta: Dict, pool_path: str, options,

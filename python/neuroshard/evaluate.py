@@ -132,6 +132,7 @@ from typing import (Callable, Dict, List, Optional, Sequence, Tuple,
 import numpy as np
 
 from neuroshard import _core
+from neuroshard import jsonio
 from neuroshard import table_pool as tp
 
 ALGORITHMS = ("neuroshard", "table-greedy-grid", "random", "size-greedy",
@@ -1426,8 +1427,8 @@ def _bundle_meta(cost_model: str) -> Optional[Dict]:
     meta_path = os.path.join(bundle or "", "meta.json")
     if not bundle or not os.path.exists(meta_path):
         return None
-    with open(meta_path) as f:
-        return json.load(f)
+    return jsonio.read_json(meta_path, "cost-model bundle metadata",
+                            EvaluationError)
 
 
 def _check_held_out(pool: Dict, pool_path: str, cost_model: str,

@@ -263,18 +263,7 @@ def check_refine_out(bundle_dir: str, out_dir: str, force: bool) -> bool:
 
 def load_bundle_meta(bundle_dir: str) -> Dict:
     """The bundle's meta.json, checked for what refining needs."""
-    if not os.path.isdir(bundle_dir):
-        raise ExperienceError("bundle '%s' is not a directory" % bundle_dir)
-    path = os.path.join(bundle_dir, "meta.json")
-    meta = jsonio.read_json(path, "", ExperienceError)
-    if not isinstance(meta, dict) or not isinstance(meta.get("hardware"),
-                                                    str):
-        raise ExperienceError("'%s' has no \"hardware\" string: is it a "
-                              "cost-model bundle?" % path)
-    batch = meta.get("batch_size")
-    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-        raise ExperienceError("'%s': \"batch_size\" must be a positive "
-                              "integer, got %r" % (path, batch))
+    meta = jsonio.read_bundle_meta(bundle_dir, ExperienceError)
     if meta.get("trained") is not True:
         raise ExperienceError("'%s' says \"trained\": %r; refine a trained "
                               "bundle (neuroshard.train or "

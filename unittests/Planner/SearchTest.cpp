@@ -544,6 +544,34 @@ TEST(InfeasibleTest, PackingFailureNamesTheTable) {
   EXPECT_EQ(result.plan.shards.size(), 4u);
 }
 
+// In the order of cost, the two hot tables take a device each and the
+// large cold one (0.95 GB) then fits on neither 1 GB device. The grid
+// search runs again with the large slices placed first and finds the plan
+// that puts it alone on a device.
+TEST(InfeasibleTest, LargeColdTablePlacedFirstWhereCostOrderFails) {
+  int64_t hotRows = static_cast<int64_t>(0.3 * kBytesPerGB / (64 * 4));
+  std::vector<TableSpec> tables = {makeTable("a", hotRows, 64, 8),
+                                   makeTable("b", hotRows, 64, 8),
+                                   tableOfGB("big", 0.95)};
+  Topology topology = Topology::uniform(2, 1);
+  SliceCostModel model;
+  PlanResult result =
+      plan(tables, topology, withAlgorithm(Algorithm::TableGreedyGrid), model);
+  EXPECT_EQ(errorMessage(validatePlan(tables, topology, result.plan)), "");
+  ASSERT_EQ(result.plan.shards.size(), 3u);
+  unsigned bigDevice = result.plan.shards[2].device;
+  EXPECT_EQ(result.plan.shards[2].table, 2u);
+  EXPECT_NE(result.plan.shards[0].device, bigDevice);
+  EXPECT_NE(result.plan.shards[1].device, bigDevice);
+  EXPECT_NEAR(result.cost.maxMs, 2 * 64 * 8, 1e-9);
+  // The baselines keep DESIGN §4's one order and fail with their message.
+  EXPECT_EQ(
+      planError(tables, topology, withAlgorithm(Algorithm::DimGreedy), model),
+      "could not place table 'big' (0.950 GB): the device with the "
+      "most free memory has 0.700 GB left (the tables need 1.55 GB of "
+      "the devices' 2.00 GB)");
+}
+
 TEST(InfeasibleTest, CostModelForAnotherDeviceCount) {
   std::vector<TableSpec> tables = {makeTable("a", 10, 4)};
   SliceCostModel model(0, /*devices=*/8);
