@@ -813,7 +813,7 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
   if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
     return std::move(err);
 
-  // Where no run placed every slice, the same runs again with the slices
+  // Where no run placed every slice, the greedy runs again with the slices
   // that take more than a share of the smallest device's memory placed
   // first, largest first: in the order of cost, slices that are cheap but
   // large come late and find every device partly filled. The shares go

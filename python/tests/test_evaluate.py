@@ -326,6 +326,14 @@ def test_reference_sets_are_the_bundles_held_out_calibration_sets(pool):
     assert ev.reference_sets(pool, "analytical") == []
 
 
+def test_a_bundle_whose_metadata_is_not_json_is_named(tmp_path, pool):
+    (tmp_path / "meta.json").write_text("{\"seed\": 3,")
+    with pytest.raises(ev.EvaluationError,
+                       match=r"cost-model bundle metadata '.*meta\.json' is "
+                             r"not valid JSON"):
+        ev.reference_sets(pool, str(tmp_path))
+
+
 def test_summary_reports_gap_to_bound_and_prediction_error():
     def measured(cost, predicted, measured_ms, bound):
         r = result(cost, 1.0, measured_ms)
