@@ -268,7 +268,8 @@ def load_bundle_meta(bundle_dir: str) -> Dict:
         raise ExperienceError("'%s' says \"trained\": %r; refine a trained "
                               "bundle (neuroshard.train or "
                               "neuroshard.calibrate)" %
-                              (path, meta.get("trained")))
+                              (os.path.join(bundle_dir, "meta.json"),
+                               meta.get("trained")))
     return meta
 
 
