@@ -3,20 +3,30 @@
 # Part of the NeuroShard project.
 #
 #===----------------------------------------------------------------------===#
-"""NeuroShard's Python side. The C++ core (neuroshard._core, a pybind11
-module) owns the table rules, tasks and the planner with its cost models, the
-input generator and the host's identity; `neuroshard.plan(task, devices=...,
+"""NeuroShard's Python side.
+
+What users import: the C++ core (neuroshard._core, a pybind11 module) owns
+the table rules, tasks and the planner with its cost models, the input
+generator and the host's identity; `neuroshard.plan(task, devices=...,
 memory_gb=..., cost_model=...)` plans as `neuroshard-plan` does and returns
-its plan JSON as a dict, and neuroshard.torchrec.plan takes TorchRec-style
-tables. In Python: the neural cost models (neuroshard.cost_model) and their
-TorchScript bundle export, which the planner loads, and the pre-training
-pipeline that feeds them: the synthetic table pool (neuroshard.table_pool),
-cost-data collection (neuroshard.collect), training (neuroshard.train) and
-its report (neuroshard.report, neuroshard.metrics), and refining a bundle
-on the sets measured selection timed (neuroshard.experience); the PyTorch
-front end
-(neuroshard.frontend); and the evaluation of plans against the baselines on
-held-out tasks (neuroshard.evaluate)."""
+its plan JSON as a dict, neuroshard.torchrec.plan takes TorchRec-style
+tables (neuroshard.torchrec_plan builds TorchRec's sharding plan from a
+plan), and neuroshard.frontend is the PyTorch front end.
+
+The calibration pipeline (`python3 -m neuroshard.calibrate`): the neural
+cost models (neuroshard.cost_model) and their TorchScript bundle export,
+which the planner loads, and what feeds them: the synthetic table pool
+(neuroshard.table_pool), cost-data collection (neuroshard.collect),
+training (neuroshard.train) and its report (neuroshard.report,
+neuroshard.metrics), the batch-scaling curve (neuroshard.batch_scaling),
+refining a bundle on the sets measured selection timed
+(neuroshard.experience), the host's selection noise
+(neuroshard.selection_noise, which times plans' device sets with
+neuroshard.set_timing) and a GPU's calibration (neuroshard.gpu_calibrate).
+
+The evaluation of plans against the baselines and the other experiments are
+the bench's (bench/, package neuroshard_bench): it imports this package,
+which never imports it."""
 
 import pkgutil
 

@@ -13,8 +13,8 @@ import shutil
 import pytest
 
 from neuroshard import _core
-from neuroshard import evaluate as ev
 from neuroshard import selection_noise as sn
+from neuroshard import set_timing as st
 from neuroshard import table_pool as tp
 
 import built_tools
@@ -78,11 +78,11 @@ def test_candidates_are_compared_with_the_same_plans_timed_apart():
     numbered = {}
     for candidate in sets:
         for ids in candidate:
-            ev._add_set(keys, numbered, ids)
+            st.add_set(keys, numbered, ids)
     ms = {(0,): 1.0, (1, 2): 1.6, (0, 1): 2.0, (2,): 0.5}
-    view = {keys[ev.set_key(ids)]: ms[tuple(ids)] for ids in numbered.values()}
+    view = {keys[st.set_key(ids)]: ms[tuple(ids)] for ids in numbered.values()}
     slow = dict(view)
-    slow[keys[ev.set_key([0, 1])]] = 2.5
+    slow[keys[st.set_key([0, 1])]] = 2.5
     found = sn.comparisons(plan, sets, [view, slow], keys)
     # Only the candidate that raced on in the planning, against the
     # incumbent.
@@ -143,25 +143,6 @@ def test_the_planner_refuses_a_noise_that_cannot_be_right(bundle):
                    cost_model=bundle, device_kind="cpu")
 
 
-def test_command_refuses_a_bundle_of_another_machine(bundle, capsys):
-    assert sn.main([bundle, "--tasks", "1"]) == 1
-    err = capsys.readouterr().err
-    assert "selection_noise: error: bundle '%s' was measured on" % bundle \
-        in err
-    assert "not on this machine" in err
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--views", "1"], "--views at least 2"),
-    (["--tasks", "0"], "--tasks must be at least 1"),
-    (["--verify-seconds", "-1"], "--verify-seconds must be a finite"),
-])
-def test_command_refuses_bad_options(bundle, argv, message, capsys):
-    with pytest.raises(SystemExit):
-        sn.main([bundle] + argv)
-    assert message in capsys.readouterr().err
-
-
 def test_record_names_a_bundle_it_cannot_read(tmp_path):
     with pytest.raises(sn.SelectionNoiseError, match="cannot read"):
         sn.record(str(tmp_path / "none"), {"log_sd": 0.1,
@@ -205,54 +186,3 @@ def test_candidates_are_timed_apart_with_the_tool(small_pool_path):
         candidate["rounds"] = 1
     assert sn.time_apart(task, plan, dims, small_pool_path, "/no/such/tool",
                          options) == []
-
-
-def _campaign():
-    """An evaluation's setting with one verified task: the table-wise plan
-    (the incumbent), lookup-greedy (raced 3 rounds), size-greedy (dropped
-    after 1 round) and a search state (not measured by the evaluation)."""
-    verification = {"incumbent": 0, "round_spread": 0.1, "candidates": [
-        {"origin": "table-greedy-grid", "rounds": 3, "mean_ratio": 1.0},
-        {"origin": "lookup-greedy", "rounds": 3, "mean_ratio": 0.8},
-        {"origin": "size-greedy", "rounds": 1, "mean_ratio": 1.5},
-        {"origin": "neuroshard", "rounds": 3, "mean_ratio": 0.9}]}
-    return {"results": {
-        "neuroshard-verified": [{"verification": verification}],
-        "table-greedy-grid": [{"measured_runs_ms": [2.0, 2.0, 2.0]}],
-        "lookup-greedy": [{"measured_runs_ms": [2.0, 1.8, 2.2]}],
-        "size-greedy": [{"measured_runs_ms": [3.0, 3.0, 3.0]}]}}
-
-
-def test_campaigns_compare_with_the_evaluations_runs(bundle, tmp_path,
-                                                     capsys):
-    found = sn.campaign_comparisons(_campaign()["results"])
-    assert [c["origin"] for c in found] == ["lookup-greedy"]
-    logs = [0.0, math.log(0.9), math.log(1.1)]
-    mean = sum(logs) / 3
-    assert found[0]["d"] == pytest.approx(math.log(0.8) - mean)
-    assert found[0]["round_var"] == pytest.approx(0.01 / 3)
-    assert found[0]["view_var"] == pytest.approx(
-        sum((x - mean) ** 2 for x in logs) / 2 / 3)
-
-    # Four settings of it, recorded in the bundle.
-    path = tmp_path / "campaign.json"
-    path.write_text(json.dumps({"4dev": _campaign(), "8dev": _campaign(),
-                                "acceptance": {}}))
-    assert sn.main(["--campaign", str(path), "--campaign", str(path),
-                    bundle, "--write"]) == 0
-    out = capsys.readouterr().out
-    assert "campaign.json 4dev: selection noise" in out
-    assert "all: selection noise" in out and "over 4 candidates" in out
-    with open(os.path.join(bundle, "meta.json")) as f:
-        noise = json.load(f)["selection_noise"]
-    assert noise["comparisons"] == 4
-    assert noise["campaigns"] == ["campaign.json", "campaign.json"]
-
-    # Too few to record, and --write without a bundle.
-    assert sn.main(["--campaign", str(path)]) == 1
-    assert "2 candidates could be compared (at least 4 are needed)" in \
-        capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        sn.main(["--campaign", str(path), "--write"])
-    assert "--campaign --write records the figures in a bundle" in \
-        capsys.readouterr().err

@@ -48,3 +48,12 @@ for model in models:
 # The package's Python modules are installed with it.
 from neuroshard import table_pool, torchrec  # noqa: E402,F401
 print("installed package %s: ok" % os.path.dirname(neuroshard.__file__))
+
+# The bench (bench/) is not part of the package: it is not installed.
+import importlib.util  # noqa: E402
+
+package_dir = os.path.dirname(neuroshard.__file__)
+for module in ("evaluate", "evaluate_distributed", "stress"):
+    assert not os.path.exists(os.path.join(package_dir, module + ".py")), \
+        module
+assert importlib.util.find_spec("neuroshard_bench") is None

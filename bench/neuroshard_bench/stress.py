@@ -17,10 +17,10 @@ that mix them with ordinary tables. The result is a table of measured and
 predicted ms and their ratio, and the share of predictions within
 --within (default 2x) of the measurement.
 
-  PYTHONPATH=python:build/lib/python3/dist-packages \\
-      /usr/bin/python3 -m neuroshard.stress \\
+  PYTHONPATH=python:bench:build/lib/python3/dist-packages \\
+      /usr/bin/python3 -m neuroshard_bench.stress \\
       --bundle build/cpu-here [--bundle models/cpu-zen5-b1024] \\
-      [--json build/stress.json]
+      [--json bench/results/stress.json]
 """
 
 import argparse
@@ -188,7 +188,7 @@ def format_table(result: Dict) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python3 -m neuroshard.stress",
+        prog="python3 -m neuroshard_bench.stress",
         description="Times tables unlike the training data (tiny hot "
         "tables, 1e8 rows, pooling 300, widths 4-256) and compares cost "
         "model bundles' compute predictions with the measurements.")

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from built_tools import tool
-from neuroshard import evaluate_distributed as evd
+from neuroshard_bench import evaluate_distributed as evd
 
 
 def row(task, algorithm, predicted, step):

@@ -1,9 +1,14 @@
+#===- evaluate_distributed.py - Plans run end to end over MPI -------------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
 """Measure plans end to end: held-out tasks, each plan run on one MPI rank
 per device, the measured step against the plan's prediction.
 
 For every task (drawn from the table pool's held-out test split, as
-neuroshard.evaluate does) and every algorithm, the task becomes a NeuroShard
-module, `--neuroshard-shard` plans it, and `mpirun -np DEVICES
+neuroshard_bench.evaluate does) and every algorithm, the task becomes a
+NeuroShard module, `--neuroshard-shard` plans it, and `mpirun -np DEVICES
 neuroshard-run --distributed --backward --iters K` runs the sharded module:
 every rank allocates its shards at their full size, runs its fused lookup,
 the exchange over MPI, the reverse exchange and its fused SGD update. The
@@ -12,12 +17,13 @@ at a barrier, so waiting for stragglers is in it); the predicted cost is the
 plan's cost_ms (the slowest device's compute plus its forward and backward
 communication).
 
-    /usr/bin/python3 -m neuroshard.evaluate_distributed \\
+    PYTHONPATH=python:bench:build/lib/python3/dist-packages \\
+        /usr/bin/python3 -m neuroshard_bench.evaluate_distributed \\
         --tools-dir build/bin --work build/eval-dist --tasks 6 \\
-        --results build/eval-dist/results.md
+        --results bench/results/distributed.md
 
 `--results FILE` rewrites only the block between this script's markers in
-FILE (docs/results.md holds the shipped figures).
+FILE (docs/results.md holds the figures the documentation quotes).
 """
 
 import argparse
@@ -30,8 +36,8 @@ import time
 from typing import Dict, List, Optional
 
 from neuroshard import _core
-from neuroshard import evaluate as ev
 from neuroshard import table_pool as tp
+from neuroshard_bench import evaluate as ev
 
 RESULTS_BEGIN = "<!-- evaluate_distributed.py results: begin -->"
 RESULTS_END = "<!-- evaluate_distributed.py results: end -->"
@@ -165,7 +171,7 @@ def write_block(path: str, block: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python3 -m neuroshard.evaluate_distributed",
+        prog="python3 -m neuroshard_bench.evaluate_distributed",
         description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools-dir", default="build/bin")
     parser.add_argument("--work", default="build/eval-dist")
@@ -226,7 +232,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                        row["predicted_ms"], row["step_ms"],
                        time.time() - started), file=sys.stderr, flush=True)
         summary = summarise(rows, algorithms)
-        command = ev.PYTHON_COMMAND + "neuroshard.evaluate_distributed " + \
+        command = ev.PYTHON_COMMAND + \
+            "neuroshard_bench.evaluate_distributed " + \
             " ".join(shlex.quote(a) for a in (argv if argv is not None
                                               else sys.argv[1:]))
         machine = "%d x %s" % (os.cpu_count() or 1, _core.host_cpu_model())

@@ -11,7 +11,7 @@ import pytest
 from conftest import fake_set_ms
 from neuroshard import _core
 from neuroshard import cost_model as cm
-from neuroshard import stress
+from neuroshard_bench import stress
 
 
 def test_stress_tables_cover_the_issue_ranges_and_are_possible():

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 #===- row_wise_benchmark.py - Row pieces and replicas against the rest ---===#
 #
 # Part of the NeuroShard project.
@@ -17,11 +16,11 @@ whether each found a plan, its cost, which sharding types NeuroShard chose
 
 The tasks: the public MLPerf DLRM-DCNv2 task (examples/mlperf-dcnv2.json)
 at 8 and 64 devices; a task of one 5,000,000,000 x 32 table (596 GB) beside
-small ones on 64 devices; and tasks generated as scripts/plan_scaling.py
-generates them (deterministic in --seed) with --huge tables scaled to 1.5-4
-times a device's usable memory and made hot.
+small ones on 64 devices; and tasks generated as
+neuroshard_bench.plan_scaling generates them (deterministic in --seed) with
+--huge tables scaled to 1.5-4 times a device's usable memory and made hot.
 
-    /usr/bin/python3 scripts/row_wise_benchmark.py
+    PYTHONPATH=bench /usr/bin/python3 -m neuroshard_bench.row_wise_benchmark
 """
 
 import argparse
@@ -34,10 +33,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import plan_scaling  # noqa: E402
+from neuroshard_bench import plan_scaling
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 BASELINES = ("table-greedy-grid", "random", "size-greedy", "dim-greedy",
              "lookup-greedy", "size-lookup-greedy", "uniform-split-greedy")
 SHORT = {"table_wise": "TW", "column_wise": "CW", "row_wise": "RW",

@@ -109,12 +109,19 @@ each with pass or fail.
 Tasks and pools are regenerated from the seeds on every run, never stored
 in the repository.
 
-    /usr/bin/python3 -m neuroshard.evaluate --tools-dir build/bin \\
-        --work build/eval --results docs/results.md --plot docs/results.png
-    /usr/bin/python3 -m neuroshard.evaluate --settings 4dev,8dev --tasks 10 \\
-        --measure-tasks 6 --measure-repeats 3 --json build/eval/m.json
-    /usr/bin/python3 -m neuroshard.evaluate --settings 4dev,8dev --tasks 10 \\
-        --measure-tasks 6 --batch-size 4096 --json build/eval/m4096.json
+Outputs are regenerated, not kept: --results, --plot and --json write
+where they are told, bench/results/ in the commands below (bench/README.md).
+
+    export PYTHONPATH=python:bench:build/lib/python3/dist-packages
+    /usr/bin/python3 -m neuroshard_bench.evaluate --tools-dir build/bin \\
+        --work build/eval --results bench/results/results.md \\
+        --plot bench/results/results.png
+    /usr/bin/python3 -m neuroshard_bench.evaluate --settings 4dev,8dev \\
+        --tasks 10 --measure-tasks 6 --measure-repeats 3 \\
+        --json bench/results/m.json
+    /usr/bin/python3 -m neuroshard_bench.evaluate --settings 4dev,8dev \\
+        --tasks 10 --measure-tasks 6 --batch-size 4096 \\
+        --json bench/results/m4096.json
 """
 
 import argparse
@@ -122,17 +129,15 @@ import json
 import math
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
 import time
-from typing import (Callable, Dict, List, Optional, Sequence, Tuple,
-                    Union)
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from neuroshard import _core
 from neuroshard import jsonio
+from neuroshard import set_timing as st
 from neuroshard import table_pool as tp
 
 ALGORITHMS = ("neuroshard", "table-greedy-grid", "random", "size-greedy",
@@ -192,9 +197,9 @@ PLANNING_TARGET_DEVICES = 4
 # The batches and device counts the acceptance asks for.
 ACCEPTANCE_BATCHES = (1024, 4096)
 ACCEPTANCE_SETTINGS = ("4dev", "8dev")
-# How the commands that regenerate the results start: the package from the
-# sources, its C++ module from the build tree.
-PYTHON_COMMAND = ("PYTHONPATH=python:build/lib/python3/dist-packages "
+# How the commands that regenerate the results start: the package and the
+# bench from the sources, the package's C++ module from the build tree.
+PYTHON_COMMAND = ("PYTHONPATH=python:bench:build/lib/python3/dist-packages "
                   "/usr/bin/python3 -m ")
 # The machine's level is measured, in every measured task's runs, on
 # REFERENCE_SETS of the cost model's held-out calibration sets of at least
@@ -340,146 +345,6 @@ def largest_compute(plan: Dict) -> float:
     """The largest device `compute_ms` of the plan: the maximum of the
     predictions rather than the prediction of the maximum."""
     return max(float(d["compute_ms"]) for d in plan["per_device"])
-
-
-def device_sets(task: Dict, plan: Dict, pool_dims: Sequence[int]
-                ) -> List[List]:
-    """Per device, the entries of neuroshard-collect's sets its shards
-    amount to: a shard of width w of pool table (base, dim) is pool table
-    (base, w) where the pool has that width, else the column piece
-    {"table": the table's pool id, "cols": [first, end]} (merged pieces,
-    such as 48 of 64 columns); a row piece adds "rows": [first, end] (as a
-    dictionary {"table", "rows"[, "cols"]}). Replicas are refused: the
-    tool times no slice of the batch."""
-    by_name = {t["name"]: t for t in task["tables"]}
-    index = {t["name"]: i for i, t in enumerate(task["tables"])}
-    sets = [[] for _ in range(task["devices"])]
-    for shard in plan["shards"]:
-        table = by_name.get(shard["table"])
-        if table is None:
-            raise EvaluationError("plan of task '%s' names unknown table "
-                                  "'%s'" % (task["name"], shard["table"]))
-        if shard.get("replica"):
-            raise EvaluationError(
-                "task '%s': the plan replicates table '%s'; the evaluation "
-                "times whole tables and their column and row pieces, not "
-                "replicas" % (task["name"], shard["table"]))
-        device = int(shard["device"])
-        if not 0 <= device < task["devices"]:
-            raise EvaluationError("task '%s': shard on device %d of %d" %
-                                  (task["name"], device, task["devices"]))
-        begin, end = int(shard["col_begin"]), int(shard["col_end"])
-        width = end - begin
-        piece = {}
-        if width in pool_dims:
-            base = table["pool_id"] // len(pool_dims)
-            entry = base * len(pool_dims) + list(pool_dims).index(width)
-        elif 0 <= begin < end <= int(table["dim"]) and \
-                width % _core.COLUMN_ALIGNMENT == 0:
-            entry = table["pool_id"]
-            piece["cols"] = [begin, end]
-        else:
-            raise EvaluationError(
-                "task '%s': shard [%d, %d) of table '%s' is not a range of "
-                "its %d columns whose width is a multiple of %d" %
-                (task["name"], begin, end, shard["table"], table["dim"],
-                 _core.COLUMN_ALIGNMENT))
-        if "row_begin" in shard:
-            piece["rows"] = [int(shard["row_begin"]), int(shard["row_end"])]
-        # fusedOrder's key: row pieces last, then the task's table, the
-        # first row and the first column.
-        order = ("rows" in piece, index[shard["table"]],
-                 piece.get("rows", [0])[0], begin)
-        sets[device].append((order, dict(piece, table=entry) if piece
-                             else entry))
-    # A device runs its whole tables and column pieces by the task's table
-    # order, then its row pieces (fusedOrder in PlanVerification.h), and
-    # the order moves a set's time: each set is listed as it runs.
-    return [[entry for _, entry in sorted(entries, key=lambda p: p[0])]
-            for entries in sets]
-
-
-def _entry_key(entry) -> Tuple[int, ...]:
-    """A set entry's sort key: (id,) for a pool table, (id, first row,
-    end row, first column, end column) for a piece (-1 where whole)."""
-    if not isinstance(entry, dict):
-        return (int(entry),)
-    rows = entry.get("rows", (-1, -1))
-    cols = entry.get("cols", (-1, -1))
-    return (int(entry["table"]), *map(int, rows), *map(int, cols))
-
-
-def set_key(entries: Sequence) -> Tuple[Tuple[int, ...], ...]:
-    """The key of a set of device_sets entries: equal for the same entries
-    in any order."""
-    return tuple(sorted(_entry_key(e) for e in entries))
-
-
-def measure_sets(tool: str, pool_path: str, sets: Dict[int, List],
-                 args, draw: int = 0, extra: Sequence[str] = ()
-                 ) -> Dict[int, float]:
-    """Median forward + backward + SGD time (ms) of each non-empty set,
-    timed by one neuroshard-collect run in the order of `sets` on draw
-    `draw` of the index streams (an empty set costs 0); `extra` are more
-    of the tool's options."""
-    costs = {k: 0.0 for k, ids in sets.items() if not ids}
-    pending = {k: ids for k, ids in sets.items() if ids}
-    if not pending:
-        return costs
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl",
-                                     delete=False) as f:
-        for k, ids in pending.items():
-            f.write(json.dumps({"id": k, "tables": ids}) + "\n")
-        sets_path = f.name
-    command = [tool, "--pool", pool_path, "--sets", sets_path] + \
-        collect_options(args, draw) + list(extra)
-    try:
-        result = subprocess.run(command, capture_output=True, text=True)
-    finally:
-        os.unlink(sets_path)
-    if result.returncode != 0:
-        raise EvaluationError("'%s' exited with %d: %s" %
-                              (shlex.join(command), result.returncode,
-                               result.stderr.strip()))
-    for line in result.stdout.splitlines():
-        try:
-            sample = json.loads(line)
-            costs[int(sample["id"])] = float(sample["cost_ms"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise EvaluationError("'%s' printed an unexpected line: %.200s"
-                                  % (tool, line))
-    missing = sorted(set(pending) - set(costs))
-    if missing:
-        raise EvaluationError("'%s' timed no set %s" % (tool, missing[:5]))
-    return costs
-
-
-def measure_repeated(sets: Dict[int, List[int]], repeats: int,
-                     measure: Callable[[Dict[int, List[int]], int],
-                                       Dict[int, float]],
-                     runs: Optional[Dict[int, List[float]]] = None,
-                     draws: int = 1) -> Dict[int, float]:
-    """Times `sets` `repeats` times with `measure` (one tool run over a dict
-    of sets, timed in the dict's order, on the draw of the index streams it
-    is given): in the given order on even repeats, reversed on odd ones, so
-    that no set is always timed first or last, and repeat r on draw r mod
-    `draws`. Returns per set the median over repeats; with `runs`, also
-    fills it with each set's cost in every repeat, in repeat order."""
-    if repeats < 1:
-        raise EvaluationError("--measure-repeats must be at least 1, got %d"
-                              % repeats)
-    if draws < 1:
-        raise EvaluationError("--draws must be at least 1, got %d" % draws)
-    keys = list(sets)
-    samples = {k: [] for k in keys}
-    for r in range(repeats):
-        order = keys if r % 2 == 0 else keys[::-1]
-        costs = measure({k: sets[k] for k in order}, r % draws)
-        for k in keys:
-            samples[k].append(float(costs[k]))
-    if runs is not None:
-        runs.update(samples)
-    return {k: float(np.median(v)) for k, v in samples.items()}
 
 
 def paired_ratio(mine: Dict, other: Dict) -> Optional[float]:
@@ -1505,7 +1370,7 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
             # is checked before it.
             measurement = {
                 "command": shlex.join(["neuroshard-collect"] +
-                                      collect_options(args)),
+                                      st.collect_options(args)),
                 "repeats": args.measure_repeats, "draws": args.draws,
                 "judge_repeats": getattr(args, "judge_repeats", 0),
                 "warmup": args.warmup,
@@ -1560,15 +1425,6 @@ def evaluate(args, log=sys.stdout, err=None) -> Dict:
     return settings
 
 
-def collect_options(args, draw: int = 0) -> List[str]:
-    """neuroshard-collect's timing options, after --pool and --sets, on draw
-    `draw` of the index streams (seed --seed + draw)."""
-    return ["--device", "cpu", "--batch-size", str(args.batch_size),
-            "--warmup",
-            str(args.warmup), "--iters", str(args.iters), "--seed",
-            str(args.seed + draw)]
-
-
 def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
              err, references: Sequence[Tuple[List[int], float]] = ()
              ) -> List[Dict]:
@@ -1589,17 +1445,18 @@ def _measure(tasks, results, algorithms, tool, pool_path, pool_dims, args,
         planned = [a for a in algorithms if results[a][i]["valid"]]
         for a in planned:
             r = results[a][i]
-            r["device_sets"] = device_sets(task, r["plan"], pool_dims)
+            r["device_sets"] = st.device_sets(task, r["plan"], pool_dims)
         _deal_out([results[a][i] for a in planned], task["devices"], keys,
                   sets)
-        singles = [_add_set(keys, sets, [t["pool_id"]])
+        singles = [st.add_set(keys, sets, [t["pool_id"]])
                    for t in task["tables"]]
-        reference_keys = [_add_set(keys, sets, ids) for ids, _ in references]
+        reference_keys = [st.add_set(keys, sets, ids)
+                          for ids, _ in references]
         runs = {}
-        costs = measure_repeated(
+        costs = st.measure_repeated(
             sets, args.measure_repeats,
-            lambda ordered, draw: measure_sets(tool, pool_path, ordered,
-                                               args, draw),
+            lambda ordered, draw: st.measure_sets(tool, pool_path, ordered,
+                                                  args, draw),
             runs, draws=args.draws)
         table_costs = [costs[k] for k in singles]
         bound = lower_bound(table_costs, task["devices"])
@@ -1661,41 +1518,30 @@ def _judge(task, i, results, algorithms, tool, pool_path, args) -> None:
     keys, sets = {}, {}
     _deal_out(judged, task["devices"], keys, sets)
     runs = {}
-    measure_repeated(sets, args.judge_repeats,
-                     lambda ordered, draw: measure_sets(tool, pool_path,
-                                                        ordered, args, draw),
-                     runs, draws=args.draws)
+    st.measure_repeated(sets, args.judge_repeats,
+                        lambda ordered, draw: st.measure_sets(
+                            tool, pool_path, ordered, args, draw),
+                        runs, draws=args.draws)
     for r in judged:
         r["judged_runs_ms"] = _slowest_runs(_set_numbers(r, keys), runs,
                                             args.judge_repeats)
 
 
-def _add_set(keys: Dict, sets: Dict[int, List], ids: List) -> int:
-    """The number of set `ids` among the distinct sets of a measurement
-    (`keys`: set_key to number; `sets`: number to its entries, in the order
-    of the first `ids` that held them: device_sets' order, the one the
-    fused lookup runs), numbering it next where it is new."""
-    key = set_key(ids)
-    if key not in keys:
-        keys[key] = len(keys)
-        sets[keys[key]] = list(ids)
-    return keys[key]
-
-
 def _deal_out(plans: Sequence[Dict], devices: int, keys: Dict,
               sets: Dict[int, List]) -> None:
-    """Adds the device sets of plan results `plans` (_add_set) device by
-    device, one plan after another, so that a slow spell of the host during
-    a run lengthens sets of every plan rather than all of one plan's."""
+    """Adds the device sets of plan results `plans` (set_timing.add_set)
+    device by device, one plan after another, so that a slow spell of the
+    host during a run lengthens sets of every plan rather than all of one
+    plan's."""
     for d in range(devices):
         for r in plans:
-            _add_set(keys, sets, r["device_sets"][d])
+            st.add_set(keys, sets, r["device_sets"][d])
 
 
 def _set_numbers(plan: Dict, keys: Dict) -> List[int]:
-    """The numbers in `keys` (_add_set) of plan result `plan`'s device
-    sets."""
-    return [keys[set_key(ids)] for ids in plan["device_sets"]]
+    """The numbers in `keys` (set_timing.add_set) of plan result `plan`'s
+    device sets."""
+    return [keys[st.set_key(ids)] for ids in plan["device_sets"]]
 
 
 def _slowest_runs(own: List[int], runs: Dict[int, List[float]],
@@ -1783,7 +1629,7 @@ def resolve_algorithms(args) -> Optional[str]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python3 -m neuroshard.evaluate",
+        prog="python3 -m neuroshard_bench.evaluate",
         description="Plans held-out synthetic tasks with every algorithm "
         "and compares their predicted (and measured) plan costs.")
     parser.add_argument("--tools-dir", default=os.environ.get(
@@ -1895,7 +1741,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         settings = evaluate(args)
         accepted = acceptance(settings, args.batch_size) \
             if args.measure_tasks else None
-        command = PYTHON_COMMAND + "neuroshard.evaluate " + \
+        command = PYTHON_COMMAND + "neuroshard_bench.evaluate " + \
             shlex.join(argv if argv is not None else sys.argv[1:])
         if args.results:
             text = "Generated by:\n\n```sh\n%s\n```\n\n" % command
@@ -1916,7 +1762,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 data["acceptance"] = accepted
             with open(args.json, "w") as f:
                 json.dump(data, f, indent=1)
-    except (EvaluationError, tp.PoolError) as e:
+    except (EvaluationError, st.SetTimingError, tp.PoolError) as e:
         print("evaluate: error: %s" % e, file=sys.stderr)
         return 1
     return 0

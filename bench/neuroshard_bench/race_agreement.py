@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 #===- race_agreement.py - Measured selection against neuroshard-collect --===#
 #
 # Part of the NeuroShard project.
@@ -8,8 +7,8 @@
 agrees with neuroshard-collect's, which the evaluation judges by; and how
 far neuroshard-collect agrees with itself. Prints a table.
 
-Four modes, on the evaluation's tasks (neuroshard.evaluate.make_tasks) and
-its pool:
+Four modes, on the evaluation's tasks (neuroshard_bench.evaluate.make_tasks)
+and its pool:
 
 race   Each task is planned --runs times with measured selection
        (neuroshard-verified); every candidate's device sets, and the plans
@@ -40,7 +39,8 @@ process
        beyond that (each process maps its own arena), less the processes'
        levels.
 
-    /usr/bin/python3 scripts/race_agreement.py --mode race \\
+    PYTHONPATH=python:bench:build/lib/python3/dist-packages \\
+        /usr/bin/python3 -m neuroshard_bench.race_agreement --mode race \\
         --cost-model build/cal/BUNDLE
 """
 
@@ -53,13 +53,13 @@ import statistics
 import sys
 import types
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(REPO, "python"),
-                os.path.join(REPO, "build", "lib", "python3",
-                             "dist-packages")]
-from neuroshard import collect as nc  # noqa: E402
-from neuroshard import evaluate as ev  # noqa: E402
-from neuroshard import table_pool as tp  # noqa: E402
+from neuroshard import collect as nc
+from neuroshard import set_timing as st
+from neuroshard import table_pool as tp
+from neuroshard_bench import evaluate as ev
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 BASELINE_PLANS = ("table-greedy-grid", "lookup-greedy", "size-lookup-greedy",
                   "uniform-split-greedy", "dim-greedy")
@@ -100,9 +100,9 @@ def collect(sets, args):
     """neuroshard-collect's median per set over args.repeats runs, as the
     evaluation times them (collect_options)."""
     options = collect_options(args)
-    return ev.measure_repeated(
+    return st.measure_repeated(
         sets, args.repeats,
-        lambda ordered, draw: ev.measure_sets(args.tool, args.pool, ordered,
+        lambda ordered, draw: st.measure_sets(args.tool, args.pool, ordered,
                                               options, draw),
         draws=ev.DEFAULT_DRAWS)
 
@@ -114,8 +114,8 @@ def plan_sets(task, algorithms, args, keys, sets, dims):
     for algorithm in algorithms:
         result = ev.run_plan(task, algorithm, args.cost_model)
         if result["valid"]:
-            own[algorithm] = [ev._add_set(keys, sets, s) for s in
-                              ev.device_sets(task, result["plan"], dims)]
+            own[algorithm] = [st.add_set(keys, sets, s) for s in
+                              st.device_sets(task, result["plan"], dims)]
     return own
 
 
@@ -132,8 +132,8 @@ def race(task, args, dims, records=None):
                     sets, dims)
     for k, r in enumerate(runs):
         if r["valid"]:
-            own["chosen %d" % k] = [ev._add_set(keys, sets, s) for s in
-                                    ev.device_sets(task, r["plan"], dims)]
+            own["chosen %d" % k] = [st.add_set(keys, sets, s) for s in
+                                    st.device_sets(task, r["plan"], dims)]
     costs = collect(sets, args)
     out = []
     for k, r in enumerate(runs):
@@ -214,7 +214,7 @@ def alignment(task, args, dims, tables):
     for r in range(args.repeats):
         draw = r % ev.DEFAULT_DRAWS
         order = ("line", "packed") if r % 2 == 0 else ("packed", "line")
-        costs = {name: ev.measure_sets(args.tool, args.pool, sets, options,
+        costs = {name: st.measure_sets(args.tool, args.pool, sets, options,
                                        draw, layouts[name])
                  for name in order}
         for k in sets:
@@ -238,7 +238,7 @@ def processes(task, args, dims):
     options = collect_options(args)
     logs = []
     for _ in range(args.repeats):
-        costs = ev.measure_sets(args.tool, args.pool,
+        costs = st.measure_sets(args.tool, args.pool,
                                 {n: sets[k] for n, (k, _) in
                                  enumerate(copies)}, options)
         timed = {copy: math.log(costs[n]) for n, copy in enumerate(copies)}
@@ -314,7 +314,7 @@ def main(argv=None):
                         help="bundle calibrated on this machine")
     parser.add_argument("--pool", default=os.path.join(
         REPO, "build", "eval", "pool-s0-b400.json"),
-        help="the evaluation's pool (neuroshard.evaluate --work)")
+        help="the evaluation's pool (neuroshard_bench.evaluate --work)")
     parser.add_argument("--setting", default="4dev")
     parser.add_argument("--tasks", default="0-7",
                         help="task numbers, as 0-7 or 1,4,5")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 #===- plan_scaling.py - How planning time grows with the table count -----===#
 #
 # Part of the NeuroShard project.
@@ -17,8 +16,9 @@ whose rows are hit more often than the batch makes lookups, and enough hot
 rows that the table's rows can take all of them (the rule neuroshard-plan
 checks, docs/dialect.md).
 
-    /usr/bin/python3 scripts/plan_scaling.py                 # 1000, 10000
-    /usr/bin/python3 scripts/plan_scaling.py --tables 100 1000 \\
+    PYTHONPATH=bench /usr/bin/python3 -m neuroshard_bench.plan_scaling
+    PYTHONPATH=bench /usr/bin/python3 -m neuroshard_bench.plan_scaling \\
+        --tables 100 1000 \\
         --cost-models analytical --write-task /tmp/task.json
 """
 
@@ -35,7 +35,8 @@ import time
 
 NUM_BINS = 17
 BATCH_SIZE = 65536
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 
 def fewest_hits(j):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 #===- cluster_scaling.py - Planning for clusters of many devices ---------===#
 #
 # Part of the NeuroShard project.
@@ -7,16 +6,17 @@
 """Plans large tasks for clusters of nodes and prints a table.
 
 For each setting (tables x devices, nodes of --devices-per-node), the task
-is generated as scripts/plan_scaling.py generates it (deterministic in the
-table count and --seed) and planned with neuroshard-plan by NeuroShard and
-by every baseline under the same cost model. The table gives NeuroShard's
+is generated as neuroshard_bench.plan_scaling generates it (deterministic in
+the table count and --seed) and planned with neuroshard-plan by NeuroShard
+and by every baseline under the same cost model. The table gives NeuroShard's
 planning time (wall and CPU), its peak memory (the planner's maximum
 resident set), its plan's cost, and the cheapest baseline plan on the same
 task with its cost. --task adds a task file of your own (the public MLPerf
 DCNv2 task is examples/mlperf-dcnv2.json) at the --task-devices counts.
 
-    /usr/bin/python3 scripts/cluster_scaling.py
-    /usr/bin/python3 scripts/cluster_scaling.py --settings 1000x64 \\
+    PYTHONPATH=bench /usr/bin/python3 -m neuroshard_bench.cluster_scaling
+    PYTHONPATH=bench /usr/bin/python3 -m neuroshard_bench.cluster_scaling \\
+        --settings 1000x64 \\
         --task examples/mlperf-dcnv2.json --task-devices 8 64 256
 """
 
@@ -28,8 +28,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import plan_scaling  # noqa: E402
+from neuroshard_bench import plan_scaling
 
 BASELINES = ("table-greedy-grid", "random", "size-greedy", "dim-greedy",
              "lookup-greedy", "size-lookup-greedy", "uniform-split-greedy")
