@@ -136,7 +136,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from neuroshard import _core
-from neuroshard import jsonio
+from neuroshard import bundle_meta as bm
 from neuroshard import set_timing as st
 from neuroshard import table_pool as tp
 
@@ -1289,11 +1289,9 @@ def _bundle_meta(cost_model: str) -> Optional[Dict]:
     bundle = cost_model
     if cost_model == _core.DEFAULT_COST_MODEL:
         bundle = _core.find_default_model("cpu")
-    meta_path = os.path.join(bundle or "", "meta.json")
-    if not bundle or not os.path.exists(meta_path):
+    if not bundle or not os.path.exists(bm.path(bundle)):
         return None
-    return jsonio.read_json(meta_path, "cost-model bundle metadata",
-                            EvaluationError)
+    return bm.read(bundle, EvaluationError, "cost-model bundle metadata")
 
 
 def _check_held_out(pool: Dict, pool_path: str, cost_model: str,

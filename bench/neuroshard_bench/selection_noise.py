@@ -29,6 +29,7 @@ import tempfile
 from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from neuroshard import _core
+from neuroshard import bundle_meta as bm
 from neuroshard import calibrate
 from neuroshard import collect
 from neuroshard import jsonio
@@ -110,8 +111,7 @@ def measure_bundle(args, log: TextIO) -> Dict:
     """The command line's measurement: plans args.tasks experience tasks
     of the bundle's pool and compares their candidates
     (selection_noise.time_apart)."""
-    meta = jsonio.read_json(os.path.join(args.bundle, "meta.json"), "",
-                            sn.SelectionNoiseError)
+    meta = bm.read(args.bundle, sn.SelectionNoiseError)
     host = _core.host_description()["cpu_model"]
     if meta.get("hardware") != host:
         raise sn.SelectionNoiseError(
@@ -189,7 +189,7 @@ def _campaigns(paths: Sequence[str], bundle: Optional[str],
         except sn.SelectionNoiseError as e:
             print("selection_noise: error: %s" % e, file=sys.stderr)
             return 1
-        print("recorded in %s" % os.path.join(bundle, "meta.json"))
+        print("recorded in %s" % bm.path(bundle))
     return 0
 
 
@@ -276,7 +276,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             sn.record(args.bundle, figures, {"views": args.views,
                                           "verify_seconds":
                                           args.verify_seconds})
-            print("recorded in %s" % os.path.join(args.bundle, "meta.json"))
+            print("recorded in %s" % bm.path(args.bundle))
     except (sn.SelectionNoiseError, collect.CollectError, tp.PoolError) as e:
         print("selection_noise: error: %s" % e, file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from neuroshard import _core
+from neuroshard import bundle_meta as bm
 from neuroshard import collect
 from neuroshard import cost_model as cm
 from neuroshard import jsonio
@@ -217,8 +218,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         pool = stress_pool(args.batch_size)
         sets = stress_sets()
         for bundle in args.bundle:
-            meta = jsonio.read_json(os.path.join(bundle, "meta.json"), "",
-                                    StressError)
+            meta = bm.read(bundle, StressError)
             if meta.get("batch_size") != args.batch_size:
                 raise StressError(
                     "bundle '%s' was measured at batch size %s, but the "

@@ -53,9 +53,9 @@ import numpy as np
 import torch
 
 from neuroshard import _core
+from neuroshard import bundle_meta as bm
 from neuroshard import collect
 from neuroshard import cost_model as cm
-from neuroshard import jsonio
 from neuroshard import metrics
 from neuroshard import table_pool as tp
 
@@ -284,7 +284,7 @@ def _rounded(value: float) -> float:
 
 def load_bundle_meta(bundle_dir: str) -> Dict:
     """The bundle's meta.json, checked for what the measurement needs."""
-    return jsonio.read_bundle_meta(bundle_dir, ScalingError)
+    return bm.read_checked(bundle_dir, ScalingError)
 
 
 def measure(bundle_dir: str, meta: Dict, pool_path: str, options,
@@ -456,11 +456,9 @@ def format_curve(name: str, hardware: str, scaling: Dict) -> str:
 def write_scaling(bundle_dir: str, scaling: Dict) -> str:
     """Sets meta.json's "batch_scaling" (in place: the other fields and
     their order are kept, the file's indentation too); returns the path."""
-    path = os.path.join(bundle_dir, "meta.json")
-    jsonio.set_field(path, "batch_scaling",
-                     {k: v for k, v in scaling.items()
-                      if not k.startswith("_")}, ScalingError)
-    return path
+    return bm.set_field(bundle_dir, "batch_scaling",
+                        {k: v for k, v in scaling.items()
+                         if not k.startswith("_")}, ScalingError)
 
 
 def parse_batch_sizes(text: str) -> List[int]:
@@ -559,7 +557,7 @@ def run(bundle_dir: str, pool_path: str, options, dry_run: bool = False,
                        meta["hardware"], scaling), file=out)
     if dry_run:
         print("dry run: %s not changed (measured in %s)" %
-              (os.path.join(bundle_dir, "meta.json"),
+              (bm.path(bundle_dir),
                _format_duration(scaling["_seconds"])), file=out)
     else:
         path = write_scaling(bundle_dir, scaling)

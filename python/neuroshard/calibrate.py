@@ -58,6 +58,7 @@ import numpy as np
 
 from neuroshard import _core
 from neuroshard import batch_scaling as bs
+from neuroshard import bundle_meta as bm
 from neuroshard import collect
 from neuroshard import experience as ex
 from neuroshard import report
@@ -116,8 +117,6 @@ COLLECT_ROUND = 50
 DEFAULT_ROW_PIECES = 0.2
 # Seconds between two progress lines of the collection.
 PROGRESS_EVERY_S = 15.0
-# Files of a bundle: the ones --force replaces in --out.
-BUNDLE_FILES = ("compute.pt", "comm_fw.pt", "comm_bw.pt", "meta.json")
 
 
 class CalibrateError(Exception):
@@ -413,7 +412,7 @@ def refine_experience(args, staged: str, pool_path: str, data_path: str,
         return None
     record = result["refined"]
     if result["written"]:
-        for name in ("compute.pt", "meta.json"):
+        for name in ("compute.pt", bm.FILE_NAME):
             os.replace(os.path.join(refined, name),
                        os.path.join(staged, name))
         shutil.rmtree(refined, ignore_errors=True)
@@ -432,11 +431,11 @@ def install_bundle(staged: str, out: str) -> None:
     """Copies the staged bundle's files into out (replacing a bundle there,
     which check_out_dir allowed)."""
     os.makedirs(out, exist_ok=True)
-    for name in BUNDLE_FILES:
+    for name in bm.BUNDLE_FILES:
         target = os.path.join(out, name)
         if os.path.exists(target):
             os.remove(target)
-    for name in BUNDLE_FILES:
+    for name in bm.BUNDLE_FILES:
         source = os.path.join(staged, name)
         if os.path.exists(source):
             shutil.copy2(source, os.path.join(out, name))

@@ -31,6 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from neuroshard import bundle_meta as bm
 from neuroshard._core import NUM_ACCESS_BINS
 # The table features in the order the models read them (DESIGN §3).
 FEATURE_ORDER = ["rows", "dim", "pooling_factor"] + [
@@ -439,9 +440,7 @@ def export_bundle(out_dir: str, compute: ComputeCostModel, meta: dict,
         if model is not None:
             torch.jit.script(model.eval()).save(
                 os.path.join(out_dir, file_name))
-    with open(os.path.join(out_dir, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=2)
-        f.write("\n")
+    bm.write(out_dir, meta)
 
 
 def load_compute_model(bundle_dir: str) -> ComputeCostModel:

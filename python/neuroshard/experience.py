@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 from neuroshard import _core
+from neuroshard import bundle_meta as bm
 from neuroshard import collect
 from neuroshard import cost_model as cm
 from neuroshard import jsonio
@@ -91,8 +92,6 @@ DEFAULT_PATIENCE = 10
 REPLAY_RATIO = 2
 # Where refining a bundle in place keeps the files it replaced.
 BACKUP_DIR = "before-refine"
-# The files of a bundle (those --force replaces in another directory).
-BUNDLE_FILES = ("compute.pt", "comm_fw.pt", "comm_bw.pt", "meta.json")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -263,12 +262,12 @@ def check_refine_out(bundle_dir: str, out_dir: str, force: bool) -> bool:
 
 def load_bundle_meta(bundle_dir: str) -> Dict:
     """The bundle's meta.json, checked for what refining needs."""
-    meta = jsonio.read_bundle_meta(bundle_dir, ExperienceError)
+    meta = bm.read_checked(bundle_dir, ExperienceError)
     if meta.get("trained") is not True:
         raise ExperienceError("'%s' says \"trained\": %r; refine a trained "
                               "bundle (neuroshard.train or "
                               "neuroshard.calibrate)" %
-                              (os.path.join(bundle_dir, "meta.json"),
+                              (bm.path(bundle_dir),
                                meta.get("trained")))
     return meta
 
@@ -313,7 +312,7 @@ def _calibration(meta: Dict, bundle_dir: str, pool_path: str,
             "'%s' has no training record (\"training\" with "
             "\"validation_fraction\", and \"seed\"), so its calibration "
             "split cannot be rebuilt: refine without --data" %
-            os.path.join(bundle_dir, "meta.json"))
+            bm.path(bundle_dir))
     pool = tp.load_pool(pool_path)
     samples = collect.load_samples(data_path)
     if not samples:
@@ -405,19 +404,18 @@ def _write_refined(bundle_dir: str, out_dir: str, in_place: bool,
     try:
         torch.jit.script(model.eval()).save(os.path.join(staging,
                                                          "compute.pt"))
-        with open(os.path.join(staging, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=2)
-            f.write("\n")
+        bm.write(staging, meta)
         if in_place:
             backup = os.path.join(out_dir, BACKUP_DIR)
             shutil.rmtree(backup, ignore_errors=True)
             os.makedirs(backup)
-            for name in ("compute.pt", "meta.json"):
+            for name in ("compute.pt", bm.FILE_NAME):
                 os.replace(os.path.join(out_dir, name),
                            os.path.join(backup, name))
         else:
             os.makedirs(out_dir, exist_ok=True)
-            for name in BUNDLE_FILES:
+            # The files --force replaces in another directory.
+            for name in bm.BUNDLE_FILES:
                 target = os.path.join(out_dir, name)
                 if os.path.exists(target):
                     os.remove(target)
@@ -425,7 +423,7 @@ def _write_refined(bundle_dir: str, out_dir: str, in_place: bool,
                 source = os.path.join(bundle_dir, name)
                 if os.path.exists(source):
                     shutil.copy2(source, os.path.join(out_dir, name))
-        for name in ("compute.pt", "meta.json"):
+        for name in ("compute.pt", bm.FILE_NAME):
             os.replace(os.path.join(staging, name),
                        os.path.join(out_dir, name))
     except OSError as e:

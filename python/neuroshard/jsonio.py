@@ -51,24 +51,6 @@ def _read_json_text(path: str, what: str,
         raise error("%s'%s' is not valid JSON: %s" % (prefix, path, e))
 
 
-def read_bundle_meta(bundle_dir: str, error: Type[Exception]) -> Any:
-    """A cost-model bundle's meta.json, checked for what every reader of
-    it needs: a "hardware" string and a positive integer "batch_size"."""
-    if not os.path.isdir(bundle_dir):
-        raise error("bundle '%s' is not a directory" % bundle_dir)
-    path = os.path.join(bundle_dir, "meta.json")
-    meta = read_json(path, "", error)
-    if not isinstance(meta, dict) or not isinstance(meta.get("hardware"),
-                                                    str):
-        raise error("'%s' has no \"hardware\" string: is it a cost-model "
-                    "bundle?" % path)
-    batch = meta.get("batch_size")
-    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-        raise error("'%s': \"batch_size\" must be a positive integer, got "
-                    "%r" % (path, batch))
-    return meta
-
-
 def json_lines(path: str, what: str,
                error: Type[Exception]) -> Iterator[Tuple[int, str, Any]]:
     """Yields (line number, "WHAT 'PATH' line N", parsed value) for every

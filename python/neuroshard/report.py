@@ -19,8 +19,8 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
+from neuroshard import bundle_meta as bm
 from neuroshard import collect
-from neuroshard import jsonio
 from neuroshard import metrics
 from neuroshard import table_pool as tp
 from neuroshard import train as tr
@@ -31,8 +31,8 @@ class ReportError(Exception):
 
 
 def load_meta(bundle_dir: str) -> Dict:
-    path = os.path.join(bundle_dir, "meta.json")
-    meta = jsonio.read_json(path, "", ReportError)
+    path = bm.path(bundle_dir)
+    meta = bm.read(bundle_dir, ReportError)
     training = meta.get("training") if isinstance(meta, dict) else None
     if not isinstance(training, dict) or "validation_fraction" not in \
             training or not isinstance(meta.get("seed"), int):

@@ -33,13 +33,12 @@ verified with the evaluation's own runs of them, are experiments of the
 bench (bench/README.md)."""
 import argparse
 import math
-import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from neuroshard import jsonio
+from neuroshard import bundle_meta as bm
 from neuroshard import set_timing as st
 
 # Processes (each on its own draw of the inputs) that time the candidates'
@@ -197,12 +196,11 @@ def compare_plans(plans: Sequence[Tuple[Dict, Dict]], pool_dims: Sequence[int],
 
 def record(bundle: str, figures: Dict, extra: Dict) -> Dict:
     """Writes figures (noise_figures()) and `extra` into bundle/meta.json
-    as "selection_noise" (in place, as jsonio.set_field writes); returns the
+    as "selection_noise" (in place, bundle_meta.set_field); returns the
     record."""
     entry = dict(figures)
     entry.update(extra)
-    jsonio.set_field(os.path.join(bundle, "meta.json"), "selection_noise",
-                     entry, SelectionNoiseError)
+    bm.set_field(bundle, "selection_noise", entry, SelectionNoiseError)
     return entry
 
 

@@ -6,11 +6,16 @@
 
 import json
 import os
+import re
+import shutil
 
 import pytest
 import torch
 
 from neuroshard import cost_model as cm
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 
 def random_features(count, seed=0):
@@ -28,6 +33,38 @@ def compute():
 def test_feature_order_is_design_order():
     assert cm.FEATURE_ORDER[:3] == ["rows", "dim", "pooling_factor"]
     assert cm.FEATURE_ORDER[3:] == ["bin_%d" % i for i in range(17)]
+
+
+def test_feature_order_is_the_planners(tmp_path):
+    """The planner computes the features in C++ and checks meta.json's
+    "feature_order" name by name against its own order: a bundle that lists
+    FEATURE_ORDER plans, and each name replaced in turn is refused with the
+    name the planner expects there, which must be FEATURE_ORDER's."""
+    from neuroshard import _core
+    if not _core.neural_cost_models_built():
+        pytest.skip("the planner is built without the neural cost models")
+    bundle = tmp_path / "bundle"
+    shutil.copytree(os.path.join(REPO, "models", "cpu-zen4-b1024"), bundle)
+    meta = json.loads((bundle / "meta.json").read_text())
+    assert meta["feature_order"] == cm.FEATURE_ORDER
+    task = {"batch_size": 1024, "tables": [
+        {"name": "t%d" % i, "rows": 1000 * (i + 1), "dim": 16,
+         "pooling_factor": 4.0} for i in range(4)]}
+    assert _core.plan(task, devices=2, memory_gb=1.0, cost_model=str(bundle),
+                      device_kind="cpu")["cost_ms"] > 0
+    expected = []
+    for i in range(cm.NUM_FEATURES):
+        (bundle / "meta.json").write_text(json.dumps(dict(
+            meta, feature_order=cm.FEATURE_ORDER[:i] + ["x"] +
+            cm.FEATURE_ORDER[i + 1:])))
+        with pytest.raises(_core.NeuroShardError) as info:
+            _core.plan(task, devices=2, memory_gb=1.0,
+                       cost_model=str(bundle), device_kind="cpu")
+        found = re.search(r"feature %d of feature_order is \"x\", expected "
+                          r"'(\w+)'" % i, str(info.value))
+        assert found, str(info.value)
+        expected.append(found.group(1))
+    assert expected == cm.FEATURE_ORDER
     assert cm.NUM_FEATURES == 20
 
 

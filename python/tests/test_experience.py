@@ -114,6 +114,24 @@ def test_load_experience_reads_every_line(tmp_path):
     assert ex.load_experience(str(tmp_path / "empty.jsonl")) == []
 
 
+def test_load_experience_reads_what_the_planner_writes(tmp_path):
+    """The planner (C++) writes experience lines and load_experience() reads
+    them: both name the same fields, LINE_FIELDS and ENTRY_FIELDS."""
+    path = tmp_path / "experience.jsonl"
+    task = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "test", "neuroshard-plan", "Inputs",
+        "torchrec.json")
+    plan = _core.plan(task, devices=2, memory_gb=0.3,
+                      cost_model="analytical", device_kind="cpu",
+                      verify_top=3, verify_seconds=0, experience=str(path))
+    lines = ex.load_experience(str(path))
+    assert len(lines) == plan["verification"]["sets"] > 0
+    for line in lines:
+        assert set(line) == set(ex.LINE_FIELDS)
+        for entry in line["tables"]:
+            assert set(entry) == set(ex.ENTRY_FIELDS)
+
+
 def _set(line, path, value):
     """line with the field at `path` (keys and indices) set to value, or
     removed for value None."""
