@@ -31,8 +31,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from neuroshard import _core
 from neuroshard import bundle_meta as bm
-from neuroshard._core import NUM_ACCESS_BINS
+
+NUM_ACCESS_BINS = _core.NUM_ACCESS_BINS
 # The table features in the order the models read them (DESIGN §3).
 FEATURE_ORDER = ["rows", "dim", "pooling_factor"] + [
     "bin_%d" % i for i in range(NUM_ACCESS_BINS)

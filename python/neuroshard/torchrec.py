@@ -44,6 +44,7 @@ neuroshard.torchrec_plan.to_sharding_plan turns into one later.
 
 from typing import Any, Dict, Mapping, Optional, Sequence
 
+import neuroshard
 from neuroshard import _core
 from neuroshard import torchrec_plan
 
@@ -171,7 +172,7 @@ def plan(tables: Sequence[Any], topology: Any,
         raise TypeError("%s come%s from the topology" %
                         (", ".join(clash), "s" if len(clash) == 1 else ""))
     options.update(devices)
-    result = _core.plan(task, format="torchrec", **options)
+    result = neuroshard.plan(task, format="torchrec", **options)
     try:
         import torchrec.distributed.types  # noqa: F401
     except ImportError:
