@@ -9,7 +9,7 @@ pool (the cost model never saw those base tables), every algorithm planned
 by the C++ planner (neuroshard.plan, as `neuroshard-plan` plans) and priced
 by the same cost model.
 
-Settings (DESIGN §10, issue 7):
+Settings (docs/design.md §10, issue 7):
   4dev   10..60 tables on 4 devices
   8dev   20..120 tables on 8 devices
   scale  1000 tables on 64 devices (drawn with replacement: the test split
@@ -142,8 +142,8 @@ from neuroshard import table_pool as tp
 
 ALGORITHMS = ("neuroshard", "table-greedy-grid", "random", "size-greedy",
               "dim-greedy", "lookup-greedy", "size-lookup-greedy")
-# DESIGN §4's baselines. table-greedy-grid is NeuroShard's own search
-# without column splits (an ablation), reported against separately.
+# The baselines of docs/design.md §4. table-greedy-grid is NeuroShard's own
+# search without column splits (an ablation), reported against separately.
 BASELINES = ("random", "size-greedy", "dim-greedy", "lookup-greedy",
              "size-lookup-greedy")
 ABLATION = "table-greedy-grid"
@@ -603,8 +603,9 @@ def default_algorithm(algorithms: Sequence[str]) -> Optional[str]:
 
 def best_baseline(results: Dict[str, List[Dict]], algorithms: Sequence[str],
                   i: int) -> Optional[str]:
-    """The DESIGN §4 baseline whose plan for task `i` measured lowest (ties:
-    the first name in order), None where no baseline's plan was measured."""
+    """The baseline (docs/design.md §4) whose plan for task `i` measured
+    lowest (ties: the first name in order), None where no baseline's plan
+    was measured."""
     measured = [(results[a][i].get("measured_ms"), a) for a in algorithms
                 if a in BASELINES and
                 results[a][i].get("measured_ms") is not None]
@@ -929,10 +930,10 @@ def pairs_table(pairs: Sequence[Dict], algorithms: Sequence[str]) -> str:
     runs = ("the measurement's runs" if not judged else
             "%d more runs that timed only the sets of these three plans "
             "(--judge-repeats)" % judged)
-    lines.append("Best baseline = the DESIGN §4 baseline whose plan measured "
-                 "lowest on that task; a ratio below 1 is NeuroShard's "
-                 "default plan (%s) measuring faster. A ratio is the median "
-                 "over %s of the two plans' ratio in the "
+    lines.append("Best baseline = the baseline (docs/design.md §4) whose "
+                 "plan measured lowest on that task; a ratio below 1 is "
+                 "NeuroShard's default plan (%s) measuring faster. A ratio "
+                 "is the median over %s of the two plans' ratio in the "
                  "same run; in brackets, the lowest and highest of those "
                  "per-run ratios. A task where one of "
                  "the two has no plan has no ratio. Planning time = the "

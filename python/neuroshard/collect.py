@@ -3,7 +3,8 @@
 # Part of the NeuroShard project.
 #
 #===----------------------------------------------------------------------===#
-"""Measures compute-cost samples (DESIGN §6) by driving the C++ timing tool.
+"""Measures compute-cost samples (docs/design.md §6) by driving the C++
+timing tool.
 
 Sample k is a set of 1..15 tables from the pool's train split, with
 distinct base tables and a total size under a memory cap, drawn from

@@ -3,7 +3,8 @@
 # Part of the NeuroShard project.
 #
 #===----------------------------------------------------------------------===#
-"""The neural cost models of DESIGN §5 and the bundle the C++ planner loads.
+"""The neural cost models of docs/design.md §5 and the bundle the C++
+planner loads.
 
 A *bundle* is a directory holding
   compute.pt  ComputeCostModel: forward(features[M,20], shard_ids[M],
@@ -35,7 +36,7 @@ from neuroshard import _core
 from neuroshard import bundle_meta as bm
 
 NUM_ACCESS_BINS = _core.NUM_ACCESS_BINS
-# The table features in the order the models read them (DESIGN §3).
+# The table features in the order the models read them (docs/design.md §3).
 FEATURE_ORDER = ["rows", "dim", "pooling_factor"] + [
     "bin_%d" % i for i in range(NUM_ACCESS_BINS)
 ]
@@ -515,9 +516,9 @@ def load_compute_model(bundle_dir: str) -> ComputeCostModel:
 
 
 def _plausible_features(generator: torch.Generator, count: int) -> torch.Tensor:
-    """Random features in the ranges of DESIGN §6 (rows 1e2..1e7, dims 4..128,
-    heavy-tailed pooling, random histograms), to give an untrained bundle's
-    normalisation realistic statistics."""
+    """Random features in the ranges of docs/design.md §6 (rows 1e2..1e7,
+    dims 4..128, heavy-tailed pooling, random histograms), to give an
+    untrained bundle's normalisation realistic statistics."""
     uniform = lambda: torch.rand(count, generator=generator)
     rows = torch.pow(10.0, 2.0 + 5.0 * uniform()).round()
     dims = torch.pow(2.0, torch.randint(2, 8, (count,), generator=generator))

@@ -5,7 +5,7 @@
 #===----------------------------------------------------------------------===#
 """The PyTorch front end: turns the `nn.EmbeddingBag` modules of a model,
 together with sample batches of their inputs, into a NeuroShard MLIR module
-that `neuroshard-opt --neuroshard-shard` can shard (DESIGN §1).
+that `neuroshard-opt --neuroshard-shard` can shard (docs/design.md §1).
 
 Every `nn.EmbeddingBag` of the model, wherever it is nested (plain
 attributes, `nn.ModuleList`, `nn.ModuleDict`, ...), becomes one
@@ -17,9 +17,9 @@ statistics are measured from the samples the caller passes:
 
   rows, dim        the module's weight shape;
   pooling_factor   the mean bag length over all sample bags;
-  access_hist      the 17-bin histogram (DESIGN §3) of one batch of B bags:
-                   the C++ core's access_histogram of each sample batch's
-                   indices, averaged over the batches. Pooling several
+  access_hist      the 17-bin histogram (docs/design.md §3) of one batch of
+                   B bags: the C++ core's access_histogram of each sample
+                   batch's indices, averaged over the batches. Pooling several
                    batches' indices into one histogram would count rows as
                    hotter the more data was sampled, so it is never done.
 

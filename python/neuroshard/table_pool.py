@@ -4,7 +4,7 @@
 #
 #===----------------------------------------------------------------------===#
 """The pool of synthetic DLRM-like tables that cost data is measured on
-(DESIGN §6).
+(docs/design.md §6).
 
 Each *base table* gets, from (seed, base id) alone:
   rows            log-uniform over [1e2, 1e7];
@@ -12,8 +12,8 @@ Each *base table* gets, from (seed, base id) alone:
   skew            a Zipf exponent; the table's index stream draws ranks from a
                   bounded power law with that exponent and maps them to rows
                   through a random affine permutation (hot rows scattered);
-  access_hist     the 17-bin histogram (DESIGN §3) of that index stream,
-                  `sample_bags * pooling_factor` indices long.
+  access_hist     the 17-bin histogram (docs/design.md §3) of that index
+                  stream, `sample_bags * pooling_factor` indices long.
 The pool re-uses every base table at each width of POOL_DIMS (the access
 pattern does not depend on the width), and splits the base tables into a
 train and a disjoint test part.
@@ -141,7 +141,8 @@ def pool_fingerprint(pool: Dict) -> str:
 
 
 def pool_summary(pool: Dict) -> Dict:
-    """Aggregate statistics over the base tables, to compare with DESIGN §6."""
+    """Aggregate statistics over the base tables, to compare with
+    docs/design.md §6."""
     bases = {}
     for table in pool["tables"]:
         bases.setdefault(table["base"], table)
@@ -222,7 +223,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m neuroshard.table_pool",
         description="Generates the synthetic DLRM-like table pool that cost "
-        "data is collected on (DESIGN §6). Deterministic in its options.")
+        "data is collected on (docs/design.md §6). Deterministic in its "
+        "options.")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--base-tables", type=int, required=True,
                         help="base tables; the pool has one table per base "

@@ -15,7 +15,7 @@ described as TorchRec describes them, and a TorchRec `ShardingPlan` back.
 `embedding_dim` and optionally `data_type` (TorchRec's `DataType` or
 "fp32", "fp16", "bf16"), plus the statistics NeuroShard's cost models price
 and TorchRec does not keep: `access_hist`, the 17-bin access histogram of
-one batch of the table's indices (DESIGN §3; access_histogram of
+one batch of the table's indices (docs/design.md §3; access_histogram of
 neuroshard._core measures it), and `pooling_factor`, the mean number of
 indices per bag, unless the constraints give TorchRec's `pooling_factors`.
 

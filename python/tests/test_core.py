@@ -135,7 +135,7 @@ def test_random_refuses_what_it_cannot_draw():
 
 def design_hist(counts):
     """The histogram of a stream where distinct row r is hit counts[r]
-    times, written out from the DESIGN §3 rule."""
+    times, written out from the docs/design.md §3 rule."""
     expected = [0.0] * 17
     for count in counts:
         if count == 1:

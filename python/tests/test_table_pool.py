@@ -15,7 +15,7 @@ from neuroshard import table_pool as tp
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-# DESIGN §6: aggregate statistics of the public DLRM traces.
+# docs/design.md §6: aggregate statistics of the public DLRM traces.
 DLRM_HIST = [0.47, 0.15, 0.14, 0.11, 0.07, 0.03, 0.01]
 
 
