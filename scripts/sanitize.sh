@@ -14,9 +14,10 @@ BUILD_DIR=$BUILD_DIR bash scripts/build.sh -DNEUROSHARD_ENABLE_SANITIZERS=ON
 # (see NEUROSHARD_ENABLE_SANITIZERS in CMakeLists.txt); UBSan stops at the
 # first report (-fno-sanitize-recover) and prints where.
 export UBSAN_OPTIONS=print_stacktrace=1
-# Every test but neuroshard-python-pytest: its tests exercise Python code
-# (table pools, training, reports), which no sanitizer instruments, and
-# would spend most of the time training models; the Python tests that run
-# the built tools on random modules (neuroshard-differential) do run.
+# Every test but neuroshard-python-pytest and neuroshard-bench-pytest: their
+# tests exercise Python code (table pools, training, reports, the
+# evaluation harness), which no sanitizer instruments, and would spend most
+# of the time training models; the Python tests that run the built tools on
+# random modules (neuroshard-differential) do run.
 ctest --test-dir "$BUILD_DIR" -j"$(nproc)" --output-on-failure \
-  -E '^neuroshard-python-pytest$' "$@"
+  -E '^neuroshard-(python|bench)-pytest$' "$@"
