@@ -19,13 +19,15 @@ set(NEUROSHARD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/NeuroShard)
 
 # Each part: <target> <exported name> ... Later parts link earlier ones.
 set(part_Planner
+  NeuroShardHostInfo HostInfo
   NeuroShardSupport Support
   NeuroShardSharding Sharding
   NeuroShardCostModelCore CostModelCore
   NeuroShardAvailableCostModels CostModel
   NeuroShardPlanner Planner)
 set(part_Runtime
-  NeuroShardRuntime Runtime)
+  NeuroShardRuntime Runtime
+  NeuroShardSelection Selection)
 set(part_Dialect
   MLIRNeuroShardDialect Dialect
   MLIRNeuroShardSPMD SPMD

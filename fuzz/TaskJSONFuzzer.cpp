@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
-#include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/TaskIO.h"
 #include "neuroshard/Sharding/Problem.h"
 
 #include "llvm/Support/Error.h"

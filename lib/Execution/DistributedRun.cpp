@@ -8,7 +8,7 @@
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Execution/CompiledModel.h"
 #include "neuroshard/Runtime/MPI/MPIExchange.h"
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Statistics.h"
 #include "neuroshard/Support/Units.h"
 #include "neuroshard/Transforms/Passes.h"
 

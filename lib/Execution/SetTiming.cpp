@@ -7,11 +7,11 @@
 #include "neuroshard/Execution/SetTiming.h"
 
 #include "neuroshard/Execution/CPUKernelCalls.h"
-#include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/MemoryBudget.h"
-#include "neuroshard/Runtime/Statistics.h"
 #include "neuroshard/Runtime/Threads.h"
+#include "neuroshard/Support/HostInfo.h"
+#include "neuroshard/Support/Statistics.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -6,7 +6,7 @@
 
 #include "neuroshard/Planner/PlanEvaluation.h"
 #include "neuroshard/CostModel/CostModel.h"
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Statistics.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"

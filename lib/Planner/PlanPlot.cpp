@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Planner/PlanPlot.h"
-#include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/PlanReport.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"

@@ -179,8 +179,9 @@ static Error checkFiniteCost(const PlanCost &plan) {
   for (auto [d, cost] : enumerate(plan.devices))
     if (!std::isfinite(cost.totalMs()) || !std::isfinite(plan.maxMs))
       return infeasible(formatv(
-          "the cost model priced device {0} at {1} ms (compute {2}, bw comm "
-          "{3}, fw comm {4}); check the tables' pooling factors, the batch "
+          "the cost model priced device {0} at {1} ms (compute {2}, backward "
+          "exchange {3}, forward exchange {4}); check the tables' pooling "
+          "factors, the batch "
           "size and the bandwidths",
           d, format("%g", cost.totalMs()), format("%g", cost.computeMs),
           format("%g", cost.bwCommMs), format("%g", cost.fwCommMs)));
@@ -621,6 +622,8 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
   result.searched = false;
   if (Error err = addExpectedSlowest(result, tables, topology, model))
     return std::move(err);
+  if (Error err = addTableCosts(result, tables, model))
+    return std::move(err);
   result.stats.timeMs = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - start)
                             .count();
@@ -634,6 +637,24 @@ Error addExpectedSlowest(PlanResult &result, ArrayRef<TableSpec> tables,
   if (!expected)
     return expected.takeError();
   result.expected = std::move(*expected);
+  return Error::success();
+}
+
+Error addTableCosts(PlanResult &result, ArrayRef<TableSpec> tables,
+                    CostModel &model) {
+  std::vector<ColumnSlice> pieces;
+  for (const Shard &shard : result.plan.shards)
+    pieces.push_back(shard.slice());
+  std::vector<ArrayRef<ColumnSlice>> sets;
+  for (const ColumnSlice &piece : pieces)
+    sets.push_back(ArrayRef<ColumnSlice>(piece));
+  std::vector<double> costs(sets.size());
+  if (!sets.empty())
+    if (Error err = model.predictCompute(sets, costs))
+      return err;
+  result.tableComputeMs.assign(tables.size(), 0.0);
+  for (auto [piece, cost] : zip_equal(pieces, costs))
+    result.tableComputeMs[piece.table] += cost;
   return Error::success();
 }
 

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Planner/TopologyOptions.h"
-#include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/TaskIO.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"

@@ -273,6 +273,16 @@ std::vector<uint64_t> deviceMemoryBytes(ArrayRef<TableSpec> tables,
   return used;
 }
 
+std::vector<uint64_t> tableMemoryBytes(ArrayRef<TableSpec> tables,
+                                       const Topology &topology,
+                                       const ShardingPlan &plan) {
+  std::vector<uint64_t> used(tables.size(), 0);
+  for (const Shard &shard : plan.shards)
+    used[shard.table] += topology.shardBytes(
+        tables[shard.table], shard.width(), shard.numRows(tables[shard.table]));
+  return used;
+}
+
 std::vector<uint64_t> deviceWeightBytes(ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const ShardingPlan &plan) {

@@ -7,6 +7,7 @@
 #include "neuroshard/Support/Version.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -17,8 +18,10 @@ using namespace llvm;
 const char *neuroshard::projectVersion() { return NEUROSHARD_VERSION; }
 
 void neuroshard::addVersionPrinter() {
-  llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
-    os << "NeuroShard " << projectVersion() << "\n";
+  // The project first; the LLVM it was built with after it.
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "NeuroShard " << projectVersion() << "\n"
+       << "  built with LLVM version " << LLVM_VERSION_STRING << "\n";
   });
 }
 

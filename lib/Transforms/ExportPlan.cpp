@@ -11,6 +11,7 @@
 
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/PlanPlot.h"
+#include "neuroshard/Planner/PlanReport.h"
 #include "neuroshard/Support/FileIO.h"
 #include "neuroshard/Transforms/Passes.h"
 #include "neuroshard/Transforms/PlanAnnotation.h"

@@ -18,7 +18,6 @@
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
-#include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Planner/TopologyOptions.h"
 #include "neuroshard/Sharding/AccessEstimate.h"

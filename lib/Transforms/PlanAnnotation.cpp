@@ -241,6 +241,9 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
               b.getNamedAttr("greedy_runs", count(stats.greedyRuns)),
           })),
   });
+  if (!result.tableComputeMs.empty())
+    entries.push_back(b.getNamedAttr(
+        "table_compute_ms", b.getDenseF64ArrayAttr(result.tableComputeMs)));
   if (const std::optional<::neuroshard::ExpectedSlowest> &expected =
           result.expected)
     entries.push_back(b.getNamedAttr(
@@ -565,6 +568,15 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
       failed(states) || failed(greedy))
     return failure();
   result.stats = {*timeMs, *queries, *hits, *calls, *states, *greedy};
+  if (auto tableCosts = record.get("table_compute_ms")) {
+    auto costs = dyn_cast<DenseF64ArrayAttr>(tableCosts);
+    if (!costs || costs.size() != static_cast<int64_t>(plan.tables.size()))
+      return fields.fail() << " has a 'table_compute_ms' that is not an "
+                              "array<f64> of one cost per table ("
+                           << plan.tables.size() << ")";
+    result.tableComputeMs.assign(costs.asArrayRef().begin(),
+                                 costs.asArrayRef().end());
+  }
   if (auto expected = record.getAs<DictionaryAttr>("expected")) {
     RecordReader figures(module, expected, "its 'expected'");
     FailureOr<double> computeMs = figures.number("compute_ms");

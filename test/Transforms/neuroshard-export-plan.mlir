@@ -34,7 +34,8 @@
 
 // TABLE: NeuroShard plan: table-greedy-grid on 2 devices, cost {{[0-9.]+}} ms
 // TABLE-NEXT: cost model: analytical bandwidth model (HBM 897 GB/s, intra-node 600 GB/s, batch 16, backward = 2 x forward)
-// TABLE: * busiest device. search: {{.*}}, 1 states explored, 12 greedy runs
+// TABLE: *         the slowest device: its total is the plan's cost
+// TABLE: search: {{.*}}, 1 states explored, 12 greedy runs
 
 // TORCHREC: "format": "neuroshard-torchrec-1",
 // TORCHREC: "a": {

@@ -9,7 +9,7 @@
 
 // Three whole tables on two devices: each table gets one shard, each device
 // one fused lookup, and every result comes back through the exchange.
-// CHECK-LABEL: module attributes {neuroshard.plan = {algorithm = "table-greedy-grid", cost_model = "analytical", cost_model_description = "analytical bandwidth model ({{.*}}batch 16{{.*}})", cost_ms = {{.*}}, optimizer = "sgd", per_device = [{bw_comm_ms = {{.*}}, device = 0 : i64, {{.*}}}, {{{.*}}device = 1 : i64{{.*}}}], reserved_fraction = 0.000000e+00 : f64, search = {cache_hits = {{[0-9]+}} : i64, cost_queries = {{[0-9]+}} : i64, greedy_runs = 12 : i64, model_calls = {{[0-9]+}} : i64, states_explored = 1 : i64, time_ms = {{.*}}}, warnings = []}
+// CHECK-LABEL: module attributes {neuroshard.plan = {algorithm = "table-greedy-grid", cost_model = "analytical", cost_model_description = "analytical bandwidth model ({{.*}}batch 16{{.*}})", cost_ms = {{.*}}, optimizer = "sgd", per_device = [{bw_comm_ms = {{.*}}, device = 0 : i64, {{.*}}}, {{{.*}}device = 1 : i64{{.*}}}], reserved_fraction = 0.000000e+00 : f64, search = {cache_hits = {{[0-9]+}} : i64, cost_queries = {{[0-9]+}} : i64, greedy_runs = 12 : i64, model_calls = {{[0-9]+}} : i64, states_explored = 1 : i64, time_ms = {{.*}}}, table_compute_ms = array<f64: {{.*}}>, warnings = []}
 // CHECK: neuroshard.table @a : rows 1000, dim 64, f32 shards [#neuroshard.shard<cols = 0 to 64, device = [[DA:[01]]]>]
 // CHECK: neuroshard.table @b : rows 1000, dim 32, f32 shards [#neuroshard.shard<cols = 0 to 32, device = [[DB:[01]]]>]
 // CHECK: neuroshard.table @c : rows 1000, dim 32, f32 shards [#neuroshard.shard<cols = 0 to 32, device = [[DC:[01]]]>]

@@ -34,13 +34,13 @@
 
 #include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/Arena.h"
-#include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Runtime/KernelABI.h"
 #include "neuroshard/Runtime/MemoryBudget.h"
-#include "neuroshard/Runtime/Statistics.h"
 #include "neuroshard/Sharding/TableRules.h"
 #include "neuroshard/Support/FileIO.h"
+#include "neuroshard/Support/HostInfo.h"
+#include "neuroshard/Support/Statistics.h"
 #include "neuroshard/Support/Version.h"
 
 #include "llvm/Support/CommandLine.h"

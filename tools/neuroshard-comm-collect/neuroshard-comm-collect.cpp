@@ -26,9 +26,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/HostInfo.h"
+#include "neuroshard/Support/Statistics.h"
 #include "neuroshard/Support/Version.h"
 
 #include "llvm/Support/CommandLine.h"

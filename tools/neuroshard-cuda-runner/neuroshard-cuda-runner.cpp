@@ -22,7 +22,7 @@
 
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #include "neuroshard/Runtime/KernelABI.h"
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Statistics.h"
 #include "neuroshard/Support/Units.h"
 
 #include <algorithm>

@@ -15,7 +15,7 @@
 
 #include "neuroshard/Execution/CPUKernelCalls.h"
 #include "neuroshard/Runtime/KernelABI.h"
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Statistics.h"
 
 #include <torch/torch.h>
 

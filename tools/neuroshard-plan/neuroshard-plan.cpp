@@ -15,8 +15,10 @@
 #include "neuroshard/Execution/SetTiming.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/PlanPlot.h"
-#include "neuroshard/Planner/PlanVerification.h"
+#include "neuroshard/Planner/PlanReport.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Planner/TaskIO.h"
+#include "neuroshard/Selection/PlanVerification.h"
 #include "neuroshard/Support/FileIO.h"
 #include "neuroshard/Support/Version.h"
 
@@ -33,7 +35,7 @@ static cl::OptionCategory category("neuroshard-plan options");
 
 static cl::opt<std::string> inputPath(cl::Positional,
                                       cl::desc("<task.json> (- for stdin)"),
-                                      cl::init("-"), cl::cat(category));
+                                      cl::cat(category));
 static cl::opt<unsigned>
     devices("devices",
             cl::desc("Number of devices (default: the task's topology, else "
@@ -246,7 +248,8 @@ static cl::opt<std::string> pricePath(
              "checked and printed as a plan the search made"),
     cl::value_desc("plan.json"), cl::cat(category));
 static cl::opt<std::string>
-    outputPath("output", cl::desc("Output file (default: stdout)"),
+    outputPath("output",
+               cl::desc("Output file (default: stdout); -o for short"),
                cl::value_desc("file"), cl::init("-"), cl::cat(category));
 static cl::alias outputAlias("o", cl::desc("Alias for --output"),
                              cl::aliasopt(outputPath), cl::cat(category));
@@ -403,6 +406,13 @@ int main(int argc, char **argv) {
   ::neuroshard::addDocumentationHelp("planner.md");
   cl::ParseCommandLineOptions(argc, argv,
                               "NeuroShard embedding table sharding planner\n");
+  // With no task named, say how to name one rather than wait on a terminal.
+  if (inputPath.empty()) {
+    errs() << "usage: neuroshard-plan [options] <task.json>\n"
+              "  '-' reads the task from standard input; --help lists the "
+              "options\n";
+    return 1;
+  }
   if (Error err = run()) {
     WithColor::error(errs(), "neuroshard-plan")
         << toString(std::move(err)) << "\n";

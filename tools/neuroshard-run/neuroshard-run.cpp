@@ -15,7 +15,7 @@
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Execution/CompiledModel.h"
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Statistics.h"
 #ifdef NEUROSHARD_HAS_MPI
 #include "Distributed.h"
 #endif

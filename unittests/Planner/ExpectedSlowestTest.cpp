@@ -14,8 +14,8 @@
 
 #include "neuroshard/Planner/PlanEvaluation.h"
 #include "neuroshard/Planner/PlanIO.h"
-#include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Selection/PlanVerification.h"
 
 #include "gtest/gtest.h"
 

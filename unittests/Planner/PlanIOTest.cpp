@@ -8,6 +8,8 @@
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/PlanReport.h"
+#include "neuroshard/Planner/TaskIO.h"
 
 #include "llvm/Support/JSON.h"
 #include "gtest/gtest.h"
@@ -184,11 +186,17 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   for (const auto &entry : plan)
     keys.push_back(entry.first.str());
   llvm::sort(keys);
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "algorithm", "cost_model", "cost_ms", "device_kind",
-                      "devices", "devices_per_node", "imbalance", "nodes",
-                      "optimizer", "per_device", "reserved_fraction", "search",
-                      "sharding_types", "shards", "warnings"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{
+                "algorithm", "cost_model", "cost_ms", "device_kind", "devices",
+                "devices_per_node", "imbalance", "nodes", "optimizer",
+                "per_device", "per_table", "reserved_fraction", "search",
+                "sharding_types", "shards", "slowest_device", "warnings"}));
+  EXPECT_EQ(plan.getInteger("slowest_device"),
+            int64_t(slowestDevice(result.cost)));
+  const json::Array &perTable = *plan.getArray("per_table");
+  ASSERT_EQ(perTable.size(), tables.size());
+  EXPECT_EQ(perTable[0].getAsObject()->getString("name"), tables[0].name);
   EXPECT_EQ(plan.getString("algorithm"), "table-greedy-grid");
   EXPECT_EQ(plan.getString("cost_model"), "analytical");
   EXPECT_EQ(plan.getInteger("devices"), 2);
@@ -243,6 +251,22 @@ TEST_F(PlanOutputTest, PrintsOneRowPerDevice) {
   EXPECT_NE(text.find("user[0:32], geo\n"), std::string::npos) << text;
   EXPECT_NE(text.find("user[32:64], item\n"), std::string::npos) << text;
   EXPECT_NE(text.find(" / 1.00"), std::string::npos) << text;
+}
+
+// The star marks the device whose total is the plan's cost, which need not
+// be the busiest: device 1 computes less but waits for device 0 at the
+// forward exchange and then has the longer exchange of its own.
+TEST_F(PlanOutputTest, MarksTheDeviceWhoseTotalIsTheCost) {
+  result.cost.devices = {{1.2, 0.0, 0.01}, {0.5, 0.0, 1.3}};
+  result.cost.maxMs = 1.8;
+  EXPECT_EQ(slowestDevice(result.cost), 1u);
+  EXPECT_EQ(planImbalance(result.cost).busiestDevice, 0u);
+  std::string text;
+  raw_string_ostream os(text);
+  printPlanTable(os, tables, topology, result);
+  EXPECT_NE(text.find("1.8000*"), std::string::npos) << text;
+  EXPECT_EQ(text.find("1.2100*"), std::string::npos) << text;
+  EXPECT_NE(text.find("the busiest device (0)"), std::string::npos) << text;
 }
 
 // Both formats the planner writes read back as the plan they describe.

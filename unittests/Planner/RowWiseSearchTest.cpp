@@ -16,6 +16,7 @@
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Planner/TaskIO.h"
 #include "neuroshard/Sharding/Traffic.h"
 
 #include "llvm/Support/raw_ostream.h"

@@ -6,7 +6,7 @@
 
 #include "TestProblems.h"
 
-#include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/TaskIO.h"
 #include "neuroshard/Planner/TopologyOptions.h"
 
 #include "llvm/Support/FormatVariadic.h"

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The SetTimer that measured selection (Planner/PlanVerification.h) uses on
+// The SetTimer that measured selection (Selection/PlanVerification.h) uses on
 // a CPU: each device set runs as one fused forward and backward-SGD call of
 // the generic kernels, on index streams generated from its tables'
 // statistics, after a cache flush, as neuroshard-collect times the samples
@@ -15,7 +15,7 @@
 #ifndef NEUROSHARD_EXECUTION_SETTIMING_H
 #define NEUROSHARD_EXECUTION_SETTIMING_H
 
-#include "neuroshard/Planner/PlanVerification.h"
+#include "neuroshard/Selection/PlanVerification.h"
 
 #include "llvm/Support/Error.h"
 

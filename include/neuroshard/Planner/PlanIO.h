@@ -1,29 +1,13 @@
-//===- PlanIO.h - Task JSON in, plan JSON and tables out --------*- C++ -*-===//
+//===- PlanIO.h - Plans read from and written to files ----------*- C++ -*-===//
 //
 // Part of the NeuroShard project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The file formats of neuroshard-plan, shared with the sharding pass so that
-// both report plans identically (docs/planner.md documents the schemas).
-//
-// Task input:
-//   {"batch_size": 65536,                       (optional)
-//    "topology": {"devices": 16, "nodes": 2,    (optional, every field too)
-//                 "devices_per_node": 8, "memory_gb": 80 or [80, ...],
-//                 "hbm_gbps": 897, "intra_node_gbps": 600,
-//                 "inter_node_gbps": 50},
-//    "tables": [{"name": "t0", "rows": 100000, "dim": 64,
-//                "dtype": "f32",                 (optional: f32 f16 bf16 f64
-//                                                 i8)
-//                "pooling_factor": 12.5,
-//                "access_hist": [17 numbers],    (optional; or "zipf_alpha")
-//                "hist_batch_size": 4096,        (optional: the batch the
-//                                                 histogram describes)
-//                "pinned_device": 0,             (optional constraint)
-//                "no_split": true}, ...]}        (optional constraint)
-//
-// Plan output: see writePlanJSON.
+// The plan formats of neuroshard-plan, shared with the sharding pass so that
+// both write plans identically (docs/planner.md documents the schemas):
+// NeuroShard's plan JSON and TorchRec's ParameterSharding terms, read back
+// by the importers. Tasks are TaskIO.h's; the readable table PlanReport.h's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,55 +15,15 @@
 #define NEUROSHARD_PLANNER_PLANIO_H
 
 #include "neuroshard/Planner/Search.h"
-#include "neuroshard/Planner/TopologyOptions.h"
-#include "neuroshard/Sharding/AccessEstimate.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
-#include <vector>
+#include <string>
 
 namespace neuroshard {
-
-/// Where a task takes one feature's access histogram from: the histogram it
-/// gives and the batch size that histogram describes (nothing: the batch
-/// the task is planned at), or, when it gives none, the skew of the power
-/// law its index stream follows.
-struct HistogramSource {
-  std::optional<AccessBins> given;
-  std::optional<int64_t> batchSize;
-  double zipfAlpha = kDefaultZipfAlpha;
-};
-
-/// A task as read from JSON: the tables and, if given, the batch size and
-/// what it says of the devices (makeTopology resolves it with a front end's
-/// options). The tables' histograms describe one batch of the task's batch
-/// size (of the default batch when the task gives none) until
-/// setHistogramBatch carries them to another.
-struct PlanningTask {
-  std::vector<TableSpec> tables;
-  std::optional<int64_t> batchSize;
-  TopologyDescription topology;
-  /// Per table, per feature (the table's own first).
-  std::vector<std::vector<HistogramSource>> histograms;
-  /// The batch size the tables' histograms describe now.
-  int64_t histogramBatch = 0;
-};
-
-/// Sets every feature's access histogram to one of a batch of `batchSize`
-/// bags: derived from its skew, carried from the batch it was given for
-/// (rescaleAccessHistogram), or as given when it describes that batch or
-/// names none. Front ends call it once they know the batch they plan for;
-/// the batch the histograms already describe costs nothing.
-llvm::Error setHistogramBatch(PlanningTask &task, int64_t batchSize);
-
-/// Parses a task. Errors name the field, the table (by index and name) and
-/// the offending value; unknown fields are errors so that typos surface.
-llvm::Expected<PlanningTask> parseTaskJSON(llvm::StringRef text);
-/// Reads and parses a task file ("-" reads stdin).
-llvm::Expected<PlanningTask> readTaskFile(llvm::StringRef path);
 
 /// A plan as a file gives it: where every shard lives, the device count it
 /// was made for and, if the file names it, the algorithm that made it.
@@ -110,12 +54,6 @@ llvm::Expected<PlanFile> readPlanFile(llvm::StringRef path,
 llvm::Error validatePlanFile(llvm::ArrayRef<TableSpec> tables,
                              const Topology &topology, const PlanFile &plan);
 
-/// Parses device memory capacities in GB written as one number or a comma
-/// list ("16" or "16,16,8,8"), as the `memory-gb` option of the tools and the
-/// pass takes them. Fails, naming the entry, for the first one that is not a
-/// number or breaks checkCapacityGB (TableRules.h).
-llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
-
 /// Writes the plan as
 ///   {"algorithm", "cost_model", "warnings", "devices", "nodes",
 ///    "devices_per_node", "optimizer",
@@ -125,31 +63,19 @@ llvm::Expected<std::vector<double>> parseMemoryGBList(llvm::StringRef list);
 ///                    "bw_comm_ms", "fw_comm_ms", "total_ms",
 ///                    "shards": [indices]}],
 ///    "shards": [{"table", "col_begin", "col_end", "device"}],
+///    "sharding_types": {"<table>": "<type>"},
+///    "slowest_device",
+///    "per_table": [{"name", "sharding_type", "memory_gb", "compute_ms"}],
 ///    "search": {"time_ms", "cost_queries", "cache_hits",
 ///               "states_explored"}}
 /// where "memory_used_gb" is the memory the device's shards take (weights
 /// and optimizer state), "weights_gb" their weights alone, "capacity_gb"
 /// the device's memory and "usable_gb" what plans may fill of it (the names
 /// the IR's plan attribute uses too, but for usable_gb), "table" is the
-/// table name and "cost_ms" the maximum "total_ms". Real numbers are written
-/// How long each device of a priced plan waits at the forward exchange for
-/// the device that reaches it last (a part of its fwCommMs, by the cost
-/// model contract): the latest compute + backward exchange minus its own.
-std::vector<double> stragglerWaitMs(const PlanCost &cost);
-
-/// How unevenly a plan loads its devices, without the waits that even out
-/// their totals: busy time is a device's total minus its wait.
-struct Imbalance {
-  /// The busiest device's busy time over the mean busy time.
-  double busy = 1.0;
-  /// ... over the least busy device's (infinite when one is idle).
-  double busyOverLeast = 1.0;
-  /// The largest compute time over the mean.
-  double compute = 1.0;
-  unsigned busiestDevice = 0;
-};
-Imbalance planImbalance(const PlanCost &cost);
-
+/// table name, "cost_ms" the maximum "total_ms" and "slowest_device" the
+/// first device whose total it is; a table's "compute_ms" (where the
+/// result has it, PlanResult::tableComputeMs) is its pieces' kernels priced
+/// alone. Real numbers are written
 /// with 6 significant digits.
 void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result);
@@ -168,17 +94,6 @@ void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
 /// uses cuda:R, as DistributedModelParallel does with one GPU per process.
 void writeTorchRecPlan(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                        const Topology &topology, const PlanResult &result);
-
-/// Prints the same plan as a readable per-device table (one row per device:
-/// memory used / capacity and its percentage, the cost terms with the
-/// straggler wait apart, the shards placed there), the imbalance
-/// (planImbalance) and total memory use, with `perTable` one row per table
-/// (size, pooling factor, where its columns are), then the search
-/// statistics. The cost model's warnings are printed above the devices only
-/// `withWarnings`: the tools report them once, on stderr or as diagnostics.
-void printPlanTable(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
-                    const Topology &topology, const PlanResult &result,
-                    bool perTable = false, bool withWarnings = false);
 
 } // namespace neuroshard
 

@@ -304,15 +304,22 @@ struct PlanResult {
   /// The slowest device `plan` is expected to measure, when the model
   /// records its held-out error (expectedSlowestDevice).
   std::optional<ExpectedSlowest> expected;
+  /// Per table, in the order of the tables: the compute cost of its pieces,
+  /// each priced alone by the model, summed (addTableCosts); empty where
+  /// the plan was not priced so (a plan read back from IR).
+  std::vector<double> tableComputeMs;
   /// Set when the candidates were measured and `plan` is the one that
   /// measured fastest.
   std::optional<PlanVerification> verification;
   /// Set when the candidates' device sets were written for timing on
-  /// another machine (RecordedTimings.h) rather than verified here: the
-  /// directory and the number of distinct sets.
+  /// another machine (Selection/RecordedTimings.h) rather than verified
+  /// here: the directory, the number of distinct sets, and the names in it
+  /// of the runner's manifest, of the samples it is to write and of the
+  /// kernels the manifest names.
   struct SetExport {
     std::string dir;
     size_t sets = 0;
+    std::string manifest, samples, kernels;
   };
   std::optional<SetExport> exported;
 };
@@ -343,6 +350,11 @@ llvm::Expected<PlanResult> pricePlan(llvm::ArrayRef<TableSpec> tables,
 llvm::Error addExpectedSlowest(PlanResult &result,
                                llvm::ArrayRef<TableSpec> tables,
                                const Topology &topology, CostModel &model);
+
+/// Sets result.tableComputeMs: each table's pieces of result.plan priced
+/// alone by `model`, which the search (or pricePlan) prepared for `tables`.
+llvm::Error addTableCosts(PlanResult &result, llvm::ArrayRef<TableSpec> tables,
+                          CostModel &model);
 
 /// The name reports give the plan's origin: its algorithm's name, or
 /// "given" for a priced plan that names none.

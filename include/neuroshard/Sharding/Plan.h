@@ -85,6 +85,12 @@ std::vector<uint64_t> deviceMemoryBytes(llvm::ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const ShardingPlan &plan);
 
+/// Bytes each table's shards take over all devices, replicas counted once
+/// per device: weights and optimizer state.
+std::vector<uint64_t> tableMemoryBytes(llvm::ArrayRef<TableSpec> tables,
+                                       const Topology &topology,
+                                       const ShardingPlan &plan);
+
 /// Bytes of the weights alone placed on each device.
 std::vector<uint64_t> deviceWeightBytes(llvm::ArrayRef<TableSpec> tables,
                                         const Topology &topology,

@@ -16,7 +16,8 @@ namespace neuroshard {
 /// The project's version (CMake's PROJECT_VERSION), e.g. "0.4.0".
 const char *projectVersion();
 
-/// Makes `--version` print "NeuroShard <version>" after LLVM's own lines.
+/// Makes `--version` print "NeuroShard <version>" first, then the version of
+/// LLVM the tool was built with.
 /// Call before parsing the command line.
 void addVersionPrinter();
 

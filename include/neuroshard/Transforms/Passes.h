@@ -9,8 +9,8 @@
 
 // The defaults of the planning options are the planner's.
 #include "neuroshard/CostModel/CostModelFactory.h"
-#include "neuroshard/Planner/PlanVerification.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Selection/PlanVerification.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

@@ -16,8 +16,10 @@
 
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Planner/PlanIO.h"
-#include "neuroshard/Planner/PlanVerification.h"
+#include "neuroshard/Planner/PlanReport.h"
 #include "neuroshard/Planner/Search.h"
+#include "neuroshard/Planner/TaskIO.h"
+#include "neuroshard/Selection/PlanVerification.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

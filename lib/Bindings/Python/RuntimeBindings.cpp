@@ -13,9 +13,9 @@
 
 #include "Bindings.h"
 
-#include "neuroshard/Runtime/HostInfo.h"
 #include "neuroshard/Runtime/InputGenerator.h"
 #include "neuroshard/Sharding/TableRules.h"
+#include "neuroshard/Support/HostInfo.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

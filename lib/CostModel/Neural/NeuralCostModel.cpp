@@ -21,7 +21,7 @@
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
-#include "neuroshard/Runtime/HostInfo.h"
+#include "neuroshard/Support/HostInfo.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"

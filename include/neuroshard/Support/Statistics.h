@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_RUNTIME_STATISTICS_H
-#define NEUROSHARD_RUNTIME_STATISTICS_H
+#ifndef NEUROSHARD_SUPPORT_STATISTICS_H
+#define NEUROSHARD_SUPPORT_STATISTICS_H
 
 #include <algorithm>
 #include <chrono>
@@ -169,4 +169,4 @@ double maxRelativeDifference(const A &a, const B &b) {
 } // namespace runtime
 } // namespace neuroshard
 
-#endif // NEUROSHARD_RUNTIME_STATISTICS_H
+#endif // NEUROSHARD_SUPPORT_STATISTICS_H

@@ -14,8 +14,8 @@
 
 #include "PlannerTestSupport.h"
 
-#include "neuroshard/Planner/RecordedTimings.h"
 #include "neuroshard/Runtime/LaunchManifest.h"
+#include "neuroshard/Selection/RecordedTimings.h"
 #include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"

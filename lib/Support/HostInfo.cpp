@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Runtime/HostInfo.h"
+#include "neuroshard/Support/HostInfo.h"
 
 #include <algorithm>
 #include <fstream>

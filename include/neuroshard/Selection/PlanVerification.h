@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_PLANNER_PLANVERIFICATION_H
-#define NEUROSHARD_PLANNER_PLANVERIFICATION_H
+#ifndef NEUROSHARD_SELECTION_PLANVERIFICATION_H
+#define NEUROSHARD_SELECTION_PLANVERIFICATION_H
 
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Planner/TopologyOptions.h"
@@ -322,11 +322,6 @@ planWithVerification(llvm::ArrayRef<TableSpec> tables, const Topology &topology,
                      SearchOptions search, CostModel &model,
                      const VerifyRequest &request, OptionSpelling spell);
 
-/// "chosen: table-greedy-grid, measured 3.02 ms against 3.41 ms for the
-/// model's choice (neuroshard), which it predicted at 2.71 ms", or why the
-/// model's choice stood.
-std::string describeVerification(const PlanVerification &verification);
-
 } // namespace neuroshard
 
-#endif // NEUROSHARD_PLANNER_PLANVERIFICATION_H
+#endif // NEUROSHARD_SELECTION_PLANVERIFICATION_H

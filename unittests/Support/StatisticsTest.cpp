@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Support/Statistics.h"
 
 #include "gtest/gtest.h"
 

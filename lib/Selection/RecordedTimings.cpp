@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Planner/RecordedTimings.h"
+#include "neuroshard/Selection/RecordedTimings.h"
 
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/Runtime/KernelABI.h"

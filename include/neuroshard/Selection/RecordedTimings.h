@@ -23,10 +23,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_PLANNER_RECORDEDTIMINGS_H
-#define NEUROSHARD_PLANNER_RECORDEDTIMINGS_H
+#ifndef NEUROSHARD_SELECTION_RECORDEDTIMINGS_H
+#define NEUROSHARD_SELECTION_RECORDEDTIMINGS_H
 
-#include "neuroshard/Planner/PlanVerification.h"
+#include "neuroshard/Selection/PlanVerification.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -126,4 +126,4 @@ RecordedSetTimer::SetKey setKey(llvm::ArrayRef<TableSpec> tables,
 
 } // namespace neuroshard
 
-#endif // NEUROSHARD_PLANNER_RECORDEDTIMINGS_H
+#endif // NEUROSHARD_SELECTION_RECORDEDTIMINGS_H

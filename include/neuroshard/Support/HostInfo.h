@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NEUROSHARD_RUNTIME_HOSTINFO_H
-#define NEUROSHARD_RUNTIME_HOSTINFO_H
+#ifndef NEUROSHARD_SUPPORT_HOSTINFO_H
+#define NEUROSHARD_SUPPORT_HOSTINFO_H
 
 #include <cstdint>
 #include <optional>
@@ -60,4 +60,4 @@ std::vector<std::pair<std::string, int64_t>> hostCachesKB(
 
 } // namespace neuroshard
 
-#endif // NEUROSHARD_RUNTIME_HOSTINFO_H
+#endif // NEUROSHARD_SUPPORT_HOSTINFO_H

@@ -15,7 +15,8 @@
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
-#include "neuroshard/Planner/PlanVerification.h"
+#include "neuroshard/Planner/PlanReport.h"
+#include "neuroshard/Selection/PlanVerification.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"

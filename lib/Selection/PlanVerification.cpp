@@ -4,14 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "neuroshard/Planner/PlanVerification.h"
+#include "neuroshard/Selection/PlanVerification.h"
 
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Planner/PlanEvaluation.h"
-#include "neuroshard/Planner/RecordedTimings.h"
-#include "neuroshard/Runtime/Statistics.h"
+#include "neuroshard/Selection/RecordedTimings.h"
 #include "neuroshard/Sharding/Traffic.h"
+#include "neuroshard/Support/Statistics.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -699,7 +699,9 @@ planAndVerify(ArrayRef<TableSpec> tables, const Topology &topology,
         writeCandidateSets(request.exportDir, tables, topology, model, *result);
     if (!written)
       return written.takeError();
-    result->exported = PlanResult::SetExport{request.exportDir, *written};
+    result->exported =
+        PlanResult::SetExport{request.exportDir, *written, kSetsManifestName,
+                              kSetSamplesName, kSetKernelsName};
     return result;
   }
   if (!elsewhere && !model.describesThisHost())
@@ -746,110 +748,9 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
     return result;
   if (Error err = addExpectedSlowest(*result, tables, topology, model))
     return std::move(err);
+  if (Error err = addTableCosts(*result, tables, model))
+    return std::move(err);
   return result;
-}
-
-std::string describeVerification(const PlanVerification &verification) {
-  const CandidateMeasurement &chosen =
-      verification.candidates[verification.chosen];
-  const CandidateMeasurement &incumbent =
-      verification.candidates[verification.incumbent];
-  auto rounds = [&](const CandidateMeasurement &candidate) {
-    return formatv("{0}% faster on the rounds' geometric mean ({1}% in the "
-                   "median round, faster in {2} of {3} rounds)",
-                   format("%.1f", 100.0 * (1.0 - candidate.meanRatio)),
-                   format("%.1f", 100.0 * (1.0 - candidate.pairedRatio)),
-                   candidate.roundsFaster, candidate.rounds)
-        .str();
-  };
-  // The gain a candidate needed, and where the host's noise or the rounds'
-  // spread raised it above the least gain, that noise or spread.
-  auto neededGain = [&](const CandidateMeasurement &candidate, StringRef what) {
-    double gain = std::max(candidate.requiredGain, verification.minGain);
-    std::string text =
-        formatv("the {0}% gain {1}",
-                format("%g", std::round(1000.0 * gain) / 10.0), what)
-            .str();
-    if (gain <= verification.minGain)
-      return text;
-    std::vector<std::string> causes;
-    if (verification.roundSpread > 0.0 ||
-        !verification.selectionNoiseComparisons) {
-      std::string spread =
-          formatv("its {0} rounds' ratios spread {1}%", candidate.rounds,
-                  format("%.1f", 100.0 * verification.roundSpread))
-              .str();
-      if (verification.spreadFreedom)
-        spread +=
-            formatv(" ({0} degrees of freedom)", verification.spreadFreedom)
-                .str();
-      causes.push_back(spread);
-    }
-    if (verification.selectionNoiseComparisons)
-      causes.push_back(
-          formatv("measured selection on this host strays {0}% beyond its "
-                  "rounds' spread ({1} comparisons at calibration)",
-                  format("%.1f", 100.0 * verification.selectionNoise),
-                  verification.selectionNoiseComparisons)
-              .str());
-    text += ", as " + join(causes, " and ");
-    if (verification.racing &&
-        (verification.spreadFreedom || verification.selectionNoiseComparisons))
-      text += formatv(" and {0} {1} raced it", verification.racing,
-                      verification.racing == 1 ? "candidate" : "candidates")
-                  .str();
-    return text;
-  };
-  // The incumbent as the text names it.
-  std::string incumbentName =
-      verification.incumbent == 0
-          ? formatv("the model's best plan ({0})", incumbent.origin).str()
-          : formatv("candidate {0} ({1}), the plan that splits no table",
-                    verification.incumbent + 1, incumbent.origin)
-                .str();
-  if (verification.chosen == verification.incumbent) {
-    std::string text =
-        formatv("chosen: {0}, measured {1} ms (predicted {2} ms)",
-                incumbentName, format("%.4g", incumbent.measured.maxMs),
-                format("%.4g", incumbent.predicted.maxMs))
-            .str();
-    if (verification.budgetCut)
-      text += formatv(": the budget ran out after {0} of the {1} rounds a "
-                      "choice needs (one per draw of the inputs), which would "
-                      "take about {2} s of timing, so no other candidate "
-                      "could replace it",
-                      verification.rounds, verification.roundsNeeded,
-                      format("%.1f", verification.neededSeconds))
-                  .str();
-    std::optional<size_t> best;
-    for (auto [i, candidate] : enumerate(verification.candidates))
-      if (i != verification.incumbent && candidate.meanRatio < 1.0 &&
-          (!best ||
-           candidate.meanRatio < verification.candidates[*best].meanRatio))
-        best = i;
-    if (!best)
-      return text + (verification.budgetCut
-                         ? "; none was faster in the rounds timed"
-                         : ", no slower than any other candidate");
-    const CandidateMeasurement &other = verification.candidates[*best];
-    if (verification.budgetCut)
-      return formatv("{0}; the fastest other, candidate {1} ({2}), was {3}",
-                     text, *best + 1, other.origin, rounds(other))
-          .str();
-    return formatv("{0}; the fastest other, candidate {1} ({2}), was {3}: "
-                   "within the noise, below {4}",
-                   text, *best + 1, other.origin, rounds(other),
-                   neededGain(other, "that replaces it"))
-        .str();
-  }
-  return formatv("chosen: candidate {0} ({1}), measured {2} ms (predicted {3} "
-                 "ms) against {4} ms for {5}; {6}, beyond {7}",
-                 verification.chosen + 1, chosen.origin,
-                 format("%.4g", chosen.measured.maxMs),
-                 format("%.4g", chosen.predicted.maxMs),
-                 format("%.4g", incumbent.measured.maxMs), incumbentName,
-                 rounds(chosen), neededGain(chosen, "it needed"))
-      .str();
 }
 
 } // namespace neuroshard
