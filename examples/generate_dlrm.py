@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a DLRM-like NeuroShard module with many embedding tables.
 
-The tables vary the way production recommendation tables do (DESIGN.md §6):
+The tables vary the way production recommendation tables do (docs/design.md §6):
 rows log-uniform over 1e2..1e7, dims 4..256, heavy-tailed pooling factors
 with a mean near 16, and Zipf-like index streams whose skew differs per
 table, so that the 17-bin access histograms range from nearly uniform to

@@ -6,7 +6,7 @@ multi-hot Criteo 1TB dataset: 26 tables of dim 128 with the published
 cardinalities (the largest capped at 40,000,000 rows) and the published
 multi-hot sizes (the indices each sample looks up per table), at a global
 batch of 65,536. The access histogram of each table is measured, as
-DESIGN §3 defines it, on one batch of a Zipf-like index stream over the
+docs/design.md §3 defines it, on one batch of a Zipf-like index stream over the
 table's rows (NeuroShard's own input generator, exponent --skew), so the
 task is the same on every machine.
 

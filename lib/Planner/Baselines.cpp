@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The baselines of DESIGN §4 place whole tables without consulting the cost
-// model (it prices only the final plan). The proxy greedies are one greedy
+// The baselines of docs/design.md §4 place whole tables without consulting the
+// cost model (it prices only the final plan). The proxy greedies are one greedy
 // run whose device cost is the sum of a per-table proxy; random picks a
 // uniformly random device with room. The uniform-split baseline cuts the
 // tables costlier than a device's fair share into equal pieces and balances

@@ -32,9 +32,9 @@ static uint64_t splitMix64(uint64_t x) {
 
 /// A slice is hashed by its table, width, row count and whether it is a
 /// replica, not by where its columns or rows start: a cost model prices a
-/// slice as a table of the slice's width and rows (DESIGN §3, pieceSpec),
-/// so sets that differ only in which columns or rows their slices hold cost
-/// the same and share one memo entry and one beam state.
+/// slice as a table of the slice's width and rows (docs/design.md §3,
+/// pieceSpec), so sets that differ only in which columns or rows their slices
+/// hold cost the same and share one memo entry and one beam state.
 static uint64_t hashSlice(const ColumnSlice &slice, uint64_t seed) {
   uint64_t h = splitMix64(seed ^ slice.table);
   h = splitMix64(h ^ static_cast<uint64_t>(slice.width()));

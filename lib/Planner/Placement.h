@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Internal to the planner library. The searches of DESIGN §4 all reduce to
-// table-wise greedy placements of a list of column slices. This header
+// Internal to the planner library. The searches of docs/design.md §4 all reduce
+// to table-wise greedy placements of a list of column slices. This header
 // provides:
 //  - ComputeCostCache: memoises shard-set compute costs by an order-free key
 //    and batches the misses of many placements into one model call;
@@ -194,7 +194,7 @@ struct DeviceLoad {
   SetKey key{0, 0};
 };
 
-/// One table-wise greedy placement in progress (DESIGN §4).
+/// One table-wise greedy placement in progress (docs/design.md §4).
 struct GreedyRun {
   /// `capacities`: the bytes each device may hold.
   /// `recordMembers`: keep each device's slices, which pricing needs unless

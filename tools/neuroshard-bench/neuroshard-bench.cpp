@@ -4,12 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Generates synthetic DLRM-like sharding tasks (DESIGN §6) deterministically,
-// plans each with every algorithm and prints, per task set and algorithm, the
-// number of valid plans, the mean plan cost, the mean ratio of the plan cost
-// to NeuroShard's on the tasks both solved, and the mean and maximum search
-// time. The default task sets are the paper's (T = 10..60 tables on 4 and 8
-// devices) plus T = 1000 tables on 64 devices.
+// Generates synthetic DLRM-like sharding tasks (docs/design.md §6)
+// deterministically, plans each with every algorithm and prints, per task set
+// and algorithm, the number of valid plans, the mean plan cost, the mean ratio
+// of the plan cost to NeuroShard's on the tasks both solved, and the mean and
+// maximum search time. The default task sets are the paper's (T = 10..60 tables
+// on 4 and 8 devices) plus T = 1000 tables on 64 devices.
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,14 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Measures compute-cost samples (DESIGN §6): for every set of pool tables in
-// a sets file, runs the project's own fused forward + backward-SGD kernels on
-// the tables' generated index streams and prints one JSON line with the
-// median time. The generic kernels are compiled once; a set is only run-time
-// metadata, so thousands of sets cost no compilation. Between timed runs the
-// last-level cache is flushed by writing a buffer larger than it. Every set
-// of the file is read and admitted before the first is timed, and all of
-// them are timed on one weight arena of the largest set's size.
+// Measures compute-cost samples (docs/design.md §6): for every set of pool
+// tables in a sets file, runs the project's own fused forward + backward-SGD
+// kernels on the tables' generated index streams and prints one JSON line with
+// the median time. The generic kernels are compiled once; a set is only
+// run-time metadata, so thousands of sets cost no compilation. Between timed
+// runs the last-level cache is flushed by writing a buffer larger than it.
+// Every set of the file is read and admitted before the first is timed, and all
+// of them are timed on one weight arena of the largest set's size.
 //
 // An entry of a set is a pool table id (the whole table) or a piece of one:
 // its rows [first, end), looked up with its block of the whole table's index

@@ -564,7 +564,8 @@ TEST(InfeasibleTest, LargeColdTablePlacedFirstWhereCostOrderFails) {
   EXPECT_NE(result.plan.shards[0].device, bigDevice);
   EXPECT_NE(result.plan.shards[1].device, bigDevice);
   EXPECT_NEAR(result.cost.maxMs, 2 * 64 * 8, 1e-9);
-  // The baselines keep DESIGN §4's one order and fail with their message.
+  // The baselines keep docs/design.md §4's one order and fail with their
+  // message.
   EXPECT_EQ(
       planError(tables, topology, withAlgorithm(Algorithm::DimGreedy), model),
       "could not place table 'big' (0.950 GB): the device with the "

@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // A cost model predicts, in milliseconds, the three terms of a plan's cost
-// (DESIGN §3): the compute cost of one device's fused embedding kernel for a
-// set of column slices, and the backward and forward exchange costs of each
-// device from what it exchanges over which links (Sharding/Traffic.h) and
+// (docs/design.md §3): the compute cost of one device's fused embedding kernel
+// for a set of column slices, and the backward and forward exchange costs of
+// each device from what it exchanges over which links (Sharding/Traffic.h) and
 // the straggler times.
 //
 // Every query is batched: the search asks for many shard sets (or many plans'
@@ -133,8 +133,8 @@ public:
   predictCompute(llvm::ArrayRef<llvm::ArrayRef<ColumnSlice>> sets,
                  llvm::MutableArrayRef<double> costsMs) = 0;
 
-  /// Incremental pricing (DESIGN §5). A model whose compute cost of a set
-  /// depends on its slices only through a running sum of per-slice terms
+  /// Incremental pricing (docs/design.md §5). A model whose compute cost of a
+  /// set depends on its slices only through a running sum of per-slice terms
   /// (the neural model's table encodings, the analytical model's
   /// milliseconds) returns how many values a term has, so that the search
   /// can re-price a device by adding the term of the slice it just placed

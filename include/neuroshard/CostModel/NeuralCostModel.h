@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The NeuroShard cost model (DESIGN §5): TorchScript models exported by
+// The NeuroShard cost model (docs/design.md §5): TorchScript models exported by
 // python/neuroshard/cost_model.py, loaded from a bundle directory with
 // LibTorch. docs/neural-cost-model.md is the bundle contract.
 //

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Prices plans with a cost model (DESIGN §3): per-device compute, backward
-// comm, and forward comm including the wait for the slowest device.
+// Prices plans with a cost model (docs/design.md §3): per-device compute,
+// backward comm, and forward comm including the wait for the slowest device.
 //
 //===----------------------------------------------------------------------===//
 

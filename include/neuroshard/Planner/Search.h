@@ -6,8 +6,8 @@
 //
 // planSharding is the one entry point the sharding pass, neuroshard-plan and
 // the benchmark share. It checks the problem, rejects infeasible ones with
-// the table and numbers at fault, runs the selected algorithm (DESIGN §4)
-// and returns the plan with its per-device costs and search statistics.
+// the table and numbers at fault, runs the selected algorithm (docs/design.md
+// §4) and returns the plan with its per-device costs and search statistics.
 //
 //===----------------------------------------------------------------------===//
 

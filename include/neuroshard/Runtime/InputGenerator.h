@@ -7,7 +7,7 @@
 //
 // The inputs `neuroshard-run` feeds a model and cost-data collection feeds the
 // kernels: bag lengths and indices drawn from a table's statistics (pooling
-// factor and 17-bin access histogram, DESIGN §3), weights and output
+// factor and 17-bin access histogram, docs/design.md §3), weights and output
 // gradients that are pure functions of (seed, table, row/bag, column).
 //
 // Everything is a pure function of its arguments, with its own random number
@@ -102,7 +102,7 @@ int64_t keptRow(int64_t row, int64_t kept, int64_t rows);
 std::vector<int64_t> zipfIndexStream(int64_t rows, double skew, int64_t length,
                                      uint64_t seed);
 
-/// The 17-bin access histogram of an index stream (DESIGN §3).
+/// The 17-bin access histogram of an index stream (docs/design.md §3).
 std::array<double, kNumAccessBins>
 accessHistogram(const std::vector<int64_t> &indices);
 

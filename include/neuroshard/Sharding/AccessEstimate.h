@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// A table's access histogram (DESIGN §3) describes one batch of B bags. A
-// user often knows only a table's rows and pooling factor, or has a
-// histogram measured at another batch size. This file derives the histogram
-// in both cases:
+// A table's access histogram (docs/design.md §3) describes one batch of B bags.
+// A user often knows only a table's rows and pooling factor, or has a histogram
+// measured at another batch size. This file derives the histogram in both
+// cases:
 //
 //  - expectedAccessHistogram: the expected histogram of B x pooling factor
 //    lookups drawn independently from a bounded power law over the rows

@@ -16,8 +16,9 @@
 
 namespace neuroshard {
 
-/// Number of bins of a table's access histogram (DESIGN §3): bin 0 counts
-/// rows hit once, bin j (1..15) rows hit (2^(j-1), 2^j] times, bin 16 more.
+/// Number of bins of a table's access histogram (docs/design.md §3): bin 0
+/// counts rows hit once, bin j (1..15) rows hit (2^(j-1), 2^j] times, bin 16
+/// more.
 constexpr unsigned kNumAccessBins = 17;
 
 /// The fewest hits of one row in bin `bin`.

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // A plan assigns every column of every table to exactly one device. Its cost
-// (DESIGN §3) is the maximum over devices of compute + backward comm +
+// (docs/design.md §3) is the maximum over devices of compute + backward comm +
 // forward comm, where forward comm includes the wait for the slowest device.
 // This header holds what a plan is and the checks that need no cost model;
 // Planner/PlanEvaluation.h prices plans.

@@ -45,7 +45,8 @@ struct FeatureStats {
   std::array<double, kNumAccessBins> accessHist{};
 };
 
-/// The forms a table may take in a plan (DESIGN §3), by TorchRec's names:
+/// The forms a table may take in a plan (docs/design.md §3), by TorchRec's
+/// names:
 ///  - TableWise: whole on one device;
 ///  - ColumnWise: column ranges on several devices, each reading every
 ///    index of the table;

@@ -79,9 +79,9 @@ RuleViolation checkAccessHistogram(llvm::ArrayRef<double> bins);
 /// checkPoolingFactor, then checkAccessHistogram.
 RuleViolation checkStatistics(double poolingFactor,
                               llvm::ArrayRef<double> bins);
-/// The access histogram of one batch of `batchSize` bags (DESIGN §3) must
-/// be one that batch can produce, given the table's rows and pooling factor
-/// (batchSize * poolingFactor lookups in all):
+/// The access histogram of one batch of `batchSize` bags (docs/design.md §3)
+/// must be one that batch can produce, given the table's rows and pooling
+/// factor (batchSize * poolingFactor lookups in all):
 ///  - a non-empty bin needs a row hit at least as often as the bin's lower
 ///    bound: "'access_hist' bin 16 (rows hit more than 32768 times) is
 ///    0.01, but a batch of 1024 bags with pooling factor 28.5 makes only

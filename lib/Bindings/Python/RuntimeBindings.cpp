@@ -102,7 +102,7 @@ static void populateInputGenerator(py::module_ &m) {
         return std::vector<double>(bins.begin(), bins.end());
       },
       py::arg("indices"),
-      "The 17-bin access histogram of an index stream (DESIGN §3): the "
+      "The 17-bin access histogram of an index stream (docs/design.md §3): the "
       "fractions of the distinct rows hit once, (2^(j-1), 2^j] times for bin "
       "j of 1..15, and more than 2^15 times; all zero for no indices.");
   m.def(

@@ -26,7 +26,7 @@
 namespace neuroshard {
 namespace neural {
 
-/// Features per table, in DESIGN §3 order: rows, dim, pooling_factor,
+/// Features per table, in docs/design.md §3 order: rows, dim, pooling_factor,
 /// bin_0..bin_16.
 constexpr unsigned kNumFeatures = 3 + kNumAccessBins;
 

@@ -235,8 +235,8 @@ struct NeuralCostModel::Impl {
 
 void NeuralCostModel::Impl::appendFeatures(const TableSpec &table,
                                            int64_t width) {
-  // A column slice is priced as a table of the slice's width (DESIGN §3);
-  // a table several features look up, as one such table per feature, whose
+  // A column slice is priced as a table of the slice's width (docs/design.md
+  // §3); a table several features look up, as one such table per feature, whose
   // encodings add up like those of the tables of a set.
   for (unsigned f = 0; f < table.numFeatures(); ++f) {
     FeatureStats stats = table.feature(f);
