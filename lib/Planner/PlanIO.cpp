@@ -97,7 +97,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
            "cost_ms",        "imbalance",      "per_device",
            "shards",         "sharding_types", "search",
            "exported_sets",  "verification",   "expected_slowest",
-           "slowest_device", "per_table"}))
+           "slowest_device", "per_table",      "tables_outside_ranges"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -541,6 +541,11 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
             writeNumber(json, "compute_ms", result.tableComputeMs[t]);
         });
     });
+    if (!result.tablesOutsideRanges.empty())
+      json.attributeArray("tables_outside_ranges", [&] {
+        for (const std::string &table : result.tablesOutsideRanges)
+          json.value(table);
+      });
     json.attributeObject("search", [&] {
       writeNumber(json, "time_ms", result.stats.timeMs);
       json.attribute("cost_queries", int64_t(result.stats.costQueries));

@@ -537,6 +537,7 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
   result->costModelName = model.name().str();
   result->costModelDescription = model.description();
   result->warnings = planWarnings(model, result->plan);
+  result->tablesOutsideRanges = model.tablesOutsideRanges();
   stats.timeMs = std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - start)
                      .count();
@@ -614,6 +615,7 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
   result.costModelName = model.name().str();
   result.costModelDescription = model.description();
   result.warnings = planWarnings(model, plan);
+  result.tablesOutsideRanges = model.tablesOutsideRanges();
   result.plan = plan;
   llvm::sort(result.plan.shards, [](const Shard &a, const Shard &b) {
     return a.slice() < b.slice();

@@ -241,6 +241,13 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
               b.getNamedAttr("greedy_runs", count(stats.greedyRuns)),
           })),
   });
+  if (!result.tablesOutsideRanges.empty()) {
+    SmallVector<Attribute> outside;
+    for (const std::string &table : result.tablesOutsideRanges)
+      outside.push_back(b.getStringAttr(table));
+    entries.push_back(
+        b.getNamedAttr("tables_outside_ranges", b.getArrayAttr(outside)));
+  }
   if (!result.tableComputeMs.empty())
     entries.push_back(b.getNamedAttr(
         "table_compute_ms", b.getDenseF64ArrayAttr(result.tableComputeMs)));
@@ -524,6 +531,14 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
     if (!text)
       return fields.fail() << " has a warning that is not a string";
     result.warnings.push_back(text.str());
+  }
+  if (Attribute outside = record.get("tables_outside_ranges")) {
+    auto names = dyn_cast<ArrayAttr>(outside);
+    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
+      return fields.fail()
+             << " has a 'tables_outside_ranges' that is not a list of strings";
+    for (Attribute name : names)
+      result.tablesOutsideRanges.push_back(cast<StringAttr>(name).str());
   }
   std::optional<::neuroshard::Optimizer> parsedOptimizer =
       ::neuroshard::parseOptimizer(*optimizer);

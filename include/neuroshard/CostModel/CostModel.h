@@ -79,6 +79,11 @@ public:
   /// model measured on another machine. Empty by default.
   virtual std::vector<std::string> warnings() const { return {}; }
 
+  /// Every table of that problem outside the ranges the model was trained
+  /// on, with the values that are ("'big' (rows 100000000)"): the whole
+  /// list, of which warnings() names the first few. Empty by default.
+  virtual std::vector<std::string> tablesOutsideRanges() const { return {}; }
+
   /// Whether the model's compute costs of row pieces and replicas rest on
   /// samples of them: true for the analytical model, whose formulas price
   /// them, and for a neural bundle that records "row_pieces"; false for a

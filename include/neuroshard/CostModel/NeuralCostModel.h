@@ -67,6 +67,7 @@ public:
   std::optional<unsigned> requiredDevices() const override;
   std::optional<unsigned> requiredNodes() const override;
   std::vector<std::string> warnings() const override;
+  std::vector<std::string> tablesOutsideRanges() const override;
   /// True for a bundle whose compute.pt exports spread() (the standard
   /// deviation of an ensemble's members) with more than one member.
   bool describesThisHost() const override;

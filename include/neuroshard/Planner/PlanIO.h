@@ -66,6 +66,7 @@ llvm::Error validatePlanFile(llvm::ArrayRef<TableSpec> tables,
 ///    "sharding_types": {"<table>": "<type>"},
 ///    "slowest_device",
 ///    "per_table": [{"name", "sharding_type", "memory_gb", "compute_ms"}],
+///    "tables_outside_ranges": ["'name' (rows N, dim D)", ...],
 ///    "search": {"time_ms", "cost_queries", "cache_hits",
 ///               "states_explored"}}
 /// where "memory_used_gb" is the memory the device's shards take (weights
@@ -75,7 +76,8 @@ llvm::Error validatePlanFile(llvm::ArrayRef<TableSpec> tables,
 /// table name, "cost_ms" the maximum "total_ms" and "slowest_device" the
 /// first device whose total it is; a table's "compute_ms" (where the
 /// result has it, PlanResult::tableComputeMs) is its pieces' kernels priced
-/// alone. Real numbers are written
+/// alone; "tables_outside_ranges", where the model names any, lists every
+/// table outside its training ranges, of which its warning names a few. Real numbers are written
 /// with 6 significant digits.
 void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result);

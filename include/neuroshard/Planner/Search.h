@@ -290,8 +290,10 @@ struct PlanResult {
   /// The model's name() and description(), for reports.
   std::string costModelName;
   std::string costModelDescription;
-  /// The model's warnings() about this problem.
+  /// The model's warnings() about this problem, and every table it names
+  /// as outside its training ranges (CostModel::tablesOutsideRanges).
   std::vector<std::string> warnings;
+  std::vector<std::string> tablesOutsideRanges;
   ShardingPlan plan;
   PlanCost cost;
   /// What the search did; for a priced plan, only the time it took.

@@ -184,8 +184,10 @@ struct NeuralCostModel::Impl {
   /// Compute costs at the bundle's batch size times this are costs at the
   /// topology's (batchScaleFactor).
   double batchFactor = 1.0;
-  /// What warnings() reports about the prepared problem.
+  /// What warnings() reports about the prepared problem, and every table
+  /// of it outside the trained ranges.
   std::vector<std::string> warnings;
+  std::vector<std::string> outsideTables;
   /// compareMachine(), from load().
   std::optional<std::string> machineWarning;
   /// Comm terms of bundles without comm models, and the index
@@ -507,6 +509,10 @@ std::vector<std::string> NeuralCostModel::warnings() const {
   return impl->warnings;
 }
 
+std::vector<std::string> NeuralCostModel::tablesOutsideRanges() const {
+  return impl->outsideTables;
+}
+
 bool NeuralCostModel::estimatesUncertainty() const {
   return impl->spread && impl->meta.ensemble.value_or(2) > 1;
 }
@@ -549,12 +555,10 @@ cachesText(ArrayRef<std::pair<std::string, int64_t>> caches) {
 }
 
 /// The tables outside the trained ranges, each with the values that are,
-/// as "'big' (rows 100000000)"; at most `limit` of them.
-static std::string outsideRanges(const BundleMeta &meta,
-                                 ArrayRef<TableSpec> tables, size_t limit,
-                                 size_t &count) {
-  SmallVector<std::string> named;
-  count = 0;
+/// as "'big' (rows 100000000)".
+static std::vector<std::string> outsideRanges(const BundleMeta &meta,
+                                              ArrayRef<TableSpec> tables) {
+  std::vector<std::string> named;
   for (const TableSpec &table : tables) {
     SmallVector<std::string> why;
     if (meta.rowsRange && !meta.rowsRange->contains(double(table.rows)))
@@ -569,14 +573,17 @@ static std::string outsideRanges(const BundleMeta &meta,
                                   ? std::string()
                                   : formatv(" (feature {0})", f).str()));
     }
-    if (why.empty())
-      continue;
-    if (count++ < limit)
+    if (!why.empty())
       named.push_back(formatv("'{0}' ({1})", table.name, join(why, ", ")));
   }
-  std::string text = join(named, ", ");
-  if (count > named.size())
-    text += formatv(" and {0} more", count - named.size()).str();
+  return named;
+}
+
+/// The first `limit` of `named`, and how many more there are.
+static std::string firstNamed(ArrayRef<std::string> named, size_t limit) {
+  std::string text = join(named.take_front(limit), ", ");
+  if (named.size() > limit)
+    text += formatv(" and {0} more", named.size() - limit).str();
   return text;
 }
 
@@ -609,8 +616,9 @@ void NeuralCostModel::Impl::collectWarnings(const Topology &topology) {
         name, info.batchSize, batch));
   }
 
-  size_t outside = 0;
-  std::string named = outsideRanges(meta, tables, 5, outside);
+  outsideTables = outsideRanges(meta, tables);
+  size_t outside = outsideTables.size();
+  std::string named = firstNamed(outsideTables, 5);
   if (outside) {
     SmallVector<std::string> ranges;
     for (std::string range :
