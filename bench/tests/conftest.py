@@ -33,3 +33,4 @@ small_pool_path = _package_conftest.small_pool_path
 collect_args = _package_conftest.collect_args
 plan_with_bundle = _package_conftest.plan_with_bundle
 fake_torchrec = _package_conftest.fake_torchrec
+foreign_cpu_bundle = _package_conftest.foreign_cpu_bundle

@@ -7,32 +7,16 @@
 import json
 import math
 import os
-import shutil
 
 import pytest
 
 from neuroshard_bench import selection_noise as bsn
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 
-
-@pytest.fixture
-def bundle(tmp_path):
-    """A copy of a shipped CPU bundle, of a CPU named unlike any host."""
-    path = tmp_path / "here"
-    shutil.copytree(os.path.join(REPO, "models", "cpu-zen4-b1024"), path)
-    meta_path = path / "meta.json"
-    meta = json.loads(meta_path.read_text())
-    meta["hardware"] = "a CPU that is not this one"
-    meta_path.write_text(json.dumps(meta))
-    return str(path)
-
-
-def test_command_refuses_a_bundle_of_another_machine(bundle, capsys):
-    assert bsn.main([bundle, "--tasks", "1"]) == 1
+def test_command_refuses_a_bundle_of_another_machine(foreign_cpu_bundle, capsys):
+    assert bsn.main([foreign_cpu_bundle, "--tasks", "1"]) == 1
     err = capsys.readouterr().err
-    assert "selection_noise: error: bundle '%s' was measured on" % bundle \
+    assert "selection_noise: error: bundle '%s' was measured on" % foreign_cpu_bundle \
         in err
     assert "not on this machine" in err
 
@@ -42,9 +26,9 @@ def test_command_refuses_a_bundle_of_another_machine(bundle, capsys):
     (["--tasks", "0"], "--tasks must be at least 1"),
     (["--verify-seconds", "-1"], "--verify-seconds must be a finite"),
 ])
-def test_command_refuses_bad_options(bundle, argv, message, capsys):
+def test_command_refuses_bad_options(foreign_cpu_bundle, argv, message, capsys):
     with pytest.raises(SystemExit):
-        bsn.main([bundle] + argv)
+        bsn.main([foreign_cpu_bundle] + argv)
     assert message in capsys.readouterr().err
 
 
@@ -64,7 +48,7 @@ def _campaign():
         "size-greedy": [{"measured_runs_ms": [3.0, 3.0, 3.0]}]}}
 
 
-def test_campaigns_compare_with_the_evaluations_runs(bundle, tmp_path,
+def test_campaigns_compare_with_the_evaluations_runs(foreign_cpu_bundle, tmp_path,
                                                      capsys):
     found = bsn.campaign_comparisons(_campaign()["results"])
     assert [c["origin"] for c in found] == ["lookup-greedy"]
@@ -80,11 +64,11 @@ def test_campaigns_compare_with_the_evaluations_runs(bundle, tmp_path,
     path.write_text(json.dumps({"4dev": _campaign(), "8dev": _campaign(),
                                 "acceptance": {}}))
     assert bsn.main(["--campaign", str(path), "--campaign", str(path),
-                    bundle, "--write"]) == 0
+                    foreign_cpu_bundle, "--write"]) == 0
     out = capsys.readouterr().out
     assert "campaign.json 4dev: selection noise" in out
     assert "all: selection noise" in out and "over 4 candidates" in out
-    with open(os.path.join(bundle, "meta.json")) as f:
+    with open(os.path.join(foreign_cpu_bundle, "meta.json")) as f:
         noise = json.load(f)["selection_noise"]
     assert noise["comparisons"] == 4
     assert noise["campaigns"] == ["campaign.json", "campaign.json"]

@@ -263,13 +263,19 @@ Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
   return Error::success();
 }
 
+/// Bytes `shard` takes on its device: weights and optimizer state.
+static uint64_t shardMemoryBytes(ArrayRef<TableSpec> tables,
+                                 const Topology &topology, const Shard &shard) {
+  const TableSpec &table = tables[shard.table];
+  return topology.shardBytes(table, shard.width(), shard.numRows(table));
+}
+
 std::vector<uint64_t> deviceMemoryBytes(ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const ShardingPlan &plan) {
   std::vector<uint64_t> used(topology.numDevices(), 0);
   for (const Shard &shard : plan.shards)
-    used[shard.device] += topology.shardBytes(
-        tables[shard.table], shard.width(), shard.numRows(tables[shard.table]));
+    used[shard.device] += shardMemoryBytes(tables, topology, shard);
   return used;
 }
 
@@ -278,8 +284,7 @@ std::vector<uint64_t> tableMemoryBytes(ArrayRef<TableSpec> tables,
                                        const ShardingPlan &plan) {
   std::vector<uint64_t> used(tables.size(), 0);
   for (const Shard &shard : plan.shards)
-    used[shard.table] += topology.shardBytes(
-        tables[shard.table], shard.width(), shard.numRows(tables[shard.table]));
+    used[shard.table] += shardMemoryBytes(tables, topology, shard);
   return used;
 }
 

@@ -7,6 +7,7 @@
 import dataclasses
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -197,3 +198,17 @@ def fake_torchrec(monkeypatch):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "torchrec.distributed.types", module)
     return module
+
+
+@pytest.fixture
+def foreign_cpu_bundle(tmp_path):
+    """A copy of a shipped CPU bundle, of a CPU named unlike any host."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    path = tmp_path / "here"
+    shutil.copytree(os.path.join(repo, "models", "cpu-zen4-b1024"), path)
+    meta_path = path / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["hardware"] = "a CPU that is not this one"
+    meta_path.write_text(json.dumps(meta))
+    return str(path)

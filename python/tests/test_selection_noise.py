@@ -8,7 +8,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 
 import pytest
 
@@ -18,9 +17,6 @@ from neuroshard import set_timing as st
 from neuroshard import table_pool as tp
 
 import built_tools
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 
 
 def _comparison(d, round_var=0.0, view_var=0.0):
@@ -103,44 +99,32 @@ def test_plans_without_candidates_compare_nothing():
     assert sn.candidate_sets(TASK, plan, [8]) is None
 
 
-@pytest.fixture
-def bundle(tmp_path):
-    """A copy of a shipped CPU bundle, of a CPU named unlike any host."""
-    path = tmp_path / "here"
-    shutil.copytree(os.path.join(REPO, "models", "cpu-zen4-b1024"), path)
-    meta_path = path / "meta.json"
-    meta = json.loads(meta_path.read_text())
-    meta["hardware"] = "a CPU that is not this one"
-    meta_path.write_text(json.dumps(meta))
-    return str(path)
-
-
 def _task_json():
     return {"batch_size": 1024, "tables": [
         {"name": "t%d" % i, "rows": 1000 * (i + 1), "dim": 16,
          "pooling_factor": 4.0} for i in range(6)]}
 
 
-def test_the_planner_reads_the_recorded_noise(bundle):
-    entry = sn.record(bundle, {"log_sd": 0.15, "comparisons": 12},
+def test_the_planner_reads_the_recorded_noise(foreign_cpu_bundle):
+    entry = sn.record(foreign_cpu_bundle, {"log_sd": 0.15, "comparisons": 12},
                       {"views": 3})
     assert entry == {"log_sd": 0.15, "comparisons": 12, "views": 3}
-    with open(os.path.join(bundle, "meta.json")) as f:
+    with open(os.path.join(foreign_cpu_bundle, "meta.json")) as f:
         meta = json.load(f)
     assert meta["selection_noise"] == entry
     assert meta["format"] == "neuroshard-cost-model-bundle"
     plan = _core.plan(_task_json(), devices=2, memory_gb=1.0,
-                      cost_model=bundle, device_kind="cpu")
+                      cost_model=foreign_cpu_bundle, device_kind="cpu")
     assert plan["cost_ms"] > 0
 
 
-def test_the_planner_refuses_a_noise_that_cannot_be_right(bundle):
-    sn.record(bundle, {"log_sd": -0.5, "comparisons": 12}, {})
+def test_the_planner_refuses_a_noise_that_cannot_be_right(foreign_cpu_bundle):
+    sn.record(foreign_cpu_bundle, {"log_sd": -0.5, "comparisons": 12}, {})
     with pytest.raises(_core.NeuroShardError,
                        match='"selection_noise": "log_sd" must be a number '
                        'from 0 to 2, got -0.5'):
         _core.plan(_task_json(), devices=2, memory_gb=1.0,
-                   cost_model=bundle, device_kind="cpu")
+                   cost_model=foreign_cpu_bundle, device_kind="cpu")
 
 
 def test_record_names_a_bundle_it_cannot_read(tmp_path):
