@@ -77,8 +77,8 @@ llvm::Error validatePlanFile(llvm::ArrayRef<TableSpec> tables,
 /// first device whose total it is; a table's "compute_ms" (where the
 /// result has it, PlanResult::tableComputeMs) is its pieces' kernels priced
 /// alone; "tables_outside_ranges", where the model names any, lists every
-/// table outside its training ranges, of which its warning names a few. Real numbers are written
-/// with 6 significant digits.
+/// table outside its training ranges, of which its warning names a few.
+/// Real numbers are written with 6 significant digits.
 void writePlanJSON(llvm::raw_ostream &os, llvm::ArrayRef<TableSpec> tables,
                    const Topology &topology, const PlanResult &result);
 
