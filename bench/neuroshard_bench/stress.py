@@ -5,7 +5,7 @@
 #===----------------------------------------------------------------------===#
 """Measures a fixed set of tables unlike any the cost models are trained on
 and compares a bundle's compute predictions with the measurements
-(docs/cost-model.md, "Out-of-distribution tables").
+(docs/cost-model.md, "Physics prior and tables unlike the training data").
 
 The stress set (stress_tables()) holds tiny hot tables, tables of up to 1e8
 rows, pooling factors up to 300 and widths from 4 to 256, each generated
@@ -31,7 +31,6 @@ import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence
 
-import torch
 
 from neuroshard import _core
 from neuroshard import bundle_meta as bm

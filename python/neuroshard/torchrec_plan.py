@@ -1,3 +1,8 @@
+#===- torchrec_plan.py - NeuroShard plans as TorchRec sharding plans ------===#
+#
+# Part of the NeuroShard project.
+#
+#===----------------------------------------------------------------------===#
 """NeuroShard plans as TorchRec sharding plans.
 
 `neuroshard-plan --format torchrec` and `--neuroshard-shard="torchrec-out=F"`
