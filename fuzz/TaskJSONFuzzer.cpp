@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
+#include "neuroshard/Planner/Search.h"
 #include "neuroshard/Planner/TaskIO.h"
 #include "neuroshard/Sharding/Problem.h"
 
