@@ -107,21 +107,25 @@ Error validateSearchOptions(const SearchOptions &options) {
   return Error::success();
 }
 
-/// The model's warnings about the problem, and one about `plan` when its
-/// row pieces or replicas are priced by a model that never saw one.
-static std::vector<std::string> planWarnings(const CostModel &model,
-                                             const ShardingPlan &plan) {
-  std::vector<std::string> warnings = model.warnings();
-  auto pieces = count_if(
-      plan.shards, [](const Shard &shard) { return shard.distributesRows(); });
+/// Records on `result` which model priced its plan and what the model says
+/// of the problem: its warnings, one about result.plan when its row pieces
+/// or replicas are priced by a model that never saw one, and every table
+/// outside its training ranges.
+static void recordModel(PlanResult &result, const CostModel &model) {
+  result.costModelName = model.name().str();
+  result.costModelDescription = model.description();
+  result.warnings = model.warnings();
+  auto pieces = count_if(result.plan.shards, [](const Shard &shard) {
+    return shard.distributesRows();
+  });
   if (pieces && !model.coversRowPieces())
-    warnings.push_back(formatv(
+    result.warnings.push_back(formatv(
         "{0} of the plan's shards are row pieces or replicas, which cost "
         "model '{1}' was not trained on: it prices a row piece as a table of "
         "its rows with their share of the bags, and a replica as the table "
         "with its device's share of the batch",
         pieces, model.name()));
-  return warnings;
+  result.tablesOutsideRanges = model.tablesOutsideRanges();
 }
 
 ShardingKindSet defaultShardingKinds(StringRef deviceKind) {
@@ -534,10 +538,7 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
   if (Error err = checkFiniteCost(result->cost))
     return std::move(err);
   result->algorithm = options.algorithm;
-  result->costModelName = model.name().str();
-  result->costModelDescription = model.description();
-  result->warnings = planWarnings(model, result->plan);
-  result->tablesOutsideRanges = model.tablesOutsideRanges();
+  recordModel(*result, model);
   stats.timeMs = std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - start)
                      .count();
@@ -612,19 +613,14 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
     return std::move(err);
   PlanResult result;
   result.algorithm = given.algorithm;
-  result.costModelName = model.name().str();
-  result.costModelDescription = model.description();
-  result.warnings = planWarnings(model, plan);
-  result.tablesOutsideRanges = model.tablesOutsideRanges();
   result.plan = plan;
   llvm::sort(result.plan.shards, [](const Shard &a, const Shard &b) {
     return a.slice() < b.slice();
   });
+  recordModel(result, model);
   result.cost = std::move(*cost);
   result.searched = false;
-  if (Error err = addExpectedSlowest(result, tables, topology, model))
-    return std::move(err);
-  if (Error err = addTableCosts(result, tables, model))
+  if (Error err = addPlanEstimates(result, tables, topology, model))
     return std::move(err);
   result.stats.timeMs = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - start)
@@ -632,24 +628,19 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
   return std::move(result);
 }
 
-Error addExpectedSlowest(PlanResult &result, ArrayRef<TableSpec> tables,
-                         const Topology &topology, CostModel &model) {
+Error addPlanEstimates(PlanResult &result, ArrayRef<TableSpec> tables,
+                       const Topology &topology, CostModel &model) {
   Expected<std::optional<ExpectedSlowest>> expected =
       expectedSlowestDevice(tables, topology, result.plan, model);
   if (!expected)
     return expected.takeError();
   result.expected = std::move(*expected);
-  return Error::success();
-}
 
-Error addTableCosts(PlanResult &result, ArrayRef<TableSpec> tables,
-                    CostModel &model) {
+  // Each piece priced as a set of its own.
   std::vector<ColumnSlice> pieces;
   for (const Shard &shard : result.plan.shards)
     pieces.push_back(shard.slice());
-  std::vector<ArrayRef<ColumnSlice>> sets;
-  for (const ColumnSlice &piece : pieces)
-    sets.push_back(ArrayRef<ColumnSlice>(piece));
+  std::vector<ArrayRef<ColumnSlice>> sets(pieces.begin(), pieces.end());
   std::vector<double> costs(sets.size());
   if (!sets.empty())
     if (Error err = model.predictCompute(sets, costs))

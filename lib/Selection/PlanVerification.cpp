@@ -746,9 +746,7 @@ planWithVerification(ArrayRef<TableSpec> tables, const Topology &topology,
       planAndVerify(tables, topology, std::move(search), model, request, spell);
   if (!result)
     return result;
-  if (Error err = addExpectedSlowest(*result, tables, topology, model))
-    return std::move(err);
-  if (Error err = addTableCosts(*result, tables, model))
+  if (Error err = addPlanEstimates(*result, tables, topology, model))
     return std::move(err);
   return result;
 }

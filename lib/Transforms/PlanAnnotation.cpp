@@ -391,6 +391,25 @@ public:
     return value->getValue();
   }
 
+  /// A list of strings, each an `element` ("a warning") for errors;
+  /// `optional` lists that records may lack read as empty.
+  FailureOr<std::vector<std::string>> strings(StringRef key, StringRef element,
+                                              bool optional = false) {
+    if (optional && !dict.get(key))
+      return std::vector<std::string>();
+    FailureOr<ArrayAttr> list = get<ArrayAttr>(key, "strings");
+    if (failed(list))
+      return failure();
+    std::vector<std::string> texts;
+    for (Attribute entry : *list) {
+      auto text = dyn_cast<StringAttr>(entry);
+      if (!text)
+        return fail() << " has " << element << " that is not a string";
+      texts.push_back(text.str());
+    }
+    return texts;
+  }
+
 private:
   ModuleOp module;
   DictionaryAttr dict;
@@ -507,7 +526,10 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
   FailureOr<StringRef> algorithm = fields.string("algorithm");
   FailureOr<StringRef> model = fields.string("cost_model");
   FailureOr<StringRef> description = fields.string("cost_model_description");
-  FailureOr<ArrayAttr> warnings = fields.get<ArrayAttr>("warnings", "strings");
+  FailureOr<std::vector<std::string>> warnings =
+      fields.strings("warnings", "a warning");
+  FailureOr<std::vector<std::string>> outside = fields.strings(
+      "tables_outside_ranges", "a table outside the ranges", /*optional=*/true);
   FailureOr<double> maxMs = fields.number("cost_ms");
   FailureOr<StringRef> optimizer = fields.string("optimizer");
   FailureOr<double> reserved = fields.number("reserved_fraction");
@@ -516,8 +538,9 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
   FailureOr<DictionaryAttr> search =
       fields.get<DictionaryAttr>("search", "a dictionary");
   if (failed(algorithm) || failed(model) || failed(description) ||
-      failed(warnings) || failed(maxMs) || failed(optimizer) ||
-      failed(reserved) || failed(perDevice) || failed(search))
+      failed(warnings) || failed(outside) || failed(maxMs) ||
+      failed(optimizer) || failed(reserved) || failed(perDevice) ||
+      failed(search))
     return failure();
 
   result.algorithm = ::neuroshard::parseAlgorithm(*algorithm);
@@ -526,20 +549,8 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
                          << "'";
   result.costModelName = model->str();
   result.costModelDescription = description->str();
-  for (Attribute warning : *warnings) {
-    auto text = dyn_cast<StringAttr>(warning);
-    if (!text)
-      return fields.fail() << " has a warning that is not a string";
-    result.warnings.push_back(text.str());
-  }
-  if (Attribute outside = record.get("tables_outside_ranges")) {
-    auto names = dyn_cast<ArrayAttr>(outside);
-    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
-      return fields.fail()
-             << " has a 'tables_outside_ranges' that is not a list of strings";
-    for (Attribute name : names)
-      result.tablesOutsideRanges.push_back(cast<StringAttr>(name).str());
-  }
+  result.warnings = std::move(*warnings);
+  result.tablesOutsideRanges = std::move(*outside);
   std::optional<::neuroshard::Optimizer> parsedOptimizer =
       ::neuroshard::parseOptimizer(*optimizer);
   if (!parsedOptimizer)

@@ -24,6 +24,13 @@
 // RUN:   | FileCheck %s --check-prefix=MALFORMED
 // RUN: sed 's/algorithm = "table-greedy-grid"/algorithm = "magic"/' %t.planned.mlir \
 // RUN:   | not neuroshard-opt --neuroshard-export-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALGORITHM
+//
+// The tables a model names outside its training ranges travel in the record
+// to the JSON, and must be strings.
+// RUN: sed "s/warnings = \[\]/tables_outside_ranges = [\"'a' (dim 256)\"], warnings = []/" %t.planned.mlir \
+// RUN:   | neuroshard-opt --neuroshard-export-plan -o /dev/null | FileCheck %s --check-prefix=OUTSIDE
+// RUN: sed 's/warnings = \[\]/tables_outside_ranges = [1], warnings = []/' %t.planned.mlir \
+// RUN:   | not neuroshard-opt --neuroshard-export-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=OUTSIDE-BAD
 
 // JSON: "algorithm": "table-greedy-grid",
 // JSON-NEXT: "cost_model": "analytical",
@@ -54,6 +61,10 @@
 // FORMAT: error: --neuroshard-export-plan: unknown format 'yaml'; expected json, table, torchrec or svg
 // MALFORMED: error: has a malformed 'neuroshard.plan': the plan needs 'cost_ms' (a float)
 // ALGORITHM: error: has a malformed 'neuroshard.plan': the plan names the unknown algorithm 'magic'
+// OUTSIDE:      "tables_outside_ranges": [
+// OUTSIDE-NEXT:   "'a' (dim 256)"
+// OUTSIDE-NEXT: ],
+// OUTSIDE-BAD: error: has a malformed 'neuroshard.plan': the plan has a table outside the ranges that is not a string
 
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 1.0>} {
   neuroshard.table @a : rows 1000, dim 64, f32 {pooling_factor = 20.0 : f64,

@@ -13,9 +13,7 @@
 #include "TestProblems.h"
 
 #include "neuroshard/Planner/PlanEvaluation.h"
-#include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/Search.h"
-#include "neuroshard/Selection/PlanVerification.h"
 
 #include "gtest/gtest.h"
 
@@ -98,38 +96,6 @@ TEST(ExpectedSlowest, PricesThePlanWithoutTheRiskMargin) {
                    expectedSlowestMs({16.0, 8.0}, {0.0, 0.2}));
   EXPECT_DOUBLE_EQ((*expected)->error.logSd, 0.2);
   EXPECT_EQ(model.riskMargin(), 5.0);
-}
-
-TEST(ExpectedSlowest, PlannedAndPricedPlansCarryIt) {
-  std::vector<TableSpec> tables = {makeTable("a", 1000, 8, 2.0),
-                                   makeTable("b", 1000, 8, 1.0),
-                                   makeTable("c", 1000, 8, 1.0)};
-  Topology topology = Topology::uniform(2, 1);
-  SliceCostModel model;
-  model.error = ComputeError{0.01, 0.1};
-  SearchOptions options;
-  options.algorithm = Algorithm::TableGreedyGrid;
-  VerifyRequest request;
-  request.top = 0;
-  request.experience = "none";
-  Expected<PlanResult> planned =
-      planWithVerification(tables, topology, options, model, request,
-                           [](StringRef option) { return option.str(); });
-  ASSERT_TRUE(static_cast<bool>(planned)) << errorMessage(planned);
-  ASSERT_TRUE(planned->expected.has_value());
-  // Both devices are predicted at 16 ms: the expected slowest lies above.
-  EXPECT_DOUBLE_EQ(planned->expected->predictedMs, 16.0);
-  EXPECT_NEAR(planned->expected->computeMs,
-              expectedSlowestMs({16.0, 16.0}, {0.01, 0.1}), 1e-12);
-  EXPECT_GT(planned->expected->computeMs, 16.0 * std::exp(0.01));
-
-  PlanFile given;
-  given.plan = planned->plan;
-  given.devices = 2;
-  Expected<PlanResult> priced = pricePlan(tables, topology, given, model);
-  ASSERT_TRUE(static_cast<bool>(priced)) << errorMessage(priced);
-  ASSERT_TRUE(priced->expected.has_value());
-  EXPECT_DOUBLE_EQ(priced->expected->computeMs, planned->expected->computeMs);
 }
 
 } // namespace

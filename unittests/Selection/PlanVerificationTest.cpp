@@ -15,6 +15,7 @@
 
 #include "neuroshard/CostModel/AnalyticalCostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/Planner/PlanEvaluation.h"
 #include "neuroshard/Planner/PlanReport.h"
 #include "neuroshard/Selection/PlanVerification.h"
 
@@ -1199,6 +1200,40 @@ TEST(PlanVerificationTest, PlansVerifiesAndAppendsTheSets) {
                                      "describe"),
             std::string::npos);
   sys::fs::remove_directories(model.bundle);
+}
+
+// The front ends' entry adds the expected slowest device to the plans it
+// returns, planned or priced, as pricePlan does.
+TEST(PlanWithVerification, PlannedAndPricedPlansCarryTheExpectedSlowest) {
+  std::vector<TableSpec> tables = {makeTable("a", 1000, 8, 2.0),
+                                   makeTable("b", 1000, 8, 1.0),
+                                   makeTable("c", 1000, 8, 1.0)};
+  Topology topology = Topology::uniform(2, 1);
+  SliceCostModel model;
+  model.error = ComputeError{0.01, 0.1};
+  SearchOptions options;
+  options.algorithm = Algorithm::TableGreedyGrid;
+  VerifyRequest request;
+  request.top = 0;
+  request.experience = "none";
+  Expected<PlanResult> planned =
+      planWithVerification(tables, topology, options, model, request,
+                           [](StringRef option) { return option.str(); });
+  ASSERT_TRUE(static_cast<bool>(planned)) << errorMessage(planned);
+  ASSERT_TRUE(planned->expected.has_value());
+  // Both devices are predicted at 16 ms: the expected slowest lies above.
+  EXPECT_DOUBLE_EQ(planned->expected->predictedMs, 16.0);
+  EXPECT_NEAR(planned->expected->computeMs,
+              expectedSlowestMs({16.0, 16.0}, {0.01, 0.1}), 1e-12);
+  EXPECT_GT(planned->expected->computeMs, 16.0 * std::exp(0.01));
+
+  PlanFile given;
+  given.plan = planned->plan;
+  given.devices = 2;
+  Expected<PlanResult> priced = pricePlan(tables, topology, given, model);
+  ASSERT_TRUE(static_cast<bool>(priced)) << errorMessage(priced);
+  ASSERT_TRUE(priced->expected.has_value());
+  EXPECT_DOUBLE_EQ(priced->expected->computeMs, planned->expected->computeMs);
 }
 
 } // namespace

@@ -307,7 +307,7 @@ struct PlanResult {
   /// records its held-out error (expectedSlowestDevice).
   std::optional<ExpectedSlowest> expected;
   /// Per table, in the order of the tables: the compute cost of its pieces,
-  /// each priced alone by the model, summed (addTableCosts); empty where
+  /// each priced alone by the model, summed (addPlanEstimates); empty where
   /// the plan was not priced so (a plan read back from IR).
   std::vector<double> tableComputeMs;
   /// Set when the candidates were measured and `plan` is the one that
@@ -346,17 +346,14 @@ llvm::Expected<PlanResult> pricePlan(llvm::ArrayRef<TableSpec> tables,
                                      const Topology &topology,
                                      const PlanFile &given, CostModel &model);
 
-/// Sets result.expected, the slowest device result.plan is expected to
-/// measure under `model`'s held-out error (expectedSlowestDevice); leaves
-/// it unset for a model without one.
-llvm::Error addExpectedSlowest(PlanResult &result,
-                               llvm::ArrayRef<TableSpec> tables,
-                               const Topology &topology, CostModel &model);
-
-/// Sets result.tableComputeMs: each table's pieces of result.plan priced
-/// alone by `model`, which the search (or pricePlan) prepared for `tables`.
-llvm::Error addTableCosts(PlanResult &result, llvm::ArrayRef<TableSpec> tables,
-                          CostModel &model);
+/// Adds to `result` what `model` (prepared for `tables` by the search or
+/// pricePlan) estimates of result.plan beyond its cost: result.expected,
+/// the slowest device the plan is expected to measure under the model's
+/// held-out error (expectedSlowestDevice; unset for a model without one),
+/// and result.tableComputeMs, each table's pieces priced alone.
+llvm::Error addPlanEstimates(PlanResult &result,
+                             llvm::ArrayRef<TableSpec> tables,
+                             const Topology &topology, CostModel &model);
 
 /// The name reports give the plan's origin: its algorithm's name, or
 /// "given" for a priced plan that names none.
