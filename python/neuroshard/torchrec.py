@@ -14,10 +14,15 @@ described as TorchRec describes them, and a TorchRec `ShardingPlan` back.
 `EmbeddingBagConfig`) or a dict, with `name`, `num_embeddings`,
 `embedding_dim` and optionally `data_type` (TorchRec's `DataType` or
 "fp32", "fp16", "bf16"), plus the statistics NeuroShard's cost models price
-and TorchRec does not keep: `access_hist`, the 17-bin access histogram of
-one batch of the table's indices (docs/design.md §3; access_histogram of
-neuroshard._core measures it), and `pooling_factor`, the mean number of
-indices per bag, unless the constraints give TorchRec's `pooling_factors`.
+and TorchRec does not keep: `pooling_factor`, the mean number of indices
+per bag, unless the constraints give TorchRec's `pooling_factors`; and,
+optionally, `access_hist`, the 17-bin access histogram of one batch of the
+table's indices (docs/design.md §3; access_histogram of neuroshard._core
+measures it), with `hist_batch_size`, the bags of that batch when it is not
+the task's. Without `access_hist` the planner derives the histogram from
+the pooling factor and a power law over the rows, whose exponent
+`zipf_alpha` may set (docs/planner.md, "Access statistics a task may leave
+out"), as for a task file: rows, dim and a pooling factor are enough.
 
 `topology`: an object (TorchRec's `Topology`) or a dict with `world_size`
 (the devices), their memory (TorchRec's `devices`, each with
@@ -29,10 +34,17 @@ bandwidths `hbm_mem_bw`, `intra_host_bw` and `inter_host_bw` (bytes per
 ms).
 
 `constraints`: table name -> an object (TorchRec's `ParameterConstraints`)
-or a dict with `sharding_types` (NeuroShard shards "table_wise" and
-"column_wise"; ["table_wise"] keeps the table whole), `pooling_factors`
-(one per feature that looks the table up; each such feature gets the
-table's histogram) and NeuroShard's `pinned_device`.
+or a dict with any of `sharding_types`, `pooling_factors` and NeuroShard's
+`pinned_device`. `sharding_types` (TorchRec's `ShardingType`s or their
+names) are the kinds the table may take; NeuroShard plans "table_wise",
+"column_wise", "row_wise", "table_row_wise" and "data_parallel", so
+["table_wise"] keeps the table whole. TorchRec's "table_column_wise" and
+"grid_shard" are not planned: they are dropped from a list that allows a
+kind NeuroShard plans, and a list of nothing else, or a name that is no
+TorchRec sharding type, is a ValueError.
+`pooling_factors` gives one pooling factor per feature that looks the table
+up; each such feature gets the table's `access_hist` (or its derived
+histogram) and `hist_batch_size` or `zipf_alpha`.
 
 Further keyword arguments are neuroshard.plan's options (cost_model,
 algorithm, optimizer, reserved_memory, ...). The result is a TorchRec
@@ -50,8 +62,17 @@ from neuroshard import torchrec_plan
 
 # TorchRec's DataType values -> the task's dtype names.
 DATA_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
-# TorchRec's sharding types that NeuroShard's plans use.
-SHARDING_TYPES = ("table_wise", "column_wise")
+# TorchRec's sharding types that NeuroShard plans: the task's
+# "sharding_types" names, and those of the plans it returns.
+SHARDING_TYPES = torchrec_plan.SHARDING_TYPES
+# TorchRec's sharding types that NeuroShard does not plan, and why.
+UNPLANNED_TYPES = {
+    "table_column_wise": "NeuroShard does not confine a table's column "
+                         "shards to one host",
+    "grid_shard": "NeuroShard does not cut a table by both columns and rows",
+}
+# Optional statistics of a table, given to each of its features.
+STATISTICS = ("access_hist", "hist_batch_size", "zipf_alpha")
 
 
 def _field(description: Any, name: str, default: Any = None) -> Any:
@@ -73,6 +94,32 @@ def _name(value: Any) -> str:
     return str(getattr(value, "value", value)).lower()
 
 
+def _sharding_types(kinds: Sequence[Any], what: str) -> list:
+    """The task's "sharding_types" of a table's constrained kinds: those
+    NeuroShard plans, in order; TorchRec's kinds it does not plan are
+    dropped unless nothing else is allowed."""
+    names = [_name(k) for k in kinds]
+    for name in names:
+        if name not in SHARDING_TYPES and name not in UNPLANNED_TYPES:
+            raise ValueError("%s: its constraints' sharding type '%s' is not "
+                             "one of TorchRec's (%s)" %
+                             (what, name, ", ".join(SHARDING_TYPES +
+                                                    tuple(UNPLANNED_TYPES))))
+    planned = [n for n in dict.fromkeys(names) if n in SHARDING_TYPES]
+    if not planned:
+        if not names:
+            raise ValueError("%s: its constraints allow no sharding type "
+                             "('sharding_types' is empty)" % what)
+        unplanned = list(dict.fromkeys(names))
+        raise ValueError("%s: its constraints allow only %s, which "
+                         "NeuroShard does not plan (%s); it plans %s" %
+                         (what, ", ".join(unplanned),
+                          "; ".join("%s: %s" % (n, UNPLANNED_TYPES[n])
+                                    for n in unplanned),
+                          ", ".join(SHARDING_TYPES)))
+    return planned
+
+
 def _table(description: Any, constraint: Any) -> Dict:
     """The task JSON table of one TorchRec-style table."""
     name = _required(description, "name", "a table")
@@ -84,7 +131,11 @@ def _table(description: Any, constraint: Any) -> Dict:
     if data_type is not None:
         kind = _name(data_type)
         table["dtype"] = DATA_TYPES.get(kind, kind)
-    hist = _required(description, "access_hist", what)
+    stats = {}
+    for key in STATISTICS:
+        value = _field(description, key)
+        if value is not None:
+            stats[key] = value
     pooling = _field(description, "pooling_factor")
     per_feature = _field(constraint, "pooling_factors")
     if pooling is None and not per_feature:
@@ -93,20 +144,13 @@ def _table(description: Any, constraint: Any) -> Dict:
     if pooling is not None or len(per_feature) == 1:
         table["pooling_factor"] = pooling if pooling is not None \
             else per_feature[0]
-        table["access_hist"] = hist
+        table.update(stats)
     else:
-        table["features"] = [{"pooling_factor": p, "access_hist": hist}
+        table["features"] = [dict(pooling_factor=p, **stats)
                              for p in per_feature]
     kinds = _field(constraint, "sharding_types")
     if kinds is not None:
-        kinds = [_name(k) for k in kinds]
-        if not any(k in SHARDING_TYPES for k in kinds):
-            raise ValueError("%s: NeuroShard shards tables %s, but its "
-                             "constraints allow only %s" %
-                             (what, " and ".join(SHARDING_TYPES),
-                              ", ".join(kinds)))
-        if "column_wise" not in kinds:
-            table["no_split"] = True
+        table["sharding_types"] = _sharding_types(kinds, what)
     pinned = _field(constraint, "pinned_device")
     if pinned is not None:
         table["pinned_device"] = pinned
@@ -155,9 +199,14 @@ def plan(tables: Sequence[Any], topology: Any,
     """Plans the sharding of TorchRec-style tables (see the module
     docstring): a TorchRec ShardingPlan for the EmbeddingBagCollection at
     `module_path` when TorchRec imports, else the TorchRec plan dict.
-    Raises ValueError for a description it cannot read and
-    neuroshard.NeuroShardError (a ValueError) with the planner's message
-    for a table, option or problem the planner refuses."""
+    Each table takes the sharding type the search chooses among those its
+    constraints allow (all that NeuroShard plans when unconstrained):
+    table_wise, column_wise, row_wise, table_row_wise or data_parallel.
+    Raises ValueError for a description it cannot read (among them a table
+    whose constraints allow only sharding types NeuroShard does not plan,
+    table_column_wise or grid_shard) and neuroshard.NeuroShardError (a
+    ValueError) with the planner's message for a table, option or problem
+    the planner refuses."""
     constraints = constraints or {}
     names = [_field(t, "name") for t in tables]
     unknown = sorted(set(constraints) - set(names))
