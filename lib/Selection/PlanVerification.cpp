@@ -114,7 +114,7 @@ std::optional<std::string> whyNotVerified(Algorithm algorithm,
                    "machine's CPU",
                    topology.deviceKind)
         .str();
-  if (!model.describesThisHost())
+  if (!model.provenance().measuredOnThisHost)
     return formatv("cost model '{0}' does not describe this machine",
                    model.name())
         .str();
@@ -494,7 +494,7 @@ Error verifyCandidates(PlanResult &result, ArrayRef<TableSpec> tables,
   // sets that timing them apart does not (docs/planner.md, "Gains beyond
   // the host's noise"). What it alone asks is reported; requiredGain adds
   // it to each candidate's rounds.
-  if (std::optional<SelectionNoise> noise = model.selectionNoise()) {
+  if (std::optional<SelectionNoise> noise = model.provenance().selectionNoise) {
     verification.selectionNoise = noise->logSd;
     verification.selectionNoiseComparisons = noise->comparisons;
     double noiseQuantile = verifySpreadQuantile(
@@ -548,7 +548,7 @@ std::string experiencePath(StringRef experience, const CostModel &model) {
     return {};
   if (!experience.empty())
     return experience.str();
-  std::string dir = model.bundlePath();
+  std::string dir = model.provenance().bundlePath;
   if (dir.empty() || isShippedBundle(dir) ||
       sys::fs::access(dir, sys::fs::AccessMode::Write))
     return {};
@@ -704,7 +704,7 @@ planAndVerify(ArrayRef<TableSpec> tables, const Topology &topology,
                               kSetSamplesName, kSetKernelsName};
     return result;
   }
-  if (!elsewhere && !model.describesThisHost())
+  if (!elsewhere && !model.provenance().measuredOnThisHost)
     result->warnings.push_back(
         formatv("the candidates are timed on this machine, which cost model "
                 "'{0}' does not describe: the plan is chosen for this "

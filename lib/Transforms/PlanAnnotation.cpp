@@ -267,65 +267,40 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
         })));
   if (const std::optional<::neuroshard::PlanVerification> &verification =
           result.verification) {
+    MLIRContext *context = module.getContext();
+    unsigned noise = verification->selectionNoiseComparisons;
     SmallVector<Attribute> candidates;
     for (const ::neuroshard::CandidateMeasurement &candidate :
          verification->candidates) {
       SmallVector<double> computeMs;
       for (const ::neuroshard::DeviceCost &device : candidate.measured.devices)
         computeMs.push_back(device.computeMs);
-      candidates.push_back(b.getDictionaryAttr({
-          b.getNamedAttr("origin", b.getStringAttr(candidate.origin)),
-          b.getNamedAttr("predicted_ms",
-                         b.getF64FloatAttr(candidate.predicted.maxMs)),
-          b.getNamedAttr("measured_ms",
-                         b.getF64FloatAttr(candidate.measured.maxMs)),
-          b.getNamedAttr("measured_compute_ms",
-                         b.getDenseF64ArrayAttr(computeMs)),
-          b.getNamedAttr("paired_ratio",
-                         b.getF64FloatAttr(candidate.pairedRatio)),
-          b.getNamedAttr("mean_ratio", b.getF64FloatAttr(candidate.meanRatio)),
-          b.getNamedAttr("rounds", count(candidate.rounds)),
-          b.getNamedAttr("rounds_faster", count(candidate.roundsFaster)),
-          b.getNamedAttr("required_gain",
-                         b.getF64FloatAttr(candidate.requiredGain)),
-      }));
+      candidates.push_back(MeasuredCandidateAttr::get(
+          context, candidate.origin, APFloat(candidate.predicted.maxMs),
+          APFloat(candidate.measured.maxMs), b.getDenseF64ArrayAttr(computeMs),
+          APFloat(candidate.pairedRatio), APFloat(candidate.meanRatio),
+          candidate.rounds, candidate.roundsFaster,
+          APFloat(candidate.requiredGain)));
     }
-    SmallVector<NamedAttribute> fields = {
-        b.getNamedAttr("host", b.getStringAttr(verification->host)),
-        b.getNamedAttr("device", b.getStringAttr(verification->device)),
-        b.getNamedAttr("sets", count(verification->sets.size())),
-        b.getNamedAttr("rounds", count(verification->rounds)),
-        b.getNamedAttr("rounds_needed", count(verification->roundsNeeded)),
-        b.getNamedAttr("draws", count(verification->draws)),
-        b.getNamedAttr("min_gain", b.getF64FloatAttr(verification->minGain)),
-        b.getNamedAttr("round_spread",
-                       b.getF64FloatAttr(verification->roundSpread)),
-        b.getNamedAttr("spread_freedom", count(verification->spreadFreedom)),
-        b.getNamedAttr("racing", count(verification->racing)),
-        b.getNamedAttr("seconds", b.getF64FloatAttr(verification->seconds)),
-        b.getNamedAttr("chosen", count(verification->chosen)),
-        b.getNamedAttr("incumbent", count(verification->incumbent)),
-        b.getNamedAttr("candidates", b.getArrayAttr(candidates)),
-        b.getNamedAttr("experience",
-                       b.getStringAttr(verification->experiencePath)),
-    };
-    // Only rounds the budget cut short say what a choice would have taken.
-    if (verification->budgetCut)
-      fields.push_back(b.getNamedAttr(
-          "seconds_needed", b.getF64FloatAttr(verification->neededSeconds)));
-    // Only a model that records the host's noise of measured selection
-    // (CostModel::selectionNoise) says what it asked.
-    if (verification->selectionNoiseComparisons) {
-      fields.push_back(b.getNamedAttr(
-          "selection_noise", b.getF64FloatAttr(verification->selectionNoise)));
-      fields.push_back(
-          b.getNamedAttr("selection_noise_comparisons",
-                         count(verification->selectionNoiseComparisons)));
-      fields.push_back(b.getNamedAttr(
-          "noise_gain", b.getF64FloatAttr(verification->noiseGain)));
-    }
-    entries.push_back(
-        b.getNamedAttr("verification", b.getDictionaryAttr(fields)));
+    // Only rounds the budget cut short say what a choice would have taken,
+    // and only a model that records the host's noise of measured selection
+    // (ModelProvenance::selectionNoise) what it asked: the attribute leaves
+    // out the zeros of the others.
+    entries.push_back(b.getNamedAttr(
+        "verification",
+        VerificationAttr::get(
+            context, verification->host, verification->device,
+            verification->sets.size(), verification->rounds,
+            verification->draws, verification->roundsNeeded,
+            APFloat(verification->seconds),
+            APFloat(verification->budgetCut ? verification->neededSeconds
+                                            : 0.0),
+            APFloat(verification->minGain), APFloat(verification->roundSpread),
+            verification->spreadFreedom, verification->racing,
+            APFloat(noise ? verification->selectionNoise : 0.0), noise,
+            APFloat(noise ? verification->noiseGain : 0.0),
+            verification->chosen, verification->incumbent,
+            verification->experiencePath, b.getArrayAttr(candidates))));
   }
   module->setAttr(NeuroShardDialect::getPlanAttrName(),
                   b.getDictionaryAttr(entries));
@@ -369,21 +344,6 @@ public:
     return value->getValue().getZExtValue();
   }
 
-  /// A float that records written before it existed lack: `absent` where
-  /// the key is missing.
-  FailureOr<double> numberOr(StringRef key, double absent) {
-    if (!dict.get(key))
-      return absent;
-    return number(key);
-  }
-
-  /// A count that records written before it existed lack.
-  FailureOr<uint64_t> countOr(StringRef key, uint64_t absent) {
-    if (!dict.get(key))
-      return absent;
-    return count(key);
-  }
-
   FailureOr<StringRef> string(StringRef key) {
     FailureOr<StringAttr> value = get<StringAttr>(key, "a string");
     if (failed(value))
@@ -419,103 +379,46 @@ private:
 
 /// Reads what measured selection recorded (writePlanRecord) into `result`:
 /// the candidates' costs and ratios, and the count of the sets timed (their
-/// contents are not recorded).
-static LogicalResult readVerificationRecord(ModuleOp module,
-                                            DictionaryAttr record,
-                                            ::neuroshard::PlanResult &result) {
-  RecordReader fields(module, record, "its 'verification'");
-  FailureOr<StringRef> host = fields.string("host");
-  FailureOr<StringRef> device = fields.string("device");
-  FailureOr<uint64_t> sets = fields.count("sets");
-  FailureOr<uint64_t> rounds = fields.count("rounds");
-  FailureOr<uint64_t> draws = fields.count("draws");
-  FailureOr<uint64_t> roundsNeeded = fields.countOr("rounds_needed", 0);
-  FailureOr<double> neededSeconds = fields.numberOr("seconds_needed", 0.0);
-  FailureOr<double> minGain = fields.number("min_gain");
-  FailureOr<double> spread = fields.numberOr("round_spread", 0.0);
-  FailureOr<uint64_t> freedom = fields.countOr("spread_freedom", 0);
-  FailureOr<uint64_t> racing = fields.countOr("racing", 0);
-  // Records of a model without the host's noise (and records written
-  // before it was recorded) have none.
-  FailureOr<double> noise = fields.numberOr("selection_noise", 0.0);
-  FailureOr<uint64_t> comparisons =
-      fields.countOr("selection_noise_comparisons", 0);
-  FailureOr<double> noiseGain = fields.numberOr("noise_gain", 0.0);
-  FailureOr<double> seconds = fields.number("seconds");
-  FailureOr<uint64_t> chosen = fields.count("chosen");
-  FailureOr<uint64_t> incumbent = fields.count("incumbent");
-  FailureOr<StringRef> experience = fields.string("experience");
-  FailureOr<ArrayAttr> candidates =
-      fields.get<ArrayAttr>("candidates", "one dictionary per candidate");
-  if (failed(host) || failed(device) || failed(sets) || failed(rounds) ||
-      failed(draws) || failed(roundsNeeded) || failed(neededSeconds) ||
-      failed(minGain) || failed(spread) || failed(freedom) || failed(racing) ||
-      failed(noise) || failed(comparisons) || failed(noiseGain) ||
-      failed(seconds) || failed(chosen) || failed(incumbent) ||
-      failed(experience) || failed(candidates))
-    return failure();
-  if (*chosen >= candidates->size() || *incumbent >= candidates->size())
-    return fields.fail() << " names candidate " << std::max(*chosen, *incumbent)
-                         << " of " << candidates->size();
+/// contents are not recorded). The attribute's verifier has checked it.
+static void readVerificationRecord(VerificationAttr record,
+                                   ::neuroshard::PlanResult &result) {
   ::neuroshard::PlanVerification verification;
-  verification.host = host->str();
-  verification.device = device->str();
-  verification.sets.resize(*sets);
-  verification.rounds = *rounds;
-  verification.draws = *draws;
-  verification.roundsNeeded = *roundsNeeded;
-  verification.budgetCut = *neededSeconds > 0.0;
-  verification.neededSeconds = *neededSeconds;
-  verification.minGain = *minGain;
-  verification.roundSpread = *spread;
-  verification.spreadFreedom = *freedom;
-  verification.racing = *racing;
-  verification.selectionNoise = *noise;
-  verification.selectionNoiseComparisons = *comparisons;
-  verification.noiseGain = *noiseGain;
-  verification.seconds = *seconds;
-  verification.chosen = *chosen;
-  verification.incumbent = *incumbent;
-  verification.experiencePath = experience->str();
-  for (auto [i, entry] : llvm::enumerate(*candidates)) {
-    auto dict = dyn_cast<DictionaryAttr>(entry);
-    if (!dict)
-      return fields.fail() << " has a candidate " << i
-                           << " that is not a dictionary";
-    RecordReader candidate(module, dict,
-                           "verification candidate " + std::to_string(i));
-    FailureOr<StringRef> origin = candidate.string("origin");
-    FailureOr<double> predicted = candidate.number("predicted_ms");
-    FailureOr<double> measured = candidate.number("measured_ms");
-    FailureOr<DenseF64ArrayAttr> computeMs = candidate.get<DenseF64ArrayAttr>(
-        "measured_compute_ms", "an array<f64> of one time per device");
-    FailureOr<double> ratio = candidate.number("paired_ratio");
-    // A record written before the mean was recorded: its median stands in.
-    FailureOr<double> meanRatio =
-        succeeded(ratio) ? candidate.numberOr("mean_ratio", *ratio) : ratio;
-    FailureOr<uint64_t> candidateRounds = candidate.count("rounds");
-    FailureOr<uint64_t> faster = candidate.count("rounds_faster");
-    FailureOr<double> required =
-        candidate.numberOr("required_gain", verification.minGain);
-    if (failed(origin) || failed(predicted) || failed(measured) ||
-        failed(computeMs) || failed(ratio) || failed(meanRatio) ||
-        failed(candidateRounds) || failed(faster) || failed(required))
-      return failure();
+  verification.host = record.getHost().str();
+  verification.device = record.getDevice().str();
+  verification.sets.resize(record.getSets());
+  verification.rounds = record.getRounds();
+  verification.draws = record.getDraws();
+  verification.roundsNeeded = record.getRoundsNeeded();
+  verification.budgetCut = record.getSecondsNeeded().convertToDouble() > 0.0;
+  verification.neededSeconds = record.getSecondsNeeded().convertToDouble();
+  verification.minGain = record.getMinGain().convertToDouble();
+  verification.roundSpread = record.getRoundSpread().convertToDouble();
+  verification.spreadFreedom = record.getSpreadFreedom();
+  verification.racing = record.getRacing();
+  verification.selectionNoise = record.getSelectionNoise().convertToDouble();
+  verification.selectionNoiseComparisons =
+      record.getSelectionNoiseComparisons();
+  verification.noiseGain = record.getNoiseGain().convertToDouble();
+  verification.seconds = record.getSeconds().convertToDouble();
+  verification.chosen = record.getChosen();
+  verification.incumbent = record.getIncumbent();
+  verification.experiencePath = record.getExperience().str();
+  for (auto candidate :
+       record.getCandidates().getAsRange<MeasuredCandidateAttr>()) {
     ::neuroshard::CandidateMeasurement &out =
         verification.candidates.emplace_back();
-    out.origin = origin->str();
-    out.predicted.maxMs = *predicted;
-    out.measured.maxMs = *measured;
-    for (double ms : computeMs->asArrayRef())
+    out.origin = candidate.getOrigin().str();
+    out.predicted.maxMs = candidate.getPredictedMs().convertToDouble();
+    out.measured.maxMs = candidate.getMeasuredMs().convertToDouble();
+    for (double ms : candidate.getMeasuredComputeMs().asArrayRef())
       out.measured.devices.push_back({ms, 0.0, 0.0});
-    out.pairedRatio = *ratio;
-    out.meanRatio = *meanRatio;
-    out.rounds = *candidateRounds;
-    out.roundsFaster = *faster;
-    out.requiredGain = *required;
+    out.pairedRatio = candidate.getPairedRatio().convertToDouble();
+    out.meanRatio = candidate.getMeanRatio().convertToDouble();
+    out.rounds = candidate.getRounds();
+    out.roundsFaster = candidate.getRoundsFaster();
+    out.requiredGain = candidate.getRequiredGain().convertToDouble();
   }
   result.verification = std::move(verification);
-  return success();
 }
 
 /// Reads the costs and origin of `record` into `plan`.
@@ -615,8 +518,13 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
     result.expected = ::neuroshard::ExpectedSlowest{
         *computeMs, *predictedMs, {*logMean, *logSd}};
   }
-  if (auto verification = record.getAs<DictionaryAttr>("verification"))
-    return readVerificationRecord(module, verification, result);
+  if (Attribute verification = record.get("verification")) {
+    auto typed = dyn_cast<VerificationAttr>(verification);
+    if (!typed)
+      return fields.fail() << " has a 'verification' that is not a "
+                              "#neuroshard.verification attribute";
+    readVerificationRecord(typed, result);
+  }
   return success();
 }
 

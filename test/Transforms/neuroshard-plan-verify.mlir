@@ -12,34 +12,35 @@
 // RUN:   --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=GAIN
 // GAIN: "min_gain": 0.25,
 // CHECK: warning: the candidates are timed on this machine, which cost model 'analytical' does not describe: the plan is chosen for this machine's CPU
-// CHECK: verification = {candidates = [{mean_ratio = {{[^,]+}}, measured_compute_ms = array<f64: {{[^>]+}}>, measured_ms = {{[^,]+}}, origin = "{{[a-z-]+}}", paired_ratio = {{[^,]+}}, predicted_ms = {{[^,]+}}, required_gain = {{[^,]+}}, rounds = {{[0-3]}} : i64, rounds_faster = {{[0-3]}} : i64}
-// CHECK-SAME: chosen = {{[0-2]}} : i64, device = "cpu", draws = {{[1-3]}} : i64, experience = "{{.+}}.jsonl", host = "{{.+}}", incumbent = {{[0-2]}} : i64, min_gain = 2.000000e-02 : f64, racing = {{[0-2]}} : i64, round_spread = {{[^,]+}}, rounds = {{[1-3]}} : i64, rounds_needed = 3 : i64
-// CHECK-SAME: spread_freedom = {{[0-9]+}} : i64
+// CHECK: verification = #neuroshard.verification<host = "{{.+}}", device = "cpu", sets = {{[0-9]+}}, rounds = {{[1-3]}}, draws = {{[1-3]}}, rounds_needed = 3, seconds = {{[^,]+}},
+// CHECK-SAME: min_gain = 2.000000e-02,
+// CHECK-SAME: chosen = {{[0-2]}}, incumbent = {{[0-2]}}, experience = "{{.+}}.jsonl", candidates = [#neuroshard.measured_candidate<origin = "{{[a-z-]+}}", predicted_ms = {{[^,]+}}, measured_ms = {{[^,]+}}, measured_compute_ms = [{{[^]]+}}], paired_ratio = {{[^,]+}}, mean_ratio = {{[^,]+}}, rounds = {{[0-3]}}, rounds_faster = {{[0-3]}}, required_gain = {{[^>]+}}>
 // RUN: FileCheck %s --check-prefix=EXPERIENCE < %t.jsonl
 // EXPERIENCE: {"format":"neuroshard-experience","version":1,{{.+}}"batch_size":16,"bundle":"analytical"
 
-// A record written before the spread and the rounds a choice needs were
-// recorded still reads back: no spread, no degrees of freedom, no candidate
-// racing, no rounds needed and none cut short, each candidate needed
-// min_gain, and its mean ratio is its median. A spread that is not a float
-// is refused by name, as is a count of rounds needed that is not a count.
+// The record reads back from the module into the exported plan, and the
+// fields a record may leave out (the spread, its degrees of freedom, the
+// candidates racing and the rounds and seconds a choice needed) read as 0.
+// A field of the wrong kind is refused by the attribute's parser, one that
+// cannot be right by its verifier.
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical verify-top=3 verify-seconds=0 verify-min-gain=0.25 experience=none" -o %t.record.mlir 2>/dev/null
-// RUN: sed -E 's/required_gain = [^,}]+, //g; s/, required_gain = [^,}]+//g; s/round_spread = [^,]+, //; s/racing = [0-9]+ : i64, //; s/, spread_freedom = [0-9]+ : i64//; s/mean_ratio = [^,]+, //g; s/, rounds_needed = [0-9]+ : i64//; s/, seconds_needed = [^,}]+//' %t.record.mlir > %t.old.mlir
-// RUN: not grep -E 'required_gain|round_spread|spread_freedom|racing|mean_ratio|rounds_needed|seconds_needed' %t.old.mlir
-// RUN: neuroshard-opt %t.old.mlir --neuroshard-export-plan=format=json -o /dev/null | FileCheck %s --check-prefix=OLD
-// OLD: "rounds_needed": 0,
-// OLD-NEXT: "budget_cut": false,
-// OLD-NEXT: "min_gain": 0.25,
-// OLD-NEXT: "round_spread": 0,
-// OLD-NEXT: "spread_freedom": 0,
-// OLD-NEXT: "racing": 0,
-// OLD: "paired_ratio": [[RATIO:[0-9.e+-]+]],
-// OLD-NEXT: "mean_ratio": [[RATIO]],
-// OLD: "required_gain": 0.25,
-// RUN: sed -E 's/round_spread = [^,]+,/round_spread = "wide",/' %t.record.mlir | not neuroshard-opt --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPREAD
-// SPREAD: error: has a malformed 'neuroshard.plan': its 'verification' needs 'round_spread' (a float)
-// RUN: sed -E 's/rounds_needed = [0-9]+ : i64/rounds_needed = "three"/' %t.record.mlir | not neuroshard-opt --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEEDED
-// NEEDED: error: has a malformed 'neuroshard.plan': its 'verification' needs 'rounds_needed' (an integer)
+// RUN: neuroshard-opt %t.record.mlir --neuroshard-export-plan=format=json -o /dev/null | FileCheck %s --check-prefix=EXPORT
+// EXPORT: "min_gain": 0.25,
+// EXPORT: "required_gain": 0.25,
+// RUN: sed -E 's/, round_spread = [^,]+//; s/, racing = [0-9]+//; s/, spread_freedom = [0-9]+//; s/, rounds_needed = [0-9]+//; s/, seconds_needed = [^,]+//' %t.record.mlir > %t.short.mlir
+// RUN: not grep -E 'round_spread|spread_freedom|racing|rounds_needed|seconds_needed' %t.short.mlir
+// RUN: neuroshard-opt %t.short.mlir --neuroshard-export-plan=format=json -o /dev/null | FileCheck %s --check-prefix=SHORT
+// SHORT: "rounds_needed": 0,
+// SHORT-NEXT: "budget_cut": false,
+// SHORT-NEXT: "min_gain": 0.25,
+// SHORT-NEXT: "round_spread": 0,
+// SHORT-NEXT: "spread_freedom": 0,
+// SHORT-NEXT: "racing": 0,
+// RUN: sed -E 's/min_gain = [^,]+,/min_gain = "wide",/' %t.record.mlir | not neuroshard-opt --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=GAINTEXT
+// GAINTEXT: error: expected floating point literal
+// GAINTEXT: error: failed to parse NeuroShard_VerificationAttr parameter 'min_gain'
+// RUN: sed -E 's/chosen = [0-9]+/chosen = 7/' %t.record.mlir | not neuroshard-opt --neuroshard-export-plan=format=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHOSEN
+// CHOSEN: error: 'chosen' names candidate 7 of {{[1-3]}}
 
 // The default does not verify here; nor does 0.
 // RUN: neuroshard-opt %s --neuroshard-plan="cost-model=analytical" | FileCheck %s --check-prefix=NONE

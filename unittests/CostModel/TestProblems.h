@@ -104,22 +104,20 @@ public:
     return llvm::Error::success();
   }
 
-  bool describesThisHost() const override { return describesHost; }
-  std::string bundlePath() const override { return bundle; }
+  ModelProvenance provenance() const override {
+    return {bundle, describesHost, noise};
+  }
   /// A risk margin adds that many ms to every set.
   void setRiskMargin(double sigmas) override { margin = sigmas; }
   double riskMargin() const override { return margin; }
   std::optional<ComputeError> computeError() const override { return error; }
-  std::optional<SelectionNoise> selectionNoise() const override {
-    return noise;
-  }
 
   unsigned computeCalls = 0;
   uint64_t setsPriced = 0;
-  /// What describesThisHost() and bundlePath() answer.
+  /// What provenance() answers: measuredOnThisHost and bundlePath.
   bool describesHost = false;
   std::string bundle;
-  /// What computeError() and selectionNoise() answer.
+  /// What computeError() and provenance().selectionNoise answer.
   std::optional<ComputeError> error;
   std::optional<SelectionNoise> noise;
 

@@ -876,7 +876,7 @@ TEST(PlanVerificationTest, ReportsWhatCannotBeTimed) {
 }
 
 TEST(PlanVerificationTest, WhereItApplies) {
-  EXPECT_FALSE(AnalyticalCostModel().describesThisHost());
+  EXPECT_FALSE(AnalyticalCostModel().provenance().measuredOnThisHost);
   EXPECT_EQ(checkVerifyTop(0, Algorithm::SizeGreedy), std::nullopt);
   EXPECT_EQ(checkVerifyTop(4, Algorithm::SizeGreedy),
             "verifying candidates needs the neuroshard algorithm, which keeps "

@@ -22,6 +22,7 @@
 #ifndef NEUROSHARD_COSTMODEL_COSTMODEL_H
 #define NEUROSHARD_COSTMODEL_COSTMODEL_H
 
+#include "neuroshard/CostModel/ModelProvenance.h"
 #include "neuroshard/Sharding/Problem.h"
 #include "neuroshard/Sharding/Traffic.h"
 
@@ -41,19 +42,6 @@ namespace neuroshard {
 struct ComputeError {
   double logMean = 0.0;
   double logSd = 0.0;
-};
-
-/// How far measured selection's judgement of a plan against another, made
-/// within one planning's few seconds of timing, strays on a host from what
-/// timing the same plans apart from the planning finds, beyond what the
-/// rounds' spread and the other timing's spread account for: the log
-/// deviation left of ln(ratio measured in the planning / ratio measured
-/// apart) over `comparisons` candidates (the calibration's
-/// "selection_noise", docs/planner.md "Gains beyond the host's noise").
-/// More rounds of one planning do not shrink it.
-struct SelectionNoise {
-  double logSd = 0.0;
-  unsigned comparisons = 0;
 };
 
 class CostModel {
@@ -90,14 +78,9 @@ public:
   /// bundle that prices each as the table it is without having seen one.
   virtual bool coversRowPieces() const { return true; }
 
-  /// Whether the model's compute costs were measured on this very machine
-  /// (a trained CPU bundle whose recorded host is this one), so that plans
-  /// made with it can be checked by timing their device sets here.
-  virtual bool describesThisHost() const { return false; }
-
-  /// The directory of the model's bundle, for models loaded from one ("" for
-  /// the analytical model).
-  virtual std::string bundlePath() const { return {}; }
+  /// Where the model's figures come from (ModelProvenance.h): what measured
+  /// selection asks of a model. The search never reads it.
+  virtual ModelProvenance provenance() const { return {}; }
 
   /// Whether the model estimates how uncertain its compute costs are (a
   /// neural bundle with an ensemble of corrections does).
@@ -115,13 +98,6 @@ public:
   /// slowest device (PlanEvaluation.h); nullopt when the model has no such
   /// figure (the analytical model, an untrained bundle).
   virtual std::optional<ComputeError> computeError() const {
-    return std::nullopt;
-  }
-
-  /// The noise of measured selection on the host the model was calibrated
-  /// on, for the gain a candidate needs to replace the incumbent
-  /// (VerifyOptions::spreadFactor); nullopt when the model records none.
-  virtual std::optional<SelectionNoise> selectionNoise() const {
     return std::nullopt;
   }
 

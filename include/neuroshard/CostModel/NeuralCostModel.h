@@ -68,12 +68,13 @@ public:
   std::optional<unsigned> requiredNodes() const override;
   std::vector<std::string> warnings() const override;
   std::vector<std::string> tablesOutsideRanges() const override;
-  /// True for a bundle whose compute.pt exports spread() (the standard
-  /// deviation of an ensemble's members) with more than one member.
-  bool describesThisHost() const override;
+  /// The bundle's directory; measured on this host for a trained CPU bundle
+  /// recorded on this machine; the selection noise a trained bundle records.
+  ModelProvenance provenance() const override;
   /// What the bundle's "row_pieces" records.
   bool coversRowPieces() const override;
-  std::string bundlePath() const override;
+  /// True for a bundle whose compute.pt exports spread() (the standard
+  /// deviation of an ensemble's members) with more than one member.
   bool estimatesUncertainty() const override;
   void setRiskMargin(double sigmas) override;
   double riskMargin() const override;
@@ -81,7 +82,6 @@ public:
   /// (mean 0, deviation MAPE * sqrt(pi / 2), as for a normal log error)
   /// where the bundle predates the log figures.
   std::optional<ComputeError> computeError() const override;
-  std::optional<SelectionNoise> selectionNoise() const override;
 
   /// Keeps the tables (their features are read when a slice is first
   /// encoded) and drops the encoding memo; fails if the topology's device

@@ -149,7 +149,7 @@ struct VerifyOptions {
   /// cannot tell a few percent apart, s itself is known roughly, and the
   /// candidate that looks fastest among several is the one the noise
   /// favoured most. Where the cost model records the host's noise of
-  /// measured selection (CostModel::selectionNoise, s' over d'
+  /// measured selection (ModelProvenance::selectionNoise, s' over d'
   /// comparisons), which more rounds of one planning do not shrink, the
   /// standard error is sqrt(s^2 / n + s'^2) instead, on the
   /// Welch-Satterthwaite degrees of freedom of the two. 0 leaves minGain
@@ -167,7 +167,7 @@ llvm::Expected<std::optional<unsigned>> parseVerifyTop(llvm::StringRef text);
 /// Why verification does not apply by default to a plan, or nullopt when
 /// it does: the NeuroShard search (which keeps candidates), devices that
 /// are this machine's CPU (a plan for CPU execution), a cost model that
-/// describes this machine (CostModel::describesThisHost) and a program
+/// describes this machine (ModelProvenance::measuredOnThisHost) and a program
 /// that can time device sets (registerSetTimerFactory).
 std::optional<std::string> whyNotVerified(Algorithm algorithm,
                                           const Topology &topology,
@@ -236,7 +236,7 @@ double verifySpreadQuantile(double factor, unsigned freedom, unsigned racing);
 /// with the lowest geometric mean of its round ratios to the incumbent, if that
 /// mean is at most 1 - its required gain (the larger of options.minGain and
 /// what the rounds' spread asks, with the host's noise of measured
-/// selection added where `model` records it, CostModel::selectionNoise;
+/// selection added where `model` records it, ModelProvenance::selectionNoise;
 /// options.spreadFactor) and the rounds reached
 /// the least a choice needs (options.minRounds, one per draw); else the
 /// incumbent's.
@@ -256,7 +256,7 @@ constexpr const char *kNoExperience = "none";
 
 /// Where the sets verified with `model` are appended for `experience` (the
 /// user's option): "" means next to the model's bundle
-/// (CostModel::bundlePath) when it is a bundle of the user's (not one
+/// (ModelProvenance::bundlePath) when it is a bundle of the user's (not one
 /// shipped with NeuroShard) in a writable directory, else nowhere;
 /// kNoExperience nowhere; anything else is the path. "" for nowhere.
 std::string experiencePath(llvm::StringRef experience, const CostModel &model);

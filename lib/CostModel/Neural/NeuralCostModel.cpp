@@ -537,12 +537,6 @@ std::optional<ComputeError> NeuralCostModel::computeError() const {
   return std::nullopt;
 }
 
-std::optional<SelectionNoise> NeuralCostModel::selectionNoise() const {
-  if (!impl->meta.info.trained)
-    return std::nullopt;
-  return impl->meta.selectionNoise;
-}
-
 /// "L2 1024 KiB, L3 32768 KiB".
 static std::string
 cachesText(ArrayRef<std::pair<std::string, int64_t>> caches) {
@@ -734,14 +728,18 @@ std::optional<std::string> NeuralCostModel::Impl::compareMachine() const {
       .str();
 }
 
-bool NeuralCostModel::describesThisHost() const {
-  return impl->meta.info.trained && !impl->meta.hostGPUModel &&
-         !impl->machineWarning;
+ModelProvenance NeuralCostModel::provenance() const {
+  ModelProvenance provenance;
+  provenance.bundlePath = impl->meta.info.path;
+  provenance.measuredOnThisHost = impl->meta.info.trained &&
+                                  !impl->meta.hostGPUModel &&
+                                  !impl->machineWarning;
+  if (impl->meta.info.trained)
+    provenance.selectionNoise = impl->meta.selectionNoise;
+  return provenance;
 }
 
 bool NeuralCostModel::coversRowPieces() const { return impl->meta.rowPieces; }
-
-std::string NeuralCostModel::bundlePath() const { return impl->meta.info.path; }
 
 const NeuralBundleInfo &NeuralCostModel::info() const {
   return impl->meta.info;

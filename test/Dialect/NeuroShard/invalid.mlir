@@ -235,6 +235,77 @@ func.func @f() attributes {neuroshard.topology = #neuroshard.topology<devices = 
 
 // -----
 
+// Measured selection's record (#neuroshard.verification) is checked field
+// by field.
+
+// expected-error @+1 {{'neuroshard.plan' has a 'verification' that is not a #neuroshard.verification attribute: {chosen = 0 : i64}}}
+module attributes {neuroshard.plan = {verification = {chosen = 0 : i64}}} {}
+
+// -----
+
+// expected-error @+1 {{'chosen' names candidate 1 of 1}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, chosen = 1, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+1 {{'incumbent' names candidate 2 of 1}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, chosen = 0, incumbent = 2, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+1 {{'draws' (4) exceeds 'rounds' (3): each round times one draw}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 4, seconds = 0.5, min_gain = 0.02, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+1 {{'min_gain' must be below 1, got 1.5}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 1.5, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+1 {{'seconds' must be a finite number >= 0, got -1}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = -1.0, min_gain = 0.02, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+1 {{'selection_noise' and 'noise_gain' need the 'selection_noise_comparisons' they rest on}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, selection_noise = 0.4, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+1 {{'candidates' must list the candidates timed}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, chosen = 0, incumbent = 0, experience = "", candidates = []>}} {}
+
+// -----
+
+// expected-error @+1 {{candidate 0 must be a #neuroshard.measured_candidate, got 1 : i64}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, chosen = 0, incumbent = 0, experience = "", candidates = [1]>}} {}
+
+// -----
+
+// expected-error @+1 {{'racing' counts 1 candidates besides the incumbent, of 1}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, racing = 1, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+2 {{'rounds_faster' (4) exceeds the candidate's 'rounds' (3)}}
+// expected-error @+1 {{failed to parse NeuroShard_VerificationAttr parameter 'candidates'}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 4, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+2 {{'measured_compute_ms' must give one time per device}}
+// expected-error @+1 {{failed to parse NeuroShard_VerificationAttr parameter 'candidates'}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [], paired_ratio = 1.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
+// expected-error @+2 {{'paired_ratio' must be a finite number >= 0, got -2}}
+// expected-error @+1 {{failed to parse NeuroShard_VerificationAttr parameter 'candidates'}}
+module attributes {neuroshard.plan = {verification = #neuroshard.verification<host = "h", device = "cpu", sets = 2, rounds = 3, draws = 3, seconds = 0.5, min_gain = 0.02, chosen = 0, incumbent = 0, experience = "", candidates = [#neuroshard.measured_candidate<origin = "o", predicted_ms = 1.0, measured_ms = 1.0, measured_compute_ms = [1.0], paired_ratio = -2.0, mean_ratio = 1.0, rounds = 3, rounds_faster = 1, required_gain = 0.02>]>}} {}
+
+// -----
+
 func.func @f() attributes {neuroshard.plan = {}} {
 // expected-error @-1 {{'neuroshard.plan' may only be attached to a builtin.module}}
   return

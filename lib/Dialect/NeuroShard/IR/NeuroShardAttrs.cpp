@@ -294,3 +294,96 @@ void TopologyAttr::print(AsmPrinter &printer) const {
     printer << ", device_kind = \"" << getDeviceKind() << "\"";
   printer << ">";
 }
+
+//===----------------------------------------------------------------------===//
+// Measured selection's record
+//===----------------------------------------------------------------------===//
+
+/// Fails, naming the field, unless `value` is finite and not negative.
+static LogicalResult
+checkNonNegative(function_ref<InFlightDiagnostic()> emitError, StringRef field,
+                 const APFloat &value) {
+  if (value.isFinite() && !value.isNegative())
+    return success();
+  return emitError() << "'" << field << "' must be a finite number >= 0, got "
+                     << value.convertToDouble();
+}
+
+LogicalResult MeasuredCandidateAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef origin,
+    APFloat predictedMs, APFloat measuredMs,
+    DenseF64ArrayAttr measuredComputeMs, APFloat pairedRatio, APFloat meanRatio,
+    uint64_t rounds, uint64_t roundsFaster, APFloat requiredGain) {
+  if (origin.empty())
+    return emitError() << "'origin' must name where the candidate came from";
+  for (auto [field, value] : {std::make_pair("predicted_ms", predictedMs),
+                              std::make_pair("measured_ms", measuredMs),
+                              std::make_pair("paired_ratio", pairedRatio),
+                              std::make_pair("mean_ratio", meanRatio),
+                              std::make_pair("required_gain", requiredGain)})
+    if (failed(checkNonNegative(emitError, field, value)))
+      return failure();
+  if (!measuredComputeMs || measuredComputeMs.empty())
+    return emitError() << "'measured_compute_ms' must give one time per device";
+  for (auto [device, ms] : llvm::enumerate(measuredComputeMs.asArrayRef()))
+    if (failed(checkNonNegative(
+            emitError, "measured_compute_ms[" + std::to_string(device) + "]",
+            APFloat(ms))))
+      return failure();
+  if (roundsFaster > rounds)
+    return emitError() << "'rounds_faster' (" << roundsFaster
+                       << ") exceeds the candidate's 'rounds' (" << rounds
+                       << ")";
+  if (requiredGain.convertToDouble() >= 1.0)
+    return emitError() << "'required_gain' must be below 1, got "
+                       << requiredGain.convertToDouble();
+  return success();
+}
+
+LogicalResult VerificationAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef host,
+    StringRef device, uint64_t /*sets*/, uint64_t rounds, uint64_t draws,
+    uint64_t /*roundsNeeded*/, APFloat seconds, APFloat secondsNeeded,
+    APFloat minGain, APFloat roundSpread, uint64_t /*spreadFreedom*/,
+    uint64_t racing, APFloat selectionNoise, uint64_t selectionNoiseComparisons,
+    APFloat noiseGain, uint64_t chosen, uint64_t incumbent,
+    StringRef /*experience*/, ArrayAttr candidates) {
+  if (host.empty() || device.empty())
+    return emitError() << "'host' and 'device' must name what the candidates "
+                          "were timed on";
+  for (auto [field, value] : {std::make_pair("seconds", seconds),
+                              std::make_pair("seconds_needed", secondsNeeded),
+                              std::make_pair("min_gain", minGain),
+                              std::make_pair("round_spread", roundSpread),
+                              std::make_pair("selection_noise", selectionNoise),
+                              std::make_pair("noise_gain", noiseGain)})
+    if (failed(checkNonNegative(emitError, field, value)))
+      return failure();
+  if (minGain.convertToDouble() >= 1.0)
+    return emitError() << "'min_gain' must be below 1, got "
+                       << minGain.convertToDouble();
+  if (draws > rounds)
+    return emitError() << "'draws' (" << draws << ") exceeds 'rounds' ("
+                       << rounds << "): each round times one draw";
+  if (!selectionNoiseComparisons &&
+      (!selectionNoise.isZero() || !noiseGain.isZero()))
+    return emitError() << "'selection_noise' and 'noise_gain' need the "
+                          "'selection_noise_comparisons' they rest on";
+  if (!candidates || candidates.empty())
+    return emitError() << "'candidates' must list the candidates timed";
+  for (auto [i, candidate] : llvm::enumerate(candidates))
+    if (!isa<MeasuredCandidateAttr>(candidate))
+      return emitError() << "candidate " << i
+                         << " must be a #neuroshard.measured_candidate, got "
+                         << candidate;
+  for (auto [field, index] : {std::make_pair("chosen", chosen),
+                              std::make_pair("incumbent", incumbent)})
+    if (index >= candidates.size())
+      return emitError() << "'" << field << "' names candidate " << index
+                         << " of " << candidates.size();
+  if (racing >= candidates.size())
+    return emitError() << "'racing' counts " << racing
+                       << " candidates besides the incumbent, of "
+                       << candidates.size();
+  return success();
+}

@@ -48,10 +48,18 @@ NeuroShardDialect::verifyOperationAttribute(Operation *op,
     if (!isa<ModuleOp>(op))
       return op->emitError()
              << "'" << name << "' may only be attached to a builtin.module";
-    if (!isa<DictionaryAttr>(attribute.getValue()))
+    auto record = dyn_cast<DictionaryAttr>(attribute.getValue());
+    if (!record)
       return op->emitError()
              << "'" << name << "' must be a dictionary attribute, got "
              << attribute.getValue();
+    // Measured selection's record is typed; its verifier checks the rest.
+    if (Attribute verification = record.get("verification");
+        verification && !isa<VerificationAttr>(verification))
+      return op->emitError() << "'" << name
+                             << "' has a 'verification' that is not a "
+                                "#neuroshard.verification attribute: "
+                             << verification;
     return success();
   }
   if (name == getWeightTablesAttrName()) {

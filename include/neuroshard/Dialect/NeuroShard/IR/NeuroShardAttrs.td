@@ -150,4 +150,121 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Measured selection's record
+//===----------------------------------------------------------------------===//
+
+// A double, printed so that it reads back bit for bit.
+class NeuroShard_F64Parameter<string desc> : APFloatParameter<desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = [{ $_printer.printFloat($_self); }];
+}
+
+// The same, left out of the text when it is zero.
+class NeuroShard_ZeroDefaultF64Parameter<string desc>
+    : NeuroShard_F64Parameter<desc> {
+  let defaultValue = "::llvm::APFloat(0.0)";
+}
+
+def NeuroShard_MeasuredCandidateAttr
+    : NeuroShard_Attr<"MeasuredCandidate", "measured_candidate"> {
+  let summary = "one candidate plan as measured selection timed it";
+  let description = [{
+    A candidate of measured selection (docs/planner.md, "Measured
+    selection"): where it came from (`origin`), the cost the model predicted
+    for it and the cost its timed device sets add up to, in milliseconds,
+    the measured compute time of each device, and how it compared with the
+    incumbent plan over the timing rounds: the median and the geometric mean
+    of its per-round time ratio, the rounds it raced and in how many of them
+    it was faster, and the gain it needed to replace the incumbent.
+
+    ```mlir
+    #neuroshard.measured_candidate<origin = "table-greedy-grid",
+        predicted_ms = 1.250000e-01, measured_ms = 1.310000e-01,
+        measured_compute_ms = [0.131, 0.12],
+        paired_ratio = 1.000000e+00, mean_ratio = 1.000000e+00, rounds = 3,
+        rounds_faster = 0, required_gain = 2.000000e-02>
+    ```
+  }];
+  let parameters = (ins
+      StringRefParameter<"where the candidate came from">:$origin,
+      NeuroShard_F64Parameter<"predicted cost, ms">:$predicted_ms,
+      NeuroShard_F64Parameter<"measured cost, ms">:$measured_ms,
+      AttrParameter<"DenseF64ArrayAttr", "measured compute ms per device">
+          :$measured_compute_ms,
+      NeuroShard_F64Parameter<"median ratio to the incumbent">:$paired_ratio,
+      NeuroShard_F64Parameter<"geometric mean ratio">:$mean_ratio,
+      AttrParameter<"uint64_t", "rounds raced">:$rounds,
+      AttrParameter<"uint64_t", "rounds it was faster in">:$rounds_faster,
+      NeuroShard_F64Parameter<"gain needed to win">:$required_gain);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def NeuroShard_VerificationAttr
+    : NeuroShard_Attr<"Verification", "verification"> {
+  let summary = "what measured selection timed and chose";
+  let description = [{
+    The record measured selection leaves in a module's `neuroshard.plan`
+    (docs/planner.md, "Measured selection"): the host and device kind the
+    candidates' device sets were timed on, how many sets, rounds and input
+    draws were timed and how long it took, the gain a candidate had to show
+    and the spread of the rounds it was judged against, the host's noise of
+    measured selection where the cost model records one, which candidate
+    was the incumbent and which was chosen, the experience file the timings
+    were appended to ("" for none) and the candidates themselves.
+
+    Fields that only some records carry are left out of the text when they
+    are zero: `rounds_needed` and `seconds_needed` (a budget that cut the
+    rounds short), `round_spread`, `spread_freedom` and `racing`, and the
+    three fields of the host's noise.
+
+    ```mlir
+    #neuroshard.verification<host = "AMD EPYC 9R14", device = "cpu",
+        sets = 7, rounds = 3, draws = 3, rounds_needed = 3,
+        seconds = 8.100000e-01, min_gain = 2.000000e-02,
+        round_spread = 1.200000e-02, spread_freedom = 4, racing = 1,
+        chosen = 0, incumbent = 0, experience = "",
+        candidates = [#neuroshard.measured_candidate<...>, ...]>
+    ```
+  }];
+  let parameters = (ins
+      StringRefParameter<"the host the sets were timed on">:$host,
+      StringRefParameter<"the device kind they were timed on">:$device,
+      AttrParameter<"uint64_t", "distinct device sets timed">:$sets,
+      AttrParameter<"uint64_t", "timing rounds">:$rounds,
+      AttrParameter<"uint64_t", "input draws timed">:$draws,
+      DefaultValuedParameter<"uint64_t", "0", "rounds a choice needs">
+          :$rounds_needed,
+      NeuroShard_F64Parameter<"seconds spent timing">:$seconds,
+      NeuroShard_ZeroDefaultF64Parameter<"seconds a choice needed">
+          :$seconds_needed,
+      NeuroShard_F64Parameter<"least gain that replaces the incumbent">
+          :$min_gain,
+      NeuroShard_ZeroDefaultF64Parameter<"log spread of the rounds">
+          :$round_spread,
+      DefaultValuedParameter<"uint64_t", "0", "the spread's degrees of freedom">
+          :$spread_freedom,
+      DefaultValuedParameter<"uint64_t", "0", "candidates racing the incumbent">
+          :$racing,
+      NeuroShard_ZeroDefaultF64Parameter<"the host's log noise">
+          :$selection_noise,
+      DefaultValuedParameter<"uint64_t", "0", "comparisons the noise rests on">
+          :$selection_noise_comparisons,
+      NeuroShard_ZeroDefaultF64Parameter<"gain the noise asks">:$noise_gain,
+      AttrParameter<"uint64_t", "the candidate chosen">:$chosen,
+      AttrParameter<"uint64_t", "the candidate to beat">:$incumbent,
+      StringRefParameter<"the experience file written">:$experience,
+      AttrParameter<"ArrayAttr", "#neuroshard.measured_candidate list">
+          :$candidates);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // NEUROSHARD_DIALECT_NEUROSHARD_IR_NEUROSHARDATTRS_TD
