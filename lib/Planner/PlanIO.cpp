@@ -21,6 +21,10 @@ namespace neuroshard {
 
 /// The "format" of writeTorchRecPlan's files.
 static constexpr StringLiteral kTorchRecFormat = "neuroshard-torchrec-1";
+/// TorchRec's sharding types that NeuroShard's own names do not cover: the
+/// first is read as column pieces, the second refused by name.
+static constexpr StringLiteral kTorchRecTableColumnWise = "table_column_wise";
+static constexpr StringLiteral kTorchRecGridShard = "grid_shard";
 
 //===----------------------------------------------------------------------===//
 // Plan input
@@ -221,9 +225,21 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
     std::optional<StringRef> typeName = field->getAsString();
     std::optional<ShardingKind> type =
         typeName ? parseShardingKind(*typeName) : std::nullopt;
+    // TorchRec's table-column-wise places column pieces on the devices of
+    // one host: column pieces, wherever they are.
+    if (typeName == std::optional<StringRef>(kTorchRecTableColumnWise))
+      type = ShardingKind::ColumnWise;
+    if (typeName == std::optional<StringRef>(kTorchRecGridShard))
+      return tableFields.fail(formatv(
+          "'sharding_type' is \"{0}\", which cuts the table into blocks of "
+          "rows and columns at once; NeuroShard's plans split a table by "
+          "columns or by rows, not both, so this plan cannot be priced or "
+          "materialized: plan the table with another sharding type",
+          kTorchRecGridShard));
     if (!type)
-      return tableFields.fail(formatv("'sharding_type' is {0}, not one of: {1}",
-                                      *field, shardingKindList()));
+      return tableFields.fail(
+          formatv("'sharding_type' is {0}, not one of: {1}, {2}", *field,
+                  shardingKindList(), kTorchRecTableColumnWise));
     bool replicated = *type == ShardingKind::DataParallel;
     if (Error err = tableFields.require("shards", field))
       return std::move(err);
@@ -239,6 +255,9 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
                                         "shard ({0}), got {1}",
                                         shards->size(), *list));
     }
+    // TorchRec gives a rank without rows (a table of fewer rows than
+    // ranks, split by rows) an empty shard; it holds nothing and is dropped.
+    SmallVector<std::string> empty;
     for (auto [index, value] : enumerate(*shards)) {
       std::string at = formatv("{0}: shards[{1}]", where, index).str();
       const json::Object *object = value.getAsObject();
@@ -268,6 +287,13 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
                                           key, *field));
         pairs[k][0] = *row;
         pairs[k][1] = *column;
+      }
+      if (pairs[1][0] == 0 || pairs[1][1] == 0) {
+        empty.push_back(formatv("shards[{0}] (rows [{1}, {2}), columns "
+                                "[{3}, {4}))",
+                                index, pairs[0][0], pairs[0][0] + pairs[1][0],
+                                pairs[0][1], pairs[0][1] + pairs[1][1]));
+        continue;
       }
       int64_t rows = reader.rows(*table);
       bool rowPieces =
@@ -302,6 +328,13 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
                                         rank, (*ranks)[index]));
       plan.plan.shards.push_back(shard);
     }
+    if (!empty.empty())
+      plan.notes.push_back(
+          formatv("{0}: dropped {1} empty shard{2}, which "
+                  "hold{3} no rows or no columns: {4}",
+                  where, empty.size(), empty.size() == 1 ? "" : "s",
+                  empty.size() == 1 ? "s" : "", join(empty, ", "))
+              .str());
   }
   return std::move(plan);
 }

@@ -618,6 +618,7 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
     return a.slice() < b.slice();
   });
   recordModel(result, model);
+  llvm::append_range(result.warnings, given.notes);
   result.cost = std::move(*cost);
   result.searched = false;
   if (Error err = addPlanEstimates(result, tables, topology, model))

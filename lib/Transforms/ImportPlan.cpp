@@ -75,6 +75,8 @@ struct ImportPlanPass
       module.emitError() << llvm::toString(std::move(err));
       return signalPassFailure();
     }
+    for (const std::string &note : plan->notes)
+      module.emitRemark() << note;
     writeShards(*tables, plan->plan);
   }
 };

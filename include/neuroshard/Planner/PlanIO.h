@@ -33,6 +33,9 @@ struct PlanFile {
   ShardingPlan plan;
   unsigned devices = 0;
   std::optional<Algorithm> algorithm;
+  /// What reading it changed, one sentence each, for the reader to pass on:
+  /// the empty shards of a TorchRec plan, dropped.
+  std::vector<std::string> notes;
 };
 
 /// Parses a plan in either of the formats this library writes: the plan
