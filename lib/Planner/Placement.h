@@ -328,6 +328,25 @@ std::vector<double> rankedCosts(const PlanCost &cost);
 /// rankedBefore for the costs of two feasible plans.
 bool rankedBefore(const PlanCost &a, const PlanCost &b);
 
+/// The plans a person writes first (StructuredPlans.cpp): the hottest
+/// tables cut evenly over k devices, one piece per device, small tables
+/// copied to every device, the rest placed whole; each valid one priced as
+/// the search prices its plans, best first. The model must be prepared for
+/// ctx.tables.
+llvm::Expected<std::vector<PlanCandidate>> structuredPlans(SearchContext &ctx);
+
+/// Prices valid `plans` as the search prices its own: every device set of
+/// every plan in one model call, then the exchange, one batch each.
+llvm::Expected<std::vector<PlanCost>>
+pricePlans(SearchContext &ctx, llvm::ArrayRef<ShardingPlan> plans);
+
+/// Rewrites `plan` so that no device holds two pieces of one table: the
+/// column pieces (or the row blocks) of a table that a device holds more
+/// than one of are joined into one, and the table's pieces are laid out
+/// again so that each device's range is contiguous. Widths and row counts
+/// per device stay as they were. Returns whether anything changed.
+bool joinPiecesPerDevice(llvm::ArrayRef<TableSpec> tables, ShardingPlan &plan);
+
 /// The evenly spaced dim-sum thresholds of the grid search.
 std::vector<double> gridThresholds(const SearchOptions &options);
 

@@ -520,6 +520,37 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
         return searched;
       std::vector<PlanCandidate> baselines =
           keepCheaperBaseline(*searched, *slices, options, ctx);
+      // No device holds two pieces of one table (docs/planner.md, "Clean
+      // pieces and structured candidates"): they are joined, and the
+      // joined plan priced.
+      ShardingPlan joined = searched->plan;
+      if (joinPiecesPerDevice(tables, joined)) {
+        if (Error err = validatePlan(tables, topology, joined)) {
+          consumeError(std::move(err));
+        } else {
+          Expected<std::vector<PlanCost>> cost =
+              pricePlans(ctx, ArrayRef(joined));
+          if (!cost)
+            return cost.takeError();
+          searched->plan = std::move(joined);
+          searched->cost = std::move(cost->front());
+          // The baselines' plans (whole tables) may now rank before it.
+          if (!baselines.empty() &&
+              rankedBefore(baselines.front().cost, searched->cost)) {
+            searched->plan = baselines.front().plan;
+            searched->cost = baselines.front().cost;
+          }
+        }
+      }
+      // A person's obvious plans are always priced too.
+      Expected<std::vector<PlanCandidate>> structured = structuredPlans(ctx);
+      if (!structured)
+        return structured.takeError();
+      if (!structured->empty() &&
+          rankedBefore(structured->front().cost, searched->cost)) {
+        searched->plan = std::move(structured->front().plan);
+        searched->cost = std::move(structured->front().cost);
+      }
       if (options.keepCandidates)
         searched->candidates = selectCandidates(
             *searched, std::move(searched->candidates), std::move(baselines),

@@ -15,8 +15,8 @@ of its device sets (--neuroshard-export-cuda: one launch per device, then
 one per device and replicated table for the device's share of the replica's
 bags), each launch numbered as a set of its own, the runner and
 DIR/runs.txt. With --verify-top K (K > 0) it also writes, per model, the
-device sets of NeuroShard's K best candidates with the GPU model (the pass
-option verify-export) to DIR/verify/MODEL and lists their manifest twice in
+device sets of NeuroShard's K best candidates with the GPU model, without
+data-parallel replicas (the pass option verify-export) to DIR/verify/MODEL and lists their manifest twice in
 runs.txt: first (run a, which chooses) and last (run b, which measures the
 choice on other draws of the inputs: its lookups read other index streams).
 On the GPU, `calibrate.sh run` times every launch's fused forward + backward
@@ -229,8 +229,11 @@ def shifted_streams(manifest: str, shift: int) -> str:
 
 def verify_options(cost_model: str, top: int) -> str:
     """The --neuroshard-plan options of NeuroShard with the GPU model whose
-    candidates are verified (those of the neuroshard-gpu-model plan)."""
+    candidates are verified: those of the neuroshard-gpu-model plan, less
+    data-parallel replicas, whose sets the runner would time with the whole
+    batch (verify-export refuses a best plan with replicas)."""
     return ("algorithm=neuroshard cost-model=%s model-warnings=false "
+            "sharding-types=table_wise,column_wise,row_wise,table_row_wise "
             "verify-top=%d" % (cost_model, top))
 
 

@@ -1,0 +1,336 @@
+//===- StructuredPlans.cpp - The plans a person writes first
+//---------------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A beam of a few states follows the splits the greedy placements reward
+// one step at a time, and can miss a plan a person writes at a glance: the
+// hottest tables cut evenly over k devices, one piece per device, the small
+// tables copied to every device, the rest placed whole. Those plans are
+// built here for every k that divides the devices' count in powers of two,
+// for the hottest 1, 2, 4, ... tables, by columns and by rows, with and
+// without copies, and priced exactly as the search prices its own plans
+// (all of them in one batch). The search keeps the best when it ranks
+// before its own plan (docs/planner.md, "Clean pieces and structured
+// candidates").
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placement.h"
+
+#include "neuroshard/Planner/PlanEvaluation.h"
+#include "neuroshard/Sharding/Plan.h"
+#include "neuroshard/Sharding/Traffic.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <numeric>
+
+using namespace llvm;
+
+namespace neuroshard {
+namespace detail {
+
+/// How many of the hottest tables a structured plan splits, at most: the
+/// powers of two up to it are tried.
+static constexpr unsigned kMostSplitTables = 16;
+/// A table is small enough to copy to every device when one copy takes at
+/// most this share of the smallest device's usable memory.
+static constexpr double kSmallTableShare = 0.01;
+
+namespace {
+/// How a structured plan cuts the tables it splits.
+enum class Cut { Columns, Rows };
+
+/// One structured plan being built: the shards, and each device's memory
+/// and a running estimate of its compute (the sum of its pieces' costs,
+/// each priced alone) that places the next piece.
+struct Builder {
+  ArrayRef<TableSpec> tables;
+  const Topology &topology;
+  ShardingPlan plan;
+  std::vector<uint64_t> bytes;
+  std::vector<double> loadMs;
+
+  Builder(ArrayRef<TableSpec> tables, const Topology &topology)
+      : tables(tables), topology(topology), bytes(topology.numDevices(), 0),
+        loadMs(topology.numDevices(), 0.0) {}
+
+  uint64_t bytesOf(const ColumnSlice &slice) const {
+    const TableSpec &table = tables[slice.table];
+    return topology.shardBytes(
+        table, slice.width(),
+        slice.allRows() ? std::nullopt : std::optional(slice.numRows(table)));
+  }
+
+  bool fits(const ColumnSlice &slice, unsigned device) const {
+    return bytes[device] + bytesOf(slice) <= topology.usableBytes(device);
+  }
+
+  void place(const ColumnSlice &slice, unsigned device, double ms) {
+    Shard shard = Shard::of(slice, device);
+    if (!slice.allRows())
+      shard.setRows(slice.rowBegin, slice.rowEndIn(tables[slice.table]),
+                    tables[slice.table].rows);
+    plan.shards.push_back(shard);
+    bytes[device] += bytesOf(slice);
+    loadMs[device] += ms;
+  }
+
+  /// Places `pieces` on as many distinct devices, the least loaded with
+  /// room first; false when too few have room.
+  bool placeApart(ArrayRef<ColumnSlice> pieces, double msEach) {
+    std::vector<unsigned> order(loadMs.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+      return loadMs[a] < loadMs[b];
+    });
+    size_t next = 0;
+    for (unsigned device : order) {
+      if (next == pieces.size())
+        break;
+      if (fits(pieces[next], device))
+        place(pieces[next++], device, msEach);
+    }
+    return next == pieces.size();
+  }
+};
+} // namespace
+
+/// The pieces `table` is cut into for a structured plan, or none when the
+/// table may not be cut so.
+static std::vector<ColumnSlice> evenPieces(const TableSpec &table,
+                                           unsigned index, unsigned k, Cut cut,
+                                           const Topology &topology) {
+  ColumnSlice whole{index, 0, table.dim};
+  if (cut == Cut::Columns) {
+    if (!mayColumnSplit(table, whole) ||
+        table.dim % (int64_t(k) * kColumnAlignment) != 0)
+      return {};
+    std::vector<ColumnSlice> pieces;
+    int64_t width = table.dim / k;
+    for (unsigned p = 0; p < k; ++p)
+      pieces.push_back({index, p * width, (p + 1) * width});
+    return pieces;
+  }
+  if (!mayRowSplit(table, whole, topology) ||
+      !table.allows(ShardingKind::RowWise) || table.rows < int64_t(k))
+    return {};
+  return rowPieces(table, whole, k);
+}
+
+Expected<std::vector<PlanCost>> pricePlans(SearchContext &ctx,
+                                           ArrayRef<ShardingPlan> plans) {
+  ArrayRef<TableSpec> tables = ctx.tables;
+  const Topology &topology = ctx.topology;
+  unsigned numDevices = topology.numDevices();
+  // Every device set of every plan in one model call, then the exchange.
+  std::vector<std::vector<ColumnSlice>> deviceSets(plans.size() * numDevices);
+  for (auto [p, plan] : enumerate(plans))
+    for (const Shard &shard : plan.shards)
+      deviceSets[p * numDevices + shard.device].push_back(shard.slice());
+  std::vector<ArrayRef<ColumnSlice>> sets;
+  std::vector<size_t> setOf;
+  for (auto [i, set] : enumerate(deviceSets))
+    if (!set.empty()) {
+      sets.push_back(set);
+      setOf.push_back(i);
+    }
+  std::vector<double> setMs(sets.size());
+  if (Error err = ctx.model.predictCompute(sets, setMs))
+    return std::move(err);
+  ctx.stats.costQueries += sets.size();
+  ctx.stats.modelCalls += 1;
+  std::vector<double> computeMs(deviceSets.size(), 0.0);
+  for (auto [i, ms] : zip_equal(setOf, setMs))
+    computeMs[i] = ms;
+  std::vector<DeviceTraffic> traffic;
+  for (const ShardingPlan &plan : plans)
+    append_range(traffic, computeTraffic(tables, topology, plan));
+  return completePlanCosts(numDevices, computeMs, traffic, ctx.model);
+}
+
+Expected<std::vector<PlanCandidate>> structuredPlans(SearchContext &ctx) {
+  ArrayRef<TableSpec> tables = ctx.tables;
+  const Topology &topology = ctx.topology;
+  unsigned numDevices = topology.numDevices();
+  if (numDevices < 2 || tables.empty())
+    return std::vector<PlanCandidate>();
+
+  // Each table's compute priced whole, and each cut priced as one piece.
+  std::vector<ColumnSlice> whole;
+  for (auto [index, table] : enumerate(tables))
+    whole.push_back({unsigned(index), 0, table.dim});
+  std::vector<double> wholeMs(tables.size());
+  {
+    std::vector<ArrayRef<ColumnSlice>> sets;
+    for (const ColumnSlice &slice : whole)
+      sets.push_back(ArrayRef(slice));
+    if (Error err = ctx.model.predictCompute(sets, wholeMs))
+      return std::move(err);
+    ctx.stats.costQueries += sets.size();
+    ctx.stats.modelCalls += 1;
+  }
+  std::vector<unsigned> hottest(tables.size());
+  std::iota(hottest.begin(), hottest.end(), 0u);
+  std::stable_sort(hottest.begin(), hottest.end(), [&](unsigned a, unsigned b) {
+    return wholeMs[a] > wholeMs[b];
+  });
+  uint64_t smallestUsable = topology.usableBytes(0);
+  for (unsigned d = 1; d < numDevices; ++d)
+    smallestUsable = std::min(smallestUsable, topology.usableBytes(d));
+
+  std::vector<unsigned> splits;
+  for (unsigned k = 2; k <= numDevices; k *= 2)
+    splits.push_back(k);
+  if (splits.empty() || splits.back() != numDevices)
+    splits.push_back(numDevices);
+
+  std::vector<ShardingPlan> plans;
+  for (unsigned k : splits)
+    for (unsigned many = 1;
+         many <= std::min<size_t>(kMostSplitTables, tables.size()); many *= 2)
+      for (Cut cut : {Cut::Columns, Cut::Rows})
+        for (bool copySmall : {false, true}) {
+          Builder builder(tables, topology);
+          bool feasible = true, cutAny = false, copied = false;
+          // Pinned tables first, where they must go.
+          for (auto [index, table] : enumerate(tables))
+            if (table.pinnedDevice) {
+              feasible &= builder.fits(whole[index], *table.pinnedDevice);
+              builder.place(whole[index], *table.pinnedDevice, wholeMs[index]);
+            }
+          for (auto [rank, index] : enumerate(hottest)) {
+            const TableSpec &table = tables[index];
+            if (table.pinnedDevice || !feasible)
+              continue;
+            if (rank < many) {
+              std::vector<ColumnSlice> pieces =
+                  evenPieces(table, index, k, cut, topology);
+              if (!pieces.empty()) {
+                feasible &= builder.placeApart(pieces, wholeMs[index] / k);
+                cutAny = true;
+                continue;
+              }
+            }
+            if (copySmall && mayReplicate(table, whole[index]) &&
+                builder.bytesOf(whole[index]) <=
+                    kSmallTableShare * double(smallestUsable)) {
+              ColumnSlice copy = whole[index];
+              copy.replica = true;
+              for (unsigned d = 0; d < numDevices; ++d) {
+                feasible &= builder.fits(copy, d);
+                builder.place(copy, d, wholeMs[index] / numDevices);
+              }
+              copied = true;
+              continue;
+            }
+            feasible &= builder.placeApart(whole[index], wholeMs[index]);
+          }
+          // A variant that changes nothing over another is not built twice.
+          if (!feasible || !cutAny || (copySmall && !copied))
+            continue;
+          if (Error err = validatePlan(tables, topology, builder.plan)) {
+            consumeError(std::move(err));
+            continue;
+          }
+          // In the order the planner returns plans, which is the order
+          // evaluatePlan prices their device sets in.
+          llvm::sort(builder.plan.shards, [](const Shard &a, const Shard &b) {
+            return a.slice() < b.slice();
+          });
+          plans.push_back(std::move(builder.plan));
+        }
+  if (plans.empty())
+    return std::vector<PlanCandidate>();
+
+  Expected<std::vector<PlanCost>> costs = pricePlans(ctx, plans);
+  if (!costs)
+    return costs.takeError();
+
+  std::vector<PlanCandidate> candidates;
+  for (auto [plan, cost] : zip_equal(plans, *costs))
+    candidates.push_back({"structured", std::move(plan), std::move(cost)});
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const PlanCandidate &a, const PlanCandidate &b) {
+                     return rankedBefore(a.cost, b.cost);
+                   });
+  return candidates;
+}
+
+/// Gives each device of `pieces` (the pieces of one table, all column pieces
+/// or all row blocks) one contiguous range holding what its pieces held, in
+/// the order of the devices' first pieces; `range` reads and writes a
+/// piece's [begin, end) along the cut.
+template <typename Range>
+static bool joinPerDevice(MutableArrayRef<Shard *> pieces, Range range) {
+  SmallVector<unsigned> order;
+  DenseMap<unsigned, int64_t> extent;
+  llvm::sort(pieces, [&](Shard *a, Shard *b) {
+    return range(*a).first < range(*b).first;
+  });
+  for (Shard *piece : pieces) {
+    auto [begin, end] = range(*piece);
+    auto [it, inserted] = extent.try_emplace(piece->device, 0);
+    if (inserted)
+      order.push_back(piece->device);
+    it->second += end - begin;
+  }
+  if (order.size() == pieces.size())
+    return false;
+  int64_t next = range(*pieces.front()).first;
+  for (auto [i, device] : enumerate(order)) {
+    Shard &piece = *pieces[i];
+    piece.device = device;
+    range(piece, next, next + extent[device]);
+    next += extent[device];
+  }
+  for (Shard *&piece : pieces.drop_front(order.size()))
+    piece->table = ~0u;
+  return true;
+}
+
+bool joinPiecesPerDevice(ArrayRef<TableSpec> tables, ShardingPlan &plan) {
+  std::vector<SmallVector<Shard *>> pieces(tables.size());
+  for (Shard &shard : plan.shards)
+    if (!shard.replica)
+      pieces[shard.table].push_back(&shard);
+  bool changed = false;
+  for (auto [index, table] : enumerate(tables)) {
+    MutableArrayRef<Shard *> own = pieces[index];
+    if (own.size() < 2)
+      continue;
+    const TableSpec &spec = table;
+    if (all_of(own, [](Shard *s) { return s->allRows(); })) {
+      changed |= joinPerDevice(
+          own, [](Shard &s, int64_t begin = -1, int64_t end = -1) {
+            if (begin >= 0) {
+              s.colBegin = begin;
+              s.colEnd = end;
+            }
+            return std::pair(s.colBegin, s.colEnd);
+          });
+    } else if (all_of(own, [&](Shard *s) { return s->width() == spec.dim; })) {
+      changed |= joinPerDevice(
+          own, [&](Shard &s, int64_t begin = -1, int64_t end = -1) {
+            if (begin >= 0)
+              s.setRows(begin, end, spec.rows);
+            return std::pair(s.rowBegin, s.slice().rowEndIn(spec));
+          });
+    }
+  }
+  if (changed) {
+    llvm::erase_if(plan.shards, [](const Shard &s) { return s.table == ~0u; });
+    llvm::sort(plan.shards, [](const Shard &a, const Shard &b) {
+      return a.slice() < b.slice();
+    });
+  }
+  return changed;
+}
+
+} // namespace detail
+} // namespace neuroshard

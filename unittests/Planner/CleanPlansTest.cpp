@@ -1,0 +1,204 @@
+//===- CleanPlansTest.cpp - Pieces joined per device, obvious plans kept --===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// joinPiecesPerDevice leaves no device with two pieces of one table and
+// keeps each device's width (or rows) of it; the search returns no such
+// plan; and a plan a person writes at a glance (a hot table cut evenly over
+// every device) is never beaten by the search's own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placement.h"
+#include "PlannerTestSupport.h"
+#include "TestProblems.h"
+
+#include "neuroshard/CostModel/AnalyticalCostModel.h"
+#include "neuroshard/Planner/PlanIO.h"
+#include "neuroshard/Planner/Search.h"
+#include "neuroshard/Planner/TaskIO.h"
+
+#include "gtest/gtest.h"
+
+#include <map>
+
+using namespace llvm;
+using namespace neuroshard;
+using namespace neuroshard::testing;
+
+namespace placement = neuroshard::detail;
+
+namespace {
+
+Shard columns(unsigned table, int64_t begin, int64_t end, unsigned device) {
+  return Shard::of(ColumnSlice{table, begin, end}, device);
+}
+
+Shard rows(const TableSpec &spec, unsigned table, int64_t begin, int64_t end,
+           unsigned device) {
+  Shard shard = Shard::of(ColumnSlice{table, 0, spec.dim}, device);
+  shard.setRows(begin, end, spec.rows);
+  return shard;
+}
+
+/// Each (table, device)'s pieces and total width or rows.
+std::map<std::pair<unsigned, unsigned>, std::pair<unsigned, int64_t>>
+perDevice(ArrayRef<TableSpec> tables, const ShardingPlan &plan) {
+  std::map<std::pair<unsigned, unsigned>, std::pair<unsigned, int64_t>> out;
+  for (const Shard &shard : plan.shards) {
+    if (shard.replica)
+      continue;
+    auto &entry = out[{shard.table, shard.device}];
+    ++entry.first;
+    entry.second +=
+        shard.allRows() ? shard.width() : shard.numRows(tables[shard.table]);
+  }
+  return out;
+}
+
+unsigned mostPiecesOnADevice(ArrayRef<TableSpec> tables,
+                             const ShardingPlan &plan) {
+  unsigned most = 0;
+  for (const auto &[key, entry] : perDevice(tables, plan))
+    most = std::max(most, entry.first);
+  return most;
+}
+
+TEST(JoinPiecesTest, JoinsColumnPiecesAndKeepsEachDevicesWidth) {
+  std::vector<TableSpec> tables = {makeTable("t", 1000, 128)};
+  Topology topology = twoDevices();
+  ShardingPlan plan;
+  plan.shards = {columns(0, 0, 32, 0), columns(0, 32, 64, 1),
+                 columns(0, 64, 96, 0), columns(0, 96, 128, 0)};
+  auto before = perDevice(tables, plan);
+  ASSERT_TRUE(placement::joinPiecesPerDevice(tables, plan));
+  EXPECT_EQ(plan.shards.size(), 2u);
+  EXPECT_EQ(mostPiecesOnADevice(tables, plan), 1u);
+  for (const auto &[key, entry] : perDevice(tables, plan))
+    EXPECT_EQ(entry.second, before[key].second);
+  EXPECT_EQ(errorMessage(validatePlan(tables, topology, plan)), "");
+  // Device 0 held the first piece: it takes the first 96 columns.
+  EXPECT_EQ(plan.shards[0].device, 0u);
+  EXPECT_EQ(plan.shards[0].colBegin, 0);
+  EXPECT_EQ(plan.shards[0].colEnd, 96);
+}
+
+TEST(JoinPiecesTest, RowBlocksOnOneDeviceBecomeTheWholeTable) {
+  std::vector<TableSpec> tables = {makeTable("t", 2000, 64),
+                                   makeTable("u", 900, 32)};
+  Topology topology = twoDevices();
+  ShardingPlan plan;
+  plan.shards = {rows(tables[0], 0, 0, 1000, 1),
+                 rows(tables[0], 0, 1000, 2000, 1), columns(1, 0, 32, 0)};
+  ASSERT_TRUE(placement::joinPiecesPerDevice(tables, plan));
+  ASSERT_EQ(plan.shards.size(), 2u);
+  EXPECT_TRUE(plan.shards[0].allRows());
+  EXPECT_EQ(plan.shards[0].device, 1u);
+  EXPECT_EQ(plan.shards[0].width(), 64);
+  EXPECT_EQ(errorMessage(validatePlan(tables, topology, plan)), "");
+}
+
+TEST(JoinPiecesTest, InterleavedRowBlocksGetContiguousRanges) {
+  std::vector<TableSpec> tables = {makeTable("t", 3000, 16)};
+  Topology topology = twoDevices();
+  ShardingPlan plan;
+  plan.shards = {rows(tables[0], 0, 0, 1000, 0),
+                 rows(tables[0], 0, 1000, 2000, 1),
+                 rows(tables[0], 0, 2000, 3000, 0)};
+  ASSERT_TRUE(placement::joinPiecesPerDevice(tables, plan));
+  auto after = perDevice(tables, plan);
+  EXPECT_EQ((after[{0u, 0u}]), (std::pair<unsigned, int64_t>(1, 2000)));
+  EXPECT_EQ((after[{0u, 1u}]), (std::pair<unsigned, int64_t>(1, 1000)));
+  EXPECT_EQ(errorMessage(validatePlan(tables, topology, plan)), "");
+}
+
+TEST(JoinPiecesTest, LeavesCleanPlansAndReplicasAlone) {
+  std::vector<TableSpec> tables = {makeTable("t", 1000, 64),
+                                   makeTable("r", 100, 16)};
+  ShardingPlan plan;
+  plan.shards = {columns(0, 0, 32, 0), columns(0, 32, 64, 1)};
+  for (unsigned d = 0; d < 2; ++d) {
+    Shard replica = columns(1, 0, 16, d);
+    replica.replica = true;
+    plan.shards.push_back(replica);
+  }
+  ShardingPlan copy = plan;
+  EXPECT_FALSE(placement::joinPiecesPerDevice(tables, plan));
+  EXPECT_EQ(plan.shards.size(), copy.shards.size());
+}
+
+/// The tables of a task JSON as neuroshard-plan reads them, histograms
+/// derived for a batch of 65536.
+std::vector<TableSpec> taskTables(StringRef json) {
+  Expected<PlanningTask> task = parseTaskJSON(json);
+  EXPECT_EQ(errorMessage(task), "");
+  if (!task)
+    return {};
+  EXPECT_EQ(errorMessage(setHistogramBatch(*task, Topology().batchSize)), "");
+  return task->tables;
+}
+
+/// The search, on the analytical model, never returns two pieces of one
+/// table on one device. On the first task, on 8 devices, the beam's own
+/// plan put both row blocks of `mid` on one device; joined, that plan
+/// costs 0.7668 ms instead of 0.8676.
+TEST(CleanPlansTest, NoDeviceHoldsTwoPiecesOfATable) {
+  std::vector<std::vector<TableSpec>> tasks = {
+      taskTables(R"({"tables": [
+        {"name": "big", "rows": 50000000, "dim": 128, "pooling_factor": 30},
+        {"name": "small", "rows": 1000, "dim": 16, "pooling_factor": 1},
+        {"name": "mid", "rows": 2000000, "dim": 64, "pooling_factor": 10}]})"),
+      {makeTable("a", 4'000'000, 128, 20.0),
+       makeTable("b", 3'000'000, 64, 40.0), makeTable("c", 500, 8, 2.0),
+       makeTable("d", 1'000'000, 32, 5.0)},
+  };
+  for (const std::vector<TableSpec> &tables : tasks)
+    for (unsigned devices : {2u, 4u, 8u}) {
+      Topology topology;
+      topology.memoryGB.assign(devices, 80.0);
+      AnalyticalCostModel model;
+      SearchOptions options;
+      options.shardingKinds = kAllShardingKinds;
+      PlanResult result = plan(tables, topology, options, model);
+      EXPECT_EQ(mostPiecesOnADevice(tables, result.plan), 1u)
+          << tables.front().name << " on " << devices << " devices";
+      if (tables.front().name == "big" && devices == 8)
+        EXPECT_NEAR(result.cost.maxMs, 0.7668, 5e-5);
+    }
+}
+
+/// One hot table that fits no device (200M x 128, 102 GB) beside a small
+/// one on 4 and 8 devices of 80 GB: the hand plan, the big table in equal
+/// column pieces one per device and the small one copied to every device,
+/// is matched or beaten. On 4 devices the beam alone returned 1.0507 ms
+/// where this plan costs 0.8101.
+TEST(CleanPlansTest, MatchesTheHandPlanOfOneBigTable) {
+  std::vector<TableSpec> tables = {makeTable("big", 200'000'000, 128, 20.0),
+                                   makeTable("small", 1000, 16, 5.0)};
+  for (unsigned devices : {4u, 8u}) {
+    Topology topology;
+    topology.memoryGB.assign(devices, 80.0);
+    AnalyticalCostModel model;
+    SearchOptions options;
+    options.shardingKinds = kAllShardingKinds;
+    PlanResult searched = plan(tables, topology, options, model);
+
+    PlanFile hand;
+    hand.devices = devices;
+    int64_t width = 128 / devices;
+    for (unsigned d = 0; d < devices; ++d) {
+      hand.plan.shards.push_back(columns(0, width * d, width * (d + 1), d));
+      Shard copy = columns(1, 0, 16, d);
+      copy.replica = true;
+      hand.plan.shards.push_back(copy);
+    }
+    Expected<PlanResult> priced = pricePlan(tables, topology, hand, model);
+    ASSERT_EQ(errorMessage(priced), "");
+    EXPECT_LE(searched.cost.maxMs, priced->cost.maxMs * (1.0 + 1e-9))
+        << devices << " devices";
+  }
+}
+
+} // namespace
