@@ -21,7 +21,7 @@
 
 // neuroshard-plan prices the same plan, with the note among its warnings.
 // RUN: neuroshard-plan %S/Inputs/torchrec-tiny-task.json --devices 8 --memory-gb 1 \
-// RUN:   --cost-model analytical --price %t/rows.json --model-warnings=false -o %t/priced.json 2>&1 | FileCheck %s --check-prefix=PRICED
+// RUN:   --cost-model analytical --price %t/rows.json -o %t/priced.json 2>&1 | FileCheck %s --check-prefix=PRICED
 // PRICED: neuroshard-plan: warning: TorchRec plan: table 'tiny': dropped 3 empty shards
 // RUN: FileCheck %s --check-prefix=PRICED-JSON < %t/priced.json
 // PRICED-JSON: "cost_ms":
