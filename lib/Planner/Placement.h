@@ -347,6 +347,13 @@ pricePlans(SearchContext &ctx, llvm::ArrayRef<ShardingPlan> plans);
 /// per device stay as they were. Returns whether anything changed.
 bool joinPiecesPerDevice(llvm::ArrayRef<TableSpec> tables, ShardingPlan &plan);
 
+/// Puts split tables of `plan` (column pieces or row blocks over several
+/// devices) back whole, one at a time, on the least loaded device that
+/// holds a piece, as long as the model prices the plan no worse (its
+/// slowest device) so; `cost` is the plan's and follows it.
+llvm::Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
+                                    PlanCost &cost);
+
 /// The evenly spaced dim-sum thresholds of the grid search.
 std::vector<double> gridThresholds(const SearchOptions &options);
 

@@ -551,6 +551,10 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
         searched->plan = std::move(structured->front().plan);
         searched->cost = std::move(structured->front().cost);
       }
+      // A split the model prices no better than the whole is not kept.
+      if (Error err =
+              unsplitWherePaysNothing(ctx, searched->plan, searched->cost))
+        return std::move(err);
       if (options.keepCandidates)
         searched->candidates = selectCandidates(
             *searched, std::move(searched->candidates), std::move(baselines),

@@ -24,7 +24,6 @@
 #include "neuroshard/Sharding/Plan.h"
 #include "neuroshard/Sharding/Traffic.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -260,76 +259,6 @@ Expected<std::vector<PlanCandidate>> structuredPlans(SearchContext &ctx) {
                      return rankedBefore(a.cost, b.cost);
                    });
   return candidates;
-}
-
-/// Gives each device of `pieces` (the pieces of one table, all column pieces
-/// or all row blocks) one contiguous range holding what its pieces held, in
-/// the order of the devices' first pieces; `range` reads and writes a
-/// piece's [begin, end) along the cut.
-template <typename Range>
-static bool joinPerDevice(MutableArrayRef<Shard *> pieces, Range range) {
-  SmallVector<unsigned> order;
-  DenseMap<unsigned, int64_t> extent;
-  llvm::sort(pieces, [&](Shard *a, Shard *b) {
-    return range(*a).first < range(*b).first;
-  });
-  for (Shard *piece : pieces) {
-    auto [begin, end] = range(*piece);
-    auto [it, inserted] = extent.try_emplace(piece->device, 0);
-    if (inserted)
-      order.push_back(piece->device);
-    it->second += end - begin;
-  }
-  if (order.size() == pieces.size())
-    return false;
-  int64_t next = range(*pieces.front()).first;
-  for (auto [i, device] : enumerate(order)) {
-    Shard &piece = *pieces[i];
-    piece.device = device;
-    range(piece, next, next + extent[device]);
-    next += extent[device];
-  }
-  for (Shard *&piece : pieces.drop_front(order.size()))
-    piece->table = ~0u;
-  return true;
-}
-
-bool joinPiecesPerDevice(ArrayRef<TableSpec> tables, ShardingPlan &plan) {
-  std::vector<SmallVector<Shard *>> pieces(tables.size());
-  for (Shard &shard : plan.shards)
-    if (!shard.replica)
-      pieces[shard.table].push_back(&shard);
-  bool changed = false;
-  for (auto [index, table] : enumerate(tables)) {
-    MutableArrayRef<Shard *> own = pieces[index];
-    if (own.size() < 2)
-      continue;
-    const TableSpec &spec = table;
-    if (all_of(own, [](Shard *s) { return s->allRows(); })) {
-      changed |= joinPerDevice(
-          own, [](Shard &s, int64_t begin = -1, int64_t end = -1) {
-            if (begin >= 0) {
-              s.colBegin = begin;
-              s.colEnd = end;
-            }
-            return std::pair(s.colBegin, s.colEnd);
-          });
-    } else if (all_of(own, [&](Shard *s) { return s->width() == spec.dim; })) {
-      changed |= joinPerDevice(
-          own, [&](Shard &s, int64_t begin = -1, int64_t end = -1) {
-            if (begin >= 0)
-              s.setRows(begin, end, spec.rows);
-            return std::pair(s.rowBegin, s.slice().rowEndIn(spec));
-          });
-    }
-  }
-  if (changed) {
-    llvm::erase_if(plan.shards, [](const Shard &s) { return s.table == ~0u; });
-    llvm::sort(plan.shards, [](const Shard &a, const Shard &b) {
-      return a.slice() < b.slice();
-    });
-  }
-  return changed;
 }
 
 } // namespace detail

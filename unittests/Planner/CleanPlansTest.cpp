@@ -129,6 +129,54 @@ TEST(JoinPiecesTest, LeavesCleanPlansAndReplicasAlone) {
   EXPECT_EQ(plan.shards.size(), copy.shards.size());
 }
 
+/// A split that the model prices no better than the whole is undone: with
+/// a price per piece, the wide table's halves cost more than the table
+/// whole on the device that held the smaller load.
+TEST(UnsplitTest, PutsBackASplitThatBuysNothing) {
+  std::vector<TableSpec> tables = {makeTable("wide", 1000, 64),
+                                   makeTable("other", 1000, 40)};
+  Topology topology = twoDevices();
+  SliceCostModel model(/*overheadPerSliceMs=*/8.0);
+  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  SearchStats stats;
+  placement::ComputeCostCache cache(model, stats);
+  placement::SearchContext ctx(tables, topology, model, cache, stats);
+  ShardingPlan plan;
+  plan.shards = {columns(0, 0, 32, 0), columns(0, 32, 64, 1),
+                 columns(1, 0, 40, 0)};
+  Expected<std::vector<PlanCost>> priced =
+      placement::pricePlans(ctx, ArrayRef(plan));
+  ASSERT_EQ(errorMessage(priced.takeError()), "");
+  PlanCost cost = priced->front();
+  // 32 + 8 + 40 + 8 on device 0 against 64 + 8 with the table whole.
+  EXPECT_DOUBLE_EQ(cost.maxMs, 88.0);
+  ASSERT_EQ(errorMessage(placement::unsplitWherePaysNothing(ctx, plan, cost)),
+            "");
+  EXPECT_DOUBLE_EQ(cost.maxMs, 72.0);
+  ASSERT_EQ(plan.shards.size(), 2u);
+  EXPECT_EQ(plan.shards[0].width(), 64);
+  EXPECT_EQ(plan.shards[0].device, 1u);
+
+  // Where the split pays, it stays.
+  std::vector<TableSpec> one = {tables[0]};
+  ShardingPlan paying;
+  paying.shards = {columns(0, 0, 32, 0), columns(0, 32, 64, 1)};
+  SliceCostModel cheap(/*overheadPerSliceMs=*/0.0);
+  ASSERT_EQ(errorMessage(cheap.prepare(one, topology)), "");
+  placement::ComputeCostCache cheapCache(cheap, stats);
+  placement::SearchContext cheapCtx(one, topology, cheap, cheapCache, stats);
+  Expected<std::vector<PlanCost>> split =
+      placement::pricePlans(cheapCtx, ArrayRef(paying));
+  ASSERT_EQ(errorMessage(split.takeError()), "");
+  PlanCost splitCost = split->front();
+  EXPECT_DOUBLE_EQ(splitCost.maxMs, 32.0);
+  ASSERT_EQ(errorMessage(placement::unsplitWherePaysNothing(cheapCtx, paying,
+                                                            splitCost)),
+            "");
+  EXPECT_DOUBLE_EQ(splitCost.maxMs, 32.0);
+  EXPECT_EQ(paying.shards.size(), 2u);
+}
+
 /// The tables of a task JSON as neuroshard-plan reads them, histograms
 /// derived for a batch of 65536.
 std::vector<TableSpec> taskTables(StringRef json) {

@@ -1,0 +1,160 @@
+//===- CleanPieces.cpp - No two pieces of a table on one device -----------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A model can price several small pieces of a table on one device below the
+// one piece they make there, and a split that spreads a table over devices
+// can buy nothing under the model. After the search, the pieces of a table
+// that share a device are joined (joinPiecesPerDevice), and a split table
+// is put back whole on one of its devices wherever the model prices the
+// plan no worse so (unsplitWherePaysNothing), docs/planner.md "Clean pieces
+// and structured candidates".
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placement.h"
+
+#include "neuroshard/Sharding/Plan.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace llvm;
+
+namespace neuroshard {
+namespace detail {
+
+/// Gives each device of `pieces` (the pieces of one table, all column pieces
+/// or all row blocks) one contiguous range holding what its pieces held, in
+/// the order of the devices' first pieces; `range` reads and writes a
+/// piece's [begin, end) along the cut.
+template <typename Range>
+static bool joinPerDevice(MutableArrayRef<Shard *> pieces, Range range) {
+  SmallVector<unsigned> order;
+  DenseMap<unsigned, int64_t> extent;
+  llvm::sort(pieces, [&](Shard *a, Shard *b) {
+    return range(*a).first < range(*b).first;
+  });
+  for (Shard *piece : pieces) {
+    auto [begin, end] = range(*piece);
+    auto [it, inserted] = extent.try_emplace(piece->device, 0);
+    if (inserted)
+      order.push_back(piece->device);
+    it->second += end - begin;
+  }
+  if (order.size() == pieces.size())
+    return false;
+  int64_t next = range(*pieces.front()).first;
+  for (auto [i, device] : enumerate(order)) {
+    Shard &piece = *pieces[i];
+    piece.device = device;
+    range(piece, next, next + extent[device]);
+    next += extent[device];
+  }
+  for (Shard *&piece : pieces.drop_front(order.size()))
+    piece->table = ~0u;
+  return true;
+}
+
+bool joinPiecesPerDevice(ArrayRef<TableSpec> tables, ShardingPlan &plan) {
+  std::vector<SmallVector<Shard *>> pieces(tables.size());
+  for (Shard &shard : plan.shards)
+    if (!shard.replica)
+      pieces[shard.table].push_back(&shard);
+  bool changed = false;
+  for (auto [index, table] : enumerate(tables)) {
+    MutableArrayRef<Shard *> own = pieces[index];
+    if (own.size() < 2)
+      continue;
+    const TableSpec &spec = table;
+    if (all_of(own, [](Shard *s) { return s->allRows(); })) {
+      changed |= joinPerDevice(
+          own, [](Shard &s, int64_t begin = -1, int64_t end = -1) {
+            if (begin >= 0) {
+              s.colBegin = begin;
+              s.colEnd = end;
+            }
+            return std::pair(s.colBegin, s.colEnd);
+          });
+    } else if (all_of(own, [&](Shard *s) { return s->width() == spec.dim; })) {
+      changed |= joinPerDevice(
+          own, [&](Shard &s, int64_t begin = -1, int64_t end = -1) {
+            if (begin >= 0)
+              s.setRows(begin, end, spec.rows);
+            return std::pair(s.rowBegin, s.slice().rowEndIn(spec));
+          });
+    }
+  }
+  if (changed) {
+    llvm::erase_if(plan.shards, [](const Shard &s) { return s.table == ~0u; });
+    llvm::sort(plan.shards, [](const Shard &a, const Shard &b) {
+      return a.slice() < b.slice();
+    });
+  }
+  return changed;
+}
+
+/// `plan` with table `table`'s pieces replaced by the whole table on
+/// `device`, in the planner's order of shards.
+static ShardingPlan withTableWhole(const ShardingPlan &plan, unsigned table,
+                                   const TableSpec &spec, unsigned device) {
+  ShardingPlan out;
+  for (const Shard &shard : plan.shards)
+    if (shard.table != table)
+      out.shards.push_back(shard);
+  out.shards.push_back(Shard::of(ColumnSlice{table, 0, spec.dim}, device));
+  llvm::sort(out.shards, [](const Shard &a, const Shard &b) {
+    return a.slice() < b.slice();
+  });
+  return out;
+}
+
+Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
+                              PlanCost &cost) {
+  ArrayRef<TableSpec> tables = ctx.tables;
+  // Each round puts back the one table whose return the model prices
+  // lowest, while one prices no worse than the plan; a table comes back at
+  // most once, so the rounds end.
+  for (size_t round = 0; round < tables.size(); ++round) {
+    std::vector<ShardingPlan> variants;
+    for (auto [index, spec] : enumerate(tables)) {
+      SmallVector<unsigned> devices;
+      for (const Shard &shard : plan.shards)
+        if (shard.table == index && !shard.replica &&
+            !llvm::is_contained(devices, shard.device))
+          devices.push_back(shard.device);
+      if (devices.size() < 2)
+        continue;
+      // On the holder that is least loaded now.
+      unsigned device =
+          *llvm::min_element(devices, [&](unsigned a, unsigned b) {
+            return cost.devices[a].totalMs() < cost.devices[b].totalMs();
+          });
+      ShardingPlan variant = withTableWhole(plan, index, spec, device);
+      if (Error err = validatePlan(tables, ctx.topology, variant)) {
+        consumeError(std::move(err));
+        continue;
+      }
+      variants.push_back(std::move(variant));
+    }
+    if (variants.empty())
+      return Error::success();
+    Expected<std::vector<PlanCost>> costs = pricePlans(ctx, variants);
+    if (!costs)
+      return costs.takeError();
+    size_t best = 0;
+    for (size_t v = 1; v < variants.size(); ++v)
+      if (rankedBefore((*costs)[v], (*costs)[best]))
+        best = v;
+    if ((*costs)[best].maxMs > cost.maxMs * (1.0 + 1e-9))
+      return Error::success();
+    plan = std::move(variants[best]);
+    cost = std::move((*costs)[best]);
+  }
+  return Error::success();
+}
+
+} // namespace detail
+} // namespace neuroshard
