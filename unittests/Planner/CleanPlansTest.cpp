@@ -177,6 +177,17 @@ TEST(UnsplitTest, PutsBackASplitThatBuysNothing) {
   EXPECT_EQ(paying.shards.size(), 2u);
 }
 
+/// The analytical model's plan of `tables` on `devices` devices of 80 GB,
+/// every sharding type allowed.
+PlanResult planOn(ArrayRef<TableSpec> tables, unsigned devices) {
+  Topology topology;
+  topology.memoryGB.assign(devices, 80.0);
+  AnalyticalCostModel model;
+  SearchOptions options;
+  options.shardingKinds = kAllShardingKinds;
+  return plan(tables, topology, options, model);
+}
+
 /// The tables of a task JSON as neuroshard-plan reads them, histograms
 /// derived for a batch of 65536.
 std::vector<TableSpec> taskTables(StringRef json) {
@@ -204,12 +215,7 @@ TEST(CleanPlansTest, NoDeviceHoldsTwoPiecesOfATable) {
   };
   for (const std::vector<TableSpec> &tables : tasks)
     for (unsigned devices : {2u, 4u, 8u}) {
-      Topology topology;
-      topology.memoryGB.assign(devices, 80.0);
-      AnalyticalCostModel model;
-      SearchOptions options;
-      options.shardingKinds = kAllShardingKinds;
-      PlanResult result = plan(tables, topology, options, model);
+      PlanResult result = planOn(tables, devices);
       EXPECT_EQ(mostPiecesOnADevice(tables, result.plan), 1u)
           << tables.front().name << " on " << devices << " devices";
       if (tables.front().name == "big" && devices == 8)
@@ -226,12 +232,10 @@ TEST(CleanPlansTest, MatchesTheHandPlanOfOneBigTable) {
   std::vector<TableSpec> tables = {makeTable("big", 200'000'000, 128, 20.0),
                                    makeTable("small", 1000, 16, 5.0)};
   for (unsigned devices : {4u, 8u}) {
+    PlanResult searched = planOn(tables, devices);
     Topology topology;
     topology.memoryGB.assign(devices, 80.0);
     AnalyticalCostModel model;
-    SearchOptions options;
-    options.shardingKinds = kAllShardingKinds;
-    PlanResult searched = plan(tables, topology, options, model);
 
     PlanFile hand;
     hand.devices = devices;
