@@ -328,12 +328,13 @@ std::vector<double> rankedCosts(const PlanCost &cost);
 /// rankedBefore for the costs of two feasible plans.
 bool rankedBefore(const PlanCost &a, const PlanCost &b);
 
-/// The plans a person writes first (StructuredPlans.cpp): the hottest
-/// tables cut evenly over k devices, one piece per device, small tables
-/// copied to every device, the rest placed whole; each valid one priced as
-/// the search prices its plans, best first. The model must be prepared for
-/// ctx.tables.
-llvm::Expected<std::vector<PlanCandidate>> structuredPlans(SearchContext &ctx);
+/// The best of the plans a person writes first (StructuredPlans.cpp): the
+/// hottest tables cut evenly over k devices, one piece per device, small
+/// tables copied to every device, the rest placed whole; each valid one
+/// priced as the search prices its plans. nullopt when none is valid. The
+/// model must be prepared for ctx.tables.
+llvm::Expected<std::optional<PlanCandidate>>
+bestStructuredPlan(SearchContext &ctx);
 
 /// Prices valid `plans` as the search prices its own: every device set of
 /// every plan in one model call, then the exchange, one batch each.

@@ -543,13 +543,13 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
         }
       }
       // A person's obvious plans are always priced too.
-      Expected<std::vector<PlanCandidate>> structured = structuredPlans(ctx);
+      Expected<std::optional<PlanCandidate>> structured =
+          bestStructuredPlan(ctx);
       if (!structured)
         return structured.takeError();
-      if (!structured->empty() &&
-          rankedBefore(structured->front().cost, searched->cost)) {
-        searched->plan = std::move(structured->front().plan);
-        searched->cost = std::move(structured->front().cost);
+      if (*structured && rankedBefore((*structured)->cost, searched->cost)) {
+        searched->plan = std::move((*structured)->plan);
+        searched->cost = std::move((*structured)->cost);
       }
       // A split the model prices no better than the whole is not kept.
       if (Error err =

@@ -1,5 +1,4 @@
-//===- StructuredPlans.cpp - The plans a person writes first
-//---------------===//
+//===- StructuredPlans.cpp - The plans a person writes first --------------===//
 //
 // Part of the NeuroShard project.
 //
@@ -12,7 +11,7 @@
 // built here for every k that divides the devices' count in powers of two,
 // for the hottest 1, 2, 4, ... tables, by columns and by rows, with and
 // without copies, and priced exactly as the search prices its own plans
-// (all of them in one batch). The search keeps the best when it ranks
+// (in batches of kPlansPerBatch). The search keeps the best when it ranks
 // before its own plan (docs/planner.md, "Clean pieces and structured
 // candidates").
 //
@@ -28,6 +27,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 using namespace llvm;
 
@@ -40,6 +40,10 @@ static constexpr unsigned kMostSplitTables = 16;
 /// A table is small enough to copy to every device when one copy takes at
 /// most this share of the smallest device's usable memory.
 static constexpr double kSmallTableShare = 0.01;
+/// Plans priced in one batch. Copies of small tables on every device make a
+/// plan of a large task large (1,000 tables on 256 devices: ~100k shards),
+/// so only this many are held at once.
+static constexpr size_t kPlansPerBatch = 16;
 
 namespace {
 /// How a structured plan cuts the tables it splits.
@@ -153,14 +157,15 @@ Expected<std::vector<PlanCost>> pricePlans(SearchContext &ctx,
   return completePlanCosts(numDevices, computeMs, traffic, ctx.model);
 }
 
-Expected<std::vector<PlanCandidate>> structuredPlans(SearchContext &ctx) {
+Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
   ArrayRef<TableSpec> tables = ctx.tables;
   const Topology &topology = ctx.topology;
   unsigned numDevices = topology.numDevices();
   if (numDevices < 2 || tables.empty())
-    return std::vector<PlanCandidate>();
+    return std::nullopt;
 
-  // Each table's compute priced whole, and each cut priced as one piece.
+  // Each table's compute priced whole; a piece of a table cut in k is
+  // estimated at 1/k of it, for placing the next piece only.
   std::vector<ColumnSlice> whole;
   for (auto [index, table] : enumerate(tables))
     whole.push_back({unsigned(index), 0, table.dim});
@@ -189,7 +194,22 @@ Expected<std::vector<PlanCandidate>> structuredPlans(SearchContext &ctx) {
   if (splits.empty() || splits.back() != numDevices)
     splits.push_back(numDevices);
 
+  std::optional<PlanCandidate> best;
   std::vector<ShardingPlan> plans;
+  // Prices the plans held and keeps the best of all seen, the first of
+  // equals.
+  auto priceHeld = [&]() -> Error {
+    if (plans.empty())
+      return Error::success();
+    Expected<std::vector<PlanCost>> costs = pricePlans(ctx, plans);
+    if (!costs)
+      return costs.takeError();
+    for (auto [plan, cost] : zip_equal(plans, *costs))
+      if (!best || rankedBefore(cost, best->cost))
+        best = PlanCandidate{"structured", std::move(plan), std::move(cost)};
+    plans.clear();
+    return Error::success();
+  };
   for (unsigned k : splits)
     for (unsigned many = 1;
          many <= std::min<size_t>(kMostSplitTables, tables.size()); many *= 2)
@@ -243,22 +263,13 @@ Expected<std::vector<PlanCandidate>> structuredPlans(SearchContext &ctx) {
             return a.slice() < b.slice();
           });
           plans.push_back(std::move(builder.plan));
+          if (plans.size() == kPlansPerBatch)
+            if (Error err = priceHeld())
+              return std::move(err);
         }
-  if (plans.empty())
-    return std::vector<PlanCandidate>();
-
-  Expected<std::vector<PlanCost>> costs = pricePlans(ctx, plans);
-  if (!costs)
-    return costs.takeError();
-
-  std::vector<PlanCandidate> candidates;
-  for (auto [plan, cost] : zip_equal(plans, *costs))
-    candidates.push_back({"structured", std::move(plan), std::move(cost)});
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const PlanCandidate &a, const PlanCandidate &b) {
-                     return rankedBefore(a.cost, b.cost);
-                   });
-  return candidates;
+  if (Error err = priceHeld())
+    return std::move(err);
+  return best;
 }
 
 } // namespace detail
