@@ -243,6 +243,13 @@ bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
          slice.width() % (2 * kColumnAlignment) == 0;
 }
 
+int64_t finestColumnWidth(int64_t dim) {
+  int64_t width = dim;
+  while (width % (2 * kColumnAlignment) == 0)
+    width /= 2;
+  return width;
+}
+
 unsigned mostRowBlocks(const TableSpec &table, const Topology &topology) {
   unsigned devices = table.allows(ShardingKind::RowWise) ? topology.numDevices()
                                                          : topology.nodeSize();
@@ -712,7 +719,7 @@ Expected<std::vector<PlanCost>> priceRuns(ArrayRef<const GreedyRun *> runs,
 }
 
 /// Whether costs ranked slowest first come before `b`'s (rankedBefore).
-static bool rankedBefore(ArrayRef<double> a, ArrayRef<double> b) {
+bool rankedBefore(ArrayRef<double> a, ArrayRef<double> b) {
   for (auto [x, y] : zip_equal(a, b))
     if (std::abs(x - y) > 1e-9 * std::max(std::abs(x), std::abs(y)))
       return x < y;

@@ -323,10 +323,20 @@ struct PlacementOutcome {
 /// share it, so that relieving one of several devices tied at the maximum
 /// is progress rather than a tie.
 bool rankedBefore(const PlacementOutcome &a, const PlacementOutcome &b);
+/// The same order for two vectors of device costs, each slowest first.
+bool rankedBefore(llvm::ArrayRef<double> a, llvm::ArrayRef<double> b);
 /// Every device's total cost, slowest first.
 std::vector<double> rankedCosts(const PlanCost &cost);
 /// rankedBefore for the costs of two feasible plans.
 bool rankedBefore(const PlanCost &a, const PlanCost &b);
+
+/// Moves parts of tables off the slowest device of `plan` (one part per
+/// device and table: joinPiecesPerDevice) while a move lowers its sorted
+/// device-cost vector: a part to another device, half of it, or a swap
+/// with another table's part (LocalImprovement.cpp). Bounded in rounds;
+/// counted in ctx.stats.
+llvm::Error improveLocally(SearchContext &ctx, ShardingPlan &plan,
+                           PlanCost &cost);
 
 /// The best of the plans a person writes first (StructuredPlans.cpp): the
 /// hottest tables cut evenly over k devices, one piece per device, small
@@ -406,6 +416,9 @@ bool mayColumnSplit(const TableSpec &table, const ColumnSlice &slice);
 /// Whether the search may halve the columns of `slice` of `table`:
 /// mayColumnSplit, and both halves stay multiples of kColumnAlignment.
 bool isSplittable(const TableSpec &table, const ColumnSlice &slice);
+/// The narrowest column piece the search makes of a table `dim` wide: it
+/// halves a piece while both halves stay multiples of kColumnAlignment.
+int64_t finestColumnWidth(int64_t dim);
 /// Whether the search may split the rows of `slice` (every column of its
 /// table, at least two rows, no replica) into pieces: the table is neither
 /// pinned nor kept whole and may be row-wise or table-row-wise.

@@ -101,7 +101,8 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
            "cost_ms",        "imbalance",      "per_device",
            "shards",         "sharding_types", "search",
            "exported_sets",  "verification",   "expected_slowest",
-           "slowest_device", "per_table",      "tables_outside_ranges"}))
+           "slowest_device", "per_table",      "tables_outside_ranges",
+           "lower_bound"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -525,6 +526,14 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
       writeNumber(json, "compute_max_over_mean", imbalance.compute);
       json.attribute("busiest_device", imbalance.busiestDevice);
     });
+    if (const std::optional<PlanLowerBound> &bound = result.lowerBound)
+      json.attributeObject("lower_bound", [&] {
+        writeNumber(json, "ms", bound->ms);
+        writeNumber(json, "gap", bound->gap(result.cost.maxMs));
+        writeNumber(json, "work_ms", bound->workMs);
+        writeNumber(json, "piece_ms", bound->pieceMs);
+        json.attribute("hardest_table", tables[bound->hardestTable].name);
+      });
     if (const std::optional<ExpectedSlowest> &expected = result.expected)
       json.attributeObject("expected_slowest", [&] {
         writeNumber(json, "compute_ms", expected->computeMs);
@@ -584,6 +593,8 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
       json.attribute("cost_queries", int64_t(result.stats.costQueries));
       json.attribute("cache_hits", int64_t(result.stats.cacheHits));
       json.attribute("states_explored", int64_t(result.stats.statesExplored));
+      json.attribute("moves_tried", int64_t(result.stats.movesTried));
+      json.attribute("moves_taken", int64_t(result.stats.movesTaken));
     });
     if (const std::optional<PlanResult::SetExport> &exported = result.exported)
       json.attributeObject("exported_sets", [&] {

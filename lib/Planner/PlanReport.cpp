@@ -271,6 +271,24 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
       format("%.3f", imbalance.compute), format("%.2f", usedGB),
       format("%.2f", capacityGB),
       format("%.0f", capacityGB > 0 ? 100.0 * usedGB / capacityGB : 0.0));
+  if (const std::optional<PlanLowerBound> &bound = result.lowerBound) {
+    std::string why =
+        bound->workMs > 0.0
+            ? formatv("the cheapest share of '{0}' costs {1} ms, the least "
+                      "work with no piece above the bound {2} ms per device",
+                      tables[bound->hardestTable].name,
+                      format("%.4f", bound->pieceMs),
+                      format("%.4f", bound->workMs))
+                  .str()
+            : formatv("the cheapest share of '{0}' alone; the model's set "
+                      "costs are not sums, so total work is not counted",
+                      tables[bound->hardestTable].name)
+                  .str();
+    os << formatv("lower bound: {0} ms under this model; the plan is within "
+                  "{1}% of it ({2}; exchanges not counted)\n",
+                  format("%.4f", bound->ms),
+                  format("%.1f", 100.0 * bound->gap(result.cost.maxMs)), why);
+  }
   if (const std::optional<ExpectedSlowest> &expected = result.expected)
     os << formatv(
         "expected slowest device: {0} ms of compute, {1} x the "
@@ -333,10 +351,10 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
   }
   os << formatv("\nsearch: {0} ms, {1} cost queries ({2} "
                 "cache hits), {3} model calls, {4} states explored, {5} "
-                "greedy runs\n",
+                "greedy runs, {6} of {7} moves taken\n",
                 format("%.1f", stats.timeMs), stats.costQueries,
                 stats.cacheHits, stats.modelCalls, stats.statesExplored,
-                stats.greedyRuns);
+                stats.greedyRuns, stats.movesTaken, stats.movesTried);
   if (const std::optional<PlanResult::SetExport> &exported = result.exported)
     os << formatv("\nnot verified yet: the {0} candidates' {1} distinct "
                   "device sets were written to '{2}'; time them where the "

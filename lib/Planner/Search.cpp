@@ -542,19 +542,33 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
           }
         }
       }
-      // A person's obvious plans are always priced too.
+      // A person's obvious plans are always priced too. The search's plan
+      // and the best of those are each cleaned (a split that pays nothing
+      // put back whole) and improved by moves off the busiest device; the
+      // better is returned.
       Expected<std::optional<PlanCandidate>> structured =
           bestStructuredPlan(ctx);
       if (!structured)
         return structured.takeError();
-      if (*structured && rankedBefore((*structured)->cost, searched->cost)) {
-        searched->plan = std::move((*structured)->plan);
-        searched->cost = std::move((*structured)->cost);
+      SmallVector<std::pair<ShardingPlan, PlanCost>, 2> starts = {
+          {searched->plan, searched->cost}};
+      if (*structured)
+        starts.emplace_back(std::move((*structured)->plan),
+                            std::move((*structured)->cost));
+      for (auto [i, start] : enumerate(starts)) {
+        auto &[startPlan, startCost] = start;
+        if (Error err = unsplitWherePaysNothing(ctx, startPlan, startCost))
+          return std::move(err);
+        if (Error err = improveLocally(ctx, startPlan, startCost))
+          return std::move(err);
+        // A move may leave a split that pays nothing.
+        if (Error err = unsplitWherePaysNothing(ctx, startPlan, startCost))
+          return std::move(err);
+        if (i == 0 || rankedBefore(startCost, searched->cost)) {
+          searched->plan = std::move(startPlan);
+          searched->cost = std::move(startCost);
+        }
       }
-      // A split the model prices no better than the whole is not kept.
-      if (Error err =
-              unsplitWherePaysNothing(ctx, searched->plan, searched->cost))
-        return std::move(err);
       if (options.keepCandidates)
         searched->candidates = selectCandidates(
             *searched, std::move(searched->candidates), std::move(baselines),
@@ -626,6 +640,8 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
   both.modelCalls += tableColumn->stats.modelCalls;
   both.statesExplored += tableColumn->stats.statesExplored;
   both.greedyRuns += tableColumn->stats.greedyRuns;
+  both.movesTried += tableColumn->stats.movesTried;
+  both.movesTaken += tableColumn->stats.movesTaken;
   if (rankedBefore(tableColumn->cost, result->cost))
     result = std::move(tableColumn);
   result->stats = both;
@@ -684,6 +700,11 @@ Error addPlanEstimates(PlanResult &result, ArrayRef<TableSpec> tables,
   result.tableComputeMs.assign(tables.size(), 0.0);
   for (auto [piece, cost] : zip_equal(pieces, costs))
     result.tableComputeMs[piece.table] += cost;
+
+  Expected<PlanLowerBound> bound = computeLowerBound(tables, topology, model);
+  if (!bound)
+    return bound.takeError();
+  result.lowerBound = *bound;
   return Error::success();
 }
 

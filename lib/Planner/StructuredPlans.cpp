@@ -9,7 +9,8 @@
 // hottest tables cut evenly over k devices, one piece per device, the small
 // tables copied to every device, the rest placed whole. Those plans are
 // built here for every k that divides the devices' count in powers of two,
-// for the hottest 1, 2, 4, ... tables, by columns and by rows, with and
+// for the hottest 1, 2, 4, ... tables and for all of them, by columns and
+// by rows, with and
 // without copies, and priced exactly as the search prices its own plans
 // (in batches of kPlansPerBatch). The search keeps the best when it ranks
 // before its own plan (docs/planner.md, "Clean pieces and structured
@@ -131,26 +132,31 @@ Expected<std::vector<PlanCost>> pricePlans(SearchContext &ctx,
   ArrayRef<TableSpec> tables = ctx.tables;
   const Topology &topology = ctx.topology;
   unsigned numDevices = topology.numDevices();
-  // Every device set of every plan in one model call, then the exchange.
+  // Every device set of every plan the memo does not know in one model
+  // call, then the exchange. Plans that differ in a few devices (local
+  // moves) share the others' sets.
   std::vector<std::vector<ColumnSlice>> deviceSets(plans.size() * numDevices);
   for (auto [p, plan] : enumerate(plans))
     for (const Shard &shard : plan.shards)
       deviceSets[p * numDevices + shard.device].push_back(shard.slice());
-  std::vector<ArrayRef<ColumnSlice>> sets;
-  std::vector<size_t> setOf;
-  for (auto [i, set] : enumerate(deviceSets))
-    if (!set.empty()) {
-      sets.push_back(set);
-      setOf.push_back(i);
-    }
-  std::vector<double> setMs(sets.size());
-  if (Error err = ctx.model.predictCompute(sets, setMs))
-    return std::move(err);
-  ctx.stats.costQueries += sets.size();
-  ctx.stats.modelCalls += 1;
   std::vector<double> computeMs(deviceSets.size(), 0.0);
-  for (auto [i, ms] : zip_equal(setOf, setMs))
-    computeMs[i] = ms;
+  std::vector<std::pair<size_t, unsigned>> tickets;
+  for (auto [i, set] : enumerate(deviceSets)) {
+    if (set.empty())
+      continue;
+    SetKey key{0, 0};
+    for (const ColumnSlice &slice : set)
+      key = addKeys(key, sliceKey(slice));
+    if (!ctx.cache.lookup(key, computeMs[i]))
+      tickets.emplace_back(i, ctx.cache.request(key, set));
+  }
+  if (ctx.cache.hasPending())
+    if (Error err = ctx.cache.flush())
+      return std::move(err);
+  if (!plans.empty())
+    ctx.stats.modelCalls += 2;
+  for (auto [i, ticket] : tickets)
+    computeMs[i] = ctx.cache.result(ticket);
   std::vector<DeviceTraffic> traffic;
   for (const ShardingPlan &plan : plans)
     append_range(traffic, computeTraffic(tables, topology, plan));
@@ -210,9 +216,16 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
     plans.clear();
     return Error::success();
   };
+  // The hottest 1, 2, 4, ... tables, and all of them when they are fewer
+  // than kMostSplitTables.
+  unsigned mostSplit = std::min<size_t>(kMostSplitTables, tables.size());
+  std::vector<unsigned> counts;
+  for (unsigned many = 1; many <= mostSplit; many *= 2)
+    counts.push_back(many);
+  if (counts.back() != mostSplit)
+    counts.push_back(mostSplit);
   for (unsigned k : splits)
-    for (unsigned many = 1;
-         many <= std::min<size_t>(kMostSplitTables, tables.size()); many *= 2)
+    for (unsigned many : counts)
       for (Cut cut : {Cut::Columns, Cut::Rows})
         for (bool copySmall : {false, true}) {
           Builder builder(tables, topology);

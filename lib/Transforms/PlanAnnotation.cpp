@@ -239,6 +239,8 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
               b.getNamedAttr("model_calls", count(stats.modelCalls)),
               b.getNamedAttr("states_explored", count(stats.statesExplored)),
               b.getNamedAttr("greedy_runs", count(stats.greedyRuns)),
+              b.getNamedAttr("moves_tried", count(stats.movesTried)),
+              b.getNamedAttr("moves_taken", count(stats.movesTaken)),
           })),
   });
   if (!result.tablesOutsideRanges.empty()) {
@@ -264,6 +266,16 @@ void mlir::neuroshard::writePlanRecord(ModuleOp module,
                            b.getF64FloatAttr(expected->error.logMean)),
             b.getNamedAttr("log_error_sd",
                            b.getF64FloatAttr(expected->error.logSd)),
+        })));
+  if (const std::optional<::neuroshard::PlanLowerBound> &bound =
+          result.lowerBound)
+    entries.push_back(b.getNamedAttr(
+        "lower_bound",
+        b.getDictionaryAttr({
+            b.getNamedAttr("ms", b.getF64FloatAttr(bound->ms)),
+            b.getNamedAttr("work_ms", b.getF64FloatAttr(bound->workMs)),
+            b.getNamedAttr("piece_ms", b.getF64FloatAttr(bound->pieceMs)),
+            b.getNamedAttr("hardest_table", count(bound->hardestTable)),
         })));
   if (const std::optional<::neuroshard::PlanVerification> &verification =
           result.verification) {
@@ -497,6 +509,17 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
       failed(states) || failed(greedy))
     return failure();
   result.stats = {*timeMs, *queries, *hits, *calls, *states, *greedy};
+  // Plans recorded before the search improved locally lack the moves.
+  for (auto [key, field] :
+       {std::pair("moves_tried", &result.stats.movesTried),
+        std::pair("moves_taken", &result.stats.movesTaken)}) {
+    if (!search->contains(key))
+      continue;
+    FailureOr<uint64_t> moves = stats.count(key);
+    if (failed(moves))
+      return failure();
+    *field = *moves;
+  }
   if (auto tableCosts = record.get("table_compute_ms")) {
     auto costs = dyn_cast<DenseF64ArrayAttr>(tableCosts);
     if (!costs || costs.size() != static_cast<int64_t>(plan.tables.size()))
@@ -517,6 +540,21 @@ static LogicalResult readPlanRecord(ModuleOp module, DictionaryAttr record,
       return failure();
     result.expected = ::neuroshard::ExpectedSlowest{
         *computeMs, *predictedMs, {*logMean, *logSd}};
+  }
+  if (auto bound = record.getAs<DictionaryAttr>("lower_bound")) {
+    RecordReader figures(module, bound, "its 'lower_bound'");
+    FailureOr<double> ms = figures.number("ms");
+    FailureOr<double> workMs = figures.number("work_ms");
+    FailureOr<double> pieceMs = figures.number("piece_ms");
+    FailureOr<uint64_t> hardest = figures.count("hardest_table");
+    if (failed(ms) || failed(workMs) || failed(pieceMs) || failed(hardest))
+      return failure();
+    if (*hardest >= plan.tables.size())
+      return fields.fail() << " has a 'lower_bound' whose hardest_table "
+                           << *hardest << " is not one of its "
+                           << plan.tables.size() << " tables";
+    result.lowerBound = ::neuroshard::PlanLowerBound{
+        *ms, *workMs, *pieceMs, static_cast<unsigned>(*hardest)};
   }
   if (Attribute verification = record.get("verification")) {
     auto typed = dyn_cast<VerificationAttr>(verification);

@@ -28,11 +28,23 @@ def plan_file(tmp_path):
 
 
 def test_row_wise_and_data_parallel_tables(tmp_path, fake_torchrec):
+    # The searched DCNv2 plan cuts cat_20 into row blocks; its tiny cat_5
+    # is copied to every device here, and the plan priced and exported.
+    task = [REPO + "/examples/mlperf-dcnv2.json", "--devices", "8",
+            "--memory-gb", "80", "--reserved-memory", "0.15",
+            "--cost-model", "analytical"]
+    searched = tmp_path / "searched.json"
+    subprocess.run([tool("neuroshard-plan")] + task +
+                   ["--output", str(searched)], check=True)
+    with open(searched) as f:
+        shards = [s for s in json.load(f)["shards"] if s["table"] != "cat_5"]
+    shards += [{"table": "cat_5", "col_begin": 0, "col_end": 128,
+                "device": d, "replica": True} for d in range(8)]
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps({"devices": 8, "shards": shards}))
     path = tmp_path / "dcnv2.json"
-    subprocess.run([tool("neuroshard-plan"),
-                    REPO + "/examples/mlperf-dcnv2.json", "--devices", "8",
-                    "--memory-gb", "80", "--reserved-memory", "0.15",
-                    "--cost-model", "analytical", "--format", "torchrec",
+    subprocess.run([tool("neuroshard-plan")] + task +
+                   ["--price", str(given), "--format", "torchrec",
                     "--output", str(path)], check=True)
     plan = trp.load(str(path))
     kinds = {t["sharding_type"] for t in plan["tables"].values()}

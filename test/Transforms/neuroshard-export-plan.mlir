@@ -25,6 +25,14 @@
 // RUN: sed 's/algorithm = "table-greedy-grid"/algorithm = "magic"/' %t.planned.mlir \
 // RUN:   | not neuroshard-opt --neuroshard-export-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALGORITHM
 //
+// The lower bound travels in the record to the report and the JSON, and
+// names one of the module's tables; a record written before the search
+// counted its moves reads them as 0.
+// RUN: sed 's/hardest_table = [0-9] : i64/hardest_table = 7 : i64/' %t.planned.mlir \
+// RUN:   | not neuroshard-opt --neuroshard-export-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOUND-BAD
+// RUN: sed 's/moves_taken = 0 : i64, moves_tried = 0 : i64, //' %t.planned.mlir \
+// RUN:   | neuroshard-opt --neuroshard-export-plan -o /dev/null | FileCheck %s --check-prefix=NO-MOVES
+//
 // The tables a model names outside its training ranges travel in the record
 // to the JSON, and must be strings.
 // RUN: sed "s/warnings = \[\]/tables_outside_ranges = [\"'a' (dim 256)\"], warnings = []/" %t.planned.mlir \
@@ -35,12 +43,16 @@
 // JSON: "algorithm": "table-greedy-grid",
 // JSON-NEXT: "cost_model": "analytical",
 // JSON: "devices": 2,
+// JSON: "lower_bound": {
+// JSON-NEXT: "ms": {{[0-9.e+-]+}},
+// JSON: "hardest_table": "{{a|b}}"
 // JSON: "table": "a",
 // JSON: "table": "b",
 // JSON: "states_explored": 1
 
 // TABLE: NeuroShard plan: table-greedy-grid on 2 devices, cost {{[0-9.]+}} ms
 // TABLE-NEXT: cost model: analytical bandwidth model (HBM 897 GB/s, intra-node 600 GB/s, batch 16, backward = 2 x forward)
+// TABLE: lower bound: {{[0-9.]+}} ms under this model; the plan is within {{[0-9.]+}}% of it
 // TABLE: *         the slowest device: its total is the plan's cost
 // TABLE: search: {{.*}}, 1 states explored, 12 greedy runs
 
@@ -61,6 +73,9 @@
 // FORMAT: error: --neuroshard-export-plan: unknown format 'yaml'; expected json, table, torchrec or svg
 // MALFORMED: error: has a malformed 'neuroshard.plan': the plan needs 'cost_ms' (a float)
 // ALGORITHM: error: has a malformed 'neuroshard.plan': the plan names the unknown algorithm 'magic'
+// BOUND-BAD: error: has a malformed 'neuroshard.plan': the plan has a 'lower_bound' whose hardest_table 7 is not one of its 2 tables
+// NO-MOVES: "moves_tried": 0,
+// NO-MOVES-NEXT: "moves_taken": 0
 // OUTSIDE:      "tables_outside_ranges": [
 // OUTSIDE-NEXT:   "'a' (dim 256)"
 // OUTSIDE-NEXT: ],

@@ -233,8 +233,10 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   EXPECT_EQ(*plan.getNumber("cost_ms"), maxTotal);
 
   const json::Object &search = *plan.getObject("search");
-  EXPECT_EQ(search.size(), 4u);
+  EXPECT_EQ(search.size(), 6u);
   EXPECT_EQ(search.getInteger("states_explored"), 1);
+  EXPECT_EQ(search.getInteger("moves_tried"), int64_t(result.stats.movesTried));
+  EXPECT_EQ(search.getInteger("moves_taken"), int64_t(result.stats.movesTaken));
   EXPECT_TRUE(search.getNumber("time_ms"));
   EXPECT_EQ(search.getInteger("cost_queries"),
             int64_t(result.stats.costQueries));

@@ -53,6 +53,7 @@ public:
                              llvm::MutableArrayRef<double> costsMs) override;
   /// A set costs the sum of its slices' costs: the term of a slice is its
   /// cost (one value).
+  bool additiveCompute() const override { return true; }
   unsigned computeTermWidth() const override { return 1; }
   llvm::Error computeTerms(llvm::ArrayRef<ColumnSlice> slices,
                            llvm::MutableArrayRef<double> terms) override;

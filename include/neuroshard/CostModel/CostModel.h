@@ -78,6 +78,13 @@ public:
   /// bundle that prices each as the table it is without having seen one.
   virtual bool coversRowPieces() const { return true; }
 
+  /// Whether the compute cost of a set is the sum of its slices' costs
+  /// alone (the analytical model's is). The planner's lower bound counts
+  /// the tables' total work only for such a model (Planner/LowerBound.h):
+  /// a learned model may price a union above its parts (a larger set
+  /// misses the cache more), and then no total bounds the devices' share.
+  virtual bool additiveCompute() const { return false; }
+
   /// Where the model's figures come from (ModelProvenance.h): what measured
   /// selection asks of a model. The search never reads it.
   virtual ModelProvenance provenance() const { return {}; }

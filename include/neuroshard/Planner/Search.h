@@ -14,6 +14,7 @@
 #ifndef NEUROSHARD_PLANNER_SEARCH_H
 #define NEUROSHARD_PLANNER_SEARCH_H
 
+#include "neuroshard/Planner/LowerBound.h"
 #include "neuroshard/Planner/PlanEvaluation.h"
 #include "neuroshard/Planner/TopologyOptions.h"
 #include "neuroshard/Planner/VerificationRecord.h"
@@ -174,6 +175,10 @@ struct SearchStats {
   uint64_t statesExplored = 0;
   /// Table-wise greedy placements run (one per state and threshold).
   uint64_t greedyRuns = 0;
+  /// Local improvement: the plans it priced (each one move of a part off
+  /// the slowest device) and the moves it took.
+  uint64_t movesTried = 0;
+  uint64_t movesTaken = 0;
 };
 
 /// A plan the search kept as a candidate for measured selection.
@@ -208,6 +213,10 @@ struct PlanResult {
   /// The slowest device `plan` is expected to measure, when the model
   /// records its held-out error (expectedSlowestDevice).
   std::optional<ExpectedSlowest> expected;
+  /// How cheap any plan of the problem can be under the model
+  /// (computeLowerBound); unset where the plan was not priced so (a plan
+  /// read back from IR without one).
+  std::optional<PlanLowerBound> lowerBound;
   /// Per table, in the order of the tables: the compute cost of its pieces,
   /// each priced alone by the model, summed (addPlanEstimates); empty where
   /// the plan was not priced so (a plan read back from IR).
@@ -252,7 +261,8 @@ llvm::Expected<PlanResult> pricePlan(llvm::ArrayRef<TableSpec> tables,
 /// pricePlan) estimates of result.plan beyond its cost: result.expected,
 /// the slowest device the plan is expected to measure under the model's
 /// held-out error (expectedSlowestDevice; unset for a model without one),
-/// and result.tableComputeMs, each table's pieces priced alone.
+/// result.tableComputeMs, each table's pieces priced alone, and
+/// result.lowerBound, how cheap any plan of the problem can be.
 llvm::Error addPlanEstimates(PlanResult &result,
                              llvm::ArrayRef<TableSpec> tables,
                              const Topology &topology, CostModel &model);

@@ -1,0 +1,378 @@
+//===- LocalImprovement.cpp - Moves that relieve the slowest device -------===//
+//
+// Part of the NeuroShard project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The beam search and the structured candidates build a plan in steps that
+// never undo a placement. Afterwards, each round tries every move of one
+// part (a table's piece on a device) off the slowest device:
+//
+//  - the part to another device (joined to that device's part of the same
+//    table, if it has one);
+//  - half of the part (half its columns, or half its rows) to another
+//    device, which re-splits a table the search left too coarse;
+//  - the part, or half of it, traded for a part of another table on
+//    another device, or half of that;
+//  - the part's table dealt evenly again over the devices that hold it,
+//    over those and another device, or over the others alone
+//    (re-splitting a table the search cut unevenly).
+//
+// The targets are the kMostTargets least loaded devices. All moves of a
+// round are priced in one batch, exactly as the search prices plans, and
+// the best is taken when it lowers the sorted vector of the devices' busy
+// times (compute and own exchange, what the others wait for), so that of
+// two devices tied at the top one is relieved, then the other. When none
+// does, the kSecondLooks least bad are each followed by their best move,
+// and a pair that lowers the vector is taken. Rounds end when nothing
+// helps, after kMostRounds or once kMostMovesTried plans are priced; the
+// plan returned is the best met (rankedBefore) (docs/planner.md, "Local
+// improvement").
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placement.h"
+
+#include "neuroshard/Sharding/Plan.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <tuple>
+
+using namespace llvm;
+
+namespace neuroshard {
+namespace detail {
+
+/// Rounds of moves at most, each taking one move.
+static constexpr unsigned kMostRounds = 64;
+/// Devices a part may move to in a round: the least loaded.
+static constexpr unsigned kMostTargets = 8;
+/// When no move helps alone, the moves followed by a second one.
+static constexpr unsigned kSecondLooks = 4;
+/// Plans priced at most by one improvement, so that a plan of thousands of
+/// pieces on hundreds of devices is improved in bounded time.
+static constexpr uint64_t kMostMovesTried = 4096;
+
+namespace {
+/// Builds the moves of one round from a plan whose pieces of a table are
+/// one per device (joinPiecesPerDevice).
+class MoveBuilder {
+public:
+  MoveBuilder(ArrayRef<TableSpec> tables, const Topology &topology,
+              const ShardingPlan &plan)
+      : tables(tables), topology(topology), plan(plan) {}
+
+  /// The plan with shard `index` on `device`, joined there.
+  void move(size_t index, unsigned device) {
+    ShardingPlan out = plan;
+    out.shards[index].device = device;
+    add(std::move(out));
+  }
+
+  /// The plan with the upper half of shard `index` (of its columns or
+  /// rows) on `device`, if the search could cut it so.
+  void moveHalf(size_t index, unsigned device) {
+    std::optional<std::pair<Shard, Shard>> cut = halves(plan.shards[index]);
+    if (!cut)
+      return;
+    cut->second.device = device;
+    ShardingPlan out = plan;
+    out.shards[index] = cut->first;
+    out.shards.push_back(cut->second);
+    add(std::move(out));
+  }
+
+  /// The whole table of shard `index` cut in two row blocks, the upper on
+  /// `device`.
+  void moveRowHalf(size_t index, unsigned device) {
+    const Shard &shard = plan.shards[index];
+    const TableSpec &table = tables[shard.table];
+    if (shard.replica || !shard.allRows() || shard.width() != table.dim ||
+        !mayRowSplit(table, shard.slice(), topology))
+      return;
+    Shard lower = shard, upper = shard;
+    lower.setRows(0, table.rows / 2, table.rows);
+    upper.setRows(table.rows / 2, table.rows, table.rows);
+    upper.device = device;
+    ShardingPlan out = plan;
+    out.shards[index] = lower;
+    out.shards.push_back(upper);
+    add(std::move(out));
+  }
+
+  /// The plan with table `table`'s columns (or rows) dealt as evenly as
+  /// its finest piece allows over `devices`, the first given the least.
+  void deal(unsigned table, ArrayRef<unsigned> devices) {
+    const TableSpec &spec = tables[table];
+    ColumnSlice whole{table, 0, spec.dim};
+    bool byRows = false;
+    for (const Shard &shard : plan.shards)
+      if (shard.table == table) {
+        if (shard.replica)
+          return;
+        byRows |= !shard.allRows();
+      }
+    std::vector<ColumnSlice> pieces;
+    if (byRows) {
+      pieces = rowPieces(spec, whole, devices.size());
+    } else {
+      int64_t step = finestColumnWidth(spec.dim);
+      int64_t units = spec.dim / step;
+      if (units < int64_t(devices.size()))
+        return;
+      int64_t begin = 0;
+      for (size_t p = 0; p < devices.size(); ++p) {
+        // The last devices (the least busy) take the extra units.
+        int64_t width =
+            (units / devices.size() +
+             (p >= devices.size() - units % devices.size() ? 1 : 0)) *
+            step;
+        pieces.push_back(ColumnSlice{table, begin, begin + width});
+        begin += width;
+      }
+    }
+    if (pieces.size() != devices.size())
+      return;
+    ShardingPlan out;
+    for (const Shard &shard : plan.shards)
+      if (shard.table != table)
+        out.shards.push_back(shard);
+    for (auto [piece, device] : zip_equal(pieces, devices))
+      out.shards.push_back(Shard::of(piece, device));
+    add(std::move(out));
+  }
+
+  /// The plan with shards `a` and `b` (of two tables, on two devices)
+  /// traded: each whole, or the upper half of it (halfA, halfB).
+  void trade(size_t a, size_t b, bool halfA, bool halfB) {
+    ShardingPlan out = plan;
+    unsigned deviceA = plan.shards[a].device, deviceB = plan.shards[b].device;
+    for (auto [index, half, to] :
+         {std::tuple(a, halfA, deviceB), std::tuple(b, halfB, deviceA)}) {
+      if (!half) {
+        out.shards[index].device = to;
+        continue;
+      }
+      std::optional<std::pair<Shard, Shard>> cut = halves(plan.shards[index]);
+      if (!cut)
+        return;
+      cut->second.device = to;
+      out.shards[index] = cut->first;
+      out.shards.push_back(cut->second);
+    }
+    add(std::move(out));
+  }
+
+  std::vector<ShardingPlan> take() { return std::move(moves); }
+
+private:
+  /// `shard` cut in two halves of its columns (when the search could halve
+  /// them) or of its rows (a row piece of two rows or more).
+  std::optional<std::pair<Shard, Shard>> halves(const Shard &shard) const {
+    const TableSpec &table = tables[shard.table];
+    if (shard.replica)
+      return std::nullopt;
+    Shard lower = shard, upper = shard;
+    if (shard.allRows()) {
+      if (!isSplittable(table, shard.slice()))
+        return std::nullopt;
+      int64_t middle = shard.colBegin + shard.width() / 2;
+      lower.colEnd = middle;
+      upper.colBegin = middle;
+      return std::pair(lower, upper);
+    }
+    int64_t begin = shard.rowBegin, end = shard.slice().rowEndIn(table);
+    if (shard.width() != table.dim || end - begin < 2)
+      return std::nullopt;
+    int64_t middle = begin + (end - begin) / 2;
+    lower.setRows(begin, middle, table.rows);
+    upper.setRows(middle, end, table.rows);
+    return std::pair(lower, upper);
+  }
+
+  void add(ShardingPlan out) {
+    joinPiecesPerDevice(tables, out);
+    llvm::sort(out.shards, [](const Shard &a, const Shard &b) {
+      return a.slice() < b.slice();
+    });
+    if (Error err = validatePlan(tables, topology, out)) {
+      consumeError(std::move(err));
+      return;
+    }
+    moves.push_back(std::move(out));
+  }
+
+  ArrayRef<TableSpec> tables;
+  const Topology &topology;
+  const ShardingPlan &plan;
+  std::vector<ShardingPlan> moves;
+};
+} // namespace
+
+/// Whether `shard` may leave its device.
+static bool mayMove(const TableSpec &table, const Shard &shard) {
+  return !shard.replica && !table.pinnedDevice;
+}
+
+/// Every device's compute and own exchange, busiest first: what the other
+/// devices wait for (a device's total also counts that wait).
+static std::vector<double> rankedBusy(const PlanCost &cost) {
+  std::vector<double> busy;
+  for (const DeviceCost &device : cost.devices)
+    busy.push_back(device.computeMs + device.bwCommMs);
+  llvm::sort(busy, std::greater<double>());
+  return busy;
+}
+
+namespace {
+/// The moves of one round from a plan, priced.
+struct PricedMoves {
+  std::vector<ShardingPlan> plans;
+  std::vector<PlanCost> costs;
+};
+} // namespace
+
+/// Every move off the busiest device of `plan` (priced `cost`), priced in
+/// one batch.
+static Expected<PricedMoves>
+movesOf(SearchContext &ctx, const ShardingPlan &plan, const PlanCost &cost) {
+  ArrayRef<TableSpec> tables = ctx.tables;
+  unsigned n = ctx.topology.numDevices();
+  std::vector<unsigned> byLoad(n);
+  std::iota(byLoad.begin(), byLoad.end(), 0u);
+  auto busy = [&](unsigned d) {
+    return cost.devices[d].computeMs + cost.devices[d].bwCommMs;
+  };
+  auto busiestFirst = [&](MutableArrayRef<unsigned> devices) {
+    llvm::stable_sort(
+        devices, [&](unsigned a, unsigned b) { return busy(a) > busy(b); });
+  };
+  busiestFirst(byLoad);
+  unsigned slowest = byLoad.front();
+  ArrayRef<unsigned> targets =
+      ArrayRef(byLoad).drop_front().take_back(kMostTargets);
+
+  MoveBuilder builder(tables, ctx.topology, plan);
+  for (auto [index, shard] : enumerate(plan.shards)) {
+    if (shard.device != slowest || !mayMove(tables[shard.table], shard))
+      continue;
+    for (unsigned target : targets) {
+      builder.move(index, target);
+      builder.moveHalf(index, target);
+      builder.moveRowHalf(index, target);
+      for (auto [other, partner] : enumerate(plan.shards))
+        if (partner.device == target && partner.table != shard.table &&
+            mayMove(tables[partner.table], partner))
+          for (bool halfMine : {false, true})
+            for (bool halfTheirs : {false, true})
+              builder.trade(index, other, halfMine, halfTheirs);
+    }
+    // The part's table dealt evenly again over the devices that hold it,
+    // and over those and each target.
+    SmallVector<unsigned> holders;
+    for (const Shard &other : plan.shards)
+      if (other.table == shard.table && !is_contained(holders, other.device))
+        holders.push_back(other.device);
+    if (holders.size() > 1) {
+      SmallVector<unsigned> same = holders;
+      busiestFirst(same);
+      builder.deal(shard.table, same);
+      // And over the others alone.
+      if (same.size() > 2)
+        builder.deal(shard.table, ArrayRef(same).drop_front());
+    }
+    for (unsigned target : targets) {
+      if (is_contained(holders, target))
+        continue;
+      SmallVector<unsigned> wider = holders;
+      wider.push_back(target);
+      busiestFirst(wider);
+      builder.deal(shard.table, wider);
+    }
+  }
+  PricedMoves moves;
+  moves.plans = builder.take();
+  if (moves.plans.empty())
+    return std::move(moves);
+  Expected<std::vector<PlanCost>> costs = pricePlans(ctx, moves.plans);
+  if (!costs)
+    return costs.takeError();
+  ctx.stats.movesTried += moves.plans.size();
+  moves.costs = std::move(*costs);
+  return std::move(moves);
+}
+
+/// The moves of `moves`, by their busy vectors, least first.
+static std::vector<size_t> byBusy(const PricedMoves &moves) {
+  std::vector<std::vector<double>> ranked;
+  for (const PlanCost &cost : moves.costs)
+    ranked.push_back(rankedBusy(cost));
+  std::vector<size_t> order(moves.plans.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return rankedBefore(ranked[a], ranked[b]);
+  });
+  return order;
+}
+
+Error improveLocally(SearchContext &ctx, ShardingPlan &plan, PlanCost &cost) {
+  if (ctx.topology.numDevices() < 2)
+    return Error::success();
+  // Moves are taken while they lower the busy vector, which relieves
+  // devices tied at the top one at a time; the best plan met is kept.
+  ShardingPlan current = plan;
+  PlanCost currentCost = cost;
+  auto take = [&](ShardingPlan next, PlanCost nextCost, unsigned steps) {
+    current = std::move(next);
+    currentCost = std::move(nextCost);
+    ctx.stats.movesTaken += steps;
+    if (rankedBefore(currentCost, cost)) {
+      plan = current;
+      cost = currentCost;
+    }
+  };
+  uint64_t budgetEnd = ctx.stats.movesTried + kMostMovesTried;
+  for (unsigned round = 0;
+       round < kMostRounds && ctx.stats.movesTried < budgetEnd; ++round) {
+    Expected<PricedMoves> moves = movesOf(ctx, current, currentCost);
+    if (!moves)
+      return moves.takeError();
+    if (moves->plans.empty())
+      break;
+    std::vector<double> now = rankedBusy(currentCost);
+    std::vector<size_t> order = byBusy(*moves);
+    size_t first = order.front();
+    if (rankedBefore(rankedBusy(moves->costs[first]), now)) {
+      take(std::move(moves->plans[first]), std::move(moves->costs[first]), 1);
+      continue;
+    }
+    // No one move helps: the few least bad, each followed by its best.
+    bool taken = false;
+    for (size_t m : ArrayRef(order).take_front(kSecondLooks)) {
+      if (ctx.stats.movesTried >= budgetEnd)
+        break;
+      Expected<PricedMoves> next =
+          movesOf(ctx, moves->plans[m], moves->costs[m]);
+      if (!next)
+        return next.takeError();
+      if (next->plans.empty())
+        continue;
+      size_t best = byBusy(*next).front();
+      if (rankedBefore(rankedBusy(next->costs[best]), now)) {
+        take(std::move(next->plans[best]), std::move(next->costs[best]), 2);
+        taken = true;
+        break;
+      }
+    }
+    if (!taken)
+      break;
+  }
+  return Error::success();
+}
+
+} // namespace detail
+} // namespace neuroshard
