@@ -171,6 +171,10 @@ struct NeuralCostModel::Impl {
   /// compute.pt's optional spread(summed[S, H]) -> [S]: the standard
   /// deviation of the ensemble members' costs.
   std::optional<torch::jit::Method> spread;
+  /// compute.pt's optional member_costs(summed[S, H]) -> [S, M]: each of
+  /// the M ensemble members' costs. With it, one run of the members gives
+  /// both head's mean and spread's deviation.
+  std::optional<torch::jit::Method> memberCosts;
   /// Standard deviations added to every compute cost (setRiskMargin).
   double riskMargin = 0.0;
   std::optional<torch::jit::Module> commFw;
@@ -385,6 +389,21 @@ Error NeuralCostModel::Impl::probe() {
                                  (*spread)({torch::zeros({1, h})}), {1});
             }))
       return err;
+  // member_costs serves only to price mean and spread in one run; a bundle
+  // whose method does not give one row per set is priced by the two.
+  if (spread && compute.find_method("member_costs")) {
+    torch::jit::Method method = compute.get_method("member_costs");
+    bool fits = false;
+    consumeError(catchTorch(dir(), "compute.pt: member_costs", [&]() -> Error {
+      c10::IValue out = method({torch::zeros({1, h})});
+      fits = out.isTensor() && out.toTensor().dim() == 2 &&
+             out.toTensor().size(0) == 1 &&
+             out.toTensor().scalar_type() == at::kFloat;
+      return Error::success();
+    }));
+    if (fits)
+      memberCosts = method;
+  }
 
   if (!meta.info.devices)
     return Error::success();
@@ -835,6 +854,27 @@ Error NeuralCostModel::Impl::runHead(MutableArrayRef<double> costsMs) {
   int64_t numSets = costsMs.size();
   c10::InferenceMode guard;
   return catchTorch(dir(), "compute.pt: head", [&]() -> Error {
+    if (riskMargin > 0.0 && memberCosts) {
+      // The members run once; their mean and deviation are head's and
+      // spread's, computed by the same operations.
+      at::Tensor members =
+          (*memberCosts)({floatMatrix(summed.data(), numSets, encodingDim())})
+              .toTensor();
+      at::Tensor mean = members.mean(1);
+      at::Tensor deviation =
+          (members - members.mean(1, /*keepdim=*/true)).pow(2).mean(1).sqrt();
+      if (Error err = checkOutput(dir(), "compute.pt: head", mean, {numSets}))
+        return err;
+      if (Error err = copyCosts(dir(), "compute.pt: head", mean, costsMs))
+        return err;
+      spreads.resize(numSets);
+      if (Error err =
+              copyCosts(dir(), "compute.pt: spread", deviation, spreads))
+        return err;
+      for (auto [cost, spreadMs] : zip_equal(costsMs, spreads))
+        cost = (cost + riskMargin * spreadMs) * batchFactor;
+      return Error::success();
+    }
     c10::IValue out =
         (*head)({floatMatrix(summed.data(), numSets, encodingDim())});
     if (Error err = checkOutput(dir(), "compute.pt: head", out, {numSets}))
