@@ -89,9 +89,7 @@ bool joinPiecesPerDevice(ArrayRef<TableSpec> tables, ShardingPlan &plan) {
   }
   if (changed) {
     llvm::erase_if(plan.shards, [](const Shard &s) { return s.table == ~0u; });
-    llvm::sort(plan.shards, [](const Shard &a, const Shard &b) {
-      return a.slice() < b.slice();
-    });
+    sortShards(plan.shards);
   }
   return changed;
 }
@@ -105,9 +103,7 @@ static ShardingPlan withTableWhole(const ShardingPlan &plan, unsigned table,
     if (shard.table != table)
       out.shards.push_back(shard);
   out.shards.push_back(Shard::of(ColumnSlice{table, 0, spec.dim}, device));
-  llvm::sort(out.shards, [](const Shard &a, const Shard &b) {
-    return a.slice() < b.slice();
-  });
+  sortShards(out.shards);
   return out;
 }
 

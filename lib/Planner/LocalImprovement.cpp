@@ -196,9 +196,7 @@ private:
 
   void add(ShardingPlan out) {
     joinPiecesPerDevice(tables, out);
-    llvm::sort(out.shards, [](const Shard &a, const Shard &b) {
-      return a.slice() < b.slice();
-    });
+    sortShards(out.shards);
     if (Error err = validatePlan(tables, topology, out)) {
       consumeError(std::move(err));
       return;

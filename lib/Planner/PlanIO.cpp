@@ -362,9 +362,7 @@ static Expected<PlanFile> parsePlan(const json::Value &document,
   }();
   if (!plan)
     return plan.takeError();
-  llvm::sort(plan->plan.shards, [](const Shard &a, const Shard &b) {
-    return a.slice() < b.slice();
-  });
+  sortShards(plan->plan.shards);
   return plan;
 }
 

@@ -384,9 +384,7 @@ candidateSignature(const ShardingPlan &plan, const Topology &topology) {
   for (const Shard &shard : plan.shards)
     devices[shard.device].push_back(Shard::of(shard.slice(), 0));
   for (std::vector<Shard> &shards : devices)
-    llvm::sort(shards, [](const Shard &a, const Shard &b) {
-      return a.slice() < b.slice();
-    });
+    sortShards(shards);
   if (topology.numNodes() == 1)
     llvm::sort(devices, [](const auto &a, const auto &b) {
       return std::lexicographical_compare(
@@ -665,9 +663,7 @@ Expected<PlanResult> pricePlan(ArrayRef<TableSpec> tables,
   PlanResult result;
   result.algorithm = given.algorithm;
   result.plan = plan;
-  llvm::sort(result.plan.shards, [](const Shard &a, const Shard &b) {
-    return a.slice() < b.slice();
-  });
+  sortShards(result.plan.shards);
   recordModel(result, model);
   llvm::append_range(result.warnings, given.notes);
   result.cost = std::move(*cost);

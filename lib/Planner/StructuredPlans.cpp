@@ -272,9 +272,7 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
           }
           // In the order the planner returns plans, which is the order
           // evaluatePlan prices their device sets in.
-          llvm::sort(builder.plan.shards, [](const Shard &a, const Shard &b) {
-            return a.slice() < b.slice();
-          });
+          sortShards(builder.plan.shards);
           plans.push_back(std::move(builder.plan));
           if (plans.size() == kPlansPerBatch)
             if (Error err = priceHeld())

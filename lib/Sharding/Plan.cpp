@@ -314,4 +314,10 @@ std::string describeUsable(const Topology &topology) {
       .str();
 }
 
+void sortShards(MutableArrayRef<Shard> shards) {
+  llvm::sort(shards, [](const Shard &a, const Shard &b) {
+    return a.slice() < b.slice();
+  });
+}
+
 } // namespace neuroshard

@@ -31,6 +31,10 @@ struct ShardingPlan {
   std::vector<Shard> shards;
 };
 
+/// Sorts shards into the order of the plans the planner returns: by their
+/// slices (table, then first row, then first column).
+void sortShards(llvm::MutableArrayRef<Shard> shards);
+
 /// The predicted cost terms of one device, in ms.
 struct DeviceCost {
   double computeMs = 0.0;
