@@ -69,8 +69,8 @@ def table_mix(workloads):
     for path in paths:
         with open(path) as f:
             task = json.load(f)
-        for table in task.get("tables", []):
-            mix.append(table)
+        if isinstance(task, dict):
+            mix.extend(task.get("tables", []))
     if not mix:
         raise ValueError("no tables in the task files of '%s'" % workloads)
     return mix

@@ -110,11 +110,17 @@ static ShardingPlan withTableWhole(const ShardingPlan &plan, unsigned table,
 Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
                               PlanCost &cost) {
   ArrayRef<TableSpec> tables = ctx.tables;
-  // Each round puts back the one table whose return the model prices
-  // lowest, while one prices no worse than the plan; a table comes back at
-  // most once, so the rounds end.
+  // Each round prices every split table put back whole, alone. Those the
+  // model prices no worse than the plan are put back together, best
+  // first: all of them if the plan so made is no worse, else the better
+  // half, and so on down to the best alone. A table comes back at most
+  // once, so the rounds end; they end when no table's return is no worse.
+  auto noWorse = [&](const PlanCost &other) {
+    return other.maxMs <= cost.maxMs * (1.0 + 1e-9);
+  };
   for (size_t round = 0; round < tables.size(); ++round) {
     std::vector<ShardingPlan> variants;
+    std::vector<std::pair<unsigned, unsigned>> returned;
     for (auto [index, spec] : enumerate(tables)) {
       SmallVector<unsigned> devices;
       for (const Shard &shard : plan.shards)
@@ -134,20 +140,66 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
         continue;
       }
       variants.push_back(std::move(variant));
+      returned.emplace_back(index, device);
     }
     if (variants.empty())
       return Error::success();
     Expected<std::vector<PlanCost>> costs = pricePlans(ctx, variants);
     if (!costs)
       return costs.takeError();
-    size_t best = 0;
-    for (size_t v = 1; v < variants.size(); ++v)
-      if (rankedBefore((*costs)[v], (*costs)[best]))
-        best = v;
-    if ((*costs)[best].maxMs > cost.maxMs * (1.0 + 1e-9))
+    std::vector<size_t> good;
+    for (size_t v = 0; v < variants.size(); ++v)
+      if (noWorse((*costs)[v]))
+        good.push_back(v);
+    if (good.empty())
       return Error::success();
-    plan = std::move(variants[best]);
-    cost = std::move((*costs)[best]);
+    llvm::stable_sort(good, [&](size_t a, size_t b) {
+      return rankedBefore((*costs)[a], (*costs)[b]);
+    });
+    // Together, each table goes to the holder whose compute, with what
+    // the tables before it added, is least: what one adds is what it
+    // added alone on its own holder.
+    auto holdersOf = [&](unsigned table) {
+      SmallVector<unsigned> devices;
+      for (const Shard &shard : plan.shards)
+        if (shard.table == table && !is_contained(devices, shard.device))
+          devices.push_back(shard.device);
+      return devices;
+    };
+    bool together = false;
+    for (size_t take = good.size(); take > 1 && !together; take /= 2) {
+      std::vector<double> load;
+      for (const DeviceCost &device : cost.devices)
+        load.push_back(device.computeMs);
+      ShardingPlan joint = plan;
+      for (size_t v : ArrayRef(good).take_front(take)) {
+        auto [table, alone] = returned[v];
+        double added = (*costs)[v].devices[alone].computeMs -
+                       cost.devices[alone].computeMs;
+        SmallVector<unsigned> holders = holdersOf(table);
+        unsigned device = *llvm::min_element(
+            holders, [&](unsigned a, unsigned b) { return load[a] < load[b]; });
+        load[device] += added;
+        joint = withTableWhole(joint, table, tables[table], device);
+      }
+      if (Error err = validatePlan(tables, ctx.topology, joint)) {
+        consumeError(std::move(err));
+        continue;
+      }
+      Expected<std::vector<PlanCost>> jointCost =
+          pricePlans(ctx, ArrayRef(joint));
+      if (!jointCost)
+        return jointCost.takeError();
+      if (!noWorse(jointCost->front()))
+        continue;
+      plan = std::move(joint);
+      cost = std::move(jointCost->front());
+      together = true;
+    }
+    if (!together) {
+      plan = std::move(variants[good.front()]);
+      cost = std::move((*costs)[good.front()]);
+    }
   }
   return Error::success();
 }

@@ -542,8 +542,8 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
       }
       // A person's obvious plans are always priced too. The search's plan
       // and the best of those are each cleaned (a split that pays nothing
-      // put back whole) and improved by moves off the busiest device; the
-      // better is returned.
+      // put back whole) and improved by moves off the busiest device, which
+      // may leave such a split again; the better is returned.
       Expected<std::optional<PlanCandidate>> structured =
           bestStructuredPlan(ctx);
       if (!structured)
@@ -559,7 +559,6 @@ static Expected<PlanResult> planWithinKinds(ArrayRef<TableSpec> givenTables,
           return std::move(err);
         if (Error err = improveLocally(ctx, startPlan, startCost))
           return std::move(err);
-        // A move may leave a split that pays nothing.
         if (Error err = unsplitWherePaysNothing(ctx, startPlan, startCost))
           return std::move(err);
         if (i == 0 || rankedBefore(startCost, searched->cost)) {
