@@ -120,13 +120,14 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
   };
   for (size_t round = 0; round < tables.size(); ++round) {
     std::vector<ShardingPlan> variants;
-    std::vector<std::pair<unsigned, unsigned>> returned;
+    // Per variant: the table, the device it went to, and its holders.
+    struct Return {
+      unsigned table, device;
+      SmallVector<unsigned> holders;
+    };
+    std::vector<Return> returned;
     for (auto [index, spec] : enumerate(tables)) {
-      SmallVector<unsigned> devices;
-      for (const Shard &shard : plan.shards)
-        if (shard.table == index && !shard.replica &&
-            !llvm::is_contained(devices, shard.device))
-          devices.push_back(shard.device);
+      SmallVector<unsigned> devices = devicesHolding(plan, index);
       if (devices.size() < 2)
         continue;
       // On the holder that is least loaded now.
@@ -140,7 +141,7 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
         continue;
       }
       variants.push_back(std::move(variant));
-      returned.emplace_back(index, device);
+      returned.push_back({unsigned(index), device, std::move(devices)});
     }
     if (variants.empty())
       return Error::success();
@@ -159,13 +160,6 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
     // Together, each table goes to the holder whose compute, with what
     // the tables before it added, is least: what one adds is what it
     // added alone on its own holder.
-    auto holdersOf = [&](unsigned table) {
-      SmallVector<unsigned> devices;
-      for (const Shard &shard : plan.shards)
-        if (shard.table == table && !is_contained(devices, shard.device))
-          devices.push_back(shard.device);
-      return devices;
-    };
     bool together = false;
     for (size_t take = good.size(); take > 1 && !together; take /= 2) {
       std::vector<double> load;
@@ -173,14 +167,15 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
         load.push_back(device.computeMs);
       ShardingPlan joint = plan;
       for (size_t v : ArrayRef(good).take_front(take)) {
-        auto [table, alone] = returned[v];
-        double added = (*costs)[v].devices[alone].computeMs -
-                       cost.devices[alone].computeMs;
-        SmallVector<unsigned> holders = holdersOf(table);
-        unsigned device = *llvm::min_element(
-            holders, [&](unsigned a, unsigned b) { return load[a] < load[b]; });
+        const Return &back = returned[v];
+        double added = (*costs)[v].devices[back.device].computeMs -
+                       cost.devices[back.device].computeMs;
+        unsigned device =
+            *llvm::min_element(back.holders, [&](unsigned a, unsigned b) {
+              return load[a] < load[b];
+            });
         load[device] += added;
-        joint = withTableWhole(joint, table, tables[table], device);
+        joint = withTableWhole(joint, back.table, tables[back.table], device);
       }
       if (Error err = validatePlan(tables, ctx.topology, joint)) {
         consumeError(std::move(err));

@@ -76,14 +76,7 @@ public:
   /// The plan with the upper half of shard `index` (of its columns or
   /// rows) on `device`, if the search could cut it so.
   void moveHalf(size_t index, unsigned device) {
-    std::optional<std::pair<Shard, Shard>> cut = halves(plan.shards[index]);
-    if (!cut)
-      return;
-    cut->second.device = device;
-    ShardingPlan out = plan;
-    out.shards[index] = cut->first;
-    out.shards.push_back(cut->second);
-    add(std::move(out));
+    moveUpper(index, halves(plan.shards[index]), device);
   }
 
   /// The whole table of shard `index` cut in two row blocks, the upper on
@@ -97,11 +90,7 @@ public:
     Shard lower = shard, upper = shard;
     lower.setRows(0, table.rows / 2, table.rows);
     upper.setRows(table.rows / 2, table.rows, table.rows);
-    upper.device = device;
-    ShardingPlan out = plan;
-    out.shards[index] = lower;
-    out.shards.push_back(upper);
-    add(std::move(out));
+    moveUpper(index, std::pair(lower, upper), device);
   }
 
   /// The plan with table `table`'s columns (or rows) dealt as evenly as
@@ -170,6 +159,19 @@ public:
   std::vector<ShardingPlan> take() { return std::move(moves); }
 
 private:
+  /// The plan with shard `index` replaced by `cut`'s lower piece, its upper
+  /// one on `device`; nothing when there is no cut.
+  void moveUpper(size_t index, std::optional<std::pair<Shard, Shard>> cut,
+                 unsigned device) {
+    if (!cut)
+      return;
+    cut->second.device = device;
+    ShardingPlan out = plan;
+    out.shards[index] = cut->first;
+    out.shards.push_back(cut->second);
+    add(std::move(out));
+  }
+
   /// `shard` cut in two halves of its columns (when the search could halve
   /// them) or of its rows (a row piece of two rows or more).
   std::optional<std::pair<Shard, Shard>> halves(const Shard &shard) const {
@@ -271,10 +273,7 @@ movesOf(SearchContext &ctx, const ShardingPlan &plan, const PlanCost &cost) {
     }
     // The part's table dealt evenly again over the devices that hold it,
     // and over those and each target.
-    SmallVector<unsigned> holders;
-    for (const Shard &other : plan.shards)
-      if (other.table == shard.table && !is_contained(holders, other.device))
-        holders.push_back(other.device);
+    SmallVector<unsigned> holders = devicesHolding(plan, shard.table);
     if (holders.size() > 1) {
       SmallVector<unsigned> same = holders;
       busiestFirst(same);

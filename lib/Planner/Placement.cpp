@@ -243,6 +243,15 @@ bool isSplittable(const TableSpec &table, const ColumnSlice &slice) {
          slice.width() % (2 * kColumnAlignment) == 0;
 }
 
+SmallVector<unsigned> devicesHolding(const ShardingPlan &plan, unsigned table) {
+  SmallVector<unsigned> devices;
+  for (const Shard &shard : plan.shards)
+    if (shard.table == table && !shard.replica &&
+        !is_contained(devices, shard.device))
+      devices.push_back(shard.device);
+  return devices;
+}
+
 int64_t finestColumnWidth(int64_t dim) {
   int64_t width = dim;
   while (width % (2 * kColumnAlignment) == 0)

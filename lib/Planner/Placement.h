@@ -418,6 +418,11 @@ bool mayColumnSplit(const TableSpec &table, const ColumnSlice &slice);
 /// Whether the search may halve the columns of `slice` of `table`:
 /// mayColumnSplit, and both halves stay multiples of kColumnAlignment.
 bool isSplittable(const TableSpec &table, const ColumnSlice &slice);
+/// The devices that hold a piece of table `table` in `plan` (replicas
+/// aside), in the order of their first pieces.
+llvm::SmallVector<unsigned> devicesHolding(const ShardingPlan &plan,
+                                           unsigned table);
+
 /// The narrowest column piece the search makes of a table `dim` wide: it
 /// halves a piece while both halves stay multiples of kColumnAlignment.
 int64_t finestColumnWidth(int64_t dim);

@@ -10,11 +10,10 @@
 // tables copied to every device, the rest placed whole. Those plans are
 // built here for every k that divides the devices' count in powers of two,
 // for the hottest 1, 2, 4, ... tables and for all of them, by columns and
-// by rows, with and
-// without copies, and priced exactly as the search prices its own plans
-// (in batches of kPlansPerBatch). The search keeps the best when it ranks
-// before its own plan (docs/planner.md, "Clean pieces and structured
-// candidates").
+// by rows, with and without copies, and priced exactly as the search
+// prices its own plans (in batches of kPlansPerBatch). The search keeps the
+// best when it ranks before its own plan (docs/planner.md, "Clean pieces and
+// structured candidates").
 //
 //===----------------------------------------------------------------------===//
 

@@ -854,43 +854,35 @@ Error NeuralCostModel::Impl::runHead(MutableArrayRef<double> costsMs) {
   int64_t numSets = costsMs.size();
   c10::InferenceMode guard;
   return catchTorch(dir(), "compute.pt: head", [&]() -> Error {
-    if (riskMargin > 0.0 && memberCosts) {
+    at::Tensor input = floatMatrix(summed.data(), numSets, encodingDim());
+    bool margin = riskMargin > 0.0 && spread;
+    c10::IValue mean, deviation;
+    if (margin && memberCosts) {
       // The members run once; their mean and deviation are head's and
       // spread's, computed by the same operations.
-      at::Tensor members =
-          (*memberCosts)({floatMatrix(summed.data(), numSets, encodingDim())})
-              .toTensor();
-      at::Tensor mean = members.mean(1);
-      at::Tensor deviation =
+      at::Tensor members = (*memberCosts)({input}).toTensor();
+      mean = members.mean(1);
+      deviation =
           (members - members.mean(1, /*keepdim=*/true)).pow(2).mean(1).sqrt();
-      if (Error err = checkOutput(dir(), "compute.pt: head", mean, {numSets}))
-        return err;
-      if (Error err = copyCosts(dir(), "compute.pt: head", mean, costsMs))
+    } else {
+      mean = (*head)({input});
+      if (margin)
+        deviation = (*spread)({input});
+    }
+    if (Error err = checkOutput(dir(), "compute.pt: head", mean, {numSets}))
+      return err;
+    if (Error err = copyCosts(dir(), "compute.pt: head", mean, costsMs))
+      return err;
+    if (margin) {
+      if (Error err =
+              checkOutput(dir(), "compute.pt: spread", deviation, {numSets}))
         return err;
       spreads.resize(numSets);
       if (Error err =
               copyCosts(dir(), "compute.pt: spread", deviation, spreads))
         return err;
       for (auto [cost, spreadMs] : zip_equal(costsMs, spreads))
-        cost = (cost + riskMargin * spreadMs) * batchFactor;
-      return Error::success();
-    }
-    c10::IValue out =
-        (*head)({floatMatrix(summed.data(), numSets, encodingDim())});
-    if (Error err = checkOutput(dir(), "compute.pt: head", out, {numSets}))
-      return err;
-    if (Error err = copyCosts(dir(), "compute.pt: head", out, costsMs))
-      return err;
-    if (riskMargin > 0.0 && spread) {
-      c10::IValue sd =
-          (*spread)({floatMatrix(summed.data(), numSets, encodingDim())});
-      if (Error err = checkOutput(dir(), "compute.pt: spread", sd, {numSets}))
-        return err;
-      spreads.resize(numSets);
-      if (Error err = copyCosts(dir(), "compute.pt: spread", sd, spreads))
-        return err;
-      for (auto [cost, deviation] : zip_equal(costsMs, spreads))
-        cost += riskMargin * deviation;
+        cost += riskMargin * spreadMs;
     }
     for (double &cost : costsMs)
       cost *= batchFactor;
