@@ -75,6 +75,9 @@ Error AnalyticalCostModel::prepare(ArrayRef<TableSpec> newTables,
                 newTopology.batchSize));
   tables.assign(newTables.begin(), newTables.end());
   topology = newTopology;
+  rowMoments.clear();
+  for (const TableSpec &table : tables)
+    rowMoments.push_back(tableRowHitMoments(table, topology.batchSize));
   return Error::success();
 }
 
@@ -89,9 +92,10 @@ double AnalyticalCostModel::sliceComputeMs(const ColumnSlice &slice) const {
   if (slice.replica) {
     bags /= topology.numDevices();
     lookups /= topology.numDevices();
-  } else {
+  } else if (!slice.allRows() && table.rows > 0) {
+    // rowBlockShare's Heaviest share, from the moments prepare() keeps.
     lookups *=
-        rowBlockShare(table, slice, topology.batchSize, RowBlockLoad::Heaviest);
+        heaviestRowBlockShare(rowMoments[slice.table], slice.rowShare(table));
   }
   // Every column piece of a table reads all of the table's indices, then
   // one row segment per index, and writes one pooled output per bag and

@@ -134,6 +134,11 @@ static std::vector<ColumnSlice> columnShares(const TableSpec &table, unsigned t,
   return shares;
 }
 
+/// Slices priced in one model call at most: a table's forms on a thousand
+/// devices hold thousands of pieces, and ten thousand tables' forms at once
+/// would take gigabytes.
+static constexpr size_t kSlicesPerBatch = size_t(1) << 16;
+
 Expected<PlanLowerBound> computeLowerBound(ArrayRef<TableSpec> tables,
                                            const Topology &topology,
                                            CostModel &model) {
@@ -142,26 +147,6 @@ Expected<PlanLowerBound> computeLowerBound(ArrayRef<TableSpec> tables,
   if (tables.empty() || n == 0)
     return bound;
 
-  // Every form's largest piece alone and its pieces together, and every
-  // column share alone, in one batch.
-  std::vector<std::vector<Form>> forms;
-  std::vector<std::vector<ColumnSlice>> shares;
-  std::vector<ArrayRef<ColumnSlice>> sets;
-  for (auto [t, table] : enumerate(tables)) {
-    forms.push_back(formsOf(table, t, topology));
-    shares.push_back(columnShares(table, t, n));
-  }
-  for (auto [tableForms, tableShares] : zip_equal(forms, shares)) {
-    for (Form &form : tableForms) {
-      sets.push_back(ArrayRef(form.largest));
-      sets.push_back(form.pieces);
-    }
-    for (const ColumnSlice &share : tableShares)
-      sets.push_back(ArrayRef(share));
-  }
-  std::vector<double> costs(sets.size());
-  if (Error err = model.predictCompute(sets, costs))
-    return std::move(err);
   // A piece no device has room for is held by no plan: its share bounds
   // nothing (its form's work still counts as a least work).
   uint64_t roomiest = 0;
@@ -173,30 +158,76 @@ Expected<PlanLowerBound> computeLowerBound(ArrayRef<TableSpec> tables,
            roomiest;
   };
   constexpr double kNever = std::numeric_limits<double>::infinity();
-  const double *next = costs.data();
   std::vector<double> thresholds;
-  for (auto [t, tableForms, tableShares] : enumerate(forms, shares)) {
-    double cheapest = std::numeric_limits<double>::infinity();
-    for (Form &form : tableForms) {
-      form.share = fits(form.largest) ? next[0] : kNever;
-      form.work = next[1];
-      next += 2;
-      cheapest = std::min(cheapest, form.share);
-      if (form.share < kNever)
-        thresholds.push_back(form.share);
+  // Per table, its forms' shares and works once priced (the pieces are
+  // dropped then).
+  std::vector<std::vector<Form>> priced(tables.size());
+
+  // Every form's largest piece alone and (where the work is counted, for
+  // a model whose set costs are sums) its pieces together, and every
+  // column share alone, of a few tables at a time, in one batch each.
+  bool additive = model.additiveCompute();
+  std::vector<unsigned> batchTables;
+  std::vector<std::vector<ColumnSlice>> batchShares;
+  size_t batchSlices = 0;
+  auto priceBatch = [&]() -> Error {
+    std::vector<ArrayRef<ColumnSlice>> sets;
+    for (auto [t, tableShares] : zip_equal(batchTables, batchShares)) {
+      for (Form &form : priced[t]) {
+        sets.push_back(ArrayRef(form.largest));
+        if (additive)
+          sets.push_back(form.pieces);
+      }
+      for (const ColumnSlice &share : tableShares)
+        sets.push_back(ArrayRef(share));
     }
-    for (const ColumnSlice &share : tableShares) {
-      if (fits(share))
-        cheapest = std::min(cheapest, *next);
-      ++next;
+    std::vector<double> costs(sets.size());
+    if (!sets.empty())
+      if (Error err = model.predictCompute(sets, costs))
+        return err;
+    const double *next = costs.data();
+    for (auto [t, tableShares] : zip_equal(batchTables, batchShares)) {
+      double cheapest = std::numeric_limits<double>::infinity();
+      for (Form &form : priced[t]) {
+        double alone = *next++;
+        form.share = fits(form.largest) ? alone : kNever;
+        form.work = additive ? *next++ : 0.0;
+        cheapest = std::min(cheapest, form.share);
+        if (form.share < kNever)
+          thresholds.push_back(form.share);
+        form.pieces.clear();
+        form.pieces.shrink_to_fit();
+      }
+      for (const ColumnSlice &share : tableShares) {
+        if (fits(share))
+          cheapest = std::min(cheapest, *next);
+        ++next;
+      }
+      // A table with no share that fits leaves a plan impossible, which
+      // the search refuses before; it bounds nothing here.
+      if (std::isfinite(cheapest) && cheapest > bound.pieceMs) {
+        bound.pieceMs = cheapest;
+        bound.hardestTable = t;
+      }
     }
-    // A table with no share that fits leaves a plan impossible, which the
-    // search refuses before; it bounds nothing here.
-    if (std::isfinite(cheapest) && cheapest > bound.pieceMs) {
-      bound.pieceMs = cheapest;
-      bound.hardestTable = t;
-    }
+    batchTables.clear();
+    batchShares.clear();
+    batchSlices = 0;
+    return Error::success();
+  };
+  for (auto [t, table] : enumerate(tables)) {
+    priced[t] = formsOf(table, t, topology);
+    batchTables.push_back(t);
+    batchShares.push_back(columnShares(table, t, n));
+    for (const Form &form : priced[t])
+      batchSlices += form.pieces.size() + 1;
+    batchSlices += batchShares.back().size();
+    if (batchSlices >= kSlicesPerBatch)
+      if (Error err = priceBatch())
+        return std::move(err);
   }
+  if (Error err = priceBatch())
+    return std::move(err);
 
   bound.ms = bound.pieceMs;
   if (!model.additiveCompute())
@@ -215,9 +246,11 @@ Expected<PlanLowerBound> computeLowerBound(ArrayRef<TableSpec> tables,
                    thresholds.end());
   thresholds.erase(thresholds.begin(),
                    llvm::lower_bound(thresholds, bound.pieceMs));
-  auto workAt = [&](double threshold) -> Expected<double> {
-    std::vector<ColumnSlice> all;
-    for (const std::vector<Form> &tableForms : forms) {
+  // The model's set costs are sums: a set of every table's pieces costs
+  // the sum of what each table's pieces cost together.
+  auto workAt = [&](double threshold) {
+    double cost = 0.0;
+    for (const std::vector<Form> &tableForms : priced) {
       const Form *best = nullptr;
       for (bool anyShare : {false, true}) {
         for (const Form &form : tableForms)
@@ -227,40 +260,25 @@ Expected<PlanLowerBound> computeLowerBound(ArrayRef<TableSpec> tables,
         if (best)
           break;
       }
-      append_range(all, best->pieces);
+      cost += best->work;
     }
-    double cost = 0.0;
-    ArrayRef<ColumnSlice> set = all;
-    if (Error err = model.predictCompute(ArrayRef(set), MutableArrayRef(cost)))
-      return std::move(err);
     return cost / n;
   };
   size_t lo = 0, hi = thresholds.size();
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    Expected<double> work = workAt(thresholds[mid]);
-    if (!work)
-      return work.takeError();
-    if (*work <= thresholds[mid]) {
+    if (workAt(thresholds[mid]) <= thresholds[mid])
       hi = mid;
-    } else {
+    else
       lo = mid + 1;
-    }
   }
   // thresholds[lo] is the first share at which the work fits under it;
   // below it the work of the share before bounds the plan.
   bound.ms = lo < thresholds.size() ? thresholds[lo]
                                     : std::numeric_limits<double>::infinity();
-  if (lo > 0) {
-    Expected<double> work = workAt(thresholds[lo - 1]);
-    if (!work)
-      return work.takeError();
-    bound.ms = std::min(bound.ms, *work);
-  }
-  Expected<double> work = workAt(bound.ms);
-  if (!work)
-    return work.takeError();
-  bound.workMs = *work;
+  if (lo > 0)
+    bound.ms = std::min(bound.ms, workAt(thresholds[lo - 1]));
+  bound.workMs = workAt(bound.ms);
   bound.ms = std::max({bound.ms, bound.pieceMs});
   return bound;
 }

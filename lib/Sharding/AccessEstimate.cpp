@@ -13,6 +13,7 @@
 #include <cmath>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 using namespace llvm;
 
@@ -364,7 +365,7 @@ RowHitMoments rowHitMoments(ArrayRef<double> bins, int64_t rows,
 /// The expected largest of `count` independent standard normal draws
 /// (Blom's approximation: the normal quantile at (count - 3/8) /
 /// (count + 1/4)), found by bisection.
-static double expectedLargestNormal(double count) {
+static double solveLargestNormal(double count) {
   if (count <= 1.0)
     return 0.0;
   double target = (count - 0.375) / (count + 0.25);
@@ -377,6 +378,22 @@ static double expectedLargestNormal(double count) {
       high = mid;
   }
   return 0.5 * (low + high);
+}
+
+/// solveLargestNormal, looked up for the whole counts planners ask for
+/// most (row blocks of up to kTabledCounts devices): each solve takes 60
+/// evaluations of erfc, and a search asks for millions.
+static double expectedLargestNormal(double count) {
+  constexpr unsigned kTabledCounts = 1024;
+  static const std::vector<double> tabled = [] {
+    std::vector<double> values(kTabledCounts + 1);
+    for (unsigned k = 0; k <= kTabledCounts; ++k)
+      values[k] = solveLargestNormal(k);
+    return values;
+  }();
+  if (count >= 0.0 && count <= kTabledCounts && count == std::floor(count))
+    return tabled[static_cast<size_t>(count)];
+  return solveLargestNormal(count);
 }
 
 double heaviestRowBlockShare(const RowHitMoments &moments, double fraction) {

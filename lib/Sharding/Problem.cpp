@@ -98,13 +98,17 @@ double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
   double fraction = slice.rowShare(table);
   if (load == RowBlockLoad::Mean)
     return fraction;
+  return heaviestRowBlockShare(tableRowHitMoments(table, batchSize), fraction);
+}
+
+RowHitMoments tableRowHitMoments(const TableSpec &table, int64_t batchSize) {
   RowHitMoments moments;
   for (unsigned f = 0; f < table.numFeatures(); ++f) {
     FeatureStats feature = table.feature(f);
     moments += rowHitMoments(feature.accessHist, table.rows,
                              double(batchSize) * feature.poolingFactor);
   }
-  return heaviestRowBlockShare(moments, fraction);
+  return moments;
 }
 
 TableSpec pieceSpec(const TableSpec &table, const ColumnSlice &slice,

@@ -19,6 +19,8 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+
 using namespace llvm;
 using namespace neuroshard;
 using namespace neuroshard::testing;
@@ -101,6 +103,34 @@ TEST(LowerBoundTest, CountsWorkOnlyForAdditiveModels) {
   // Table a (64 wide, pooling 4) split in two halves costs 32 x 4 per
   // piece; b whole costs 32 x 2 (the test model: width x pooling).
   EXPECT_DOUBLE_EQ(bound->pieceMs, 128.0);
+}
+
+// Hundreds of tables on 256 devices hold more forms than one model call
+// prices (each table's rows cut in up to 256 blocks, its copies on every
+// device): the forms are priced a few tables at a time, and the bound is
+// the same whichever batch the hardest table falls in.
+TEST(LowerBoundTest, IsTheSameWhereverTheHardestTableIsPriced) {
+  std::vector<TableSpec> tables;
+  for (int i = 0; i < 300; ++i)
+    tables.push_back(makeTable("t" + std::to_string(i), 100000, 64, 4.0));
+  tables.push_back(makeTable("hot", 4000000, 128, 40.0));
+  Topology topology = Topology::uniform(256, 80.0);
+  AnalyticalCostModel model;
+  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  Expected<PlanLowerBound> last = computeLowerBound(tables, topology, model);
+  ASSERT_EQ(errorMessage(last), "");
+  EXPECT_EQ(last->hardestTable, 300u);
+
+  std::rotate(tables.begin(), tables.end() - 1, tables.end());
+  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  Expected<PlanLowerBound> first = computeLowerBound(tables, topology, model);
+  ASSERT_EQ(errorMessage(first), "");
+  EXPECT_EQ(first->hardestTable, 0u);
+  EXPECT_DOUBLE_EQ(first->pieceMs, last->pieceMs);
+  EXPECT_NEAR(first->workMs, last->workMs, 1e-12 * last->workMs);
+  EXPECT_NEAR(first->ms, last->ms, 1e-12 * last->ms);
+  // The work part bounds: 301 tables' least work over 256 devices.
+  EXPECT_GT(last->workMs, last->pieceMs);
 }
 
 } // namespace

@@ -96,6 +96,8 @@ private:
   AnalyticalCostParams params;
   std::vector<TableSpec> tables;
   Topology topology;
+  /// Per table, the hit moments its row pieces are priced from.
+  std::vector<RowHitMoments> rowMoments;
 };
 
 } // namespace neuroshard

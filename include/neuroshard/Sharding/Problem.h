@@ -21,6 +21,7 @@
 #ifndef NEUROSHARD_SHARDING_PROBLEM_H
 #define NEUROSHARD_SHARDING_PROBLEM_H
 
+#include "neuroshard/Sharding/AccessEstimate.h"
 #include "neuroshard/Sharding/TableRules.h"
 #include "neuroshard/Support/Units.h"
 
@@ -330,6 +331,12 @@ enum class RowBlockLoad : uint8_t { Mean, Heaviest };
 /// replica (whose share is of the bags).
 double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
                      int64_t batchSize, RowBlockLoad load);
+
+/// The hit moments of every lookup of `table` (all its features) in a batch
+/// of `batchSize` bags, which the Heaviest share of its row blocks follows
+/// from (heaviestRowBlockShare): a model that prices many row pieces of one
+/// table computes them once.
+RowHitMoments tableRowHitMoments(const TableSpec &table, int64_t batchSize);
 
 /// What a cost model prices for `slice`: its table as the piece sees it.
 /// A row piece is a table of its rows that receives its share of every
