@@ -111,10 +111,11 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
                               PlanCost &cost) {
   ArrayRef<TableSpec> tables = ctx.tables;
   // Each round prices every split table put back whole, alone. Those the
-  // model prices no worse than the plan are put back together, best
-  // first: all of them if the plan so made is no worse, else the better
-  // half, and so on down to the best alone. A table comes back at most
-  // once, so the rounds end; they end when no table's return is no worse.
+  // model prices no worse than the plan are put back together: those whose
+  // changes to the devices add up to no worse a plan, if it is no worse;
+  // else all of them, best first, if the plan so made is no worse, else
+  // the better half, and so on down to the best alone. A table comes back at
+  // most once, so the rounds end; they end when no table's return is no worse.
   auto noWorse = [&](const PlanCost &other) {
     return other.maxMs <= cost.maxMs * (1.0 + 1e-9);
   };
@@ -157,39 +158,92 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
     llvm::stable_sort(good, [&](size_t a, size_t b) {
       return rankedBefore((*costs)[a], (*costs)[b]);
     });
-    // Together, each table goes to the holder whose compute, with what
-    // the tables before it added, is least: what one adds is what it
-    // added alone on its own holder.
-    bool together = false;
-    for (size_t take = good.size(); take > 1 && !together; take /= 2) {
+    // The joint plan of the returns `chosen`; with `keepDevices`, each table
+    // goes where its variant put it, else to the holder whose compute,
+    // with what the tables before it added, is least (what one adds is
+    // what it added alone on its own holder). Taken if no worse.
+    auto tryTogether = [&](ArrayRef<size_t> chosen,
+                           bool keepDevices) -> Expected<bool> {
       std::vector<double> load;
       for (const DeviceCost &device : cost.devices)
         load.push_back(device.computeMs);
       ShardingPlan joint = plan;
-      for (size_t v : ArrayRef(good).take_front(take)) {
+      for (size_t v : chosen) {
         const Return &back = returned[v];
         double added = (*costs)[v].devices[back.device].computeMs -
                        cost.devices[back.device].computeMs;
         unsigned device =
-            *llvm::min_element(back.holders, [&](unsigned a, unsigned b) {
-              return load[a] < load[b];
-            });
+            keepDevices
+                ? back.device
+                : *llvm::min_element(back.holders, [&](unsigned a, unsigned b) {
+                    return load[a] < load[b];
+                  });
         load[device] += added;
         joint = withTableWhole(joint, back.table, tables[back.table], device);
       }
       if (Error err = validatePlan(tables, ctx.topology, joint)) {
         consumeError(std::move(err));
-        continue;
+        return false;
       }
       Expected<std::vector<PlanCost>> jointCost =
           pricePlans(ctx, ArrayRef(joint));
       if (!jointCost)
         return jointCost.takeError();
       if (!noWorse(jointCost->front()))
-        continue;
+        return false;
       plan = std::move(joint);
       cost = std::move(jointCost->front());
-      together = true;
+      return true;
+    };
+    // First the returns that fit together if what each did alone to every
+    // device adds up: best first, each kept while no device's total then
+    // exceeds the slowest device's, nor any device's compute and backward
+    // exchange the most of them now (the others' forward exchange waits
+    // for the latest device, which adds up no more). Many tables come back
+    // in one round so, where returning them one a round would take as many
+    // rounds as there are split tables.
+    SmallVector<size_t> fitting;
+    {
+      auto busy = [](const DeviceCost &device) {
+        return device.computeMs + device.bwCommMs;
+      };
+      std::vector<double> total, ready;
+      for (const DeviceCost &device : cost.devices) {
+        total.push_back(device.totalMs());
+        ready.push_back(busy(device));
+      }
+      double limit = cost.maxMs * (1.0 + 1e-9);
+      double latest = *llvm::max_element(ready) * (1.0 + 1e-9);
+      std::vector<double> totalAfter(total.size()), readyAfter(ready.size());
+      for (size_t v : good) {
+        bool fits = true;
+        for (auto [d, device] : enumerate((*costs)[v].devices)) {
+          const DeviceCost &now = cost.devices[d];
+          totalAfter[d] = total[d] + device.totalMs() - now.totalMs();
+          readyAfter[d] = ready[d] + busy(device) - busy(now);
+          fits &= totalAfter[d] <= limit && readyAfter[d] <= latest;
+        }
+        if (!fits)
+          continue;
+        total.swap(totalAfter);
+        ready.swap(readyAfter);
+        fitting.push_back(v);
+      }
+    }
+    bool together = false;
+    if (fitting.size() > 1) {
+      Expected<bool> taken = tryTogether(fitting, /*keepDevices=*/true);
+      if (!taken)
+        return taken.takeError();
+      together = *taken;
+    }
+    // Else the best half of them, and so on.
+    for (size_t take = good.size(); take > 1 && !together; take /= 2) {
+      Expected<bool> taken =
+          tryTogether(ArrayRef(good).take_front(take), /*keepDevices=*/false);
+      if (!taken)
+        return taken.takeError();
+      together = *taken;
     }
     if (!together) {
       plan = std::move(variants[good.front()]);

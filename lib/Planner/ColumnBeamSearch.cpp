@@ -35,12 +35,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace llvm;
 
 namespace neuroshard {
 namespace detail {
+
+/// Children of a level priced at every threshold, per state of the beam;
+/// the rest are placed at their parent's best dim limit alone.
+constexpr unsigned kFullyPricedPerBeamState = 3;
+/// Row-piece counts a move offers a table in full (2, 4, ... up to the
+/// devices: four on up to 8 devices) before it keeps those near the
+/// table's fair share alone (rowPieceCounts).
+constexpr unsigned kMostRowCounts = 4;
 
 namespace {
 struct BeamState {
@@ -156,12 +165,19 @@ static bool sameCost(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
 
-/// The piece counts a move may cut `slice`'s rows into: for a whole table
-/// that may be row-wise, 2, 4, 8, ... up to the devices it may spread over
-/// (all of them, or a node's for a table-row-wise table) and that count
-/// itself; 2 for a row piece of two rows or more; none otherwise.
-static std::vector<unsigned> rowPieceCounts(const ColumnSlice &slice,
+/// The piece counts a move may cut slice `i` of `input` into: for a whole
+/// table that may be row-wise, 2, 4, 8, ... up to the devices it may
+/// spread over (all of them, or a node's for a table-row-wise table) and
+/// that count itself; 2 for a row piece of two rows or more; none
+/// otherwise. Where that makes more than kMostRowCounts counts (many
+/// devices), only 2 and those within a factor of two of the blocks that
+/// bring the slice's cost alone down to a device's fair share `share`:
+/// fewer blocks leave its device the slowest, more read the table's
+/// indices on more devices for no balance gained.
+static std::vector<unsigned> rowPieceCounts(const PlacementInput &input,
+                                            uint32_t i, double share,
                                             const SearchContext &ctx) {
+  const ColumnSlice &slice = input.slices[i];
   const TableSpec &table = ctx.tables[slice.table];
   if (!slice.allRows()) {
     if (!slice.replica && slice.numRows(table) >= 2)
@@ -177,6 +193,12 @@ static std::vector<unsigned> rowPieceCounts(const ColumnSlice &slice,
     counts.push_back(k);
   if (most >= 2 && (counts.empty() || counts.back() != most))
     counts.push_back(most);
+  if (counts.size() <= kMostRowCounts || !(share > 0.0))
+    return counts;
+  double wanted = std::max(2.0, input.sortCost[i] / share);
+  llvm::erase_if(counts, [&](unsigned k) {
+    return k != 2 && (k < wanted / 2.0 || k > wanted * 2.0);
+  });
   return counts;
 }
 
@@ -236,11 +258,12 @@ static std::vector<Move> splitMoves(const PlacementInput &input,
                                     const SearchContext &ctx, unsigned count) {
   std::vector<Move> moves;
   std::vector<std::vector<unsigned>> halves, rowCounts;
-  for (const ColumnSlice &slice : input.slices) {
+  double share = fairShare(input, ctx.topology.numDevices());
+  for (auto [i, slice] : enumerate(input.slices)) {
     halves.push_back(isSplittable(ctx.tables[slice.table], slice)
                          ? std::vector<unsigned>{2}
                          : std::vector<unsigned>{});
-    rowCounts.push_back(rowPieceCounts(slice, ctx));
+    rowCounts.push_back(rowPieceCounts(input, i, share, ctx));
   }
   addMovesWithTies(MoveKind::HalveColumns, halves, input, count, moves);
   addMovesWithTies(MoveKind::SplitRows, rowCounts, input, count, moves);
@@ -298,23 +321,88 @@ uniformSplits(const PlacementInput &input, ArrayRef<TableSpec> tables,
   return states;
 }
 
-/// Prices `states` (whose outcomes are unset) with one grid search.
-static Error priceStates(MutableArrayRef<BeamState> states,
-                         ArrayRef<double> thresholds, SearchContext &ctx) {
+/// Prices `states` with one grid search (runGridSearch), at every
+/// threshold, or with `probeLimits` at those dim limits alone.
+static Error priceStates(ArrayRef<BeamState *> states,
+                         ArrayRef<double> thresholds, SearchContext &ctx,
+                         ArrayRef<double> probeLimits = {}) {
   std::vector<PlacementInput *> inputs;
-  for (BeamState &state : states)
-    inputs.push_back(&state.input);
+  for (BeamState *state : states)
+    inputs.push_back(&state->input);
   if (Error err = orderByModelCost(inputs, ctx.cache))
     return err;
   std::vector<const PlacementInput *> constInputs(inputs.begin(), inputs.end());
   Expected<std::vector<PlacementOutcome>> outcomes =
-      runGridSearch(constInputs, thresholds, ctx);
+      runGridSearch(constInputs, thresholds, ctx, probeLimits);
   if (!outcomes)
     return outcomes.takeError();
   for (auto [state, outcome] : zip_equal(states, *outcomes))
-    state.outcome = std::move(outcome);
-  ctx.stats.statesExplored += states.size();
+    state->outcome = std::move(outcome);
   return Error::success();
+}
+
+/// Prices the new `states` at every threshold.
+static Error priceStates(MutableArrayRef<BeamState> states,
+                         ArrayRef<double> thresholds, SearchContext &ctx) {
+  std::vector<BeamState *> all;
+  for (BeamState &state : states)
+    all.push_back(&state);
+  ctx.stats.statesExplored += states.size();
+  return priceStates(all, thresholds, ctx);
+}
+
+/// Prices the children of one level and returns them best first. Each
+/// child is first placed once, at the dim limit that placed its parent
+/// best (`parentLimits`), or where that fails without one. The
+/// `fullyPriced` best of those, and those still not placed, are then
+/// priced at every threshold (and in the packing orders where needed):
+/// their price can only fall, so they rank before the rest, and the beam
+/// keeps states priced as the grid search prices them, at a fraction of
+/// the placements.
+static Expected<std::vector<size_t>>
+priceChildren(MutableArrayRef<BeamState> children,
+              ArrayRef<double> parentLimits, ArrayRef<double> thresholds,
+              unsigned fullyPriced, SearchContext &ctx) {
+  ctx.stats.statesExplored += children.size();
+  std::vector<BeamState *> all;
+  for (BeamState &child : children)
+    all.push_back(&child);
+  auto ranking = [&] {
+    std::vector<size_t> order(children.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return rankedBefore(children[a].outcome, children[b].outcome);
+    });
+    return order;
+  };
+  if (children.size() <= fullyPriced) {
+    if (Error err = priceStates(all, thresholds, ctx))
+      return std::move(err);
+    return ranking();
+  }
+  if (Error err = priceStates(all, thresholds, ctx, parentLimits))
+    return std::move(err);
+  // A child that placement could not place (a split that adds pooled
+  // columns, replicas that add them on every device) is placed again
+  // without a dim limit.
+  std::vector<BeamState *> failed;
+  for (auto [child, limit] : zip_equal(all, parentLimits))
+    if (!child->outcome.feasible && !std::isinf(limit))
+      failed.push_back(child);
+  if (!failed.empty()) {
+    std::vector<double> none(failed.size(),
+                             std::numeric_limits<double>::infinity());
+    if (Error err = priceStates(failed, thresholds, ctx, none))
+      return std::move(err);
+  }
+  std::vector<size_t> first = ranking();
+  std::vector<BeamState *> best;
+  for (auto [rank, i] : enumerate(first))
+    if (rank < fullyPriced || !children[i].outcome.feasible)
+      best.push_back(&children[i]);
+  if (Error err = priceStates(best, thresholds, ctx))
+    return std::move(err);
+  return ranking();
 }
 
 /// `plan` with the shards of `table` that share a device merged into one,
@@ -512,6 +600,7 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
   unsigned idleLevels = 0;
   for (unsigned level = 0; level < budget.levels; ++level) {
     std::vector<BeamState> children;
+    std::vector<double> parentLimits;
     for (const BeamState &parent : beam)
       for (const Move &move :
            splitMoves(parent.input, ctx, options.candidates)) {
@@ -520,20 +609,19 @@ Expected<PlanResult> runColumnBeamSearch(PlacementInput root,
         BeamState &child = children.emplace_back();
         child.input = makePlacementInput(ctx.tables, ctx.topology,
                                          splitSlices(parent.input, move, ctx));
+        parentLimits.push_back(parent.outcome.dimLimit);
       }
     if (children.empty())
       break;
-    if (Error err = priceStates(children, thresholds, ctx))
-      return std::move(err);
-    kept.consider(children);
-
     // Infeasible states rank last (their cost is infinite) but may still
     // lead to feasible children when memory is what stands in the way.
-    std::vector<size_t> ranking(children.size());
-    std::iota(ranking.begin(), ranking.end(), 0);
-    std::stable_sort(ranking.begin(), ranking.end(), [&](size_t a, size_t b) {
-      return rankedBefore(children[a].outcome, children[b].outcome);
-    });
+    Expected<std::vector<size_t>> ranked =
+        priceChildren(children, parentLimits, thresholds,
+                      kFullyPricedPerBeamState * options.beamWidth, ctx);
+    if (!ranked)
+      return ranked.takeError();
+    std::vector<size_t> &ranking = *ranked;
+    kept.consider(children);
     const BeamState &levelBest = children[ranking.front()];
     bool progress = madeProgress(levelBest.outcome, best.outcome);
     if (rankedBefore(levelBest.outcome, best.outcome))

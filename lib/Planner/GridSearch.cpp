@@ -16,6 +16,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <memory>
 
@@ -71,7 +72,10 @@ static Error runAndKeepBest(std::vector<GreedyRun> &runs,
 
 Expected<std::vector<PlacementOutcome>>
 runGridSearch(ArrayRef<const PlacementInput *> inputs,
-              ArrayRef<double> thresholds, SearchContext &ctx) {
+              ArrayRef<double> thresholds, SearchContext &ctx,
+              ArrayRef<double> probeLimits) {
+  assert((probeLimits.empty() || probeLimits.size() == inputs.size()) &&
+         "one probe limit per input");
   unsigned n = ctx.topology.numDevices();
   double averageDim = ctx.totalDim / n;
   std::vector<PlacementOutcome> outcomes(inputs.size());
@@ -117,10 +121,17 @@ runGridSearch(ArrayRef<const PlacementInput *> inputs,
       inputOfRun.push_back(i);
     }
   };
-  for (auto [i, input] : enumerate(inputs))
-    addRuns(*input, i, limits);
+  for (auto [i, input] : enumerate(inputs)) {
+    if (probeLimits.empty()) {
+      addRuns(*input, i, limits);
+      continue;
+    }
+    addRuns(*input, i, probeLimits.slice(i, 1));
+  }
   if (Error err = runAndKeepBest(runs, inputOfRun, outcomes, ctx))
     return std::move(err);
+  if (!probeLimits.empty())
+    return std::move(outcomes);
 
   // Where no run placed every slice, the greedy runs again with the slices
   // that take more than a share of the smallest device's memory placed

@@ -13,7 +13,8 @@
 //  - half of the part (half its columns, or half its rows) to another
 //    device, which re-splits a table the search left too coarse;
 //  - the part, or half of it, traded for a part of another table on
-//    another device, or half of that;
+//    another device, or half of that (the kTradesPerTarget trades per
+//    device that would even the two devices out best);
 //  - the part's table dealt evenly again over the devices that hold it,
 //    over those and another device, or over the others alone
 //    (re-splitting a table the search cut unevenly).
@@ -25,9 +26,10 @@
 // two devices tied at the top one is relieved, then the other. When none
 // does, the kSecondLooks least bad are each followed by their best move,
 // and a pair that lowers the vector is taken. Rounds end when nothing
-// helps, after kMostRounds or once kMostMovesTried plans are priced; the
-// plan returned is the best met (rankedBefore) (docs/planner.md, "Local
-// improvement").
+// helps, after kMostRounds, or once kMostMovesTried plans or
+// kMostShardsPriced of their shards are priced (the parts that cost most
+// alone have their moves built first); the plan returned is the best met
+// (rankedBefore) (docs/planner.md, "Local improvement").
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,8 +37,10 @@
 
 #include "neuroshard/Sharding/Plan.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -51,20 +55,28 @@ namespace detail {
 static constexpr unsigned kMostRounds = 64;
 /// Devices a part may move to in a round: the least loaded.
 static constexpr unsigned kMostTargets = 8;
+/// Trades of a part with a target's parts tried per target: those whose
+/// relief of the slowest device is nearest half the gap between the two.
+static constexpr size_t kTradesPerTarget = 4;
 /// When no move helps alone, the moves followed by a second one.
 static constexpr unsigned kSecondLooks = 4;
-/// Plans priced at most by one improvement, so that a plan of thousands of
-/// pieces on hundreds of devices is improved in bounded time.
+/// Plans, and shards of those plans, priced at most by one improvement, so
+/// that a plan of thousands of pieces on hundreds of devices is improved
+/// in bounded time (pricing a plan takes time in its shards).
 static constexpr uint64_t kMostMovesTried = 4096;
+static constexpr uint64_t kMostShardsPriced = uint64_t(1) << 22;
 
 namespace {
 /// Builds the moves of one round from a plan whose pieces of a table are
 /// one per device (joinPiecesPerDevice).
 class MoveBuilder {
 public:
+  /// At most `most` moves are kept; the rest are not built.
   MoveBuilder(ArrayRef<TableSpec> tables, const Topology &topology,
-              const ShardingPlan &plan)
-      : tables(tables), topology(topology), plan(plan) {}
+              const ShardingPlan &plan, size_t most)
+      : tables(tables), topology(topology), plan(plan), most(most) {}
+
+  bool full() const { return moves.size() >= most; }
 
   /// The plan with shard `index` on `device`, joined there.
   void move(size_t index, unsigned device) {
@@ -158,20 +170,6 @@ public:
 
   std::vector<ShardingPlan> take() { return std::move(moves); }
 
-private:
-  /// The plan with shard `index` replaced by `cut`'s lower piece, its upper
-  /// one on `device`; nothing when there is no cut.
-  void moveUpper(size_t index, std::optional<std::pair<Shard, Shard>> cut,
-                 unsigned device) {
-    if (!cut)
-      return;
-    cut->second.device = device;
-    ShardingPlan out = plan;
-    out.shards[index] = cut->first;
-    out.shards.push_back(cut->second);
-    add(std::move(out));
-  }
-
   /// `shard` cut in two halves of its columns (when the search could halve
   /// them) or of its rows (a row piece of two rows or more).
   std::optional<std::pair<Shard, Shard>> halves(const Shard &shard) const {
@@ -196,7 +194,23 @@ private:
     return std::pair(lower, upper);
   }
 
+private:
+  /// The plan with shard `index` replaced by `cut`'s lower piece, its upper
+  /// one on `device`; nothing when there is no cut.
+  void moveUpper(size_t index, std::optional<std::pair<Shard, Shard>> cut,
+                 unsigned device) {
+    if (!cut)
+      return;
+    cut->second.device = device;
+    ShardingPlan out = plan;
+    out.shards[index] = cut->first;
+    out.shards.push_back(cut->second);
+    add(std::move(out));
+  }
+
   void add(ShardingPlan out) {
+    if (full())
+      return;
     joinPiecesPerDevice(tables, out);
     sortShards(out.shards);
     if (Error err = validatePlan(tables, topology, out)) {
@@ -209,6 +223,7 @@ private:
   ArrayRef<TableSpec> tables;
   const Topology &topology;
   const ShardingPlan &plan;
+  size_t most;
   std::vector<ShardingPlan> moves;
 };
 } // namespace
@@ -236,10 +251,13 @@ struct PricedMoves {
 };
 } // namespace
 
-/// Every move off the busiest device of `plan` (priced `cost`), priced in
-/// one batch.
-static Expected<PricedMoves>
-movesOf(SearchContext &ctx, const ShardingPlan &plan, const PlanCost &cost) {
+/// Every move off the busiest device of `plan` (priced `cost`), the parts
+/// that cost most alone first, up to `mostMoves` of them, priced in one
+/// batch; their shards are added to `shardsPriced`.
+static Expected<PricedMoves> movesOf(SearchContext &ctx,
+                                     const ShardingPlan &plan,
+                                     const PlanCost &cost, size_t mostMoves,
+                                     uint64_t &shardsPriced) {
   ArrayRef<TableSpec> tables = ctx.tables;
   unsigned n = ctx.topology.numDevices();
   std::vector<unsigned> byLoad(n);
@@ -256,20 +274,94 @@ movesOf(SearchContext &ctx, const ShardingPlan &plan, const PlanCost &cost) {
   ArrayRef<unsigned> targets =
       ArrayRef(byLoad).drop_front().take_back(kMostTargets);
 
-  MoveBuilder builder(tables, ctx.topology, plan);
-  for (auto [index, shard] : enumerate(plan.shards)) {
-    if (shard.device != slowest || !mayMove(tables[shard.table], shard))
-      continue;
+  MoveBuilder builder(tables, ctx.topology, plan, mostMoves);
+  // What a trade sends off the slowest device and takes back, each the
+  // part or its upper half, priced alone: a trade that takes back more
+  // than it sends cannot relieve the slowest device, and is not tried.
+  auto traded = [&](const Shard &shard, bool half) -> std::optional<Shard> {
+    if (!half)
+      return shard;
+    std::optional<std::pair<Shard, Shard>> cut = builder.halves(shard);
+    if (!cut)
+      return std::nullopt;
+    return cut->second;
+  };
+  DenseMap<SetKey, double> alone;
+  {
+    std::vector<std::pair<SetKey, unsigned>> tickets;
+    for (const Shard &shard : plan.shards) {
+      if (shard.device != slowest && !is_contained(targets, shard.device))
+        continue;
+      for (bool half : {false, true}) {
+        std::optional<Shard> part = traded(shard, half);
+        if (!part)
+          continue;
+        SetKey key = sliceKey(part->slice());
+        double cost;
+        if (!alone.try_emplace(key, 0.0).second)
+          continue;
+        if (ctx.cache.lookup(key, cost))
+          alone[key] = cost;
+        else
+          tickets.emplace_back(key, ctx.cache.request(key, part->slice()));
+      }
+    }
+    if (ctx.cache.hasPending())
+      if (Error err = ctx.cache.flush())
+        return std::move(err);
+    for (auto [key, ticket] : tickets)
+      alone[key] = ctx.cache.result(ticket);
+  }
+  // The work a trade takes off the slowest device, by the parts' costs
+  // alone; none when it takes back more than it sends, which cannot
+  // relieve the slowest device.
+  auto relief = [&](const Shard &mine, bool halfMine, const Shard &theirs,
+                    bool halfTheirs) -> std::optional<double> {
+    std::optional<Shard> going = traded(mine, halfMine);
+    std::optional<Shard> coming = traded(theirs, halfTheirs);
+    if (!going || !coming)
+      return std::nullopt;
+    double sent = alone.lookup(sliceKey(going->slice()));
+    double taken = alone.lookup(sliceKey(coming->slice()));
+    if (taken > sent)
+      return std::nullopt;
+    return sent - taken;
+  };
+  std::vector<size_t> parts;
+  for (auto [index, shard] : enumerate(plan.shards))
+    if (shard.device == slowest && mayMove(tables[shard.table], shard))
+      parts.push_back(index);
+  llvm::stable_sort(parts, [&](size_t a, size_t b) {
+    return alone.lookup(sliceKey(plan.shards[a].slice())) >
+           alone.lookup(sliceKey(plan.shards[b].slice()));
+  });
+  for (size_t index : parts) {
+    if (builder.full())
+      break;
+    const Shard &shard = plan.shards[index];
     for (unsigned target : targets) {
       builder.move(index, target);
       builder.moveHalf(index, target);
       builder.moveRowHalf(index, target);
+      // The trades whose relief is nearest half the two devices' gap,
+      // which would even them out.
+      double half = (busy(slowest) - busy(target)) / 2.0;
+      SmallVector<std::tuple<double, size_t, bool, bool>> trades;
       for (auto [other, partner] : enumerate(plan.shards))
         if (partner.device == target && partner.table != shard.table &&
             mayMove(tables[partner.table], partner))
           for (bool halfMine : {false, true})
             for (bool halfTheirs : {false, true})
-              builder.trade(index, other, halfMine, halfTheirs);
+              if (std::optional<double> eased =
+                      relief(shard, halfMine, partner, halfTheirs))
+                trades.emplace_back(std::abs(*eased - half), other, halfMine,
+                                    halfTheirs);
+      llvm::stable_sort(trades, [](const auto &a, const auto &b) {
+        return std::get<0>(a) < std::get<0>(b);
+      });
+      for (auto [distance, other, halfMine, halfTheirs] :
+           ArrayRef(trades).take_front(kTradesPerTarget))
+        builder.trade(index, other, halfMine, halfTheirs);
     }
     // The part's table dealt evenly again over the devices that hold it,
     // and over those and each target.
@@ -299,6 +391,8 @@ movesOf(SearchContext &ctx, const ShardingPlan &plan, const PlanCost &cost) {
   if (!costs)
     return costs.takeError();
   ctx.stats.movesTried += moves.plans.size();
+  for (const ShardingPlan &move : moves.plans)
+    shardsPriced += move.shards.size();
   moves.costs = std::move(*costs);
   return std::move(moves);
 }
@@ -333,9 +427,22 @@ Error improveLocally(SearchContext &ctx, ShardingPlan &plan, PlanCost &cost) {
     }
   };
   uint64_t budgetEnd = ctx.stats.movesTried + kMostMovesTried;
-  for (unsigned round = 0;
-       round < kMostRounds && ctx.stats.movesTried < budgetEnd; ++round) {
-    Expected<PricedMoves> moves = movesOf(ctx, current, currentCost);
+  uint64_t shardsPriced = 0;
+  auto spent = [&] {
+    return ctx.stats.movesTried >= budgetEnd ||
+           shardsPriced >= kMostShardsPriced;
+  };
+  // The moves of `from` the budget has left.
+  auto left = [&](const ShardingPlan &from) {
+    uint64_t byShards =
+        (kMostShardsPriced - std::min(shardsPriced, kMostShardsPriced)) /
+        std::max<size_t>(1, from.shards.size());
+    return size_t(std::max<uint64_t>(
+        1, std::min(budgetEnd - ctx.stats.movesTried, byShards)));
+  };
+  for (unsigned round = 0; round < kMostRounds && !spent(); ++round) {
+    Expected<PricedMoves> moves =
+        movesOf(ctx, current, currentCost, left(current), shardsPriced);
     if (!moves)
       return moves.takeError();
     if (moves->plans.empty())
@@ -350,10 +457,11 @@ Error improveLocally(SearchContext &ctx, ShardingPlan &plan, PlanCost &cost) {
     // No one move helps: the few least bad, each followed by its best.
     bool taken = false;
     for (size_t m : ArrayRef(order).take_front(kSecondLooks)) {
-      if (ctx.stats.movesTried >= budgetEnd)
+      if (spent())
         break;
       Expected<PricedMoves> next =
-          movesOf(ctx, moves->plans[m], moves->costs[m]);
+          movesOf(ctx, moves->plans[m], moves->costs[m], left(moves->plans[m]),
+                  shardsPriced);
       if (!next)
         return next.takeError();
       if (next->plans.empty())

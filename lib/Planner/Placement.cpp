@@ -763,6 +763,7 @@ PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
   if (!run.succeeded())
     return outcome;
   outcome.feasible = true;
+  outcome.dimLimit = run.dimLimit;
   outcome.costMs = cost.maxMs;
   outcome.ranked = rankedCosts(cost);
   outcome.deviceOf.resize(run.input->slices.size());

@@ -315,6 +315,9 @@ struct PlacementOutcome {
   /// If infeasible: the slice the unconstrained greedy could not place.
   int64_t failedSlice = -1;
   uint64_t maxFreeAtFailure = 0;
+  /// If feasible: the dim limit of the run that placed it (infinity for
+  /// the run without one).
+  double dimLimit = std::numeric_limits<double>::infinity();
 };
 
 /// How searches rank plans: infeasible last, then by the slowest device's
@@ -373,10 +376,13 @@ std::vector<double> gridThresholds(const SearchOptions &options);
 /// Runs the greedy grid search on every input at once (all thresholds of
 /// all inputs, and one run without a dim limit each, in lockstep) and keeps
 /// each input's cheapest plan. An input no run could place is run again in
-/// the packing orders of kLargeFirstShares.
+/// the packing orders of kLargeFirstShares. With `probeLimits` (one per
+/// input), input i is placed once, at the dim limit probeLimits[i], and not
+/// again where that fails: a cheap first look.
 llvm::Expected<std::vector<PlacementOutcome>>
 runGridSearch(llvm::ArrayRef<const PlacementInput *> inputs,
-              llvm::ArrayRef<double> thresholds, SearchContext &ctx);
+              llvm::ArrayRef<double> thresholds, SearchContext &ctx,
+              llvm::ArrayRef<double> probeLimits = {});
 
 /// The outcome of one finished run with its price (if it succeeded).
 PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost);

@@ -10,8 +10,9 @@
 // tables copied to every device, the rest placed whole. Those plans are
 // built here for every k that divides the devices' count in powers of two,
 // for the hottest 1, 2, 4, ... tables and for all of them, by columns and
-// by rows, with and without copies, and priced exactly as the search
-// prices its own plans (in batches of kPlansPerBatch). The search keeps the
+// by rows, and those again with copies (the best few of them where the
+// copies are many), each priced exactly as the search prices its own plans
+// (in batches of kPlansPerBatch). The search keeps the
 // best when it ranks before its own plan (docs/planner.md, "Clean pieces and
 // structured candidates").
 //
@@ -40,6 +41,11 @@ static constexpr unsigned kMostSplitTables = 16;
 /// A table is small enough to copy to every device when one copy takes at
 /// most this share of the smallest device's usable memory.
 static constexpr double kSmallTableShare = 0.01;
+/// Every shape is also built with copies of the small tables while those
+/// copies are at most kMostCopies shards; beyond, only the kCopiedShapes
+/// best shapes without copies are.
+static constexpr uint64_t kMostCopies = uint64_t(1) << 14;
+static constexpr size_t kCopiedShapes = 4;
 /// Plans priced in one batch. Copies of small tables on every device make a
 /// plan of a large task large (1,000 tables on 256 devices: ~100k shards),
 /// so only this many are held at once.
@@ -87,6 +93,21 @@ struct Builder {
   /// Places `pieces` on as many distinct devices, the least loaded with
   /// room first; false when too few have room.
   bool placeApart(ArrayRef<ColumnSlice> pieces, double msEach) {
+    if (pieces.size() == 1) {
+      // The least loaded device with room, the first of equals: a scan,
+      // where sorting the devices for each of thousands of tables would
+      // take the most time of all.
+      uint64_t size = bytesOf(pieces.front());
+      std::optional<unsigned> best;
+      for (unsigned d = 0; d < loadMs.size(); ++d)
+        if ((!best || loadMs[d] < loadMs[*best]) &&
+            bytes[d] + size <= topology.usableBytes(d))
+          best = d;
+      if (!best)
+        return false;
+      place(pieces.front(), *best, msEach);
+      return true;
+    }
     std::vector<unsigned> order(loadMs.size());
     std::iota(order.begin(), order.end(), 0u);
     std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
@@ -199,22 +220,6 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
   if (splits.empty() || splits.back() != numDevices)
     splits.push_back(numDevices);
 
-  std::optional<PlanCandidate> best;
-  std::vector<ShardingPlan> plans;
-  // Prices the plans held and keeps the best of all seen, the first of
-  // equals.
-  auto priceHeld = [&]() -> Error {
-    if (plans.empty())
-      return Error::success();
-    Expected<std::vector<PlanCost>> costs = pricePlans(ctx, plans);
-    if (!costs)
-      return costs.takeError();
-    for (auto [plan, cost] : zip_equal(plans, *costs))
-      if (!best || rankedBefore(cost, best->cost))
-        best = PlanCandidate{"structured", std::move(plan), std::move(cost)};
-    plans.clear();
-    return Error::success();
-  };
   // The hottest 1, 2, 4, ... tables, and all of them when they are fewer
   // than kMostSplitTables.
   unsigned mostSplit = std::min<size_t>(kMostSplitTables, tables.size());
@@ -223,62 +228,140 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
     counts.push_back(many);
   if (counts.back() != mostSplit)
     counts.push_back(mostSplit);
+
+  /// How a structured plan is made: the hottest `many` tables cut in `k`
+  /// by `cut`, with or without copies of the small tables.
+  struct Shape {
+    unsigned k, many;
+    Cut cut;
+    bool copySmall;
+  };
+  // The plan of `shape`; none where it does not fit, cuts no table or
+  // (with copies) copies none: a variant that changes nothing over another
+  // is not built twice.
+  auto build = [&](const Shape &shape) -> std::optional<ShardingPlan> {
+    Builder builder(tables, topology);
+    bool feasible = true, cutAny = false, copied = false;
+    // Pinned tables first, where they must go.
+    for (auto [index, table] : enumerate(tables))
+      if (table.pinnedDevice) {
+        feasible &= builder.fits(whole[index], *table.pinnedDevice);
+        builder.place(whole[index], *table.pinnedDevice, wholeMs[index]);
+      }
+    for (auto [rank, index] : enumerate(hottest)) {
+      const TableSpec &table = tables[index];
+      if (table.pinnedDevice || !feasible)
+        continue;
+      if (rank < shape.many) {
+        std::vector<ColumnSlice> pieces =
+            evenPieces(table, index, shape.k, shape.cut, topology);
+        if (!pieces.empty()) {
+          feasible &= builder.placeApart(pieces, wholeMs[index] / shape.k);
+          cutAny = true;
+          continue;
+        }
+      }
+      if (shape.copySmall && mayReplicate(table, whole[index]) &&
+          builder.bytesOf(whole[index]) <=
+              kSmallTableShare * double(smallestUsable)) {
+        ColumnSlice copy = whole[index];
+        copy.replica = true;
+        for (unsigned d = 0; d < numDevices; ++d) {
+          feasible &= builder.fits(copy, d);
+          builder.place(copy, d, wholeMs[index] / numDevices);
+        }
+        copied = true;
+        continue;
+      }
+      feasible &= builder.placeApart(whole[index], wholeMs[index]);
+    }
+    if (!feasible || !cutAny || (shape.copySmall && !copied))
+      return std::nullopt;
+    if (Error err = validatePlan(tables, topology, builder.plan)) {
+      consumeError(std::move(err));
+      return std::nullopt;
+    }
+    // In the order the planner returns plans, which is the order
+    // evaluatePlan prices their device sets in.
+    sortShards(builder.plan.shards);
+    return std::move(builder.plan);
+  };
+
+  // Prices the shapes' plans, kPlansPerBatch at a time; returns each
+  // shape's plan and cost (nullopt where it has none), in their order.
+  std::optional<PlanCandidate> best;
+  auto priceShapes = [&](ArrayRef<Shape> shapes)
+      -> Expected<std::vector<std::optional<PlanCost>>> {
+    std::vector<std::optional<PlanCost>> costs(shapes.size());
+    std::vector<ShardingPlan> plans;
+    std::vector<size_t> of;
+    auto priceHeld = [&]() -> Error {
+      if (plans.empty())
+        return Error::success();
+      Expected<std::vector<PlanCost>> priced = pricePlans(ctx, plans);
+      if (!priced)
+        return priced.takeError();
+      for (auto [plan, cost, s] : zip_equal(plans, *priced, of)) {
+        costs[s] = cost;
+        // The best of all seen, the first of equals.
+        if (!best || rankedBefore(cost, best->cost))
+          best = PlanCandidate{"structured", std::move(plan), std::move(cost)};
+      }
+      plans.clear();
+      of.clear();
+      return Error::success();
+    };
+    for (auto [s, shape] : enumerate(shapes)) {
+      std::optional<ShardingPlan> plan = build(shape);
+      if (!plan)
+        continue;
+      plans.push_back(std::move(*plan));
+      of.push_back(s);
+      if (plans.size() == kPlansPerBatch)
+        if (Error err = priceHeld())
+          return std::move(err);
+    }
+    if (Error err = priceHeld())
+      return std::move(err);
+    return std::move(costs);
+  };
+
+  // Every shape without copies, then with copies; where the copies are
+  // many, only the best shapes get them: copies of the small tables on
+  // every device make a plan of a large task large (1,000 tables on 256
+  // devices: tens of thousands of shards), and pricing such plans would
+  // take most of the planning time.
+  uint64_t copies = 0;
+  for (auto [index, table] : enumerate(tables))
+    if (mayReplicate(table, whole[index]) &&
+        topology.shardBytes(table, table.dim) <=
+            kSmallTableShare * double(smallestUsable))
+      copies += numDevices;
+  std::vector<Shape> shapes;
   for (unsigned k : splits)
     for (unsigned many : counts)
       for (Cut cut : {Cut::Columns, Cut::Rows})
-        for (bool copySmall : {false, true}) {
-          Builder builder(tables, topology);
-          bool feasible = true, cutAny = false, copied = false;
-          // Pinned tables first, where they must go.
-          for (auto [index, table] : enumerate(tables))
-            if (table.pinnedDevice) {
-              feasible &= builder.fits(whole[index], *table.pinnedDevice);
-              builder.place(whole[index], *table.pinnedDevice, wholeMs[index]);
-            }
-          for (auto [rank, index] : enumerate(hottest)) {
-            const TableSpec &table = tables[index];
-            if (table.pinnedDevice || !feasible)
-              continue;
-            if (rank < many) {
-              std::vector<ColumnSlice> pieces =
-                  evenPieces(table, index, k, cut, topology);
-              if (!pieces.empty()) {
-                feasible &= builder.placeApart(pieces, wholeMs[index] / k);
-                cutAny = true;
-                continue;
-              }
-            }
-            if (copySmall && mayReplicate(table, whole[index]) &&
-                builder.bytesOf(whole[index]) <=
-                    kSmallTableShare * double(smallestUsable)) {
-              ColumnSlice copy = whole[index];
-              copy.replica = true;
-              for (unsigned d = 0; d < numDevices; ++d) {
-                feasible &= builder.fits(copy, d);
-                builder.place(copy, d, wholeMs[index] / numDevices);
-              }
-              copied = true;
-              continue;
-            }
-            feasible &= builder.placeApart(whole[index], wholeMs[index]);
-          }
-          // A variant that changes nothing over another is not built twice.
-          if (!feasible || !cutAny || (copySmall && !copied))
-            continue;
-          if (Error err = validatePlan(tables, topology, builder.plan)) {
-            consumeError(std::move(err));
-            continue;
-          }
-          // In the order the planner returns plans, which is the order
-          // evaluatePlan prices their device sets in.
-          sortShards(builder.plan.shards);
-          plans.push_back(std::move(builder.plan));
-          if (plans.size() == kPlansPerBatch)
-            if (Error err = priceHeld())
-              return std::move(err);
-        }
-  if (Error err = priceHeld())
-    return std::move(err);
+        shapes.push_back({k, many, cut, /*copySmall=*/false});
+  Expected<std::vector<std::optional<PlanCost>>> costs = priceShapes(shapes);
+  if (!costs)
+    return costs.takeError();
+  std::vector<size_t> ranked;
+  for (auto [s, cost] : enumerate(*costs))
+    if (cost)
+      ranked.push_back(s);
+  llvm::stable_sort(ranked, [&](size_t a, size_t b) {
+    return rankedBefore(*(*costs)[a], *(*costs)[b]);
+  });
+  std::vector<Shape> copying;
+  for (size_t s : ArrayRef(ranked).take_front(
+           copies <= kMostCopies ? ranked.size() : kCopiedShapes)) {
+    copying.push_back(shapes[s]);
+    copying.back().copySmall = true;
+  }
+  if (Expected<std::vector<std::optional<PlanCost>>> copied =
+          priceShapes(copying);
+      !copied)
+    return copied.takeError();
   return best;
 }
 

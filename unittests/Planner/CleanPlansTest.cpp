@@ -132,26 +132,44 @@ TEST(JoinPiecesTest, LeavesCleanPlansAndReplicasAlone) {
 /// A split that the model prices no better than the whole is undone: with
 /// a price per piece, the wide table's halves cost more than the table
 /// whole on the device that held the smaller load.
+/// What unsplitWherePaysNothing needs: the test model, charging
+/// `overheadMs` per piece, prepared for `tables`, its memo and the search
+/// context.
+struct UnsplitSetup {
+  UnsplitSetup(ArrayRef<TableSpec> tables, const Topology &topology,
+               double overheadMs)
+      : model(overheadMs), cache(model, stats),
+        ctx(tables, topology, model, cache, stats) {
+    EXPECT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  }
+  /// `plan`'s cost as the search prices it.
+  PlanCost price(const ShardingPlan &plan) {
+    Expected<std::vector<PlanCost>> priced =
+        placement::pricePlans(ctx, ArrayRef(plan));
+    EXPECT_EQ(errorMessage(priced.takeError()), "");
+    return priced ? priced->front() : PlanCost();
+  }
+
+  SliceCostModel model;
+  SearchStats stats;
+  placement::ComputeCostCache cache;
+  placement::SearchContext ctx;
+};
+
 TEST(UnsplitTest, PutsBackASplitThatBuysNothing) {
   std::vector<TableSpec> tables = {makeTable("wide", 1000, 64),
                                    makeTable("other", 1000, 40)};
   Topology topology = twoDevices();
-  SliceCostModel model(/*overheadPerSliceMs=*/8.0);
-  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
-  SearchStats stats;
-  placement::ComputeCostCache cache(model, stats);
-  placement::SearchContext ctx(tables, topology, model, cache, stats);
+  UnsplitSetup setup(tables, topology, /*overheadMs=*/8.0);
   ShardingPlan plan;
   plan.shards = {columns(0, 0, 32, 0), columns(0, 32, 64, 1),
                  columns(1, 0, 40, 0)};
-  Expected<std::vector<PlanCost>> priced =
-      placement::pricePlans(ctx, ArrayRef(plan));
-  ASSERT_EQ(errorMessage(priced.takeError()), "");
-  PlanCost cost = priced->front();
+  PlanCost cost = setup.price(plan);
   // 32 + 8 + 40 + 8 on device 0 against 64 + 8 with the table whole.
   EXPECT_DOUBLE_EQ(cost.maxMs, 88.0);
-  ASSERT_EQ(errorMessage(placement::unsplitWherePaysNothing(ctx, plan, cost)),
-            "");
+  ASSERT_EQ(
+      errorMessage(placement::unsplitWherePaysNothing(setup.ctx, plan, cost)),
+      "");
   EXPECT_DOUBLE_EQ(cost.maxMs, 72.0);
   ASSERT_EQ(plan.shards.size(), 2u);
   EXPECT_EQ(plan.shards[0].width(), 64);
@@ -161,20 +179,58 @@ TEST(UnsplitTest, PutsBackASplitThatBuysNothing) {
   std::vector<TableSpec> one = {tables[0]};
   ShardingPlan paying;
   paying.shards = {columns(0, 0, 32, 0), columns(0, 32, 64, 1)};
-  SliceCostModel cheap(/*overheadPerSliceMs=*/0.0);
-  ASSERT_EQ(errorMessage(cheap.prepare(one, topology)), "");
-  placement::ComputeCostCache cheapCache(cheap, stats);
-  placement::SearchContext cheapCtx(one, topology, cheap, cheapCache, stats);
-  Expected<std::vector<PlanCost>> split =
-      placement::pricePlans(cheapCtx, ArrayRef(paying));
-  ASSERT_EQ(errorMessage(split.takeError()), "");
-  PlanCost splitCost = split->front();
+  UnsplitSetup cheap(one, topology, /*overheadMs=*/0.0);
+  PlanCost splitCost = cheap.price(paying);
   EXPECT_DOUBLE_EQ(splitCost.maxMs, 32.0);
-  ASSERT_EQ(errorMessage(placement::unsplitWherePaysNothing(cheapCtx, paying,
+  ASSERT_EQ(errorMessage(placement::unsplitWherePaysNothing(cheap.ctx, paying,
                                                             splitCost)),
             "");
   EXPECT_DOUBLE_EQ(splitCost.maxMs, 32.0);
   EXPECT_EQ(paying.shards.size(), 2u);
+}
+
+// Six tables split over devices 1 and 2, none of which pays (every piece
+// costs an overhead), beside one table whole on device 0, the slowest: they
+// come back whole in two rounds, not one a round. Alone, each goes to the
+// first of its holders, where four of them fit under the slowest device;
+// the last two then go to the other holder.
+TEST(UnsplitTest, ManySplitsComeBackTogether) {
+  std::vector<TableSpec> tables = {makeTable("anchor", 1000, 80)};
+  for (int i = 1; i <= 6; ++i)
+    tables.push_back(makeTable("t" + std::to_string(i), 1000, 8));
+  Topology topology = Topology::uniform(3, 1.0);
+  topology.batchSize = 1024;
+  UnsplitSetup setup(tables, topology, /*overheadMs=*/8.0);
+  ShardingPlan plan;
+  plan.shards = {columns(0, 0, 80, 0)};
+  for (unsigned t = 1; t <= 6; ++t) {
+    plan.shards.push_back(columns(t, 0, 4, 1));
+    plan.shards.push_back(columns(t, 4, 8, 2));
+  }
+  sortShards(plan.shards);
+  PlanCost cost = setup.price(plan);
+  // 80 + 8 on device 0; six halves of 4 + 8 on each of the others.
+  EXPECT_DOUBLE_EQ(cost.maxMs, 88.0);
+  EXPECT_DOUBLE_EQ(cost.devices[1].computeMs, 72.0);
+  unsigned callsBefore = setup.model.computeCalls;
+  ASSERT_EQ(
+      errorMessage(placement::unsplitWherePaysNothing(setup.ctx, plan, cost)),
+      "");
+  EXPECT_DOUBLE_EQ(cost.maxMs, 88.0);
+  ASSERT_EQ(plan.shards.size(), 7u);
+  std::map<unsigned, int> wholeOn;
+  for (const Shard &shard : plan.shards) {
+    EXPECT_EQ(shard.width(), tables[shard.table].dim) << shard.table;
+    ++wholeOn[shard.device];
+  }
+  // Four tables of 8 + 8 beside nothing else on device 1 (64 ms), two on
+  // device 2; the anchor alone on device 0.
+  EXPECT_EQ(wholeOn[0], 1);
+  EXPECT_EQ(wholeOn[1], 4);
+  EXPECT_EQ(wholeOn[2], 2);
+  // Two rounds, each one model call for the six (then two) returns alone
+  // and one for them together.
+  EXPECT_LE(setup.model.computeCalls - callsBefore, 4u);
 }
 
 /// The analytical model's plan of `tables` on `devices` devices of 80 GB,
