@@ -31,6 +31,7 @@
 #include "llvm/Support/Path.h"
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
 #include <array>
@@ -163,6 +164,9 @@ struct TorchThreadsScope {
 struct NeuralCostModel::Impl {
   /// First, so that it is destroyed last.
   TorchThreadsScope threads;
+  /// The graph executor runs the bundle's small networks as scripted: its
+  /// optimizing passes take longer on their first calls than they save.
+  torch::jit::GraphOptimizerEnabledGuard plain{false};
   BundleMeta meta;
   std::string name;
   torch::jit::Module compute;
