@@ -12,9 +12,9 @@
 // for the hottest 1, 2, 4, ... tables and for all of them, by columns and
 // by rows, and those again with copies (the best few of them where the
 // copies are many), each priced exactly as the search prices its own plans
-// (in batches of kPlansPerBatch). The search keeps the
-// best when it ranks before its own plan (docs/planner.md, "Clean pieces and
-// structured candidates").
+// (in batches of kPlansPerBatch). The search keeps the best when it ranks
+// before its own plan (docs/planner.md, "Clean pieces and structured
+// candidates").
 //
 //===----------------------------------------------------------------------===//
 
@@ -287,8 +287,9 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
     return std::move(builder.plan);
   };
 
-  // Prices the shapes' plans, kPlansPerBatch at a time; returns each
-  // shape's plan and cost (nullopt where it has none), in their order.
+  // Prices the shapes' plans, kPlansPerBatch at a time, and keeps the best
+  // plan of all seen in `best` (the first of equals); returns each shape's
+  // cost, in their order (nullopt where the shape makes no plan).
   std::optional<PlanCandidate> best;
   auto priceShapes = [&](ArrayRef<Shape> shapes)
       -> Expected<std::vector<std::optional<PlanCost>>> {
