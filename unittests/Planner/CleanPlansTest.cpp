@@ -274,8 +274,9 @@ TEST(CleanPlansTest, NoDeviceHoldsTwoPiecesOfATable) {
       PlanResult result = planOn(tables, devices);
       EXPECT_EQ(mostPiecesOnADevice(tables, result.plan), 1u)
           << tables.front().name << " on " << devices << " devices";
-      if (tables.front().name == "big" && devices == 8)
+      if (tables.front().name == "big" && devices == 8) {
         EXPECT_NEAR(result.cost.maxMs, 0.7668, 5e-5);
+      }
     }
 }
 
