@@ -92,10 +92,8 @@ double AnalyticalCostModel::sliceComputeMs(const ColumnSlice &slice) const {
   if (slice.replica) {
     bags /= topology.numDevices();
     lookups /= topology.numDevices();
-  } else if (!slice.allRows() && table.rows > 0) {
-    // rowBlockShare's Heaviest share, from the moments prepare() keeps.
-    lookups *=
-        heaviestRowBlockShare(rowMoments[slice.table], slice.rowShare(table));
+  } else {
+    lookups *= rowBlockShare(table, slice, rowMoments[slice.table]);
   }
   // Every column piece of a table reads all of the table's indices, then
   // one row segment per index, and writes one pooled output per bag and

@@ -204,13 +204,10 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
     // rounds as there are split tables.
     SmallVector<size_t> fitting;
     {
-      auto busy = [](const DeviceCost &device) {
-        return device.computeMs + device.bwCommMs;
-      };
       std::vector<double> total, ready;
       for (const DeviceCost &device : cost.devices) {
         total.push_back(device.totalMs());
-        ready.push_back(busy(device));
+        ready.push_back(device.busyMs());
       }
       double limit = cost.maxMs * (1.0 + 1e-9);
       double latest = *llvm::max_element(ready) * (1.0 + 1e-9);
@@ -220,7 +217,7 @@ Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
         for (auto [d, device] : enumerate((*costs)[v].devices)) {
           const DeviceCost &now = cost.devices[d];
           totalAfter[d] = total[d] + device.totalMs() - now.totalMs();
-          readyAfter[d] = ready[d] + busy(device) - busy(now);
+          readyAfter[d] = ready[d] + device.busyMs() - now.busyMs();
           fits &= totalAfter[d] <= limit && readyAfter[d] <= latest;
         }
         if (!fits)

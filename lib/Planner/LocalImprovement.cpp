@@ -238,7 +238,7 @@ static bool mayMove(const TableSpec &table, const Shard &shard) {
 static std::vector<double> rankedBusy(const PlanCost &cost) {
   std::vector<double> busy;
   for (const DeviceCost &device : cost.devices)
-    busy.push_back(device.computeMs + device.bwCommMs);
+    busy.push_back(device.busyMs());
   llvm::sort(busy, std::greater<double>());
   return busy;
 }
@@ -262,9 +262,7 @@ static Expected<PricedMoves> movesOf(SearchContext &ctx,
   unsigned n = ctx.topology.numDevices();
   std::vector<unsigned> byLoad(n);
   std::iota(byLoad.begin(), byLoad.end(), 0u);
-  auto busy = [&](unsigned d) {
-    return cost.devices[d].computeMs + cost.devices[d].bwCommMs;
-  };
+  auto busy = [&](unsigned d) { return cost.devices[d].busyMs(); };
   auto busiestFirst = [&](MutableArrayRef<unsigned> devices) {
     llvm::stable_sort(
         devices, [&](unsigned a, unsigned b) { return busy(a) > busy(b); });

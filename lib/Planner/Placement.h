@@ -364,9 +364,10 @@ bool joinPiecesPerDevice(llvm::ArrayRef<TableSpec> tables, ShardingPlan &plan);
 /// Puts split tables of `plan` (column pieces or row blocks over several
 /// devices) back whole, on the least loaded device that holds a piece, as
 /// long as the model prices the plan no worse (its slowest device) so:
-/// each round the tables that pay nothing alone, together if that pays
-/// nothing either (else the better half of them, and so on), or the best
-/// alone. `cost` is the plan's and follows it.
+/// each round, of the tables that pay nothing alone, those whose changes to
+/// the devices add up to no worse a plan, together; else all of them, the
+/// better half of them, and so on, if that pays nothing either; else the
+/// best alone. `cost` is the plan's and follows it.
 llvm::Error unsplitWherePaysNothing(SearchContext &ctx, ShardingPlan &plan,
                                     PlanCost &cost);
 

@@ -22,12 +22,11 @@ namespace neuroshard {
 std::vector<double> stragglerWaitMs(const PlanCost &cost) {
   double latest = 0.0;
   for (const DeviceCost &device : cost.devices)
-    latest = std::max(latest, device.computeMs + device.bwCommMs);
+    latest = std::max(latest, device.busyMs());
   std::vector<double> waits;
   for (const DeviceCost &device : cost.devices)
     waits.push_back(
-        std::min(device.fwCommMs,
-                 std::max(0.0, latest - (device.computeMs + device.bwCommMs))));
+        std::min(device.fwCommMs, std::max(0.0, latest - device.busyMs())));
   return waits;
 }
 

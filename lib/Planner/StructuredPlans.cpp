@@ -213,6 +213,12 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
   uint64_t smallestUsable = topology.usableBytes(0);
   for (unsigned d = 1; d < numDevices; ++d)
     smallestUsable = std::min(smallestUsable, topology.usableBytes(d));
+  // Whether a variant with copies copies table `index` to every device.
+  auto copyable = [&](unsigned index) {
+    return mayReplicate(tables[index], whole[index]) &&
+           topology.shardBytes(tables[index], tables[index].dim) <=
+               kSmallTableShare * double(smallestUsable);
+  };
 
   std::vector<unsigned> splits;
   for (unsigned k = 2; k <= numDevices; k *= 2)
@@ -261,9 +267,7 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
           continue;
         }
       }
-      if (shape.copySmall && mayReplicate(table, whole[index]) &&
-          builder.bytesOf(whole[index]) <=
-              kSmallTableShare * double(smallestUsable)) {
+      if (shape.copySmall && copyable(index)) {
         ColumnSlice copy = whole[index];
         copy.replica = true;
         for (unsigned d = 0; d < numDevices; ++d) {
@@ -333,10 +337,8 @@ Expected<std::optional<PlanCandidate>> bestStructuredPlan(SearchContext &ctx) {
   // devices: tens of thousands of shards), and pricing such plans would
   // take most of the planning time.
   uint64_t copies = 0;
-  for (auto [index, table] : enumerate(tables))
-    if (mayReplicate(table, whole[index]) &&
-        topology.shardBytes(table, table.dim) <=
-            kSmallTableShare * double(smallestUsable))
+  for (unsigned index = 0; index < tables.size(); ++index)
+    if (copyable(index))
       copies += numDevices;
   std::vector<Shape> shapes;
   for (unsigned k : splits)

@@ -95,10 +95,16 @@ double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
                      int64_t batchSize, RowBlockLoad load) {
   if (slice.replica || slice.allRows() || table.rows <= 0)
     return 1.0;
-  double fraction = slice.rowShare(table);
   if (load == RowBlockLoad::Mean)
-    return fraction;
-  return heaviestRowBlockShare(tableRowHitMoments(table, batchSize), fraction);
+    return slice.rowShare(table);
+  return rowBlockShare(table, slice, tableRowHitMoments(table, batchSize));
+}
+
+double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
+                     const RowHitMoments &moments) {
+  if (slice.replica || slice.allRows() || table.rows <= 0)
+    return 1.0;
+  return heaviestRowBlockShare(moments, slice.rowShare(table));
 }
 
 RowHitMoments tableRowHitMoments(const TableSpec &table, int64_t batchSize) {

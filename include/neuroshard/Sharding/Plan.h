@@ -41,6 +41,9 @@ struct DeviceCost {
   double bwCommMs = 0.0;
   double fwCommMs = 0.0;
   double totalMs() const { return computeMs + bwCommMs + fwCommMs; }
+  /// Compute and the backward exchange: how long the device works before
+  /// the forward exchange, which waits for the busiest device.
+  double busyMs() const { return computeMs + bwCommMs; }
 };
 
 /// The cost of a plan: one entry per device and their maximum.

@@ -338,6 +338,11 @@ double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
 /// table computes them once.
 RowHitMoments tableRowHitMoments(const TableSpec &table, int64_t batchSize);
 
+/// rowBlockShare's Heaviest share, from the table's hit moments
+/// (tableRowHitMoments).
+double rowBlockShare(const TableSpec &table, const ColumnSlice &slice,
+                     const RowHitMoments &moments);
+
 /// What a cost model prices for `slice`: its table as the piece sees it.
 /// A row piece is a table of its rows that receives its share of every
 /// bag (rowBlockShare), whose rows are hit as often as the table's rows are
