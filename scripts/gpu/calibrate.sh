@@ -20,7 +20,10 @@
 # for every manifest of DIR/runs.txt; each run appends one line per set and
 # skips the sets already there, so a run that was cut resumes. RUNNER_ARGS
 # adds to the runner's options (e.g. --emulate, which times the CPU
-# reference loops instead of a GPU: it tests the steps, not the GPU).
+# reference loops instead of a GPU: it tests the steps, not the GPU). With
+# NEUROSHARD_CUDA_DRIVER naming the emulated driver, the copied runner runs
+# the kernels through it (scripts/gpu/judge.py's test does). `run` serves
+# plans.py's and judge.py's directories too.
 # `finish` trains the bundle, computes its batch-scaling curve from the
 # timed curve sets, reports the held-out MAPE and Kendall's tau, and writes
 # the bundle to OUT (FINISH_ARGS: --epochs, --force).
@@ -73,7 +76,9 @@ run() {
     [[ -e "$f" ]] || { echo "error: $f is missing; run scripts/gpu/calibrate.sh prepare $dir first" >&2; exit 1; }
   done
   mkdir -p "$dir/samples" || exit 1
-  if [[ " ${RUNNER_ARGS:-} " != *" --emulate "* ]]; then
+  # The copied runner serves --emulate and the emulated driver
+  # (NEUROSHARD_CUDA_DRIVER), which the build's runner is made for.
+  if [[ " ${RUNNER_ARGS:-} " != *" --emulate "* && -z "${NEUROSHARD_CUDA_DRIVER:-}" ]]; then
     runner=$(standalone_runner "$runner" "$dir/runner-build.txt")
   fi
   echo "runner: $runner"
