@@ -55,6 +55,12 @@ DEFAULT_MEMORY_CAP_GB = 4.0
 MAX_ROW_PIECES = 8
 # Keys the row-piece draws apart from the table draws of the same sample.
 _PIECE_KEY = 0x90B1
+# A large sample (sample_large_set): at most this many row pieces of the
+# large tier's tables, and this many other tables whole beside them.
+MAX_LARGE_PER_SET = 3
+MAX_SMALL_WITH_LARGE = 4
+# Keys the large samples' draws apart from the others'.
+_LARGE_KEY = 0x1A26
 TOOL_NAME = "neuroshard-collect"
 # Fields of a dataset line and their types.
 SAMPLE_FIELDS = {"id": int, "tables": list, "cost_ms": (int, float),
@@ -144,14 +150,16 @@ def sample_set(pool: Dict, seed: int, sample_id: int,
                max_tables: int = MAX_TABLES_PER_SET,
                split: str = "train", row_pieces: float = 0.0) -> List:
     """The entries of sample `sample_id`: a table count uniform in
-    1..max_tables, then tables of the split (train unless said otherwise)
-    in a random order, each taken if its base table is not in the set yet
+    1..max_tables, then tables of the split (train unless said otherwise;
+    never of the large tier, which sample_large_set draws) in a random
+    order, each taken if its base table is not in the set yet
     and the set stays under the cap (so a set can hold fewer tables than
     drawn when the cap binds). Each table is then, with probability
     `row_pieces`, replaced by one of 2..MAX_ROW_PIECES equal row blocks of
     it (drawn from a stream of their own, so the tables are those drawn
     without pieces)."""
     train = [t for t in pool["tables"] if t["split"] == split
+             and not tp.is_large(t)
              and tp.table_bytes(t) <= memory_cap_bytes]
     if not train:
         raise CollectError("no %s table of the pool fits under the "
@@ -188,6 +196,65 @@ def sample_set(pool: Dict, seed: int, sample_id: int,
         entries.append({"table": table_id,
                         "rows": [rows * which // pieces,
                                  rows * (which + 1) // pieces]})
+    return entries
+
+
+def sample_large_set(pool: Dict, seed: int, sample_id: int,
+                     memory_cap_bytes: int,
+                     split: str = "train") -> List:
+    """The entries of large sample `sample_id`: 1..MAX_LARGE_PER_SET
+    tables of the pool's large tier (of `split`, distinct base tables),
+    each a row piece of it: one of at least 2..MAX_ROW_PIECES equal row
+    blocks, more where that is needed for the pieces to share the memory
+    cap; then up to MAX_SMALL_WITH_LARGE other tables of the split whole,
+    where they fit under the cap, as a device holds a large table's row
+    block beside smaller ones. Drawn from mix_seed(seed, key, sample_id)
+    alone, like sample_set."""
+    large = [t for t in pool["tables"] if t["split"] == split
+             and tp.is_large(t)]
+    if not large:
+        raise CollectError("the pool has no %s table of the large tier: "
+                           "generate it with large tables" % split)
+    random = _core.Random(_core.mix_seed(_core.mix_seed(seed, _LARGE_KEY),
+                                         sample_id))
+    count = 1 + random.below(MAX_LARGE_PER_SET)
+    share = memory_cap_bytes // count
+    order = np.argsort(random.uniform_block(len(large)), kind="stable")
+    entries, bases, total = [], set(), 0
+    for k in order:
+        table = large[int(k)]
+        if table["base"] in bases:
+            continue
+        rows = table["rows"]
+        row_bytes = tp.table_bytes(table) // rows
+        pieces = max(2 + random.below(MAX_ROW_PIECES - 1),
+                     -(-rows * row_bytes // max(share, 1)))
+        if rows // pieces < 1:
+            continue
+        which = random.below(pieces)
+        first, end = rows * which // pieces, rows * (which + 1) // pieces
+        entries.append({"table": int(table["id"]), "rows": [first, end]})
+        bases.add(table["base"])
+        total += (end - first) * row_bytes
+        if len(entries) == count:
+            break
+    small = [t for t in pool["tables"] if t["split"] == split
+             and not tp.is_large(t)]
+    wanted = random.below(MAX_SMALL_WITH_LARGE + 1)
+    order = np.argsort(random.uniform_block(len(small)), kind="stable") \
+        if small else []
+    added = 0
+    for k in order:
+        if added == wanted:
+            break
+        table = small[int(k)]
+        size = tp.table_bytes(table)
+        if table["base"] in bases or total + size > memory_cap_bytes:
+            continue
+        entries.append(int(table["id"]))
+        bases.add(table["base"])
+        total += size
+        added += 1
     return entries
 
 

@@ -50,6 +50,12 @@ from neuroshard import train as tr
 DEFAULT_BATCH_SIZE = 65536
 DEFAULT_SAMPLES = 3000
 DEFAULT_MEMORY_CAP_GB = 16.0
+# The large tier (table_pool.LARGE_TIER): its sets, their ids (after any
+# training set's) and the memory their row pieces share: a large table's
+# row block on a device of a real cluster is tens of GB.
+DEFAULT_LARGE_SAMPLES = 600
+LARGE_SET_IDS = 1000000
+DEFAULT_LARGE_MEMORY_CAP_GB = 64.0
 DEFAULT_CURVE_BATCH_SIZES = (4096, 16384, 65536, 262144)
 DEFAULT_VALIDATE_BATCH_SIZES = (32768, 131072)
 DEFAULT_SCALING_SETS = 32
@@ -162,8 +168,11 @@ def prepare(args, log: TextIO) -> Dict:
     template = read_template(args.template)
     os.makedirs(os.path.join(args.work, "manifests"), exist_ok=True)
     os.makedirs(os.path.join(args.work, "samples"), exist_ok=True)
+    if args.samples >= LARGE_SET_IDS:
+        raise GPUCalibrateError("--samples must be below %d" % LARGE_SET_IDS)
     pool = tp.generate_pool(args.seed, args.base_tables,
-                            sample_bags=args.batch_size)
+                            sample_bags=args.batch_size,
+                            large_tables=args.large_tables)
     pool_path = os.path.join(args.work, "pool.json")
     _write(pool_path, json.dumps(pool) + "\n")
     cap = int(args.memory_cap_gb * 2**30)
@@ -176,10 +185,18 @@ def prepare(args, log: TextIO) -> Dict:
                                  seed=args.seed)
     groups["curve"], groups["validation"] = bs.draw_curve_sets(
         pool, scaling, bool(validate_sizes))
+    if args.large_tables:
+        large_cap = int(args.large_memory_cap_gb * 2**30)
+        groups["large"] = {
+            LARGE_SET_IDS + k: collect.sample_large_set(pool, args.seed, k,
+                                                        large_cap)
+            for k in range(args.large_samples)}
     # The small groups first, so that a run cut short has a whole curve.
     runs = [("curve", b) for b in batch_sizes]
     runs += [("validation", b) for b in [args.batch_size] + validate_sizes]
     runs += [("train", args.batch_size)]
+    if args.large_tables:
+        runs += [("large", args.batch_size)]
     names = []
     for group, batch in runs:
         name = "%s-b%d" % (group, batch)
@@ -197,10 +214,19 @@ def prepare(args, log: TextIO) -> Dict:
                      for g, s in groups.items()}}
     _write(os.path.join(args.work, PLAN_FILE), json.dumps(plan) + "\n")
     summary = tp.pool_summary(pool)
-    print("gpu_calibrate: %d pool tables with histograms of batch %d; %d "
+    large = ""
+    if args.large_tables:
+        tables = [t for t in pool["tables"] if tp.is_large(t)]
+        large = " and %d of the large tier (rows %d..%d, dims %s; %d sets)" \
+            % (len(tables), min(t["rows"] for t in tables),
+               max(t["rows"] for t in tables),
+               ",".join(str(d) for d in pool["large_dims"]),
+               len(groups["large"]))
+    print("gpu_calibrate: %d pool tables%s with histograms of batch %d; %d "
           "training sets, %d curve sets at %s, %d validation sets at %s: "
           "%d manifests in %s" %
-          (summary["tables"], args.batch_size, len(groups["train"]),
+          (summary["tables"] - (len(tables) if large else 0), large,
+           args.batch_size, len(groups["train"]),
            len(groups["curve"]), ",".join(str(b) for b in batch_sizes),
            len(groups["validation"]),
            ",".join(str(b) for b in [args.batch_size] + validate_sizes),
@@ -273,10 +299,24 @@ def finish(args, log: TextIO, out: TextIO) -> Dict:
         print("gpu_calibrate: note: %d of the %d training sets were timed; "
               "training on those" % (len(timed), len(sets["train"])),
               file=log)
+    # The large tier's sets train beside the others: as many as were timed
+    # (a lease may end before they all are).
+    large = {}
+    if sets.get("large"):
+        name = "large-b%d" % batch
+        if os.path.exists(os.path.join(args.work, "samples",
+                                       name + ".jsonl")):
+            large = _load_run(args.work, name, sets["large"], batch, least=0)
+        print("gpu_calibrate: %d of the %d large-tier sets were timed" %
+              (len(large), len(sets["large"])), file=log)
     data_path = os.path.join(args.work, "samples.jsonl")
     lines = []
+    group_of = dict([(k, "train") for k in timed] +
+                    [(k, "large") for k in large])
+    timed = dict(timed)
+    timed.update(large)
     for k in sorted(timed):
-        sample = {"id": k, "tables": sets["train"][k]}
+        sample = {"id": k, "tables": sets[group_of[k]][k]}
         sample.update({f: timed[k][f] for f in collect.TOOL_FIELDS})
         sample.update(warmup=plan["warmup"], seed=plan["seed"],
                       pool=plan["pool"], l2_bytes=timed[k]["l2_bytes"])
@@ -370,6 +410,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                    default=calibrate.DEFAULT_ROW_PIECES, metavar="P",
                    help="probability that a training set's table is one of "
                    "its row pieces instead (default %(default)s)")
+    p.add_argument("--large-tables", type=int, default=0,
+                   help="base tables of the pool's large tier (rows "
+                   "%.0e..%.0e, dims %s), timed as row pieces in sets of "
+                   "their own (default 0: none)" %
+                   (tp.LARGE_MIN_ROWS, tp.LARGE_MAX_ROWS,
+                    ",".join(str(d) for d in tp.LARGE_DIMS)))
+    p.add_argument("--large-samples", type=_positive(int),
+                   default=DEFAULT_LARGE_SAMPLES,
+                   help="sets of the large tier (default %(default)s)")
+    p.add_argument("--large-memory-cap-gb", type=_positive(float),
+                   default=DEFAULT_LARGE_MEMORY_CAP_GB,
+                   help="memory a large-tier set's tables share (default "
+                   "%(default)s)")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
     p.add_argument("--iters", type=_positive(int), default=DEFAULT_ITERS)
     f = sub.add_parser("finish", help="train, scale, report, install")

@@ -79,6 +79,10 @@ def evaluate_comm(bundle_dir: str, meta: Dict, comm_data_path: str) -> Dict:
 # The kinds of set the report tells apart when a dataset has row pieces.
 KIND_PIECES = "sets with a row piece"
 KIND_WHOLE = "sets of whole tables"
+# The sets that hold a table of the pool's large tier (table_pool.LARGE_TIER)
+# and those that do not, whose tables lie in the regular pool's ranges.
+KIND_LARGE = "sets with a large-tier table"
+KIND_REGULAR = "sets of regular-pool tables"
 
 
 def _errors(predicted: np.ndarray, measured: np.ndarray) -> Dict:
@@ -112,6 +116,9 @@ def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
               "bundle": os.path.basename(os.path.normpath(bundle_dir))}
     with_pieces = {s["id"]: any(collect.is_row_piece(e) for e in s["tables"])
                    for s in samples}
+    by_id = {t["id"]: t for t in pool["tables"]}
+    with_large = {s["id"]: any(tp.is_large(by_id[collect.entry_table(e)])
+                               for e in s["tables"]) for s in samples}
     for name, split in (("training", train), ("held-out", valid)):
         predicted = tr.predict(model, split).numpy()
         measured = split.costs.numpy()
@@ -129,6 +136,12 @@ def evaluate_bundle(bundle_dir: str, pool_path: str, data_path: str,
                 kind: _errors(predicted[mask], measured[mask])
                 for kind, mask in ((KIND_PIECES, pieces),
                                    (KIND_WHOLE, ~pieces))}
+        large = np.array([with_large[i] for i in split.ids], dtype=bool)
+        if large.any():
+            result[name]["by_tier"] = {
+                kind: _errors(predicted[mask], measured[mask])
+                for kind, mask in ((KIND_REGULAR, ~large),
+                                   (KIND_LARGE, large)) if mask.any()}
     if comm_data_path is not None:
         result["comm"] = evaluate_comm(bundle_dir, meta, comm_data_path)
     return result
@@ -190,7 +203,9 @@ def format_table(result: Dict) -> str:
                      (name, split["samples"], 100.0 * split["mape"],
                       split["kendall_tau"]))
     for name in ("training", "held-out"):
-        for kind, errors in result[name].get("by_kind", {}).items():
+        kinds = list(result[name].get("by_kind", {}).items()) + \
+            list(result[name].get("by_tier", {}).items())
+        for kind, errors in kinds:
             lines.append("  %s, %s: %d samples, MAPE %.2f%%, signed %+.2f%%, "
                          "Kendall tau %.4f" %
                          (name, kind, errors["samples"],

@@ -51,22 +51,49 @@ MAX_POOLING = 400.0
 MIN_SKEW, MAX_SKEW = 1.0, 2.2
 DEFAULT_SAMPLE_BAGS = 1024
 DEFAULT_TEST_FRACTION = 0.2
+# The large tier: tables the size of real GPU workloads' (MLPerf DCNv2's
+# 40M-row tables, the HugeCTR benchmark configurations' 50M-500M), at the
+# widths of their wide tables, with pooling factors up to their 200. Rows
+# and pooling factors are log-uniform over these ranges. Too large for a set
+# whole, they enter sets as row pieces (collect.sample_large_set). A pool
+# without large tables is what it was before the tier existed.
+LARGE_TIER = "large"
+LARGE_MIN_ROWS, LARGE_MAX_ROWS = 1e7, 2e8
+LARGE_DIMS = (512, 256)
+LARGE_MIN_POOLING, LARGE_MAX_POOLING = 1.0, 200.0
+# Keys the large tier's draws apart from the other base tables'.
+_LARGE_KEY = 0x1A26E
 
 class PoolError(Exception):
     """A pool file that cannot be used; the message names the file."""
 
 
-def _base_table(seed: int, base: int, sample_bags: int) -> Dict:
-    """The statistics of base table `base`, a pure function of (seed, base)."""
-    random = _core.Random(_core.mix_seed(seed, base))
-    rows = int(round(10.0**(math.log10(MIN_ROWS) + random.uniform() *
-                           (math.log10(MAX_ROWS) - math.log10(MIN_ROWS)))))
-    # Box-Muller normal for the log-normal pooling factor.
-    u1, u2 = max(random.uniform(), 1e-300), random.uniform()
-    normal = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
-    mu = math.log(POOLING_MEAN) - 0.5 * POOLING_SIGMA**2
-    pooling = min(MAX_POOLING, max(1.0, math.exp(mu + POOLING_SIGMA * normal)))
-    pooling = round(pooling, 2)
+def _log_uniform(random, low: float, high: float) -> float:
+    return 10.0**(math.log10(low) + random.uniform() *
+                  (math.log10(high) - math.log10(low)))
+
+
+def _base_table(seed: int, base: int, sample_bags: int,
+                large: bool = False) -> Dict:
+    """The statistics of base table `base` (of the large tier with `large`),
+    a pure function of (seed, base, large)."""
+    random = _core.Random(_core.mix_seed(
+        _core.mix_seed(seed, _LARGE_KEY) if large else seed, base))
+    if large:
+        rows = int(round(_log_uniform(random, LARGE_MIN_ROWS,
+                                      LARGE_MAX_ROWS)))
+        pooling = round(_log_uniform(random, LARGE_MIN_POOLING,
+                                     LARGE_MAX_POOLING), 2)
+    else:
+        rows = int(round(_log_uniform(random, MIN_ROWS, MAX_ROWS)))
+        # Box-Muller normal for the log-normal pooling factor.
+        u1, u2 = max(random.uniform(), 1e-300), random.uniform()
+        normal = math.sqrt(-2.0 * math.log(u1)) * \
+            math.cos(2.0 * math.pi * u2)
+        mu = math.log(POOLING_MEAN) - 0.5 * POOLING_SIGMA**2
+        pooling = min(MAX_POOLING,
+                      max(1.0, math.exp(mu + POOLING_SIGMA * normal)))
+        pooling = round(pooling, 2)
     skew = round(MIN_SKEW + random.uniform() * (MAX_SKEW - MIN_SKEW), 4)
     length = max(1, int(round(sample_bags * pooling)))
     stream = _core.zipf_index_stream(rows, skew, length, random.next())
@@ -89,10 +116,15 @@ def _test_bases(seed: int, base_tables: int, test_fraction: float) -> set:
 def generate_pool(seed: int, base_tables: int,
                   sample_bags: int = DEFAULT_SAMPLE_BAGS,
                   test_fraction: float = DEFAULT_TEST_FRACTION,
-                  dims: Sequence[int] = POOL_DIMS) -> Dict:
+                  dims: Sequence[int] = POOL_DIMS,
+                  large_tables: int = 0,
+                  large_dims: Sequence[int] = LARGE_DIMS) -> Dict:
     """The pool as written to pool.json. Table ids are base * len(dims) +
     (index of the dim), so a table's id, statistics and split depend only
-    on (seed, base, dim) and not on how many base tables there are."""
+    on (seed, base, dim) and not on how many base tables there are. The
+    `large_tables` base tables of the large tier follow, each at every
+    width of `large_dims`, their tables marked "tier": "large", with base
+    numbers and ids after the others' and a test split of their own."""
     if base_tables < 1:
         raise ValueError("base_tables must be at least 1, got %d" %
                          base_tables)
@@ -102,7 +134,10 @@ def generate_pool(seed: int, base_tables: int,
     if not 0.0 <= test_fraction < 1.0:
         raise ValueError("test_fraction must be in [0, 1), got %g" %
                          test_fraction)
-    for dim in dims:
+    if large_tables < 0:
+        raise ValueError("large_tables must be at least 0, got %d" %
+                         large_tables)
+    for dim in list(dims) + (list(large_dims) if large_tables else []):
         violation = _core.check_dim(dim)
         if violation is not None:
             raise ValueError("pool dims: %s" % violation)
@@ -122,9 +157,36 @@ def generate_pool(seed: int, base_tables: int,
                 "skew": stats["skew"],
                 "access_hist": stats["access_hist"],
             })
-    return {"seed": seed, "base_tables": base_tables,
+    pool = {"seed": seed, "base_tables": base_tables,
             "sample_bags": sample_bags, "test_fraction": test_fraction,
             "dims": [int(d) for d in dims], "tables": tables}
+    if large_tables:
+        large_test = _test_bases(_core.mix_seed(seed, _LARGE_KEY),
+                                 large_tables, test_fraction)
+        first_id = base_tables * len(dims)
+        for j in range(large_tables):
+            stats = _base_table(seed, j, sample_bags, large=True)
+            for k, dim in enumerate(large_dims):
+                tables.append({
+                    "id": first_id + j * len(large_dims) + k,
+                    "base": base_tables + j,
+                    "split": "test" if j in large_test else "train",
+                    "name": "L%04d_d%d" % (j, dim),
+                    "tier": LARGE_TIER,
+                    "rows": stats["rows"],
+                    "dim": int(dim),
+                    "pooling_factor": stats["pooling_factor"],
+                    "skew": stats["skew"],
+                    "access_hist": stats["access_hist"],
+                })
+        pool["large_tables"] = large_tables
+        pool["large_dims"] = [int(d) for d in large_dims]
+    return pool
+
+
+def is_large(table: Dict) -> bool:
+    """Whether a pool table is of the large tier."""
+    return table.get("tier") == LARGE_TIER
 
 
 def table_bytes(table: Dict, element_bytes: int = 4) -> int:

@@ -283,3 +283,45 @@ def test_missing_dataset_is_an_error_unless_allowed(tmp_path):
     assert collect.load_samples(path, allow_missing=True) == []
     with pytest.raises(collect.CollectError, match="cannot read dataset"):
         collect.load_samples(path)
+
+
+def test_large_sets_hold_row_pieces_that_share_the_cap():
+    pool = tp.generate_pool(seed=2, base_tables=20, large_tables=6,
+                            sample_bags=64)
+    by_id = {t["id"]: t for t in pool["tables"]}
+    cap = 8 * 2**30
+    sets = [collect.sample_large_set(pool, 5, k, cap) for k in range(60)]
+    assert sets == [collect.sample_large_set(pool, 5, k, cap)
+                    for k in range(60)]
+    others = 0
+    for entries in sets:
+        large = [e for e in entries if collect.is_row_piece(e)]
+        assert 1 <= len(large) <= collect.MAX_LARGE_PER_SET
+        bytes_total = 0
+        for e in entries:
+            table = by_id[collect.entry_table(e)]
+            assert table["split"] == "train"
+            row_bytes = tp.table_bytes(table) // table["rows"]
+            if collect.is_row_piece(e):
+                assert tp.is_large(table)
+                first, end = e["rows"]
+                assert 0 <= first < end <= table["rows"]
+                # Each piece fits its share of the cap.
+                assert (end - first) * row_bytes <= cap // len(large)
+                bytes_total += (end - first) * row_bytes
+            else:
+                assert not tp.is_large(table)
+                others += 1
+                bytes_total += tp.table_bytes(table)
+        assert bytes_total <= cap
+        assert len({by_id[collect.entry_table(e)]["base"]
+                    for e in entries}) == len(entries)
+    assert others > 0
+    # The regular sets never draw the large tier.
+    for k in range(60):
+        for e in collect.sample_set(pool, 5, k, cap):
+            assert not tp.is_large(by_id[e])
+    with pytest.raises(collect.CollectError, match="no train table of the "
+                       "large tier"):
+        collect.sample_large_set(tp.generate_pool(seed=2, base_tables=3),
+                                 5, 0, cap)

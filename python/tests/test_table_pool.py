@@ -172,3 +172,37 @@ def test_load_pool_checks_tables(tmp_path):
         with pytest.raises(tp.PoolError, match="\"sample_bags\" must be a "
                            "positive integer, got %r" % (bags,)):
             tp.load_pool(str(path))
+
+
+def test_large_tier_follows_the_pool_and_leaves_it_as_it_was():
+    plain = tp.generate_pool(seed=3, base_tables=12)
+    pool = tp.generate_pool(seed=3, base_tables=12, large_tables=5)
+    regular = [t for t in pool["tables"] if not tp.is_large(t)]
+    large = [t for t in pool["tables"] if tp.is_large(t)]
+    # The regular tables are the pool without a large tier, table for table.
+    assert json.dumps(regular) == json.dumps(plain["tables"])
+    assert "large_tables" not in plain and pool["large_tables"] == 5
+    assert len(large) == 5 * len(tp.LARGE_DIMS)
+    assert [t["id"] for t in pool["tables"]] == list(range(len(
+        pool["tables"])))
+    assert {t["base"] for t in large} == set(range(12, 17))
+    assert {t["dim"] for t in large} == set(tp.LARGE_DIMS)
+    for t in large:
+        assert tp.LARGE_MIN_ROWS <= t["rows"] <= tp.LARGE_MAX_ROWS
+        assert tp.LARGE_MIN_POOLING <= t["pooling_factor"] <= \
+            tp.LARGE_MAX_POOLING
+        assert sum(t["access_hist"]) == pytest.approx(1.0)
+    # Its own test split, by base table.
+    splits = {t["base"]: t["split"] for t in large}
+    assert set(splits.values()) == {"train", "test"}
+    assert tp.generate_pool(seed=3, base_tables=12, large_tables=5) == pool
+
+
+def test_pool_with_a_large_tier_loads(tmp_path):
+    pool = tp.generate_pool(seed=1, base_tables=3, large_tables=2,
+                            sample_bags=64)
+    path = tmp_path / "pool.json"
+    path.write_text(json.dumps(pool))
+    assert tp.load_pool(str(path)) == json.loads(json.dumps(pool))
+    with pytest.raises(ValueError, match="large_tables must be at least 0"):
+        tp.generate_pool(seed=1, base_tables=3, large_tables=-1)
