@@ -229,6 +229,11 @@ std::vector<int64_t> zipfIndexStream(int64_t rows, double skew, int64_t length,
   return indices;
 }
 
+int64_t zipfRankRow(int64_t rows, uint64_t seed, int64_t rank) {
+  Random random(seed);
+  return RowPermutation(rows, random)(rank);
+}
+
 std::array<double, kNumAccessBins>
 accessHistogram(const std::vector<int64_t> &indices) {
   std::array<double, kNumAccessBins> hist{};

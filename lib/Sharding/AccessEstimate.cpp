@@ -411,4 +411,94 @@ double heaviestRowBlockShare(const RowHitMoments &moments, double fraction) {
   return heaviest / moments.lookups;
 }
 
+namespace {
+/// A group of ranks of equal popularity: how many, and each one's expected
+/// lookups in a batch.
+struct RankGroup {
+  double count;
+  double rate;
+};
+} // namespace
+
+/// The ranks of the power law of `alpha` over `rows` rows in groups, split
+/// at `boundary` (a rank where a group must start), each with its count and
+/// expected lookups per batch; exact first ranks, then groups 1% apart.
+static std::vector<RankGroup> rankGroups(int64_t rows, double lookups,
+                                         double alpha, int64_t boundary) {
+  PowerLaw law(rows, alpha);
+  std::vector<RankGroup> groups;
+  int64_t first = 0;
+  while (first < rows) {
+    int64_t end = first + 1;
+    if (first >= kExactRanks)
+      end = std::max(
+          end, static_cast<int64_t>(std::ceil(double(first) * kGroupGrowth)));
+    end = std::min(end, rows);
+    if (first < boundary)
+      end = std::min(end, boundary);
+    double count = double(end - first);
+    groups.push_back({count, lookups * law.mass(first, end) / count});
+    first = end;
+  }
+  return groups;
+}
+
+/// The chance that a row of `rate` lookups per batch is used in `batches`
+/// batches.
+static double usedWithin(double rate, double batches) {
+  return -std::expm1(-rate * batches);
+}
+
+CacheEstimate estimateRowCache(ArrayRef<double> bins, int64_t rows,
+                               double lookups, int64_t cacheRows,
+                               CachePolicy policy) {
+  CacheEstimate estimate;
+  if (rows <= 0 || !(lookups > 0.0))
+    return estimate;
+  double total = 0.0;
+  for (double fraction : bins)
+    total += fraction;
+  double alpha =
+      total > 0.0 ? fitZipfAlpha(bins, rows, lookups) : kDefaultZipfAlpha;
+  int64_t cached = std::clamp<int64_t>(cacheRows, 0, rows);
+  std::vector<RankGroup> groups = rankGroups(rows, lookups, alpha, cached);
+  for (const RankGroup &group : groups)
+    estimate.batchRows += group.count * usedWithin(group.rate, 1.0);
+  if (cached == rows)
+    return estimate;
+
+  if (policy == CachePolicy::Frequency) {
+    // The groups are split at the cache's last rank.
+    double ranks = 0.0;
+    for (const RankGroup &group : groups) {
+      if (ranks >= double(cached))
+        estimate.missedRows += group.count * usedWithin(group.rate, 1.0);
+      ranks += group.count;
+    }
+    return estimate;
+  }
+
+  // The characteristic time: the batches in which cacheRows distinct rows
+  // are used, found by bisection on its logarithm.
+  auto distinctWithin = [&](double batches) {
+    double distinct = 0.0;
+    for (const RankGroup &group : groups)
+      distinct += group.count * usedWithin(group.rate, batches);
+    return distinct;
+  };
+  double low = std::log(1e-12), high = std::log(1e18);
+  for (int i = 0; i < 200 && high - low > 1e-10; ++i) {
+    double middle = 0.5 * (low + high);
+    if (distinctWithin(std::exp(middle)) < double(cached))
+      low = middle;
+    else
+      high = middle;
+  }
+  double window = cached > 0 ? std::exp(0.5 * (low + high)) : 0.0;
+  for (const RankGroup &group : groups)
+    estimate.missedRows += group.count * usedWithin(group.rate, 1.0) *
+                           std::exp(-group.rate * window);
+  return estimate;
+}
+
 } // namespace neuroshard

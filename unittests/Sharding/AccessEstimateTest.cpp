@@ -17,7 +17,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <list>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 using namespace neuroshard;
@@ -236,6 +239,154 @@ TEST(AccessEstimateTest, SkewRule) {
             "'zipf_alpha' must be a number in [0, 4], got 9");
   EXPECT_NE(checkZipfAlpha(-0.5), std::nullopt);
   EXPECT_NE(checkZipfAlpha(std::nan("")), std::nullopt);
+}
+
+/// A stream of `batches` batches of `lookups` lookups each, drawn by the
+/// runtime's generator with one popularity throughout.
+std::vector<std::vector<int64_t>> drawnBatches(int64_t rows, double alpha,
+                                               int64_t lookups,
+                                               unsigned batches,
+                                               uint64_t seed) {
+  std::vector<int64_t> stream =
+      inputs::zipfIndexStream(rows, alpha, lookups * batches, seed);
+  std::vector<std::vector<int64_t>> split(batches);
+  for (unsigned b = 0; b < batches; ++b)
+    split[b].assign(stream.begin() + b * lookups,
+                    stream.begin() + (b + 1) * lookups);
+  return split;
+}
+
+std::vector<int64_t> distinctRows(const std::vector<int64_t> &batch) {
+  std::vector<int64_t> rows = batch;
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+/// Missed rows per batch of a static cache of the `cacheRows` most popular
+/// rows of the stream drawn with `seed`, over the batches from `measured`
+/// on.
+double
+simulatedFrequencyMisses(const std::vector<std::vector<int64_t>> &batches,
+                         int64_t rows, uint64_t seed, unsigned measured,
+                         int64_t cacheRows) {
+  std::unordered_set<int64_t> cache;
+  for (int64_t rank = 0; rank < cacheRows; ++rank)
+    cache.insert(inputs::zipfRankRow(rows, seed, rank));
+  double missed = 0.0;
+  for (unsigned b = measured; b < batches.size(); ++b)
+    for (int64_t row : distinctRows(batches[b]))
+      missed += cache.count(row) ? 0.0 : 1.0;
+  return missed / double(batches.size() - measured);
+}
+
+/// Missed rows per batch of a cache of `cacheRows` rows that takes in every
+/// row a batch uses before it runs and evicts the least recently used,
+/// started empty at batch `start`, over the batches from `measured` on.
+double simulatedLRUMisses(const std::vector<std::vector<int64_t>> &batches,
+                          unsigned start, unsigned measured,
+                          int64_t cacheRows) {
+  std::list<int64_t> recency; // most recent first
+  std::unordered_map<int64_t, std::list<int64_t>::iterator> where;
+  double missed = 0.0;
+  for (unsigned b = start; b < batches.size(); ++b) {
+    // The measured batches find the cache full: its steady state.
+    if (b == measured) {
+      EXPECT_EQ(int64_t(recency.size()), cacheRows) << "a cold cache";
+    }
+    for (int64_t row : distinctRows(batches[b])) {
+      auto found = where.find(row);
+      if (found == where.end()) {
+        if (b >= measured)
+          missed += 1.0;
+      } else {
+        recency.erase(found->second);
+      }
+      recency.push_front(row);
+      where[row] = recency.begin();
+    }
+    while (int64_t(recency.size()) > cacheRows) {
+      where.erase(recency.back());
+      recency.pop_back();
+    }
+  }
+  return missed / double(batches.size() - measured);
+}
+
+TEST(AccessEstimateTest, CacheMissesMatchSimulatedStreams) {
+  // Skews around the public workloads' (Zipf 1.05 to 1.2), and caches of
+  // one to four batches' distinct rows, up to a quarter of the table (the
+  // sizes worth a cache: TorchRec's default holds a fifth). The frequency
+  // cache holds the most popular rows of the stream; the LRU cache starts
+  // empty `warmup` batches before the measured ones.
+  struct CacheCase {
+    int64_t rows;
+    double alpha;
+  };
+  // One batch of 65536 bags of 2 lookups.
+  constexpr int64_t lookups = 131072;
+  constexpr uint64_t seed = 7;
+  constexpr unsigned warmup = 15, measured = 10;
+  for (CacheCase c : {CacheCase{4000000, 0.9}, CacheCase{4000000, 1.05},
+                      CacheCase{4000000, 1.2}, CacheCase{1000000, 1.3}}) {
+    std::vector<std::vector<int64_t>> drawn =
+        drawnBatches(c.rows, c.alpha, lookups, warmup + measured, seed);
+    std::array<double, kNumAccessBins> hist =
+        inputs::accessHistogram(drawn.front());
+    double used = 0.0;
+    for (unsigned b = warmup; b < warmup + measured; ++b)
+      used += double(distinctRows(drawn[b]).size());
+    used /= double(measured);
+    for (double times : {1.0, 2.0, 4.0}) {
+      int64_t cacheRows = std::llround(times * used);
+      if (cacheRows > c.rows / 4)
+        continue;
+      SCOPED_TRACE(testing::Message()
+                   << c.rows << " rows, alpha " << c.alpha << ", cache "
+                   << cacheRows << " rows (" << times << " batches' rows)");
+      CacheEstimate frequency = estimateRowCache(
+          hist, c.rows, double(lookups), cacheRows, CachePolicy::Frequency);
+      CacheEstimate lru =
+          estimateRowCache(hist, c.rows, double(lookups), cacheRows,
+                           CachePolicy::LeastRecentlyUsed);
+      EXPECT_NEAR(frequency.batchRows, used, 0.1 * used);
+      double frequencyMisses =
+          simulatedFrequencyMisses(drawn, c.rows, seed, warmup, cacheRows);
+      double lruMisses = simulatedLRUMisses(drawn, 0, warmup, cacheRows);
+      EXPECT_NEAR(frequency.missedRows, frequencyMisses, 0.1 * frequencyMisses);
+      EXPECT_NEAR(lru.missedRows, lruMisses, 0.1 * lruMisses);
+      // Least recently used misses what a static choice of the most popular
+      // rows holds.
+      EXPECT_GE(lru.missedRows, frequency.missedRows);
+    }
+  }
+}
+
+TEST(AccessEstimateTest, CacheEstimateBounds) {
+  std::array<double, kNumAccessBins> hist =
+      inputs::accessHistogram(inputs::zipfIndexStream(50000, 1.05, 20000, 3));
+  for (CachePolicy policy :
+       {CachePolicy::Frequency, CachePolicy::LeastRecentlyUsed}) {
+    CacheEstimate none = estimateRowCache(hist, 50000, 20000.0, 0, policy);
+    EXPECT_DOUBLE_EQ(none.missedRows, none.batchRows);
+    EXPECT_DOUBLE_EQ(none.hitRate(), 0.0);
+    CacheEstimate all = estimateRowCache(hist, 50000, 20000.0, 50000, policy);
+    EXPECT_DOUBLE_EQ(all.missedRows, 0.0);
+    EXPECT_DOUBLE_EQ(all.hitRate(), 1.0);
+    // More cache, fewer misses.
+    double previous = none.missedRows;
+    for (int64_t cacheRows : {1000, 5000, 20000, 40000}) {
+      double missed =
+          estimateRowCache(hist, 50000, 20000.0, cacheRows, policy).missedRows;
+      EXPECT_LT(missed, previous);
+      previous = missed;
+    }
+  }
+  // No lookups: nothing used, nothing missed.
+  CacheEstimate idle =
+      estimateRowCache(hist, 50000, 0.0, 100, CachePolicy::Frequency);
+  EXPECT_DOUBLE_EQ(idle.batchRows, 0.0);
+  EXPECT_DOUBLE_EQ(idle.hitRate(), 1.0);
 }
 
 } // namespace

@@ -102,6 +102,10 @@ int64_t keptRow(int64_t row, int64_t kept, int64_t rows);
 std::vector<int64_t> zipfIndexStream(int64_t rows, double skew, int64_t length,
                                      uint64_t seed);
 
+/// The row zipfIndexStream(rows, skew, length, seed) draws for rank `rank`
+/// (0: the most popular), whatever the skew and length.
+int64_t zipfRankRow(int64_t rows, uint64_t seed, int64_t rank);
+
 /// The 17-bin access histogram of an index stream (docs/design.md §3).
 std::array<double, kNumAccessBins>
 accessHistogram(const std::vector<int64_t> &indices);

@@ -106,6 +106,53 @@ RowHitMoments rowHitMoments(llvm::ArrayRef<double> bins, int64_t rows,
 /// evenly hit rows.
 double heaviestRowBlockShare(const RowHitMoments &moments, double fraction);
 
+/// How a cache in device memory picks the rows of a table kept in host
+/// memory that it holds.
+enum class CachePolicy {
+  /// The rows most often used, chosen once: a static frequency cache.
+  Frequency,
+  /// Every row a batch uses enters the cache before the batch runs, evicting
+  /// the rows least recently used (FBGEMM's UVM cache works this way, per
+  /// set of its set-associative cache).
+  LeastRecentlyUsed,
+};
+
+/// What a cache of some of a table's rows serves of one batch, expected.
+/// Each distinct row a batch uses that is not cached is read from host
+/// memory once and, updated by the backward, written back once.
+struct CacheEstimate {
+  /// Distinct rows one batch uses.
+  double batchRows = 0.0;
+  /// Of those, the rows not in the cache when the batch starts.
+  double missedRows = 0.0;
+  /// The share of a batch's distinct rows the cache holds (1 for a batch
+  /// that uses no row).
+  double hitRate() const {
+    return batchRows > 0.0 ? 1.0 - missedRows / batchRows : 1.0;
+  }
+};
+
+/// The expected cache behaviour of a table of `rows` rows whose batches of
+/// `lookups` lookups have the one-batch histogram `bins`, with a cache of
+/// `cacheRows` rows and policy `policy`, batch after batch with the same
+/// popularity. The popularity is the power law fitZipfAlpha finds in the
+/// histogram (the default one's for an all-zero histogram); a row of
+/// popularity p is used in a batch with probability 1 - exp(-lookups p).
+///
+///  - Frequency: the cache holds the cacheRows most popular rows; a batch
+///    misses the rows it uses beyond them.
+///  - LeastRecentlyUsed: by the characteristic-time approximation (Che,
+///    Tung and Wang, 2002), the cache holds a row exactly when it was used
+///    in the last T batches, T the time (in batches) in which the distinct
+///    rows used number cacheRows; a batch misses a row it uses that the T
+///    batches before it did not.
+///
+/// Exact over the first ranks, over groups of ranks 1% apart beyond, like
+/// expectedAccessHistogram; a few milliseconds for any table.
+CacheEstimate estimateRowCache(llvm::ArrayRef<double> bins, int64_t rows,
+                               double lookups, int64_t cacheRows,
+                               CachePolicy policy);
+
 } // namespace neuroshard
 
 #endif // NEUROSHARD_SHARDING_ACCESSESTIMATE_H
