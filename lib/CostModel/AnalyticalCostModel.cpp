@@ -56,7 +56,8 @@ Error AnalyticalCostModel::prepare(ArrayRef<TableSpec> newTables,
   bool bandwidthsValid =
       !checkBandwidthGBps(newTopology.hbmBandwidthGBps) &&
       !checkBandwidthGBps(newTopology.intraNodeBandwidthGBps) &&
-      !checkBandwidthGBps(newTopology.interNodeBandwidthGBps);
+      !checkBandwidthGBps(newTopology.interNodeBandwidthGBps) &&
+      !checkBandwidthGBps(newTopology.hostBandwidthGBps);
   if (newTopology.numDevices() == 0 || !bandwidthsValid ||
       newTopology.batchSize <= 0 ||
       newTopology.numDevices() % newTopology.nodeSize() != 0)
@@ -78,6 +79,7 @@ Error AnalyticalCostModel::prepare(ArrayRef<TableSpec> newTables,
   rowMoments.clear();
   for (const TableSpec &table : tables)
     rowMoments.push_back(tableRowHitMoments(table, topology.batchSize));
+  host.prepare(tables, topology);
   return Error::success();
 }
 
@@ -107,7 +109,9 @@ double AnalyticalCostModel::sliceComputeMs(const ColumnSlice &slice) const {
   else if (slice.width() < params.narrowDim)
     penalty = params.narrowPenalty;
   double forwardMs = transferTimeMs(bytes, topology.hbmBandwidthGBps) * penalty;
-  return forwardMs * (1.0 + params.backwardFactor);
+  // A shard of a host-memory table also fetches the rows its cache misses
+  // and writes them back (HostTier.h).
+  return forwardMs * (1.0 + params.backwardFactor) + host.ms(slice);
 }
 
 Error AnalyticalCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,

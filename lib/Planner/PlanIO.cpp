@@ -6,6 +6,7 @@
 
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/PlanReport.h"
+#include "neuroshard/Sharding/HostTier.h"
 #include "neuroshard/Support/FileIO.h"
 #include "neuroshard/Support/JSONFields.h"
 
@@ -24,6 +25,40 @@ static constexpr StringLiteral kTorchRecFormat = "neuroshard-torchrec-1";
 /// TorchRec's sharding types that NeuroShard's own names do not cover: the
 /// first is read as column pieces, the second refused by name.
 static constexpr StringLiteral kTorchRecTableColumnWise = "table_column_wise";
+/// TorchRec's compute kernels: the table in device memory, or in host
+/// memory (UVM) behind a cache in device memory.
+static constexpr StringLiteral kTorchRecFused = "fused";
+static constexpr StringLiteral kTorchRecUVMCaching = "fused_uvm_caching";
+
+/// A TorchRec table's kernel: "fused_uvm_caching" keeps it in host memory
+/// behind a cache of 'cache_load_factor' of its rows (TorchRec's default,
+/// 0.2, when the plan gives none), recorded in `plan`; the other kernels
+/// keep it in device memory.
+static Error readTorchRecKernel(const JSONFields &fields, unsigned table,
+                                PlanFile &plan) {
+  const json::Value *kernel = fields.find("compute_kernel");
+  std::optional<StringRef> name = kernel ? kernel->getAsString() : std::nullopt;
+  if (kernel && !name)
+    return fields.fail(
+        formatv("'compute_kernel' must be a string, got {0}", *kernel));
+  const json::Value *factor = fields.find("cache_load_factor");
+  if (name != std::optional<StringRef>(kTorchRecUVMCaching)) {
+    if (factor)
+      return fields.fail(formatv("gives 'cache_load_factor' but its "
+                                 "'compute_kernel' is not \"{0}\"",
+                                 kTorchRecUVMCaching));
+    return Error::success();
+  }
+  double fraction = kTorchRecDefaultCacheLoadFactor;
+  if (factor) {
+    if (Error err = fields.readNumber("cache_load_factor", *factor, fraction))
+      return err;
+    if (Error err = fields.check(checkCacheFraction(fraction)))
+      return err;
+  }
+  plan.cacheFractions[table] = fraction;
+  return Error::success();
+}
 static constexpr StringLiteral kTorchRecGridShard = "grid_shard";
 
 //===----------------------------------------------------------------------===//
@@ -102,7 +137,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
            "shards",         "sharding_types", "search",
            "exported_sets",  "verification",   "expected_slowest",
            "slowest_device", "per_table",      "tables_outside_ranges",
-           "lower_bound"}))
+           "host_memory",    "lower_bound"}))
     return std::move(err);
   PlanFile plan;
   if (Error err = reader.readDeviceCount(fields, "devices", plan))
@@ -134,7 +169,7 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
     JSONFields shardFields(*object, where);
     if (Error err = shardFields.checkKnown({"table", "col_begin", "col_end",
                                             "row_begin", "row_end", "device",
-                                            "replica"}))
+                                            "replica", "cache_rows"}))
       return std::move(err);
     Shard shard;
     if (Error err = shardFields.require("table", field))
@@ -180,9 +215,34 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
     if (Error err = reader.readDevice(shardFields, "device", *field, plan,
                                       shard.device))
       return std::move(err);
+    if (const json::Value *cache = shardFields.find("cache_rows")) {
+      int64_t cacheRows = 0;
+      if (Error err = shardFields.readInteger("cache_rows", *cache, cacheRows))
+        return std::move(err);
+      int64_t rows = shard.allRows() ? reader.rows(shard.table)
+                                     : shard.rowEnd - shard.rowBegin;
+      if (cacheRows < 1 || cacheRows > rows)
+        return shardFields.fail(formatv(
+            "'cache_rows' is {0} but the shard of table '{1}' has {2} rows: "
+            "a cache holds from 1 row to all of its shard's",
+            cacheRows, *name, rows));
+      // The table's cache fraction: the largest its shards ask for.
+      double &fraction = plan.cacheFractions[shard.table];
+      fraction = std::max(fraction, double(cacheRows) / double(rows));
+    }
     plan.plan.shards.push_back(shard);
   }
   return std::move(plan);
+}
+
+std::vector<TableSpec> tablesOfPlan(ArrayRef<TableSpec> tables,
+                                    const PlanFile &plan) {
+  std::vector<TableSpec> kept(tables.begin(), tables.end());
+  for (auto [table, fraction] : plan.cacheFractions) {
+    kept[table].cacheFraction = fraction;
+    kept[table].shardingKinds &= ~kindBit(ShardingKind::DataParallel);
+  }
+  return kept;
 }
 
 /// The TorchRec format of writeTorchRecPlan.
@@ -215,12 +275,15 @@ static Expected<PlanFile> parseTorchRecPlan(const json::Object &object,
       return createStringError(inconvertibleErrorCode(),
                                where + ": expected an object");
     JSONFields tableFields(*entry, where);
-    if (Error err = tableFields.checkKnown(
-            {"sharding_type", "compute_kernel", "ranks", "shards"}))
+    if (Error err =
+            tableFields.checkKnown({"sharding_type", "compute_kernel",
+                                    "cache_load_factor", "ranks", "shards"}))
       return std::move(err);
     Expected<unsigned> table = reader.table(tableFields, name);
     if (!table)
       return table.takeError();
+    if (Error err = readTorchRecKernel(tableFields, *table, plan))
+      return std::move(err);
     if (Error err = tableFields.require("sharding_type", field))
       return std::move(err);
     std::optional<StringRef> typeName = field->getAsString();
@@ -441,7 +504,12 @@ void writeTorchRecPlan(raw_ostream &os, ArrayRef<TableSpec> tables,
         const std::vector<const Shard *> &shards = byTable[t];
         json.attributeObject(table.name, [&] {
           json.attribute("sharding_type", shardingKindName(kinds[t]));
-          json.attribute("compute_kernel", "fused");
+          // A table in host memory is TorchRec's UVM table with an HBM cache.
+          json.attribute("compute_kernel", table.inHostMemory()
+                                               ? kTorchRecUVMCaching
+                                               : kTorchRecFused);
+          if (table.cacheFraction)
+            writeNumber(json, "cache_load_factor", *table.cacheFraction);
           json.attributeArray("ranks", [&] {
             for (const Shard *shard : shards)
               json.value(shard->device);
@@ -486,6 +554,9 @@ static void writeShardsJSON(json::OStream &json, ArrayRef<TableSpec> tables,
         }
         if (shard.replica)
           json.attribute("replica", true);
+        const TableSpec &table = tables[shard.table];
+        if (table.inHostMemory())
+          json.attribute("cache_rows", table.cacheRows(shard.numRows(table)));
         json.attribute("device", shard.device);
       });
   });
@@ -570,6 +641,11 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
     });
     std::vector<uint64_t> tableBytes =
         tableMemoryBytes(tables, topology, result.plan);
+    std::vector<HostTableUse> hostUses =
+        hostTierUse(tables, topology, result.plan);
+    std::vector<const HostTableUse *> hostUseOf(tables.size(), nullptr);
+    for (const HostTableUse &use : hostUses)
+      hostUseOf[use.table] = &use;
     json.attribute("slowest_device", slowestDevice(result.cost));
     json.attributeArray("per_table", [&] {
       for (auto [t, table] : enumerate(tables))
@@ -579,7 +655,26 @@ void writePlanJSON(raw_ostream &os, ArrayRef<TableSpec> tables,
           writeNumber(json, "memory_gb", tableBytes[t] / kBytesPerGB);
           if (result.tableComputeMs.size() == tables.size())
             writeNumber(json, "compute_ms", result.tableComputeMs[t]);
+          // A table in host memory: its cache, what it keeps there and what
+          // its caches are expected to serve.
+          json.attribute("storage", table.inHostMemory() ? "host" : "device");
+          if (const HostTableUse *use = hostUseOf[t]) {
+            writeNumber(json, "cache_load_factor", *table.cacheFraction);
+            writeNumber(json, "host_gb", use->hostBytes / kBytesPerGB);
+            writeNumber(json, "expected_hit_rate", use->hitRate());
+            writeNumber(json, "host_traffic_ms", use->hostMs);
+          }
         });
+    });
+    std::vector<uint64_t> hostBytes =
+        nodeHostMemoryBytes(tables, topology, result.plan);
+    json.attributeObject("host_memory", [&] {
+      writeNumber(json, "capacity_gb_per_node", topology.hostMemoryGB);
+      writeNumber(json, "host_gbps", topology.hostBandwidthGBps);
+      json.attributeArray("used_gb_per_node", [&] {
+        for (uint64_t bytes : hostBytes)
+          writeNumberValue(json, bytes / kBytesPerGB);
+      });
     });
     if (!result.tablesOutsideRanges.empty())
       json.attributeArray("tables_outside_ranges", [&] {

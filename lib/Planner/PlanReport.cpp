@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Planner/PlanReport.h"
+#include "neuroshard/Sharding/HostTier.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -270,6 +271,29 @@ void printPlanTable(raw_ostream &os, ArrayRef<TableSpec> tables,
       format("%.3f", imbalance.compute), format("%.2f", usedGB),
       format("%.2f", capacityGB),
       format("%.0f", capacityGB > 0 ? 100.0 * usedGB / capacityGB : 0.0));
+  // The tables kept in host memory, their caches and what these serve.
+  std::vector<HostTableUse> hostUses =
+      hostTierUse(tables, topology, result.plan);
+  if (!hostUses.empty()) {
+    std::vector<std::string> kept;
+    for (const HostTableUse &use : hostUses)
+      kept.push_back(
+          formatv("'{0}' ({1} GB, caches of {2}% of its rows, "
+                  "expected hit rate {3}%)",
+                  tables[use.table].name,
+                  format("%.1f", use.hostBytes / kBytesPerGB),
+                  format("%.3g", 100.0 * *tables[use.table].cacheFraction),
+                  format("%.1f", 100.0 * use.hitRate()))
+              .str());
+    std::vector<uint64_t> hostBytes =
+        nodeHostMemoryBytes(tables, topology, result.plan);
+    uint64_t most = *llvm::max_element(hostBytes);
+    os << formatv("host memory: {0}; the fullest node keeps {1} of {2} GB "
+                  "(misses cross at {3} GB/s)\n",
+                  join(kept, ", "), format("%.1f", most / kBytesPerGB),
+                  format("%.1f", topology.hostMemoryGB),
+                  format("%g", topology.hostBandwidthGBps));
+  }
   if (const std::optional<PlanLowerBound> &bound = result.lowerBound) {
     std::string why =
         bound->workMs > 0.0

@@ -109,7 +109,7 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
   if (Error err = fields.checkKnown(
           {"name", "rows", "dim", "dtype", "pooling_factor", "access_hist",
            "hist_batch_size", "zipf_alpha", "features", "pinned_device",
-           "no_split", "sharding_types"}))
+           "no_split", "sharding_types", "cache_load_factor"}))
     return std::move(err);
 
   TableSpec table;
@@ -228,6 +228,14 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
       table.shardingKinds |= kindBit(*kind);
     }
   }
+  if (const json::Value *cache = fields.find("cache_load_factor")) {
+    double fraction = 0.0;
+    if (Error err = fields.readNumber("cache_load_factor", *cache, fraction))
+      return std::move(err);
+    if (Error err = fields.check(checkCacheFraction(fraction)))
+      return std::move(err);
+    table.cacheFraction = fraction;
+  }
   return std::move(table);
 }
 
@@ -242,7 +250,8 @@ static Expected<TopologyDescription> parseTopology(const json::Value &value) {
   JSONFields fields(*object, "topology");
   if (Error err = fields.checkKnown(
           {"devices", "memory_gb", "nodes", "devices_per_node", "hbm_gbps",
-           "intra_node_gbps", "inter_node_gbps", "device_kind"}))
+           "intra_node_gbps", "inter_node_gbps", "host_memory_gb", "host_gbps",
+           "device_kind"}))
     return std::move(err);
   TopologyDescription topology;
   auto readCount = [&](StringRef key, std::optional<unsigned> &out) -> Error {
@@ -288,7 +297,8 @@ static Expected<TopologyDescription> parseTopology(const json::Value &value) {
   for (auto [key, out] :
        {std::make_pair("hbm_gbps", &topology.hbmGBps),
         std::make_pair("intra_node_gbps", &topology.intraNodeGBps),
-        std::make_pair("inter_node_gbps", &topology.interNodeGBps)}) {
+        std::make_pair("inter_node_gbps", &topology.interNodeGBps),
+        std::make_pair("host_gbps", &topology.hostGBps)}) {
     const json::Value *field = fields.find(key);
     if (!field)
       continue;
@@ -298,6 +308,15 @@ static Expected<TopologyDescription> parseTopology(const json::Value &value) {
     if (RuleViolation v = checkBandwidthGBps(gbps))
       return fields.fail(formatv("'{0}' {1}", key, *v));
     *out = gbps;
+  }
+
+  if (const json::Value *host = fields.find("host_memory_gb")) {
+    double gb = 0.0;
+    if (Error err = fields.readNumber("host_memory_gb", *host, gb))
+      return std::move(err);
+    if (RuleViolation v = checkHostMemoryGB(gb))
+      return fields.fail("'host_memory_gb': " + *v);
+    topology.hostMemoryGB = gb;
   }
 
   if (const json::Value *kind = fields.find("device_kind")) {

@@ -23,6 +23,8 @@ TopologyDescription TopologyDescription::of(const Topology &topology) {
   description.hbmGBps = topology.hbmBandwidthGBps;
   description.intraNodeGBps = topology.intraNodeBandwidthGBps;
   description.interNodeGBps = topology.interNodeBandwidthGBps;
+  description.hostMemoryGB = topology.hostMemoryGB;
+  description.hostGBps = topology.hostBandwidthGBps;
   description.deviceKind = topology.deviceKind;
   return description;
 }
@@ -180,14 +182,22 @@ Expected<Topology> makeTopology(const TopologyOptions &options,
         std::make_tuple("intra-node-gbps", options.intraNodeGBps,
                         input.intraNodeGBps, &topology.intraNodeBandwidthGBps),
         std::make_tuple("inter-node-gbps", options.interNodeGBps,
-                        input.interNodeGBps,
-                        &topology.interNodeBandwidthGBps)}) {
+                        input.interNodeGBps, &topology.interNodeBandwidthGBps),
+        std::make_tuple("host-gbps", options.hostGBps, input.hostGBps,
+                        &topology.hostBandwidthGBps)}) {
     std::optional<double> gbps = given ? given : described;
     if (!gbps)
       continue;
     if (RuleViolation v = checkBandwidthGBps(*gbps))
       return fail.at(option, *v);
     *field = *gbps;
+  }
+
+  if (std::optional<double> gb =
+          options.hostMemoryGB ? options.hostMemoryGB : input.hostMemoryGB) {
+    if (RuleViolation v = checkHostMemoryGB(*gb))
+      return fail.at("host-memory-gb", *v);
+    topology.hostMemoryGB = *gb;
   }
 
   if (options.deviceKind) {

@@ -189,11 +189,23 @@ constexpr double kGroupGrowth = 1.01;
 /// Rows with at least this share of the lookups are counted as binomial.
 constexpr double kBinomialFromChance = 0.01;
 
-AccessBins expectedAccessHistogram(int64_t rows, double lookups, double alpha) {
-  if (rows <= 0 || !(lookups >= 1.0))
-    return AccessBins{};
+namespace {
+/// A group of ranks of equal popularity: how many, and each one's chance
+/// to be any one lookup.
+struct RankGroup {
+  double count;
+  double chance;
+};
+} // namespace
+
+/// The ranks of the power law of `alpha` over `rows` rows in groups: the
+/// first kExactRanks one by one, then groups whose last rank is at most 1%
+/// past their first, a group ending at `boundary` (a rank where one must
+/// start) where it would cross it.
+static std::vector<RankGroup> rankGroups(int64_t rows, double alpha,
+                                         int64_t boundary = 0) {
   PowerLaw law(rows, alpha);
-  AccessBins rowsPerBin{};
+  std::vector<RankGroup> groups;
   int64_t first = 0;
   while (first < rows) {
     int64_t end = first + 1;
@@ -201,15 +213,27 @@ AccessBins expectedAccessHistogram(int64_t rows, double lookups, double alpha) {
       end = std::max(
           end, static_cast<int64_t>(std::ceil(double(first) * kGroupGrowth)));
     end = std::min(end, rows);
+    if (first < boundary)
+      end = std::min(end, boundary);
     double count = double(end - first);
-    double chance = law.mass(first, end) / count;
+    groups.push_back({count, law.mass(first, end) / count});
+    first = end;
+  }
+  return groups;
+}
+
+AccessBins expectedAccessHistogram(int64_t rows, double lookups, double alpha) {
+  if (rows <= 0 || !(lookups >= 1.0))
+    return AccessBins{};
+  AccessBins rowsPerBin{};
+  for (const RankGroup &group : rankGroups(rows, alpha)) {
     // A row that takes a large share of the lookups varies less than a
     // Poisson count would.
-    if (chance >= kBinomialFromChance)
-      addBinomialRows(std::llround(lookups), chance, count, rowsPerBin);
+    if (group.chance >= kBinomialFromChance)
+      addBinomialRows(std::llround(lookups), group.chance, group.count,
+                      rowsPerBin);
     else
-      addPoissonRows(lookups * chance, count, rowsPerBin);
-    first = end;
+      addPoissonRows(lookups * group.chance, group.count, rowsPerBin);
   }
   return normalizedWithin(rowsPerBin, lookups);
 }
@@ -411,38 +435,6 @@ double heaviestRowBlockShare(const RowHitMoments &moments, double fraction) {
   return heaviest / moments.lookups;
 }
 
-namespace {
-/// A group of ranks of equal popularity: how many, and each one's expected
-/// lookups in a batch.
-struct RankGroup {
-  double count;
-  double rate;
-};
-} // namespace
-
-/// The ranks of the power law of `alpha` over `rows` rows in groups, split
-/// at `boundary` (a rank where a group must start), each with its count and
-/// expected lookups per batch; exact first ranks, then groups 1% apart.
-static std::vector<RankGroup> rankGroups(int64_t rows, double lookups,
-                                         double alpha, int64_t boundary) {
-  PowerLaw law(rows, alpha);
-  std::vector<RankGroup> groups;
-  int64_t first = 0;
-  while (first < rows) {
-    int64_t end = first + 1;
-    if (first >= kExactRanks)
-      end = std::max(
-          end, static_cast<int64_t>(std::ceil(double(first) * kGroupGrowth)));
-    end = std::min(end, rows);
-    if (first < boundary)
-      end = std::min(end, boundary);
-    double count = double(end - first);
-    groups.push_back({count, lookups * law.mass(first, end) / count});
-    first = end;
-  }
-  return groups;
-}
-
 /// The chance that a row of `rate` lookups per batch is used in `batches`
 /// batches.
 static double usedWithin(double rate, double batches) {
@@ -452,18 +444,25 @@ static double usedWithin(double rate, double batches) {
 CacheEstimate estimateRowCache(ArrayRef<double> bins, int64_t rows,
                                double lookups, int64_t cacheRows,
                                CachePolicy policy) {
-  CacheEstimate estimate;
   if (rows <= 0 || !(lookups > 0.0))
-    return estimate;
+    return CacheEstimate();
   double total = 0.0;
   for (double fraction : bins)
     total += fraction;
   double alpha =
       total > 0.0 ? fitZipfAlpha(bins, rows, lookups) : kDefaultZipfAlpha;
+  return estimateRowCacheOfLaw(alpha, rows, lookups, cacheRows, policy);
+}
+
+CacheEstimate estimateRowCacheOfLaw(double alpha, int64_t rows, double lookups,
+                                    int64_t cacheRows, CachePolicy policy) {
+  CacheEstimate estimate;
+  if (rows <= 0 || !(lookups > 0.0))
+    return estimate;
   int64_t cached = std::clamp<int64_t>(cacheRows, 0, rows);
-  std::vector<RankGroup> groups = rankGroups(rows, lookups, alpha, cached);
+  std::vector<RankGroup> groups = rankGroups(rows, alpha, cached);
   for (const RankGroup &group : groups)
-    estimate.batchRows += group.count * usedWithin(group.rate, 1.0);
+    estimate.batchRows += group.count * usedWithin(lookups * group.chance, 1.0);
   if (cached == rows)
     return estimate;
 
@@ -472,7 +471,8 @@ CacheEstimate estimateRowCache(ArrayRef<double> bins, int64_t rows,
     double ranks = 0.0;
     for (const RankGroup &group : groups) {
       if (ranks >= double(cached))
-        estimate.missedRows += group.count * usedWithin(group.rate, 1.0);
+        estimate.missedRows +=
+            group.count * usedWithin(lookups * group.chance, 1.0);
       ranks += group.count;
     }
     return estimate;
@@ -483,7 +483,7 @@ CacheEstimate estimateRowCache(ArrayRef<double> bins, int64_t rows,
   auto distinctWithin = [&](double batches) {
     double distinct = 0.0;
     for (const RankGroup &group : groups)
-      distinct += group.count * usedWithin(group.rate, batches);
+      distinct += group.count * usedWithin(lookups * group.chance, batches);
     return distinct;
   };
   double low = std::log(1e-12), high = std::log(1e18);
@@ -496,8 +496,9 @@ CacheEstimate estimateRowCache(ArrayRef<double> bins, int64_t rows,
   }
   double window = cached > 0 ? std::exp(0.5 * (low + high)) : 0.0;
   for (const RankGroup &group : groups)
-    estimate.missedRows += group.count * usedWithin(group.rate, 1.0) *
-                           std::exp(-group.rate * window);
+    estimate.missedRows += group.count *
+                           usedWithin(lookups * group.chance, 1.0) *
+                           std::exp(-lookups * group.chance * window);
   return estimate;
 }
 

@@ -245,12 +245,18 @@ Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
       return err;
   }
   for (auto [table, kind] :
-       zip_equal(tables, tableKinds(tables, topology, plan)))
+       zip_equal(tables, tableKinds(tables, topology, plan))) {
+    if (table.inHostMemory() && kind == ShardingKind::DataParallel)
+      return planError(formatv("table '{0}' is kept in host memory and so "
+                               "cannot be {1}: a replica on every device "
+                               "would keep it once per device",
+                               table.name, shardingKindName(kind)));
     if (!allowsKind(table, kind, topology))
       return planError(formatv("table '{0}' is {1} but its constraints allow "
                                "only {2}",
                                table.name, shardingKindName(kind),
                                shardingKindList(table.shardingKinds)));
+  }
 
   std::vector<uint64_t> used = deviceMemoryBytes(tables, topology, plan);
   for (unsigned d = 0; d < n; ++d)
@@ -259,6 +265,14 @@ Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
       return planError(formatv("device {0} holds {1}{2} but has {3}{4}", d,
                                holds, describeStorage(topology), has,
                                describeUsable(topology)));
+    }
+  std::vector<uint64_t> host = nodeHostMemoryBytes(tables, topology, plan);
+  for (auto [node, bytes] : enumerate(host))
+    if (bytes > topology.hostMemoryBytes()) {
+      auto [holds, has] = formatGBPair(bytes, topology.hostMemoryBytes());
+      return planError(formatv("node {0} keeps {1} of tables in host memory "
+                               "but has {2}",
+                               node, holds, has));
     }
   return Error::success();
 }
@@ -276,6 +290,18 @@ std::vector<uint64_t> deviceMemoryBytes(ArrayRef<TableSpec> tables,
   std::vector<uint64_t> used(topology.numDevices(), 0);
   for (const Shard &shard : plan.shards)
     used[shard.device] += shardMemoryBytes(tables, topology, shard);
+  return used;
+}
+
+std::vector<uint64_t> nodeHostMemoryBytes(ArrayRef<TableSpec> tables,
+                                          const Topology &topology,
+                                          const ShardingPlan &plan) {
+  std::vector<uint64_t> used(topology.numNodes(), 0);
+  for (const Shard &shard : plan.shards) {
+    const TableSpec &table = tables[shard.table];
+    used[topology.nodeOf(shard.device)] +=
+        topology.hostShardBytes(table, shard.width(), shard.numRows(table));
+  }
   return used;
 }
 

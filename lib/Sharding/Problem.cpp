@@ -175,6 +175,13 @@ static Error tableError(size_t index, const TableSpec &table,
                                                          "'): " + message);
 }
 
+int64_t TableSpec::cacheRows(int64_t rows) const {
+  if (!cacheFraction || rows <= 0)
+    return 0;
+  return std::clamp<int64_t>(
+      static_cast<int64_t>(std::ceil(*cacheFraction * double(rows))), 1, rows);
+}
+
 Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
   unsigned n = topology.numDevices();
   if (RuleViolation v = checkDeviceCount(n))
@@ -191,10 +198,13 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
   for (auto [name, gbps] :
        {std::make_pair("HBM", topology.hbmBandwidthGBps),
         std::make_pair("intra-node", topology.intraNodeBandwidthGBps),
-        std::make_pair("inter-node", topology.interNodeBandwidthGBps)})
+        std::make_pair("inter-node", topology.interNodeBandwidthGBps),
+        std::make_pair("host", topology.hostBandwidthGBps)})
     if (RuleViolation v = checkBandwidthGBps(gbps))
       return createStringError(inconvertibleErrorCode(),
                                formatv("the {0} bandwidth {1}", name, *v));
+  if (RuleViolation v = checkHostMemoryGB(topology.hostMemoryGB))
+    return createStringError(inconvertibleErrorCode(), *v);
   if (topology.batchSize <= 0)
     return createStringError(
         inconvertibleErrorCode(),
@@ -218,6 +228,9 @@ Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {
       return tableError(i, table, *v);
     if (table.shardingKinds == 0)
       return tableError(i, table, "its constraints allow no sharding type");
+    if (table.cacheFraction)
+      if (RuleViolation v = checkCacheFraction(*table.cacheFraction))
+        return tableError(i, table, *v);
     if ((table.pinnedDevice || table.noSplit) &&
         !table.allows(ShardingKind::TableWise))
       return tableError(

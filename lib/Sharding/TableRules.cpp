@@ -231,6 +231,26 @@ RuleViolation checkBandwidthGBps(double gbps) {
       .str();
 }
 
+RuleViolation checkHostMemoryGB(double gb) {
+  if (gb >= 0.0 && gb <= double(kMaxDeviceGB))
+    return std::nullopt;
+  return formatv("host memory must be a number of GB from 0 up to {0}, got "
+                 "{1}",
+                 kMaxDeviceGB, number(gb))
+      .str();
+}
+
+RuleViolation checkCacheFraction(double fraction) {
+  if (fraction > 0.0 && fraction <= 1.0)
+    return std::nullopt;
+  return formatv("'cache_load_factor' must be in (0, 1], the share of the "
+                 "table's rows its devices cache, got {0}{1}",
+                 number(fraction),
+                 fraction > 1.0 ? ": a cache holds at most its shard's rows"
+                                : "")
+      .str();
+}
+
 RuleViolation checkDeviceKind(StringRef kind) {
   auto allowed = [](char c) {
     return isLower(c) || isDigit(c) || c == '-' || c == '_' || c == '.';

@@ -26,6 +26,10 @@ TOOL_ONLY = {
     "plot": "a picture of the plan, as --neuroshard-export-plan format=svg",
     "price": "a plan to price instead of searching: --neuroshard-import-plan",
     "verbose": "a row per table in the table format",
+    "host-memory-gb": "tables in host memory: the IR does not record a "
+                      "shard's cache yet, so the pass and Python plan every "
+                      "table in device memory",
+    "host-gbps": "the host link of tables in host memory, as host-memory-gb",
 }
 PYTHON_ONLY = {
     "task": "the task itself, the tool's positional argument",

@@ -13,6 +13,7 @@
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/CostModel/InitCostModels.h"
 #include "neuroshard/Execution/SetTiming.h"
+#include "neuroshard/Planner/HostTierChoice.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/PlanPlot.h"
 #include "neuroshard/Planner/PlanReport.h"
@@ -197,6 +198,19 @@ static cl::opt<double> interNodeGBps(
     cl::desc("Bandwidth from a device to the devices of other nodes in GB/s "
              "(default: the task's, else 50)"),
     cl::cat(category));
+static cl::opt<double> hostMemoryGB(
+    "host-memory-gb",
+    cl::desc("Host memory of each node for the tables kept there "
+             "('cache_load_factor', or chosen when the devices' memory is too "
+             "small), in GB (default: the task's, else 2048: a DGX H100 "
+             "node's)"),
+    cl::cat(category));
+static cl::opt<double> hostGBps(
+    "host-gbps",
+    cl::desc("Bandwidth between a device and its node's host memory in GB/s "
+             "(default: the task's, else 32: PCIe, as TorchRec's planner "
+             "prices it)"),
+    cl::cat(category));
 static cl::opt<std::string> deviceKind(
     "device-kind",
     cl::desc("What the devices are: gpu, cpu (a plan for CPU execution) or "
@@ -283,6 +297,8 @@ static Expected<Topology> buildTopology(const PlanningTask &task,
   options.hbmGBps = given(hbmGBps);
   options.intraNodeGBps = given(intraNodeGBps);
   options.interNodeGBps = given(interNodeGBps);
+  options.hostMemoryGB = given(hostMemoryGB);
+  options.hostGBps = given(hostGBps);
   options.deviceKind = given(deviceKind);
   options.optimizer = optimizer;
   options.reservedFraction = reservedMemory;
@@ -362,9 +378,21 @@ static Error run() {
       createCostModel(costModel, *topology, modelOptions);
   if (!model)
     return model.takeError();
+  // A task too large for the devices keeps some tables in host memory.
+  std::vector<TableSpec> tables =
+      given ? tablesOfPlan(task->tables, *given) : task->tables;
+  if (!given) {
+    if (Error err = validateProblem(tables, *topology))
+      return err;
+    Expected<std::vector<TableSpec>> tiered =
+        chooseHostTiers(tables, *topology);
+    if (!tiered)
+      return tiered.takeError();
+    tables = std::move(*tiered);
+  }
   Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
     if (given)
-      return pricePlan(task->tables, *topology, *given, **model);
+      return pricePlan(tables, *topology, *given, **model);
     VerifyRequest request;
     request.top = *verifyCount;
     request.options.seconds = verifySeconds;
@@ -373,8 +401,8 @@ static Error run() {
     request.experience = experience;
     request.exportDir = verifyExport;
     request.timingsDir = verifyTimings;
-    return planWithVerification(task->tables, *topology, *options, **model,
-                                request, commandLineSpelling);
+    return planWithVerification(tables, *topology, *options, **model, request,
+                                commandLineSpelling);
   }();
   if (!result)
     return result.takeError();
@@ -384,16 +412,16 @@ static Error run() {
 
   if (!plotPath.empty())
     if (Error err = writeOutputFile(plotPath, [&](raw_ostream &os) {
-          writePlanSVG(os, task->tables, *topology, *result);
+          writePlanSVG(os, tables, *topology, *result);
         }))
       return err;
   return writeOutputFile(outputPath, [&](raw_ostream &os) {
     if (outputFormat == OutputFormat::JSON)
-      writePlanJSON(os, task->tables, *topology, *result);
+      writePlanJSON(os, tables, *topology, *result);
     else if (outputFormat == OutputFormat::TorchRec)
-      writeTorchRecPlan(os, task->tables, *topology, *result);
+      writeTorchRecPlan(os, tables, *topology, *result);
     else
-      printPlanTable(os, task->tables, *topology, *result, verbose);
+      printPlanTable(os, tables, *topology, *result, verbose);
   });
 }
 

@@ -134,7 +134,7 @@ TEST(ParseTaskTest, NamesTheFieldTableAndValue) {
             "tables[0] ('t0'): unknown field 'pooling' (expected one of: "
             "name, rows, dim, dtype, pooling_factor, access_hist, "
             "hist_batch_size, zipf_alpha, features, pinned_device, "
-            "no_split, sharding_types)");
+            "no_split, sharding_types, cache_load_factor)");
   EXPECT_EQ(parseError(taskWithTable(R"(, "dtype": "f8")")),
             "tables[0] ('t0'): 'dtype' must be one of f32, f16, bf16, got "
             "'f8'");
@@ -186,12 +186,12 @@ TEST_F(PlanOutputTest, WritesTheDocumentedJSONSchema) {
   for (const auto &entry : plan)
     keys.push_back(entry.first.str());
   llvm::sort(keys);
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{
-                "algorithm", "cost_model", "cost_ms", "device_kind", "devices",
-                "devices_per_node", "imbalance", "nodes", "optimizer",
-                "per_device", "per_table", "reserved_fraction", "search",
-                "sharding_types", "shards", "slowest_device", "warnings"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "algorithm", "cost_model", "cost_ms", "device_kind",
+                      "devices", "devices_per_node", "host_memory", "imbalance",
+                      "nodes", "optimizer", "per_device", "per_table",
+                      "reserved_fraction", "search", "sharding_types", "shards",
+                      "slowest_device", "warnings"}));
   EXPECT_EQ(plan.getInteger("slowest_device"),
             int64_t(slowestDevice(result.cost)));
   const json::Array &perTable = *plan.getArray("per_table");

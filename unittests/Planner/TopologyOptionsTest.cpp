@@ -213,7 +213,7 @@ TEST(TopologyOptionsTest, TasksDescribeTheirCluster) {
   EXPECT_EQ(topologyError(R"({"gpus": 8})"),
             "topology: unknown field 'gpus' (expected one of: devices, "
             "memory_gb, nodes, devices_per_node, hbm_gbps, intra_node_gbps, "
-            "inter_node_gbps, device_kind)");
+            "inter_node_gbps, host_memory_gb, host_gbps, device_kind)");
   EXPECT_EQ(topologyError("8"), "task: 'topology' must be an object, got 8");
 }
 

@@ -17,6 +17,7 @@
 #define NEUROSHARD_COSTMODEL_ANALYTICALCOSTMODEL_H
 
 #include "neuroshard/CostModel/CostModel.h"
+#include "neuroshard/Sharding/HostTier.h"
 
 #include <vector>
 
@@ -98,6 +99,8 @@ private:
   Topology topology;
   /// Per table, the hit moments its row pieces are priced from.
   std::vector<RowHitMoments> rowMoments;
+  /// The host traffic of host-memory tables' shards, memoized.
+  mutable HostTierPricer host;
 };
 
 } // namespace neuroshard

@@ -20,6 +20,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -36,7 +37,20 @@ struct PlanFile {
   /// What reading it changed, one sentence each, for the reader to pass on:
   /// the empty shards of a TorchRec plan, dropped.
   std::vector<std::string> notes;
+  /// The tables the plan keeps in host memory, by index, and the share of
+  /// each shard's rows their devices cache (TableSpec::cacheFraction): from
+  /// the shards' "cache_rows", or TorchRec's "fused_uvm_caching" kernel and
+  /// "cache_load_factor".
+  std::map<unsigned, double> cacheFractions;
 };
+
+/// TorchRec's cache_load_factor when a plan gives none.
+constexpr double kTorchRecDefaultCacheLoadFactor = 0.2;
+
+/// `tables` as `plan` keeps them: those it names with a cache fraction in
+/// host memory (without a data-parallel kind), the others as they are.
+std::vector<TableSpec> tablesOfPlan(llvm::ArrayRef<TableSpec> tables,
+                                    const PlanFile &plan);
 
 /// Parses a plan in either of the formats this library writes: the plan
 /// JSON of writePlanJSON (only "devices" and "shards" are needed; the other

@@ -40,6 +40,9 @@ struct TopologyDescription {
   std::optional<double> hbmGBps;
   std::optional<double> intraNodeGBps;
   std::optional<double> interNodeGBps;
+  /// A node's host memory for tables (GB) and a device's bandwidth to it.
+  std::optional<double> hostMemoryGB;
+  std::optional<double> hostGBps;
   /// What the devices are (Topology::deviceKind).
   std::optional<std::string> deviceKind;
 
@@ -59,6 +62,8 @@ struct TopologyOptions {
   std::optional<double> hbmGBps;
   std::optional<double> intraNodeGBps;
   std::optional<double> interNodeGBps;
+  std::optional<double> hostMemoryGB;
+  std::optional<double> hostGBps;
   /// As written; case does not matter ("H100" is "h100").
   std::optional<std::string> deviceKind;
   /// By name (optimizerName).
@@ -68,7 +73,8 @@ struct TopologyOptions {
 
 /// The canonical names of the options above ("devices", "memory-gb",
 /// "nodes", "devices-per-node", "hbm-gbps", "intra-node-gbps",
-/// "inter-node-gbps", "device-kind", "optimizer", "reserved-memory") as a
+/// "inter-node-gbps", "host-memory-gb", "host-gbps", "device-kind",
+/// "optimizer", "reserved-memory") as a
 /// front end spells
 /// them in messages: "--devices" for neuroshard-plan, "memory_gb" in
 /// Python, unchanged for the pass.
@@ -86,7 +92,8 @@ using OptionSpelling = llvm::function_ref<std::string(llvm::StringRef)>;
 ///  - memory: the options' capacities, else the input's (its one value, or
 ///    its list for the same device count), else kDefaultMemoryGB on one
 ///    node and kDefaultClusterMemoryGB on several;
-///  - bandwidths: the options', else the input's, else Topology's defaults;
+///  - bandwidths and host memory: the options', else the input's, else
+///    Topology's defaults;
 ///  - device kind: the options', else the input's, else kDefaultDeviceKind.
 /// Every error names the option as `spell` writes it and the numbers:
 /// "--nodes: 16 devices do not split into 3 nodes of equal size". The batch

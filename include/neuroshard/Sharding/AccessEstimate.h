@@ -152,6 +152,10 @@ struct CacheEstimate {
 CacheEstimate estimateRowCache(llvm::ArrayRef<double> bins, int64_t rows,
                                double lookups, int64_t cacheRows,
                                CachePolicy policy);
+/// The same for a popularity of power law `alpha` (fitZipfAlpha's), which a
+/// caller pricing many caches of one table fits once.
+CacheEstimate estimateRowCacheOfLaw(double alpha, int64_t rows, double lookups,
+                                    int64_t cacheRows, CachePolicy policy);
 
 } // namespace neuroshard
 

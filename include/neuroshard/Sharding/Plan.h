@@ -88,6 +88,11 @@ llvm::Error validatePlan(llvm::ArrayRef<TableSpec> tables,
 
 /// Bytes the shards placed on each device take: weights and optimizer
 /// state (Topology::shardBytes).
+/// Bytes each node keeps in host memory: the shards of host-memory tables
+/// on its devices (Topology::hostShardBytes).
+std::vector<uint64_t> nodeHostMemoryBytes(llvm::ArrayRef<TableSpec> tables,
+                                          const Topology &topology,
+                                          const ShardingPlan &plan);
 std::vector<uint64_t> deviceMemoryBytes(llvm::ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const ShardingPlan &plan);

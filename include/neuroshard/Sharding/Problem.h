@@ -111,6 +111,15 @@ struct TableSpec {
   /// table-wise whatever this says.
   ShardingKindSet shardingKinds = kAllShardingKinds;
   bool allows(ShardingKind kind) const { return shardingKinds & kindBit(kind); }
+  /// Where the table lives: nothing for device memory (HBM); a fraction for
+  /// the host memory of the node of each device that holds a shard of it,
+  /// with a cache of that fraction of the shard's rows (rounded up) in the
+  /// device's memory (TorchRec's fused_uvm_caching and cache_load_factor).
+  std::optional<double> cacheFraction;
+  bool inHostMemory() const { return cacheFraction.has_value(); }
+  /// The rows a device caches of a shard of `rows` rows of a host-memory
+  /// table: at least one, at most all of them.
+  int64_t cacheRows(int64_t rows) const;
 
   /// Bytes of the columns [colBegin, colBegin + width).
   uint64_t sliceBytes(int64_t width) const {
@@ -155,6 +164,12 @@ std::string optimizerNameList();
 constexpr double kDefaultMemoryGB = 16.0;
 constexpr unsigned kDefaultDevicesPerNode = 8;
 constexpr double kDefaultClusterMemoryGB = 80.0;
+/// A node's host memory for tables kept there, and a device's bandwidth to
+/// it, when a front end was not told them: a DGX H100 node's 2 TB of
+/// system memory, and the 32 GB/s TorchRec's planner prices a UVM cache's
+/// misses at across PCIe.
+constexpr double kDefaultHostMemoryGB = 2048.0;
+constexpr double kDefaultHostBandwidthGBps = 32.0;
 
 /// The kind of device a plan is for when none is named: a GPU. A kind is
 /// "gpu", "cpu" (a plan for CPU execution), or a chip ("h100", "h200",
@@ -182,6 +197,10 @@ struct Topology {
   /// Bandwidth of a device to the devices of other nodes, in GB/s (one
   /// 400 Gb/s InfiniBand or RoCE port per GPU).
   double interNodeBandwidthGBps = 50.0;
+  /// Host memory of each node for the tables kept there, in GB, and a
+  /// device's bandwidth to it (both ways) in GB/s.
+  double hostMemoryGB = kDefaultHostMemoryGB;
+  double hostBandwidthGBps = kDefaultHostBandwidthGBps;
   /// Global batch size B: every device's fused kernel runs all B bags.
   int64_t batchSize = 65536;
   /// What the devices are (checkDeviceKind): what the plan's kernels run on.
@@ -224,9 +243,29 @@ struct Topology {
   uint64_t optimizerStateBytes(const TableSpec &table, int64_t width,
                                std::optional<int64_t> rows = {}) const;
   /// Bytes `width` columns of `table` (of `rows` of its rows) take on a
-  /// device: weights and optimizer state.
+  /// device: weights and optimizer state; for a table in host memory, the
+  /// weights of its cached rows.
   uint64_t shardBytes(const TableSpec &table, int64_t width,
                       std::optional<int64_t> rows = {}) const {
+    int64_t held = rows.value_or(table.rows);
+    if (table.inHostMemory())
+      return static_cast<uint64_t>(table.cacheRows(held)) *
+             static_cast<uint64_t>(width) * table.elementBytes;
+    return storedBytes(table, width, rows);
+  }
+  /// Bytes the same shard takes in its node's host memory: its weights and
+  /// optimizer state for a table kept there, else none.
+  uint64_t hostShardBytes(const TableSpec &table, int64_t width,
+                          std::optional<int64_t> rows = {}) const {
+    return table.inHostMemory() ? storedBytes(table, width, rows) : 0;
+  }
+  /// A node's host memory for tables.
+  uint64_t hostMemoryBytes() const {
+    return static_cast<uint64_t>(hostMemoryGB * kBytesPerGB);
+  }
+  /// Weights and optimizer state of a shard, wherever it lives.
+  uint64_t storedBytes(const TableSpec &table, int64_t width,
+                       std::optional<int64_t> rows = {}) const {
     uint64_t weights = static_cast<uint64_t>(rows.value_or(table.rows)) *
                        static_cast<uint64_t>(width) * table.elementBytes;
     return weights + optimizerStateBytes(table, width, rows);

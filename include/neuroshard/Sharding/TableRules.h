@@ -109,6 +109,13 @@ constexpr double kMaxBandwidthGBps = 1e9;
 /// A bandwidth in [kMinBandwidthGBps, kMaxBandwidthGBps]: "must be between
 /// 0.001 and 1e+09 GB/s, got 0" (the caller names the link).
 RuleViolation checkBandwidthGBps(double gbps);
+/// A node's host memory for tables kept there: a number of GB from 0 (no
+/// host tier) up to kMaxDeviceGB.
+RuleViolation checkHostMemoryGB(double gb);
+/// The fraction of a host-memory table's rows its device caches
+/// (TableSpec::cacheFraction, TorchRec's cache_load_factor): in (0, 1], as
+/// a cache holds at most its shard's rows.
+RuleViolation checkCacheFraction(double fraction);
 /// A device kind (Topology::deviceKind): 1 to 64 lower-case letters,
 /// digits, '-', '_' or '.', starting with a letter or a digit ("gpu",
 /// "h100", "cpu-zen3").

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/NeuralCostModel.h"
+#include "neuroshard/Sharding/HostTier.h"
 
 #include "BundleMeta.h"
 
@@ -201,6 +202,9 @@ struct NeuralCostModel::Impl {
   /// Comm terms of bundles without comm models, and the index
   /// distribution of all.
   AnalyticalCostModel analyticalComm;
+  /// The host traffic of host-memory tables' shards, which the network
+  /// does not see: added to its compute (HostTier.h).
+  HostTierPricer host;
 
   /// (table, width, piece rows: the row count of a row piece, -1 for every
   /// row, -2 for a replica) -> row of `encodings` (rows of encodingDim
@@ -798,6 +802,7 @@ Error NeuralCostModel::prepare(ArrayRef<TableSpec> tables,
   // models, and the index distribution of every bundle.
   if (Error err = m.analyticalComm.prepare(tables, topology))
     return err;
+  m.host.prepare(tables, topology);
   m.tables.assign(tables.begin(), tables.end());
   m.numDevices = topology.numDevices();
   m.batchSize = topology.batchSize;
@@ -919,11 +924,21 @@ Error NeuralCostModel::predictCompute(ArrayRef<ArrayRef<ColumnSlice>> sets,
         sum[j] += encoding[j];
     }
   }
-  return m.runHead(costsMs);
+  if (Error err = m.runHead(costsMs))
+    return err;
+  if (m.host.any())
+    for (auto [set, cost] : zip_equal(sets, costsMs)) {
+      double hostMs = 0.0;
+      for (const ColumnSlice &slice : set)
+        hostMs += m.host.ms(slice);
+      cost += hostMs;
+    }
+  return Error::success();
 }
 
+/// A slice's term is its encoding, then its host traffic in ms.
 unsigned NeuralCostModel::computeTermWidth() const {
-  return impl->encodingDim();
+  return impl->encodingDim() + 1;
 }
 
 Error NeuralCostModel::computeTerms(ArrayRef<ColumnSlice> slices,
@@ -931,26 +946,30 @@ Error NeuralCostModel::computeTerms(ArrayRef<ColumnSlice> slices,
   Impl &m = *impl;
   if (!m.prepared)
     return notPrepared(m.dir());
-  unsigned h = m.encodingDim();
-  if (terms.size() != slices.size() * h)
+  unsigned h = m.encodingDim(), width = h + 1;
+  if (terms.size() != slices.size() * width)
     return sizeMismatch(m.dir(), "the slice terms", terms.size(),
-                        slices.size() * h);
+                        slices.size() * width);
   if (slices.empty())
     return Error::success();
   if (Error err = m.findRows({slices}))
     return err;
   for (auto [i, row] : enumerate(m.sliceRows)) {
     const float *encoding = &m.encodings[size_t(row) * h];
-    std::copy(encoding, encoding + h, terms.begin() + i * h);
+    std::copy(encoding, encoding + h, terms.begin() + i * width);
+    terms[i * width + h] = m.host.ms(slices[i]);
   }
   return Error::success();
 }
 
 void NeuralCostModel::addComputeTerm(ArrayRef<double> term,
                                      MutableArrayRef<double> sum) const {
-  // Float arithmetic, as predictCompute sums; every value is a float.
-  for (auto [total, value] : zip_equal(sum, term))
-    total = static_cast<float>(total) + static_cast<float>(value);
+  // Float arithmetic for the encoding, as predictCompute sums; every value
+  // is a float. The host traffic adds up in double, as predictCompute's.
+  size_t h = sum.size() - 1;
+  for (size_t j = 0; j < h; ++j)
+    sum[j] = static_cast<float>(sum[j]) + static_cast<float>(term[j]);
+  sum[h] += term[h];
 }
 
 Error NeuralCostModel::predictComputeFromSums(ArrayRef<double> sums,
@@ -958,14 +977,21 @@ Error NeuralCostModel::predictComputeFromSums(ArrayRef<double> sums,
   Impl &m = *impl;
   if (!m.prepared)
     return notPrepared(m.dir());
-  unsigned h = m.encodingDim();
-  if (sums.size() != costsMs.size() * h)
+  unsigned h = m.encodingDim(), width = h + 1;
+  if (sums.size() != costsMs.size() * width)
     return sizeMismatch(m.dir(), "the summed encodings", sums.size(),
-                        costsMs.size() * h);
+                        costsMs.size() * width);
   if (costsMs.empty())
     return Error::success();
-  m.summed.assign(sums.begin(), sums.end());
-  return m.runHead(costsMs);
+  m.summed.resize(costsMs.size() * h);
+  for (size_t s = 0; s < costsMs.size(); ++s)
+    std::copy(sums.begin() + s * width, sums.begin() + s * width + h,
+              m.summed.begin() + s * h);
+  if (Error err = m.runHead(costsMs))
+    return err;
+  for (size_t s = 0; s < costsMs.size(); ++s)
+    costsMs[s] += sums[s * width + h];
+  return Error::success();
 }
 
 /// The dim sums of `traffic`, the comm models' input.

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/CostModel/NeuralCostModel.h"
+#include "neuroshard/Sharding/HostTier.h"
 
 #include "../TestProblems.h"
 
@@ -480,8 +481,9 @@ TEST_F(NeuralCostModelTest, RunningSumsPriceAsWholeSets) {
   std::vector<std::vector<ColumnSlice>> sets = fixtureSets();
   std::unique_ptr<NeuralCostModel> model = loadPrepared(commBundle());
   ASSERT_TRUE(model);
+  // A slice's term is its encoding and its host traffic.
   unsigned h = model->computeTermWidth();
-  ASSERT_EQ(h, model->info().encodingDim);
+  ASSERT_EQ(h, model->info().encodingDim + 1);
   std::vector<double> whole(sets.size()), fromSums(sets.size());
   ASSERT_EQ(errorMessage(model->predictCompute(asRefs(sets), whole)), "");
   std::vector<double> sums(sets.size() * h, 0.0);
@@ -498,6 +500,45 @@ TEST_F(NeuralCostModelTest, RunningSumsPriceAsWholeSets) {
 
   std::vector<double> wrongSize(sets.size() + 1);
   EXPECT_NE(errorMessage(model->predictComputeFromSums(sums, wrongSize)), "");
+}
+
+// A table kept in host memory costs its network's compute plus the host
+// traffic of its cache's misses (HostTier.h), the same whole or summed.
+TEST_F(NeuralCostModelTest, HostMemoryTablesAddTheirHostTraffic) {
+  std::vector<std::vector<ColumnSlice>> sets = fixtureSets();
+  std::unique_ptr<NeuralCostModel> model = loadPrepared(commBundle());
+  ASSERT_TRUE(model);
+  std::vector<double> inDevice(sets.size()), inHost(sets.size());
+  ASSERT_EQ(errorMessage(model->predictCompute(asRefs(sets), inDevice)), "");
+  std::vector<TableSpec> tables = fixtureTables();
+  tables[0].cacheFraction = 0.01;
+  Topology topology = Topology::uniform(kDevices, 16.0);
+  ASSERT_EQ(errorMessage(model->prepare(tables, topology)), "");
+  ASSERT_EQ(errorMessage(model->predictCompute(asRefs(sets), inHost)), "");
+  HostTierPricer pricer;
+  pricer.prepare(tables, topology);
+  bool anyHost = false;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    double hostMs = 0.0;
+    for (const ColumnSlice &slice : sets[i])
+      hostMs += pricer.ms(slice);
+    anyHost |= hostMs > 0.0;
+    EXPECT_DOUBLE_EQ(inHost[i], inDevice[i] + hostMs) << "set " << i;
+  }
+  EXPECT_TRUE(anyHost);
+  // The running sums carry the host traffic too.
+  unsigned h = model->computeTermWidth();
+  std::vector<double> sums(sets.size() * h, 0.0), fromSums(sets.size());
+  for (size_t i = 0; i < sets.size(); ++i) {
+    std::vector<double> terms(sets[i].size() * h);
+    ASSERT_EQ(errorMessage(model->computeTerms(sets[i], terms)), "");
+    for (size_t j = 0; j < sets[i].size(); ++j)
+      model->addComputeTerm(ArrayRef(terms).slice(j * h, h),
+                            MutableArrayRef(sums).slice(i * h, h));
+  }
+  ASSERT_EQ(errorMessage(model->predictComputeFromSums(sums, fromSums)), "");
+  for (size_t i = 0; i < sets.size(); ++i)
+    EXPECT_DOUBLE_EQ(fromSums[i], inHost[i]) << "set " << i;
 }
 
 TEST_F(NeuralCostModelTest, WithoutCommModelsUsesAnalyticalComm) {
