@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "neuroshard/Planner/HostTierChoice.h"
+#include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Sharding/AccessEstimate.h"
 #include "neuroshard/Support/Units.h"
 
@@ -84,6 +85,18 @@ static TableRungs rungsOf(unsigned index, const TableSpec &table,
 Expected<std::vector<TableSpec>> chooseHostTiers(ArrayRef<TableSpec> tables,
                                                  const Topology &topology) {
   std::vector<TableSpec> chosen(tables.begin(), tables.end());
+  // CPU devices work in host memory already: there is no tier to move to.
+  if (isCPUDeviceKind(topology.deviceKind)) {
+    for (const TableSpec &table : chosen)
+      if (table.inHostMemory())
+        return createStringError(
+            inconvertibleErrorCode(),
+            formatv("table '{0}': 'cache_load_factor' keeps it in host "
+                    "memory behind a cache in device memory, but a plan for "
+                    "device kind '{1}' runs in host memory already",
+                    table.name, topology.deviceKind));
+    return std::move(chosen);
+  }
   uint64_t capacity = 0;
   for (unsigned d = 0; d < topology.numDevices(); ++d)
     capacity += topology.usableBytes(d);
@@ -199,6 +212,16 @@ Expected<std::vector<TableSpec>> chooseHostTiers(ArrayRef<TableSpec> tables,
       table.shardingKinds = kindBit(ShardingKind::TableWise);
   }
   return std::move(chosen);
+}
+
+Expected<std::vector<TableSpec>> tablesForPlanning(ArrayRef<TableSpec> tables,
+                                                   const Topology &topology,
+                                                   const PlanFile *given) {
+  if (given)
+    return tablesOfPlan(tables, *given);
+  if (Error err = validateProblem(tables, topology))
+    return std::move(err);
+  return chooseHostTiers(tables, topology);
 }
 
 } // namespace neuroshard

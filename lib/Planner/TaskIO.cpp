@@ -235,6 +235,12 @@ static Expected<TableSpec> parseTable(const json::Value &value, size_t index,
     if (Error err = fields.check(checkCacheFraction(fraction)))
       return std::move(err);
     table.cacheFraction = fraction;
+    // A replica on every device would keep the table once per device.
+    table.shardingKinds &= ~kindBit(ShardingKind::DataParallel);
+    if (table.shardingKinds == 0)
+      return fields.fail("'cache_load_factor' keeps the table in host "
+                         "memory, where it cannot be data_parallel, and "
+                         "'sharding_types' allows nothing else");
   }
   return std::move(table);
 }

@@ -372,6 +372,12 @@ def without_time(plan):
       "3", "--grid-steps", "4", "--threshold-max", "1.2", "--memory-gb",
       "1"]),
     ({}, []),
+    # Devices too small for the tables: some go to host memory, and the
+    # link to it prices their misses.
+    ({"cost_model": "analytical", "memory_gb": "0.1", "host_memory_gb": 64,
+      "host_gbps": 16},
+     ["--cost-model", "analytical", "--memory-gb", "0.1", "--host-memory-gb",
+      "64", "--host-gbps", "16"]),
 ])
 def test_plans_equal_neuroshard_plans(options, flags):
     devices = [] if isinstance(options.get("memory_gb"), list) else \
@@ -385,6 +391,22 @@ def test_plans_equal_neuroshard_plans(options, flags):
     assert neuroshard.plan(TASK, format="torchrec", **kwargs) == \
         json.loads(plan_tool(TASK, "--format", "torchrec", *(devices +
                                                               flags)))
+
+
+def test_tables_too_large_for_the_devices_go_to_host_memory():
+    plan = neuroshard.plan(TASK, devices=2, memory_gb=0.1,
+                           cost_model="analytical")
+    host = [t for t in plan["per_table"] if t["storage"] == "host"]
+    assert host and all(0.0 < t["expected_hit_rate"] <= 1.0 for t in host)
+    assert sum(plan["host_memory"]["used_gb_per_node"]) > 0
+    # Without host memory the devices are too small, as before.
+    with pytest.raises(neuroshard.NeuroShardError, match="the tables need"):
+        neuroshard.plan(TASK, devices=2, memory_gb=0.1, host_memory_gb=0,
+                        cost_model="analytical")
+    with pytest.raises(neuroshard.NeuroShardError,
+                       match="host_gbps: must be between"):
+        neuroshard.plan(TASK, devices=2, host_gbps=0,
+                        cost_model="analytical")
 
 
 def test_the_default_model_is_the_shipped_bundle():
@@ -489,8 +511,8 @@ def test_the_table_format_is_the_readable_plan():
      "cost model '/no/such/bundle' does not exist"),
     ({"devices": 2, "format": "yaml"},
      "format: expected 'json', 'table' or 'torchrec', got 'yaml'"),
-    ({"devices": 2, "memory_gb": 0.001, "cost_model": "analytical"},
-     "table 'sparse.user_id' "),
+    ({"devices": 2, "memory_gb": 0.001, "host_memory_gb": 0,
+      "cost_model": "analytical"}, "table 'sparse.user_id' "),
     ({"devices": 2, "verify_top": "all"}, "verify_top: expected 'auto' or a "
      "count of candidates from 0 to 64, got 'all'"),
     ({"devices": 2, "verify_top": 65}, "verify_top: expected 'auto' or a "

@@ -379,17 +379,11 @@ static Error run() {
   if (!model)
     return model.takeError();
   // A task too large for the devices keeps some tables in host memory.
-  std::vector<TableSpec> tables =
-      given ? tablesOfPlan(task->tables, *given) : task->tables;
-  if (!given) {
-    if (Error err = validateProblem(tables, *topology))
-      return err;
-    Expected<std::vector<TableSpec>> tiered =
-        chooseHostTiers(tables, *topology);
-    if (!tiered)
-      return tiered.takeError();
-    tables = std::move(*tiered);
-  }
+  Expected<std::vector<TableSpec>> planned =
+      tablesForPlanning(task->tables, *topology, given ? &*given : nullptr);
+  if (!planned)
+    return planned.takeError();
+  std::vector<TableSpec> tables = std::move(*planned);
   Expected<PlanResult> result = [&]() -> Expected<PlanResult> {
     if (given)
       return pricePlan(tables, *topology, *given, **model);

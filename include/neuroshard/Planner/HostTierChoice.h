@@ -21,7 +21,7 @@
 //    the table, always under half of it.
 //
 // Tables the task already keeps in host memory ('cache_load_factor') stay
-// as given.
+// as given. A plan for CPU execution has no tier to move tables to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,15 @@ constexpr double kHostTierFill = 0.9;
 /// the search to say why the devices are too small.
 llvm::Expected<std::vector<TableSpec>>
 chooseHostTiers(llvm::ArrayRef<TableSpec> tables, const Topology &topology);
+
+struct PlanFile;
+
+/// The tables a front end plans or prices: with `given` (a plan to price),
+/// where that plan keeps them (tablesOfPlan); else checked
+/// (validateProblem) and with chooseHostTiers' choice.
+llvm::Expected<std::vector<TableSpec>>
+tablesForPlanning(llvm::ArrayRef<TableSpec> tables, const Topology &topology,
+                  const PlanFile *given);
 
 } // namespace neuroshard
 

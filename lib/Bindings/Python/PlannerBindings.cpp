@@ -15,6 +15,7 @@
 #include "Bindings.h"
 
 #include "neuroshard/CostModel/CostModelFactory.h"
+#include "neuroshard/Planner/HostTierChoice.h"
 #include "neuroshard/Planner/PlanIO.h"
 #include "neuroshard/Planner/PlanReport.h"
 #include "neuroshard/Planner/Search.h"
@@ -240,17 +241,20 @@ static py::object plan(const py::handle &taskObject,
     modelOptions.riskMargin = options.costRisk;
     std::unique_ptr<CostModel> model =
         unwrap(createCostModel(options.costModel, topology, modelOptions));
-    PlanResult result = unwrap(
-        given ? pricePlan(task.tables, topology, *given, *model)
-              : planWithVerification(task.tables, topology, search, *model,
-                                     options.verify, pythonSpelling));
+    // A task too large for the devices keeps some tables in host memory.
+    std::vector<TableSpec> tables = unwrap(
+        tablesForPlanning(task.tables, topology, given ? &*given : nullptr));
+    PlanResult result =
+        unwrap(given ? pricePlan(tables, topology, *given, *model)
+                     : planWithVerification(tables, topology, search, *model,
+                                            options.verify, pythonSpelling));
     raw_string_ostream os(output);
     if (*format == PlanFormat::JSON)
-      writePlanJSON(os, task.tables, topology, result);
+      writePlanJSON(os, tables, topology, result);
     else if (*format == PlanFormat::TorchRec)
-      writeTorchRecPlan(os, task.tables, topology, result);
+      writeTorchRecPlan(os, tables, topology, result);
     else
-      printPlanTable(os, task.tables, topology, result, verbose,
+      printPlanTable(os, tables, topology, result, verbose,
                      /*withWarnings=*/true);
   }
   if (*format == PlanFormat::Table)
@@ -369,6 +373,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
          std::optional<double> intraNodeGBps,
          std::optional<double> interNodeGBps,
          std::optional<double> interconnectGBps,
+         std::optional<double> hostMemoryGB, std::optional<double> hostGBps,
          std::optional<std::string> deviceKind, int64_t beamWidth,
          int64_t candidates, int64_t maxSteps, int64_t gridSteps,
          double thresholdMin, double thresholdMax, uint64_t seed,
@@ -391,6 +396,8 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
         options.topology.intraNodeGBps =
             intraNodeGBps ? intraNodeGBps : interconnectGBps;
         options.topology.interNodeGBps = interNodeGBps;
+        options.topology.hostMemoryGB = hostMemoryGB;
+        options.topology.hostGBps = hostGBps;
         options.topology.deviceKind = std::move(deviceKind);
         options.topology.optimizer = std::move(optimizer);
         options.topology.reservedFraction = reservedMemory;
@@ -429,6 +436,7 @@ void neuroshard::python::populatePlanner(py::module_ &m) {
       py::arg("intra_node_gbps") = py::none(),
       py::arg("inter_node_gbps") = py::none(),
       py::arg("interconnect_gbps") = py::none(),
+      py::arg("host_memory_gb") = py::none(), py::arg("host_gbps") = py::none(),
       py::arg("device_kind") = py::none(),
       py::arg("beam_width") = search.beamWidth,
       py::arg("candidates") = search.candidates,
@@ -460,7 +468,9 @@ task's, else 'gpu'), algorithm, cost_model ('default': the shipped model of
 the device kind; 'analytical', a shipped bundle's name or the path of a
 neural bundle), cost_risk, batch_size (default: the task's, else 65536),
 optimizer, reserved_memory, hbm_gbps, intra_node_gbps (interconnect_gbps is
-its former name), inter_node_gbps, and the search's beam_width, candidates,
+its former name), inter_node_gbps, host_memory_gb and host_gbps (a node's
+host memory for tables too large for the devices, and the link to it;
+docs/planner.md, "Tables in host memory"), and the search's beam_width, candidates,
 max_steps, grid_steps, threshold_min, threshold_max and seed. Measured
 selection (docs/planner.md): verify_top ('auto', the default: 4 candidates
 where the plan is for device_kind 'cpu' and the cost model describes this
