@@ -121,7 +121,7 @@ Expected<std::vector<TableSpec>> chooseHostTiers(ArrayRef<TableSpec> tables,
 
   // First which tables move: each at its smallest cache, which frees the
   // most, the least host traffic per byte freed first, until the tables
-  // fit.
+  // fill at most kHostTierFill of the devices' memory.
   struct Move {
     size_t candidate, rung;
     double msPerByte;

@@ -172,7 +172,7 @@ def parse_manifest(text: str):
     return tables, lookups, launches
 
 
-def launch_gb(launch: dict, tables: dict, lookups: list) -> float:
+def launch_gb(launch: dict, tables: list, lookups: list) -> float:
     """What a launch holds on the GPU, about: its weights, its output and
     its output's gradient, and its lookups' indices (every index of each
     lookup it reads, an upper bound) and offsets."""
