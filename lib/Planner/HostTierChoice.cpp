@@ -6,7 +6,7 @@
 
 #include "neuroshard/Planner/HostTierChoice.h"
 #include "neuroshard/Planner/PlanIO.h"
-#include "neuroshard/Sharding/AccessEstimate.h"
+#include "neuroshard/Sharding/HostTier.h"
 #include "neuroshard/Support/Units.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -51,12 +51,7 @@ static TableRungs rungsOf(unsigned index, const TableSpec &table,
   host.cacheFraction = 1.0;
   result.hostBytes = topology.hostShardBytes(host, host.dim);
   double lookups = double(topology.batchSize) * table.totalPoolingFactor();
-  double total = 0.0;
-  for (double fraction : table.accessHist)
-    total += fraction;
-  double alpha = total > 0.0 && lookups >= 1.0
-                     ? fitZipfAlpha(table.accessHist, table.rows, lookups)
-                     : kDefaultZipfAlpha;
+  double alpha = tablePopularityLaw(table, topology);
   double batchRows = estimateRowCacheOfLaw(alpha, table.rows, lookups, 0,
                                            CachePolicy::Frequency)
                          .batchRows;
@@ -65,7 +60,6 @@ static TableRungs rungsOf(unsigned index, const TableSpec &table,
     fractions.push_back(std::ceil(times * batchRows) / double(table.rows));
   llvm::append_range(fractions, kShareRungs);
   llvm::sort(fractions);
-  double rowBytes = double(table.dim) * table.elementBytes;
   for (double fraction : fractions) {
     if (!(fraction > 0.0) || fraction > kLargestCacheFraction ||
         (!result.rungs.empty() && fraction <= result.rungs.back().fraction))
@@ -74,10 +68,10 @@ static TableRungs rungsOf(unsigned index, const TableSpec &table,
     int64_t cacheRows = host.cacheRows(table.rows);
     CacheEstimate cache = estimateRowCacheOfLaw(
         alpha, table.rows, lookups, cacheRows, CachePolicy::LeastRecentlyUsed);
-    double bytes = 2.0 * cache.missedRows * rowBytes;
     result.rungs.push_back(
         {fraction, topology.shardBytes(host, host.dim),
-         bytes / (topology.hostBandwidthGBps * kBytesPerGB) * 1e3});
+         hostLinkMs(hostMissBytes(table, table.dim, cache.missedRows),
+                    topology)});
   }
   return result;
 }

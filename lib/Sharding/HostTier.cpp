@@ -21,6 +21,24 @@ void HostTierPricer::prepare(ArrayRef<TableSpec> newTables,
       tables, [](const TableSpec &table) { return table.inHostMemory(); });
 }
 
+double tablePopularityLaw(const TableSpec &table, const Topology &topology) {
+  double lookups = double(topology.batchSize) * table.totalPoolingFactor();
+  double total = 0.0;
+  for (double fraction : table.accessHist)
+    total += fraction;
+  return total > 0.0 && lookups >= 1.0
+             ? fitZipfAlpha(table.accessHist, table.rows, lookups)
+             : kDefaultZipfAlpha;
+}
+
+double hostMissBytes(const TableSpec &table, int64_t width, double missedRows) {
+  return 2.0 * missedRows * double(width) * table.elementBytes;
+}
+
+double hostLinkMs(double bytes, const Topology &topology) {
+  return bytes / (topology.hostBandwidthGBps * kBytesPerGB) * 1e3;
+}
+
 std::optional<HostTraffic> HostTierPricer::traffic(const ColumnSlice &slice) {
   if (slice.table >= tables.size() || slice.replica)
     return std::nullopt;
@@ -29,14 +47,8 @@ std::optional<HostTraffic> HostTierPricer::traffic(const ColumnSlice &slice) {
     return std::nullopt;
   double tableLookups = double(topology.batchSize) * table.totalPoolingFactor();
   std::optional<double> &alpha = alphas[slice.table];
-  if (!alpha) {
-    double total = 0.0;
-    for (double fraction : table.accessHist)
-      total += fraction;
-    alpha = total > 0.0 && tableLookups >= 1.0
-                ? fitZipfAlpha(table.accessHist, table.rows, tableLookups)
-                : kDefaultZipfAlpha;
-  }
+  if (!alpha)
+    alpha = tablePopularityLaw(table, topology);
   int64_t rows = slice.numRows(table);
   double lookups = tableLookups * double(rows) / double(table.rows);
   HostTraffic traffic;
@@ -50,9 +62,8 @@ std::optional<HostTraffic> HostTierPricer::traffic(const ColumnSlice &slice) {
                                   CachePolicy::LeastRecentlyUsed))
                 .first;
   traffic.cache = found->second;
-  traffic.bytes = 2.0 * traffic.cache.missedRows * double(slice.width()) *
-                  table.elementBytes;
-  traffic.ms = traffic.bytes / (topology.hostBandwidthGBps * kBytesPerGB) * 1e3;
+  traffic.bytes = hostMissBytes(table, slice.width(), traffic.cache.missedRows);
+  traffic.ms = hostLinkMs(traffic.bytes, topology);
   return traffic;
 }
 

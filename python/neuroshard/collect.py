@@ -145,6 +145,25 @@ def row_piece_problem(entry, table: Optional[Dict]) -> Optional[str]:
     return None
 
 
+def _take_whole(tables: List[Dict], order, count: int, bases: set,
+                total: int, memory_cap_bytes: int):
+    """Up to `count` of `tables` whole, in `order`, each taken if its base
+    table is not in `bases` yet and the bytes stay under the cap; returns
+    their ids and the bytes with them (`bases` gains theirs)."""
+    taken = []
+    for k in order:
+        if len(taken) == count:
+            break
+        table = tables[int(k)]
+        size = tp.table_bytes(table)
+        if table["base"] in bases or total + size > memory_cap_bytes:
+            continue
+        taken.append(int(table["id"]))
+        bases.add(table["base"])
+        total += size
+    return taken, total
+
+
 def sample_set(pool: Dict, seed: int, sample_id: int,
                memory_cap_bytes: int,
                max_tables: int = MAX_TABLES_PER_SET,
@@ -168,17 +187,7 @@ def sample_set(pool: Dict, seed: int, sample_id: int,
     random = _core.Random(_core.mix_seed(seed, sample_id))
     count = 1 + random.below(max_tables)
     order = np.argsort(random.uniform_block(len(train)), kind="stable")
-    chosen, bases, total = [], set(), 0
-    for k in order:
-        table = train[int(k)]
-        size = tp.table_bytes(table)
-        if table["base"] in bases or total + size > memory_cap_bytes:
-            continue
-        chosen.append(int(table["id"]))
-        bases.add(table["base"])
-        total += size
-        if len(chosen) == count:
-            break
+    chosen, _ = _take_whole(train, order, count, set(), 0, memory_cap_bytes)
     if row_pieces <= 0.0:
         return chosen
     by_id = {t["id"]: t for t in train}
@@ -243,19 +252,9 @@ def sample_large_set(pool: Dict, seed: int, sample_id: int,
     wanted = random.below(MAX_SMALL_WITH_LARGE + 1)
     order = np.argsort(random.uniform_block(len(small)), kind="stable") \
         if small else []
-    added = 0
-    for k in order:
-        if added == wanted:
-            break
-        table = small[int(k)]
-        size = tp.table_bytes(table)
-        if table["base"] in bases or total + size > memory_cap_bytes:
-            continue
-        entries.append(int(table["id"]))
-        bases.add(table["base"])
-        total += size
-        added += 1
-    return entries
+    taken, _ = _take_whole(small, order, wanted, bases, total,
+                           memory_cap_bytes)
+    return entries + taken
 
 
 def load_samples(path: str, allow_missing: bool = False) -> List[Dict]:

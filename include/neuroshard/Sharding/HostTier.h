@@ -50,6 +50,17 @@ struct HostTraffic {
   double ms = 0.0;
 };
 
+/// The power law a table's rows are used by: the one fitZipfAlpha finds in
+/// its histogram at the topology's batch, the default one for a table a
+/// batch never hits.
+double tablePopularityLaw(const TableSpec &table, const Topology &topology);
+
+/// The bytes `missedRows` missed rows of `width` columns of `table` move
+/// across the host link (each read, then written back), and their time in
+/// ms at the topology's host bandwidth.
+double hostMissBytes(const TableSpec &table, int64_t width, double missedRows);
+double hostLinkMs(double bytes, const Topology &topology);
+
 /// Prices the host traffic of the shards of a problem's host-memory tables
 /// (none for the others), memoizing by table, rows and lookups: the
 /// search prices a table's few row-block sizes many times.

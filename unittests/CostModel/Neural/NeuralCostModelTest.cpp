@@ -474,6 +474,21 @@ TEST_F(NeuralCostModelTest, BatchedEqualsOneAtATimeAndEncodesOnce) {
   EXPECT_EQ(batched->numEncodedSlices(), 0u);
 }
 
+/// Adds every slice's term to its set's running sum in `sums`, as the
+/// search re-prices a device.
+void addRunningSums(NeuralCostModel &model,
+                    ArrayRef<std::vector<ColumnSlice>> sets,
+                    MutableArrayRef<double> sums) {
+  unsigned h = model.computeTermWidth();
+  for (size_t i = 0; i < sets.size(); ++i) {
+    std::vector<double> terms(sets[i].size() * h);
+    ASSERT_EQ(errorMessage(model.computeTerms(sets[i], terms)), "");
+    for (size_t j = 0; j < sets[i].size(); ++j)
+      model.addComputeTerm(ArrayRef(terms).slice(j * h, h),
+                           sums.slice(i * h, h));
+  }
+}
+
 // The search re-prices a device by adding the encoding of the slice it
 // placed to the device's running sum; priced together, such sums give
 // exactly the costs of the same sets priced whole.
@@ -487,13 +502,7 @@ TEST_F(NeuralCostModelTest, RunningSumsPriceAsWholeSets) {
   std::vector<double> whole(sets.size()), fromSums(sets.size());
   ASSERT_EQ(errorMessage(model->predictCompute(asRefs(sets), whole)), "");
   std::vector<double> sums(sets.size() * h, 0.0);
-  for (size_t i = 0; i < sets.size(); ++i) {
-    std::vector<double> terms(sets[i].size() * h);
-    ASSERT_EQ(errorMessage(model->computeTerms(sets[i], terms)), "");
-    for (size_t j = 0; j < sets[i].size(); ++j)
-      model->addComputeTerm(ArrayRef(terms).slice(j * h, h),
-                            MutableArrayRef(sums).slice(i * h, h));
-  }
+  addRunningSums(*model, sets, sums);
   ASSERT_EQ(errorMessage(model->predictComputeFromSums(sums, fromSums)), "");
   for (size_t i = 0; i < sets.size(); ++i)
     EXPECT_EQ(fromSums[i], whole[i]) << "set " << i;
@@ -529,13 +538,7 @@ TEST_F(NeuralCostModelTest, HostMemoryTablesAddTheirHostTraffic) {
   // The running sums carry the host traffic too.
   unsigned h = model->computeTermWidth();
   std::vector<double> sums(sets.size() * h, 0.0), fromSums(sets.size());
-  for (size_t i = 0; i < sets.size(); ++i) {
-    std::vector<double> terms(sets[i].size() * h);
-    ASSERT_EQ(errorMessage(model->computeTerms(sets[i], terms)), "");
-    for (size_t j = 0; j < sets[i].size(); ++j)
-      model->addComputeTerm(ArrayRef(terms).slice(j * h, h),
-                            MutableArrayRef(sums).slice(i * h, h));
-  }
+  addRunningSums(*model, sets, sums);
   ASSERT_EQ(errorMessage(model->predictComputeFromSums(sums, fromSums)), "");
   for (size_t i = 0; i < sets.size(); ++i)
     EXPECT_DOUBLE_EQ(fromSums[i], inHost[i]) << "set " << i;
