@@ -262,9 +262,15 @@ Error validatePlan(ArrayRef<TableSpec> tables, const Topology &topology,
   for (unsigned d = 0; d < n; ++d)
     if (used[d] > topology.usableBytes(d)) {
       auto [holds, has] = formatGBPair(used[d], topology.usableBytes(d));
-      return planError(formatv("device {0} holds {1}{2} but has {3}{4}", d,
-                               holds, describeStorage(topology), has,
-                               describeUsable(topology)));
+      bool caches = llvm::any_of(plan.shards, [&](const Shard &shard) {
+        return shard.device == d && tables[shard.table].inHostMemory();
+      });
+      return planError(formatv("device {0} holds {1}{2}{3} but has {4}{5}", d,
+                               holds, describeStorage(topology),
+                               caches ? " (caches of host-memory tables "
+                                        "included)"
+                                      : "",
+                               has, describeUsable(topology)));
     }
   std::vector<uint64_t> host = nodeHostMemoryBytes(tables, topology, plan);
   for (auto [node, bytes] : enumerate(host))
@@ -318,10 +324,16 @@ std::vector<uint64_t> deviceWeightBytes(ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const ShardingPlan &plan) {
   std::vector<uint64_t> used(topology.numDevices(), 0);
-  for (const Shard &shard : plan.shards)
-    used[shard.device] +=
-        static_cast<uint64_t>(shard.numRows(tables[shard.table])) *
-        static_cast<uint64_t>(shard.width()) * tables[shard.table].elementBytes;
+  for (const Shard &shard : plan.shards) {
+    const TableSpec &table = tables[shard.table];
+    int64_t rows = shard.numRows(table);
+    // A shard in host memory has only its cache's rows on the device.
+    if (table.inHostMemory())
+      rows = table.cacheRows(rows);
+    used[shard.device] += static_cast<uint64_t>(rows) *
+                          static_cast<uint64_t>(shard.width()) *
+                          table.elementBytes;
+  }
   return used;
 }
 

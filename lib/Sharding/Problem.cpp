@@ -178,8 +178,14 @@ static Error tableError(size_t index, const TableSpec &table,
 int64_t TableSpec::cacheRows(int64_t rows) const {
   if (!cacheFraction || rows <= 0)
     return 0;
-  return std::clamp<int64_t>(
-      static_cast<int64_t>(std::ceil(*cacheFraction * double(rows))), 1, rows);
+  // A fraction read back from a count of rows (cache_rows / rows) gives
+  // that count again, not one more where the product rounds up past it.
+  double exact = *cacheFraction * double(rows);
+  double nearest = std::round(exact);
+  double cached = std::abs(exact - nearest) <= 1e-9 * double(rows)
+                      ? nearest
+                      : std::ceil(exact);
+  return std::clamp<int64_t>(static_cast<int64_t>(cached), 1, rows);
 }
 
 Error validateProblem(ArrayRef<TableSpec> tables, const Topology &topology) {

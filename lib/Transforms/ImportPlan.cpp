@@ -6,7 +6,8 @@
 //
 // Records a plan made elsewhere as the tables' `shards`, after the planner's
 // own reader and validator have accepted it for the module's tables and
-// topology.
+// topology. Tables the plan keeps in host memory (its shards' "cache_rows",
+// or TorchRec's "fused_uvm_caching") get shards with device caches.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +71,10 @@ struct ImportPlanPass
       module.emitError() << llvm::toString(plan.takeError());
       return signalPassFailure();
     }
+    // The tables the plan keeps in host memory take its caches, which the
+    // validation counts in the devices' memory and the tables in their
+    // nodes' host memory.
+    specs = ::neuroshard::tablesOfPlan(specs, *plan);
     if (llvm::Error err =
             ::neuroshard::validatePlanFile(specs, *topology, *plan)) {
       module.emitError() << llvm::toString(std::move(err));
@@ -77,7 +82,7 @@ struct ImportPlanPass
     }
     for (const std::string &note : plan->notes)
       module.emitRemark() << note;
-    writeShards(*tables, plan->plan);
+    writeShards(*tables, specs, plan->plan);
   }
 };
 

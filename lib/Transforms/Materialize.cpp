@@ -607,8 +607,26 @@ struct MaterializePass
             << " tables do; a plan places every table";
       return signalPassFailure();
     }
-    if (failed(readTopology(module, "materializing a plan")))
+    FailureOr<::neuroshard::Topology> topology =
+        readTopology(module, "materializing a plan");
+    if (failed(topology))
       return signalPassFailure();
+    // What the shards take of every device's memory (a shard in host memory
+    // its cache) and of every node's host memory, weights alone: a plan
+    // written by hand is held to the memory the planner's are.
+    std::vector<::neuroshard::TableSpec> specs;
+    for (ModuleTable &table : *tables) {
+      FailureOr<::neuroshard::TableSpec> spec =
+          buildTableSpec(table, topology->numDevices(), /*statistics=*/false);
+      if (failed(spec))
+        return signalPassFailure();
+      specs.push_back(std::move(*spec));
+    }
+    if (llvm::Error err =
+            ::neuroshard::validatePlan(specs, *topology, readShards(*tables))) {
+      module.emitError() << llvm::toString(std::move(err));
+      return signalPassFailure();
+    }
 
     llvm::MapVector<Block *, SmallVector<EmbeddingBagOp>> lookupsOfBlock;
     module.walk([&](EmbeddingBagOp lookup) {

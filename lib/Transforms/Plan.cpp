@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // A thin adapter between the IR and the planner: tables become TableSpecs,
-// the planner picks a plan, and the plan is recorded on the module (every
-// table's shards, the topology and the plan's costs). Rewriting the lookups
+// tables too large for the devices go to host memory, the planner picks a
+// plan, and the plan is recorded on the module (every table's shards with
+// their caches, the topology and the plan's costs). Rewriting the lookups
 // is --neuroshard-materialize's job.
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +19,7 @@
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/CostModel/CostModelFactory.h"
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
+#include "neuroshard/Planner/HostTierChoice.h"
 #include "neuroshard/Planner/Search.h"
 #include "neuroshard/Planner/TopologyOptions.h"
 #include "neuroshard/Sharding/AccessEstimate.h"
@@ -83,7 +85,8 @@ FailureOr<::neuroshard::Topology> PlanPass::buildTopology(ModuleOp module) {
         std::make_tuple("intra-node-gbps", &intraNodeGbps,
                         &given.intraNodeGBps),
         std::make_tuple("inter-node-gbps", &interNodeGbps,
-                        &given.interNodeGBps)}) {
+                        &given.interNodeGBps),
+        std::make_tuple("host-gbps", &hostGbps, &given.hostGBps)}) {
     if (text->empty())
       continue;
     double value;
@@ -91,6 +94,13 @@ FailureOr<::neuroshard::Topology> PlanPass::buildTopology(ModuleOp module) {
       return module.emitError()
              << name << ": '" << *text << "' is not a number of GB/s";
     *gbps = value;
+  }
+  if (!hostMemoryGb.empty()) {
+    double value;
+    if (StringRef(hostMemoryGb).trim().getAsDouble(value))
+      return module.emitError() << "host-memory-gb: '" << hostMemoryGb
+                                << "' is not a number of GB";
+    given.hostMemoryGB = value;
   }
   if (!deviceKind.empty())
     given.deviceKind = deviceKind;
@@ -234,6 +244,15 @@ void PlanPass::runOnOperation() {
       }
     specs.push_back(std::move(*spec));
   }
+  // Tables too large for the devices go to the nodes' host memory behind
+  // device caches, as neuroshard-plan sends them (Planner/HostTierChoice.h).
+  llvm::Expected<std::vector<::neuroshard::TableSpec>> planned =
+      ::neuroshard::tablesForPlanning(specs, *topology, /*given=*/nullptr);
+  if (!planned) {
+    (void)emitPlannerError(module.getLoc(), planned.takeError());
+    return signalPassFailure();
+  }
+  specs = std::move(*planned);
   FailureOr<::neuroshard::SearchOptions> options =
       buildSearchOptions(module, *topology);
   if (failed(options))
@@ -289,7 +308,7 @@ void PlanPass::runOnOperation() {
   // Options override the module's topology, so record the one that was
   // planned for.
   writeTopology(module, *topology);
-  writeShards(*tables, result->plan);
+  writeShards(*tables, specs, result->plan);
   writePlanRecord(module, specs, *topology, *result);
 
   numTables = tables->size();

@@ -63,6 +63,15 @@ mlir::neuroshard::buildTableSpec(const ModuleTable &info, unsigned numDevices,
     spec.pinnedDevice = static_cast<unsigned>(*pinned);
   }
   spec.noSplit = table.getNoSplit();
+  // The verifier has checked that every shard has a cache or none has.
+  if (ArrayAttr shards = table.getShardsAttr())
+    for (ShardAttr shard : shards.getAsRange<ShardAttr>())
+      if (shard.isCached()) {
+        int64_t rows = shard.getRowEndIn(spec.rows) - shard.getRowBegin();
+        double fraction = double(shard.getCacheRows()) / double(rows);
+        spec.cacheFraction =
+            std::max(spec.cacheFraction.value_or(0.0), fraction);
+      }
   // The verifier has checked the names.
   if (std::optional<ArrayAttr> kinds = table.getShardingTypes()) {
     spec.shardingKinds = 0;
@@ -133,14 +142,17 @@ mlir::neuroshard::readShards(ArrayRef<ModuleTable> tables) {
 }
 
 void mlir::neuroshard::writeShards(ArrayRef<ModuleTable> tables,
+                                   ArrayRef<::neuroshard::TableSpec> specs,
                                    const ::neuroshard::ShardingPlan &plan) {
   for (auto [index, info] : llvm::enumerate(tables)) {
     TableOp table = info.op;
     MLIRContext *ctx = table.getContext();
+    const ::neuroshard::TableSpec &spec = specs[index];
     SmallVector<Attribute> shards;
     for (const ::neuroshard::Shard &shard : plan.shards)
       if (shard.table == index)
-        shards.push_back(toShardAttr(ctx, shard, table.getNumRows()));
+        shards.push_back(toShardAttr(ctx, shard, table.getNumRows(),
+                                     spec.cacheRows(shard.numRows(spec))));
     table.setShardsAttr(ArrayAttr::get(ctx, shards));
   }
 }
@@ -156,6 +168,8 @@ void mlir::neuroshard::writeShards(ArrayRef<ModuleTable> tables,
   topology.intraNodeBandwidthGBps = attr.getIntraNodeGbps();
   topology.interNodeBandwidthGBps = attr.getInterNodeGbps();
   topology.deviceKind = attr.getDeviceKind().str();
+  topology.hostMemoryGB = attr.getHostMemoryGb();
+  topology.hostBandwidthGBps = attr.getHostGbps();
   return topology;
 }
 
@@ -180,7 +194,8 @@ void mlir::neuroshard::writeTopology(ModuleOp module,
                         DenseF64ArrayAttr::get(ctx, topology.memoryGB),
                         topology.numNodes(), topology.hbmBandwidthGBps,
                         topology.intraNodeBandwidthGBps,
-                        topology.interNodeBandwidthGBps, topology.deviceKind));
+                        topology.interNodeBandwidthGBps, topology.deviceKind,
+                        topology.hostMemoryGB, topology.hostBandwidthGBps));
 }
 
 //===----------------------------------------------------------------------===//

@@ -48,6 +48,8 @@ struct ShardPass : public mlir::neuroshard::impl::ShardBase<ShardPass> {
     options.hbmGbps = hbmGbps;
     options.intraNodeGbps = intraNodeGbps;
     options.interNodeGbps = interNodeGbps;
+    options.hostMemoryGb = hostMemoryGb;
+    options.hostGbps = hostGbps;
     options.deviceKind = deviceKind;
     options.batchSize = batchSize;
     options.optimizer = optimizer;

@@ -26,10 +26,6 @@ TOOL_ONLY = {
     "plot": "a picture of the plan, as --neuroshard-export-plan format=svg",
     "price": "a plan to price instead of searching: --neuroshard-import-plan",
     "verbose": "a row per table in the table format",
-    "host-memory-gb": "tables in host memory: the IR does not record a "
-                      "shard's cache yet, so the pass plans every table in "
-                      "device memory",
-    "host-gbps": "the host link of tables in host memory, as host-memory-gb",
 }
 PYTHON_ONLY = {
     "task": "the task itself, the tool's positional argument",
@@ -38,8 +34,6 @@ PYTHON_ONLY = {
     "verbose": TOOL_ONLY["verbose"],
     "interconnect-gbps": "the former name of intra-node-gbps, kept for "
                          "callers of earlier releases",
-    "host-memory-gb": TOOL_ONLY["host-memory-gb"],
-    "host-gbps": TOOL_ONLY["host-gbps"],
 }
 # Pass options that Python does not take, and why.
 NOT_IN_PYTHON = {

@@ -103,7 +103,8 @@ std::vector<uint64_t> tableMemoryBytes(llvm::ArrayRef<TableSpec> tables,
                                        const Topology &topology,
                                        const ShardingPlan &plan);
 
-/// Bytes of the weights alone placed on each device.
+/// Bytes of the weights alone placed on each device (of a shard in host
+/// memory, its cache's rows).
 std::vector<uint64_t> deviceWeightBytes(llvm::ArrayRef<TableSpec> tables,
                                         const Topology &topology,
                                         const ShardingPlan &plan);

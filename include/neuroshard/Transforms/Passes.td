@@ -32,6 +32,13 @@ defvar PlanOptions = [
   Option<"interNodeGbps", "inter-node-gbps", "std::string", "\"\"",
          "Bandwidth from a device to other nodes in GB/s (default: the "
          "module's, else 50)">,
+  Option<"hostMemoryGb", "host-memory-gb", "std::string", "\"\"",
+         "Host memory of each node in GB for tables kept there behind a "
+         "device cache, when the devices' memory is too small (default: the "
+         "module's, else 2048; 0: none)">,
+  Option<"hostGbps", "host-gbps", "std::string", "\"\"",
+         "Bandwidth between a device and its node's host memory in GB/s "
+         "(default: the module's, else 32)">,
   Option<"deviceKind", "device-kind", "std::string", "\"\"",
          "What the devices are: gpu, cpu (a plan for CPU execution) or a "
          "chip such as h100; it chooses the default cost model (default: "

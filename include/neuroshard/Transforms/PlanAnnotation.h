@@ -36,7 +36,9 @@ struct ModuleTable {
 FailureOr<SmallVector<ModuleTable>> collectModuleTables(ModuleOp module);
 
 /// The planner's view of `table`: its report name, size, element type and
-/// constraints and, with `statistics`, the pooling factor and access
+/// constraints, the cache fraction its shards' caches amount to when it
+/// lives in host memory (the largest share of a shard's rows one caches)
+/// and, with `statistics`, the pooling factor and access
 /// histogram of every feature that looks it up (the table's own, or every
 /// lookup's when its lookups carry their own). Fails at the table or the
 /// lookup if it is pinned outside `numDevices` devices, or if `statistics`
@@ -49,11 +51,15 @@ buildTableSpec(const ModuleTable &table, unsigned numDevices, bool statistics);
 /// have none in it.
 ::neuroshard::ShardingPlan readShards(ArrayRef<ModuleTable> tables);
 
-/// Records `plan` as the `shards` of every table of `tables`.
+/// Records `plan` as the `shards` of every table of `tables`; the shards of
+/// a table `specs` keeps in host memory get its caches
+/// (TableSpec::cacheRows).
 void writeShards(ArrayRef<ModuleTable> tables,
+                 ArrayRef<::neuroshard::TableSpec> specs,
                  const ::neuroshard::ShardingPlan &plan);
 
-/// The devices, their memory, nodes and bandwidths `attr` describes (the
+/// The devices, their memory, nodes, host memory and bandwidths `attr`
+/// describes (the
 /// training step's optimizer, reserve and batch are the defaults).
 ::neuroshard::Topology topologyOf(TopologyAttr attr);
 
@@ -62,8 +68,8 @@ void writeShards(ArrayRef<ModuleTable> tables,
 FailureOr<::neuroshard::Topology> readTopology(ModuleOp module,
                                                StringRef purpose);
 
-/// Records the topology's devices, memory, nodes and bandwidths as
-/// `neuroshard.topology`.
+/// Records the topology's devices, memory, nodes, host memory and
+/// bandwidths as `neuroshard.topology`.
 void writeTopology(ModuleOp module, const ::neuroshard::Topology &topology);
 
 /// Records `result` (a plan of `tables` over `topology`) as the module's

@@ -203,6 +203,51 @@ neuroshard.table @t : rows 4, dim 12, f32
 
 // -----
 
+// A shard's cache: at least one row, at most the shard's rows, none on a
+// replica, and a table in host memory has every shard behind a cache.
+
+// expected-error @+2 {{the shard on device 0 caches -3 rows; a cache holds at least 1}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0, cache_rows = -3>]
+
+// -----
+
+// expected-error @+3 {{the shard on device 1 caches 5 rows but holds only 3 (rows [1, 4))}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<rows = 0 to 1, cols = 0 to 8, device = 0, cache_rows = 1>,
+            #neuroshard.shard<rows = 1 to 4, cols = 0 to 8, device = 1, cache_rows = 5>]
+
+// -----
+
+// expected-error @+1 {{table 't' has a shard on device 0 that caches 5 rows but holds only 4}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0, cache_rows = 5>]
+
+// -----
+
+// expected-error @+1 {{table 't' caches its shard on device 1 but not the one on device 0; a table lives in host memory whole, every shard behind a cache, or not at all}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 4, device = 0>,
+            #neuroshard.shard<cols = 4 to 8, device = 1, cache_rows = 2>]
+
+// -----
+
+// expected-error @+2 {{expected 'replica' or 'cache_rows'}}
+neuroshard.table @t : rows 4, dim 8, f32
+    shards [#neuroshard.shard<cols = 0 to 8, device = 0, cached>]
+
+// -----
+
+// expected-error @+1 {{topology: host_gbps must be between 0.001 and 1e+09 GB/s, got 0}}
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 8.0, host_gbps = 0.0>} {}
+
+// -----
+
+// expected-error @+1 {{topology: host_memory_gb}}
+module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 8.0, host_memory_gb = -1.0>} {}
+
+// -----
+
 // expected-error @+1 {{topology: the device count must be between 1 and 65536, got 0}}
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 0, memory_gb = 8.0>} {}
 

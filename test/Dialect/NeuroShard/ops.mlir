@@ -35,6 +35,15 @@ module attributes {neuroshard.topology = #neuroshard.topology<devices = 3, memor
               #neuroshard.shard<cols = 0 to 4, device = 1, replica>,
               #neuroshard.shard<cols = 0 to 4, device = 2, replica>]
 
+  // Tables in host memory: every shard has a device cache of some rows.
+  // CHECK: neuroshard.table @hosted : rows 1000, dim 16, f32 shards [#neuroshard.shard<rows = 0 to 600, cols = 0 to 16, device = 0, cache_rows = 120>, #neuroshard.shard<rows = 600 to 1000, cols = 0 to 16, device = 1, cache_rows = 80>]
+  neuroshard.table @hosted : rows 1000, dim 16, f32
+      shards [#neuroshard.shard<rows = 0 to 600, cols = 0 to 16, device = 0, cache_rows = 120>,
+              #neuroshard.shard<rows = 600 to 1000, cols = 0 to 16, device = 1, cache_rows = 80>]
+  // CHECK: neuroshard.table @hosted_whole : rows 64, dim 8, f32 shards [#neuroshard.shard<cols = 0 to 8, device = 2, cache_rows = 64>]
+  neuroshard.table @hosted_whole : rows 64, dim 8, f32
+      shards [#neuroshard.shard<cols = 0 to 8, device = 2, cache_rows = 64>]
+
   // CHECK: neuroshard.table @pinned : rows 64, dim 8, f32 {no_split, pinned_device = 1 : i64}
   neuroshard.table @pinned : rows 64, dim 8, f32 {pinned_device = 1 : i64, no_split}
 

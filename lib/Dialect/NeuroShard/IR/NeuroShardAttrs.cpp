@@ -38,7 +38,8 @@ void NeuroShardDialect::registerAttributes() {
 LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t colBegin, int64_t colEnd,
                                 int64_t device, int64_t rowBegin,
-                                int64_t rowEnd, bool replica) {
+                                int64_t rowEnd, bool replica,
+                                int64_t cacheRows) {
   if (colBegin < 0 || colEnd <= colBegin)
     return emitError() << "shard column range [" << colBegin << ", " << colEnd
                        << ") is empty or negative";
@@ -51,6 +52,19 @@ LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "the replica on device " << device << " names rows ["
                        << rowBegin << ", " << rowEnd
                        << "); a replica holds every row";
+  if (cacheRows < 0)
+    return emitError() << "the shard on device " << device << " caches "
+                       << cacheRows << " rows; a cache holds at least 1";
+  if (cacheRows > 0 && replica)
+    return emitError() << "the replica on device " << device << " caches "
+                       << cacheRows
+                       << " rows; a replica lives in device memory";
+  if (cacheRows > 0 && rowEnd != ::neuroshard::kAllRows &&
+      cacheRows > rowEnd - rowBegin)
+    return emitError() << "the shard on device " << device << " caches "
+                       << cacheRows << " rows but holds only "
+                       << rowEnd - rowBegin << " (rows [" << rowBegin << ", "
+                       << rowEnd << "))";
   return success();
 }
 
@@ -60,11 +74,11 @@ static ParseResult parseRange(AsmParser &parser, int64_t &begin, int64_t &end) {
                  parser.parseKeyword("to") || parser.parseInteger(end));
 }
 
-/// `rows = a to b, cols = c to d, device = n` with the rows optional and an
-/// optional trailing `replica`.
+/// `rows = a to b, cols = c to d, device = n` with the rows optional, then
+/// optionally `cache_rows = c` or `replica`.
 Attribute ShardAttr::parse(AsmParser &parser, Type) {
   int64_t rowBegin = 0, rowEnd = ::neuroshard::kAllRows;
-  int64_t colBegin = 0, colEnd = 0, device = 0;
+  int64_t colBegin = 0, colEnd = 0, device = 0, cacheRows = 0;
   bool replica = false;
   SMLoc loc = parser.getCurrentLocation();
   if (parser.parseLess())
@@ -77,15 +91,20 @@ Attribute ShardAttr::parse(AsmParser &parser, Type) {
       parser.parseEqual() || parser.parseInteger(device))
     return {};
   if (succeeded(parser.parseOptionalComma())) {
-    if (parser.parseKeyword("replica"))
+    if (succeeded(parser.parseOptionalKeyword("cache_rows"))) {
+      if (parser.parseEqual() || parser.parseInteger(cacheRows))
+        return {};
+    } else if (parser.parseKeyword("replica", " or 'cache_rows'")) {
       return {};
-    replica = true;
+    } else {
+      replica = true;
+    }
   }
   if (parser.parseGreater())
     return {};
   return parser.getChecked<ShardAttr>(loc, parser.getContext(), colBegin,
-                                      colEnd, device, rowBegin, rowEnd,
-                                      replica);
+                                      colEnd, device, rowBegin, rowEnd, replica,
+                                      cacheRows);
 }
 
 void ShardAttr::print(AsmPrinter &printer) const {
@@ -96,6 +115,8 @@ void ShardAttr::print(AsmPrinter &printer) const {
           << ", device = " << getDevice();
   if (getReplica())
     printer << ", replica";
+  if (isCached())
+    printer << ", cache_rows = " << getCacheRows();
   printer << ">";
 }
 
@@ -113,11 +134,11 @@ mlir::neuroshard::toPlanShard(ShardAttr shard, unsigned table, int64_t rows) {
 
 ShardAttr mlir::neuroshard::toShardAttr(MLIRContext *context,
                                         const ::neuroshard::Shard &shard,
-                                        int64_t rows) {
+                                        int64_t rows, int64_t cacheRows) {
   ::neuroshard::Shard piece = shard;
   piece.setRows(shard.rowBegin, shard.rowEnd, rows);
   return ShardAttr::get(context, piece.colBegin, piece.colEnd, piece.device,
-                        piece.rowBegin, piece.rowEnd, piece.replica);
+                        piece.rowBegin, piece.rowEnd, piece.replica, cacheRows);
 }
 
 //===----------------------------------------------------------------------===//
@@ -130,9 +151,11 @@ static const ::neuroshard::Topology kDefaultTopology;
 TopologyAttr TopologyAttr::get(MLIRContext *context, int64_t devices,
                                DenseF64ArrayAttr memoryGb, int64_t nodes,
                                double hbmGbps, double intraNodeGbps,
-                               double interNodeGbps, StringRef deviceKind) {
+                               double interNodeGbps, StringRef deviceKind,
+                               double hostMemoryGb, double hostGbps) {
   return Base::get(context, devices, memoryGb, nodes, APFloat(hbmGbps),
-                   APFloat(intraNodeGbps), APFloat(interNodeGbps), deviceKind);
+                   APFloat(intraNodeGbps), APFloat(interNodeGbps), deviceKind,
+                   APFloat(hostMemoryGb), APFloat(hostGbps));
 }
 
 TopologyAttr TopologyAttr::get(MLIRContext *context, int64_t devices,
@@ -140,7 +163,8 @@ TopologyAttr TopologyAttr::get(MLIRContext *context, int64_t devices,
   return get(
       context, devices, memoryGb, int64_t{1}, kDefaultTopology.hbmBandwidthGBps,
       kDefaultTopology.intraNodeBandwidthGBps,
-      kDefaultTopology.interNodeBandwidthGBps, kDefaultTopology.deviceKind);
+      kDefaultTopology.interNodeBandwidthGBps, kDefaultTopology.deviceKind,
+      kDefaultTopology.hostMemoryGB, kDefaultTopology.hostBandwidthGBps);
 }
 
 TopologyAttr
@@ -151,16 +175,16 @@ TopologyAttr::getChecked(function_ref<InFlightDiagnostic()> emitError,
                           APFloat(kDefaultTopology.hbmBandwidthGBps),
                           APFloat(kDefaultTopology.intraNodeBandwidthGBps),
                           APFloat(kDefaultTopology.interNodeBandwidthGBps),
-                          kDefaultTopology.deviceKind);
+                          kDefaultTopology.deviceKind,
+                          APFloat(kDefaultTopology.hostMemoryGB),
+                          APFloat(kDefaultTopology.hostBandwidthGBps));
 }
 
-LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   int64_t devices,
-                                   DenseF64ArrayAttr memoryGbAttr,
-                                   int64_t nodes, APFloat hbmBandwidth,
-                                   APFloat intraNodeBandwidth,
-                                   APFloat interNodeBandwidth,
-                                   StringRef deviceKind) {
+LogicalResult TopologyAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t devices,
+    DenseF64ArrayAttr memoryGbAttr, int64_t nodes, APFloat hbmBandwidth,
+    APFloat intraNodeBandwidth, APFloat interNodeBandwidth,
+    StringRef deviceKind, APFloat hostMemory, APFloat hostBandwidth) {
   double hbmGbps = hbmBandwidth.convertToDouble();
   double intraNodeGbps = intraNodeBandwidth.convertToDouble();
   double interNodeGbps = interNodeBandwidth.convertToDouble();
@@ -178,11 +202,16 @@ LogicalResult TopologyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (::neuroshard::RuleViolation v =
           ::neuroshard::checkNodeCount(nodes, devices))
     return emitError() << "topology: " << *v;
-  for (auto [name, gbps] : {std::make_pair("hbm_gbps", hbmGbps),
-                            std::make_pair("intra_node_gbps", intraNodeGbps),
-                            std::make_pair("inter_node_gbps", interNodeGbps)})
+  for (auto [name, gbps] :
+       {std::make_pair("hbm_gbps", hbmGbps),
+        std::make_pair("intra_node_gbps", intraNodeGbps),
+        std::make_pair("inter_node_gbps", interNodeGbps),
+        std::make_pair("host_gbps", hostBandwidth.convertToDouble())})
     if (::neuroshard::RuleViolation v = ::neuroshard::checkBandwidthGBps(gbps))
       return emitError() << "topology: " << name << " " << *v;
+  if (::neuroshard::RuleViolation v =
+          ::neuroshard::checkHostMemoryGB(hostMemory.convertToDouble()))
+    return emitError() << "topology: host_memory_gb " << *v;
   if (::neuroshard::RuleViolation v = ::neuroshard::checkDeviceKind(deviceKind))
     return emitError() << "topology: device_kind " << *v;
   return success();
@@ -196,6 +225,11 @@ double TopologyAttr::getDeviceMemoryGb(int64_t device) const {
 /// always with a decimal point so that it reads as a float.
 static void printRoundTripDouble(AsmPrinter &printer, double value) {
   char buffer[64];
+  // Whole numbers of a sensible size print as such (80.0, not 8e+01).
+  if (value == std::trunc(value) && std::abs(value) < 1e15) {
+    printer << llvm::format("%.1f", value);
+    return;
+  }
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
     if (std::strtod(buffer, nullptr) == value)
@@ -237,6 +271,8 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
   double hbm = kDefaultTopology.hbmBandwidthGBps;
   double intraNode = kDefaultTopology.intraNodeBandwidthGBps;
   double interNode = kDefaultTopology.interNodeBandwidthGBps;
+  double hostMemory = kDefaultTopology.hostMemoryGB;
+  double host = kDefaultTopology.hostBandwidthGBps;
   std::string kind = kDefaultTopology.deviceKind;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
@@ -248,12 +284,15 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
         : key == "hbm_gbps"        ? parser.parseFloat(hbm)
         : key == "intra_node_gbps" ? parser.parseFloat(intraNode)
         : key == "inter_node_gbps" ? parser.parseFloat(interNode)
+        : key == "host_memory_gb"  ? parser.parseFloat(hostMemory)
+        : key == "host_gbps"       ? parser.parseFloat(host)
         : key == "device_kind"
             ? parser.parseString(&kind)
             : (parser.emitError(keyLoc)
                    << "unknown topology field '" << key
                    << "' (expected nodes, hbm_gbps, intra_node_gbps, "
-                      "inter_node_gbps or device_kind)",
+                      "inter_node_gbps, host_memory_gb, host_gbps or "
+                      "device_kind)",
                failure());
     if (failed(parsed))
       return {};
@@ -263,7 +302,8 @@ Attribute TopologyAttr::parse(AsmParser &parser, Type) {
   return TopologyAttr::getChecked(
       [&] { return parser.emitError(loc); }, parser.getContext(), devices,
       DenseF64ArrayAttr::get(parser.getContext(), memory), nodes, APFloat(hbm),
-      APFloat(intraNode), APFloat(interNode), kind);
+      APFloat(intraNode), APFloat(interNode), kind, APFloat(hostMemory),
+      APFloat(host));
 }
 
 void TopologyAttr::print(AsmPrinter &printer) const {
@@ -284,7 +324,11 @@ void TopologyAttr::print(AsmPrinter &printer) const {
         std::make_tuple("intra_node_gbps", getIntraNodeGbps(),
                         kDefaultTopology.intraNodeBandwidthGBps),
         std::make_tuple("inter_node_gbps", getInterNodeGbps(),
-                        kDefaultTopology.interNodeBandwidthGBps)}) {
+                        kDefaultTopology.interNodeBandwidthGBps),
+        std::make_tuple("host_memory_gb", getHostMemoryGb(),
+                        kDefaultTopology.hostMemoryGB),
+        std::make_tuple("host_gbps", getHostGbps(),
+                        kDefaultTopology.hostBandwidthGBps)}) {
     if (gbps == byDefault)
       continue;
     printer << ", " << name << " = ";

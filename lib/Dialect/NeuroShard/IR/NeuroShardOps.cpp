@@ -270,6 +270,22 @@ LogicalResult TableOp::verify() {
       return emitOpError() << "table '" << name << "' is pinned to device "
                            << *pinnedTo << " but has a shard on device "
                            << shard.getDevice();
+    int64_t shardRows = shard.getRowEndIn(getNumRows()) - shard.getRowBegin();
+    if (shard.getCacheRows() > shardRows)
+      return emitOpError() << "table '" << name << "' has a shard on device "
+                           << shard.getDevice() << " that caches "
+                           << shard.getCacheRows() << " rows but holds only "
+                           << shardRows;
+    if (shard.isCached() != shards.front().isCached()) {
+      ShardAttr cached = shard.isCached() ? shard : shards.front();
+      ShardAttr uncached = shard.isCached() ? shards.front() : shard;
+      return emitOpError() << "table '" << name << "' caches its shard on "
+                           << "device " << cached.getDevice()
+                           << " but not the one on device "
+                           << uncached.getDevice()
+                           << "; a table lives in host memory whole, every "
+                              "shard behind a cache, or not at all";
+    }
     pieces.push_back(toPlanShard(shard, /*table=*/0, getNumRows()));
   }
 

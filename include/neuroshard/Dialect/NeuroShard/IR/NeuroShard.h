@@ -64,9 +64,10 @@ TopologyAttr getEnclosingTopology(Operation *op);
 /// writes it: a row range of every row, spelled out or not, is every row.
 ::neuroshard::Shard toPlanShard(ShardAttr shard, unsigned table, int64_t rows);
 
-/// The attribute of `shard`, a piece of a table of `rows` rows.
+/// The attribute of `shard`, a piece of a table of `rows` rows, with a
+/// device cache of `cacheRows` rows when it lives in host memory.
 ShardAttr toShardAttr(MLIRContext *context, const ::neuroshard::Shard &shard,
-                      int64_t rows);
+                      int64_t rows, int64_t cacheRows = 0);
 
 /// Rows `rowBegin .. rowEnd` and columns `colBegin .. colEnd` of `table`,
 /// held by one device (every row unless it is a row piece; a replica is the

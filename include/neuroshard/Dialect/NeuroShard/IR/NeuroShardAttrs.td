@@ -53,10 +53,19 @@ def NeuroShard_ShardAttr : NeuroShard_Attr<"Shard", "shard"> {
     replica per device. When a table is split by columns, every column
     boundary is a multiple of 4; row boundaries are free.
 
+    With `cache_rows = C`, the shard lives in the host memory of its
+    device's node and the device keeps a cache of `C` of its rows (the
+    host-memory tier, docs/planner.md): `C` is at least 1 and at most the
+    shard's rows, the cache (not the shard) counts against the device's
+    memory and the shard against its node's host memory. A table lives in
+    host memory whole: every shard of it has a cache or none has, and a
+    replica has none.
+
     ```mlir
     #neuroshard.shard<cols = 0 to 64, device = 2>
     #neuroshard.shard<rows = 0 to 500000, cols = 0 to 128, device = 3>
     #neuroshard.shard<cols = 0 to 16, device = 1, replica>
+    #neuroshard.shard<cols = 0 to 128, device = 0, cache_rows = 20000>
     ```
   }];
   let parameters = (ins "int64_t":$colBegin, "int64_t":$colEnd,
@@ -64,13 +73,14 @@ def NeuroShard_ShardAttr : NeuroShard_Attr<"Shard", "shard"> {
                         DefaultValuedParameter<"int64_t", "0">:$rowBegin,
                         DefaultValuedParameter<"int64_t",
                             "std::numeric_limits<int64_t>::max()">:$rowEnd,
-                        DefaultValuedParameter<"bool", "false">:$replica);
+                        DefaultValuedParameter<"bool", "false">:$replica,
+                        DefaultValuedParameter<"int64_t", "0">:$cacheRows);
   let builders = [
     // Every row of columns [colBegin, colEnd).
     AttrBuilder<(ins "int64_t":$colBegin, "int64_t":$colEnd,
                      "int64_t":$device), [{
       return $_get($_ctxt, colBegin, colEnd, device, int64_t{0},
-                   std::numeric_limits<int64_t>::max(), false);
+                   std::numeric_limits<int64_t>::max(), false, int64_t{0});
     }]>
   ];
   let hasCustomAssemblyFormat = 1;
@@ -86,6 +96,8 @@ def NeuroShard_ShardAttr : NeuroShard_Attr<"Shard", "shard"> {
     int64_t getRowEndIn(int64_t rows) const {
       return std::min(getRowEnd(), rows);
     }
+    /// Whether the shard lives in host memory behind a device cache.
+    bool isCached() const { return getCacheRows() > 0; }
   }];
 }
 
@@ -107,14 +119,20 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
     50, one 400 Gb/s port per GPU) and `hbm_gbps` of each device's memory
     (default 897). `device_kind` says what the devices are: "gpu"
     (default), "cpu" for a plan meant for CPU execution, or a chip such as
-    "h100"; it chooses the default cost model. A field equal to its default
-    is not printed.
+    "h100"; it chooses the default cost model. `host_memory_gb` is each
+    node's host memory for tables kept there behind a device cache (default
+    2048, a DGX H100 node's 2 TB) and `host_gbps` a device's bandwidth to
+    it (default 32, the figure TorchRec's planner prices a cache's misses
+    at across PCIe). A field
+    equal to its default is not printed.
 
     ```mlir
     #neuroshard.topology<devices = 4, memory_gb = 16.0>
     #neuroshard.topology<devices = 3, memory_gb = [16.0, 16.0, 8.0]>
     #neuroshard.topology<devices = 16, memory_gb = 80.0, nodes = 2,
                          inter_node_gbps = 25.0, device_kind = "h100">
+    #neuroshard.topology<devices = 8, memory_gb = 80.0,
+                         host_memory_gb = 1024.0, host_gbps = 50.0>
     ```
   }];
   let parameters = (ins "int64_t":$devices,
@@ -123,7 +141,9 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
                         APFloatParameter<"HBM GB/s">:$hbmBandwidth,
                         APFloatParameter<"intra-node GB/s">:$intraNodeBandwidth,
                         APFloatParameter<"inter-node GB/s">:$interNodeBandwidth,
-                        StringRefParameter<"device kind">:$deviceKind);
+                        StringRefParameter<"device kind">:$deviceKind,
+                        APFloatParameter<"host memory GB per node">:$hostMemory,
+                        APFloatParameter<"device-host GB/s">:$hostBandwidth);
   let builders = [
     // One node, with the default bandwidths.
     AttrBuilder<(ins "int64_t":$devices, "DenseF64ArrayAttr":$memoryGb)>
@@ -141,12 +161,16 @@ def NeuroShard_TopologyAttr : NeuroShard_Attr<"Topology", "topology"> {
     double getInterNodeGbps() const {
       return getInterNodeBandwidth().convertToDouble();
     }
+    double getHostGbps() const { return getHostBandwidth().convertToDouble(); }
+    /// A node's host memory for tables, in GB.
+    double getHostMemoryGb() const { return getHostMemory().convertToDouble(); }
     /// The topology with bandwidths in GB/s.
     static TopologyAttr get(::mlir::MLIRContext *context, int64_t devices,
                             ::mlir::DenseF64ArrayAttr memoryGb, int64_t nodes,
                             double hbmGbps, double intraNodeGbps,
                             double interNodeGbps,
-                            ::llvm::StringRef deviceKind);
+                            ::llvm::StringRef deviceKind,
+                            double hostMemoryGb, double hostGbps);
   }];
 }
 
