@@ -12,6 +12,7 @@
 
 #include "neuroshard/Sharding/AccessEstimate.h"
 #include "neuroshard/Runtime/InputGenerator.h"
+#include "neuroshard/Runtime/RowCache.h"
 
 #include "gtest/gtest.h"
 
@@ -358,6 +359,57 @@ TEST(AccessEstimateTest, CacheMissesMatchSimulatedStreams) {
       // Least recently used misses what a static choice of the most popular
       // rows holds.
       EXPECT_GE(lru.missedRows, frequency.missedRows);
+    }
+  }
+}
+
+TEST(AccessEstimateTest, TheRuntimeCacheMissesWhatTheLRUEstimateSays) {
+  // The cache a host-memory shard runs through (Runtime/RowCache.h: sets of
+  // 32 ways, least recently used within a set, batch after batch) misses
+  // about what Che's approximation of a fully associative LRU cache says.
+  constexpr int64_t lookups = 131072;
+  constexpr unsigned warmup = 15, measured = 10;
+  struct CacheCase {
+    int64_t rows;
+    double alpha;
+  };
+  for (CacheCase c : {CacheCase{4000000, 1.05}, CacheCase{1000000, 1.3}}) {
+    std::vector<std::vector<int64_t>> drawn =
+        drawnBatches(c.rows, c.alpha, lookups, warmup + measured, 11);
+    std::array<double, kNumAccessBins> hist =
+        inputs::accessHistogram(drawn.front());
+    double used = 0.0;
+    for (unsigned b = warmup; b < warmup + measured; ++b)
+      used += double(distinctRows(drawn[b]).size());
+    used /= double(measured);
+    for (double times : {2.0, 4.0}) {
+      int64_t cacheRows = std::llround(times * used);
+      SCOPED_TRACE(testing::Message() << c.rows << " rows, alpha " << c.alpha
+                                      << ", cache " << cacheRows << " rows");
+      runtime::RowCache cache(c.rows, cacheRows);
+      // Rows of no columns: the bookkeeping alone.
+      float nothing = 0.0f;
+      runtime::RowCacheStorage storage{&nothing, 0, &nothing, 0, 0, 0};
+      double missed = 0.0;
+      for (unsigned b = 0; b < warmup + measured; ++b) {
+        std::vector<int64_t> rows = distinctRows(drawn[b]);
+        std::vector<int64_t> locations(rows.size());
+        runtime::RowCacheStats before = cache.stats();
+        cache.beginStep();
+        ASSERT_FALSE(cache.fetch(rows.data(), int64_t(rows.size()),
+                                 locations.data(), storage, false));
+        if (b >= warmup)
+          missed += double(cache.stats().lookups - before.lookups -
+                           (cache.stats().hits - before.hits));
+      }
+      missed /= double(measured);
+      CacheEstimate lru =
+          estimateRowCache(hist, c.rows, double(lookups), cacheRows,
+                           CachePolicy::LeastRecentlyUsed);
+      EXPECT_NEAR(lru.missedRows, missed, 0.1 * missed);
+      RecordProperty(std::to_string(c.rows) + "-rows-" +
+                         std::to_string(int(times)) + "-batches-error",
+                     std::to_string(lru.missedRows / missed - 1.0));
     }
   }
 }
