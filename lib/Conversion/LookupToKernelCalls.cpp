@@ -9,6 +9,7 @@
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Runtime/ExchangeABI.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/RowCache.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -192,30 +194,78 @@ abi::ShardDescriptor shardOf(const KernelTableLayout::Piece &piece,
   return shard;
 }
 
-/// The shards of a fused lookup or update, addressed in the arena.
+/// The locations in its cache's virtual table (Runtime/RowCache.h) of the
+/// rows `indices` (a tensor) reads: a call of the runtime's fetch.
+Value fetchLocations(ModuleOp module, Location loc, int64_t cachePiece,
+                     int64_t flags, Value indices,
+                     ConversionPatternRewriter &rewriter) {
+  OpBuilder &b = rewriter;
+  auto type = cast<RankedTensorType>(indices.getType());
+  Type element = type.getElementType();
+  Value rows = toDynamicBuffer(b, loc, indices);
+  Value count = memref::DimOp::create(b, loc, rows, 0);
+  Value locations =
+      memref::AllocOp::create(b, loc, dynamic1D(element), ValueRange{count});
+  SmallVector<Value> operands = {i64Constant(b, loc, cachePiece),
+                                 i64Constant(b, loc, flags), rows, locations};
+  func::FuncOp callee = declareRuntimeFunction(
+      module,
+      element.isInteger(32) ? ::neuroshard::runtime::kRowCacheFetchI32
+                            : ::neuroshard::runtime::kRowCacheFetchI64,
+      ValueRange(operands).getTypes(), rewriter);
+  func::CallOp::create(b, loc, callee, operands);
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic}, element), locations,
+      /*restrict=*/true, /*writable=*/true);
+}
+
+/// The shards of a fused lookup or update, addressed in the arena. An entry
+/// of a shard in host memory reads its cache's virtual table at the
+/// locations a fetch gives (`write`: the update's).
 template <typename FusedOp>
 FailureOr<SmallVector<Entry>>
 fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
-             const KernelTableLayout &layout,
+             const KernelTableLayout &layout, bool write,
              ConversionPatternRewriter &rewriter) {
   SmallVector<Entry> entries;
+  llvm::SmallDenseSet<int64_t> fetched;
   for (unsigned i = 0, e = op.getNumEntries(); i < e; ++i) {
     int64_t rowBegin = getEntryRowBegin(op, i);
     int64_t rowEnd =
         isRowPieceEntry(op, i) ? (*op.getRowEnds())[i] : ::neuroshard::kAllRows;
+    StringAttr table = StringAttr::get(op.getContext(), op.getEntryTable(i));
     const KernelTableLayout::Piece *piece = layout.find(
-        StringAttr::get(op.getContext(), op.getEntryTable(i)), rowBegin, rowEnd,
-        op.getColBegins()[i], op.getEntryWidth(i));
+        table, rowBegin, rowEnd, op.getColBegins()[i], op.getEntryWidth(i));
     if (!piece)
       return op.emitOpError()
              << "entry " << i << " reads columns [" << op.getColBegins()[i]
              << ", " << op.getColEnds()[i] << ") of table '"
              << op.getEntryTable(i)
              << "', which no piece of the weight arena holds";
-    entries.push_back(
-        {shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i),
-                 cast<PoolingModeAttr>(op.getModes()[i]).getValue()),
-         indices[i], offsets[i], rowBegin - piece->rowBegin});
+    PoolingMode mode = cast<PoolingModeAttr>(op.getModes()[i]).getValue();
+    const KernelTableLayout::Piece *cache =
+        layout.findCache(table, rowBegin, std::min(rowEnd, piece->tableRows),
+                         op.getColBegins()[i], op.getColEnds()[i]);
+    if (!cache) {
+      entries.push_back(
+          {shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i), mode),
+           indices[i], offsets[i], rowBegin - piece->rowBegin});
+      continue;
+    }
+    // The first fetch of a cache in this kernel begins its step: the rows
+    // of every entry of the kernel then stay where the fetches put them.
+    int64_t flags = write ? ::neuroshard::runtime::kRowCacheWrites : 0;
+    if (fetched.insert(cache->ordinal).second)
+      flags |= ::neuroshard::runtime::kRowCacheBeginsStep;
+    Value locations =
+        fetchLocations(op->template getParentOfType<ModuleOp>(), op.getLoc(),
+                       cache->ordinal, flags, indices[i], rewriter);
+    // The cache's rows keep the columns where the holding piece's rows
+    // have them: one row stride and column serve both (RowCache.h).
+    abi::ShardDescriptor shard =
+        shardOf(*piece, op.getColBegins()[i], op.getEntryWidth(i), mode);
+    shard.table = cache->ordinal;
+    entries.push_back({shard, locations, offsets[i], /*rowShift=*/0});
   }
   return entries;
 }
@@ -261,8 +311,9 @@ struct FusedEmbeddingBagToKernelCall
   LogicalResult
   matchAndRewrite(FusedEmbeddingBagOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<SmallVector<Entry>> entries = fusedEntries(
-        op, adaptor.getIndices(), adaptor.getOffsets(), layout, rewriter);
+    FailureOr<SmallVector<Entry>> entries =
+        fusedEntries(op, adaptor.getIndices(), adaptor.getOffsets(), layout,
+                     /*write=*/false, rewriter);
     if (failed(entries))
       return failure();
     return rewriteLookup(op, *entries, emit, rewriter);
@@ -278,8 +329,9 @@ struct FusedEmbeddingBagSGDToKernelCall
   LogicalResult
   matchAndRewrite(FusedEmbeddingBagSGDOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<SmallVector<Entry>> entries = fusedEntries(
-        op, adaptor.getIndices(), adaptor.getOffsets(), layout, rewriter);
+    FailureOr<SmallVector<Entry>> entries =
+        fusedEntries(op, adaptor.getIndices(), adaptor.getOffsets(), layout,
+                     /*write=*/true, rewriter);
     if (failed(entries))
       return failure();
     auto gradientType = cast<RankedTensorType>(op.getGradient().getType());
@@ -340,9 +392,23 @@ KernelTableLayout::find(StringAttr table, int64_t rowBegin, int64_t rowEnd,
   if (it == tables.end())
     return nullptr;
   for (const Piece &piece : it->second)
-    if (piece.colBegin <= colBegin && colBegin + width <= piece.colEnd &&
-        piece.rowBegin <= rowBegin &&
+    if (!piece.isCache() && piece.colBegin <= colBegin &&
+        colBegin + width <= piece.colEnd && piece.rowBegin <= rowBegin &&
         std::min(rowEnd, piece.tableRows) <= piece.rowEnd)
+      return &piece;
+  return nullptr;
+}
+
+const KernelTableLayout::Piece *
+KernelTableLayout::findCache(StringAttr table, int64_t rowBegin, int64_t rowEnd,
+                             int64_t colBegin, int64_t colEnd) const {
+  auto it = tables.find(table);
+  if (it == tables.end())
+    return nullptr;
+  for (const Piece &piece : it->second)
+    if (piece.isCache() && piece.rowBegin == rowBegin &&
+        piece.rowEnd == rowEnd && piece.colBegin == colBegin &&
+        piece.colEnd == colEnd)
       return &piece;
   return nullptr;
 }
@@ -370,6 +436,27 @@ KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {
   } else {
     for (TableOp table : module.getOps<TableOp>())
       addPiece(table, 0, table.getNumCols(), 0, table.getNumRows());
+    // Then the device caches of the shards in host memory: each reads its
+    // shard's rows in the piece that holds the whole table.
+    for (TableOp table : module.getOps<TableOp>()) {
+      ArrayAttr shards = table.getShardsAttr();
+      if (!shards)
+        continue;
+      const KernelTableLayout::Piece holder =
+          layout.tables[table.getSymNameAttr()].front();
+      for (ShardAttr shard : shards.getAsRange<ShardAttr>()) {
+        if (!shard.isCached())
+          continue;
+        KernelTableLayout::Piece cache{
+            int64_t(layout.arena.size()), holder.rowStride,
+            shard.getColBegin(),          shard.getColEnd(),
+            shard.getRowBegin(),          shard.getRowEndIn(table.getNumRows()),
+            table.getNumRows(),           holder.ordinal,
+            shard.getCacheRows()};
+        layout.tables[table.getSymNameAttr()].push_back(cache);
+        layout.arena.push_back({table.getSymNameAttr(), cache});
+      }
+    }
   }
   return layout;
 }
@@ -388,7 +475,10 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
     auto op = module.lookupSymbol<TableOp>(table);
     std::string columns =
         std::to_string(piece.colBegin) + ":" + std::to_string(piece.colEnd);
-    if (piece.rowBegin != 0 || piece.rowEnd != op.getNumRows())
+    if (piece.isCache())
+      name += " cache[" + std::to_string(piece.rowBegin) + ":" +
+              std::to_string(piece.rowEnd) + ", " + columns + "]";
+    else if (piece.rowBegin != 0 || piece.rowEnd != op.getNumRows())
       name += "[" + std::to_string(piece.rowBegin) + ":" +
               std::to_string(piece.rowEnd) + ", " + columns + "]";
     else if (piece.colBegin != 0 || piece.colEnd != op.getNumCols())

@@ -6,6 +6,7 @@
 
 #include "neuroshard/Execution/CompiledModel.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
+#include "neuroshard/Execution/ArenaCaches.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -50,7 +51,28 @@ struct CompiledModel::Impl {
   const char *(*cudaLastError)() = nullptr;
   /// Per lookup: metadata and concatenated inputs for the backward kernel.
   const ModelData *prepared = nullptr;
+  uint64_t preparedVersion = 0;
   std::vector<abi::PackedShardSet<int64_t>> lookups;
+  /// The caches of the shards in host memory, bound to `cached`'s arena
+  /// (ArenaCaches.h), which the compiled code and the backward fetch
+  /// through.
+  ArenaCaches caches;
+  const ModelData *cached = nullptr;
+
+  /// Makes the caches those of `data` and the ones compiled code calls.
+  void useCaches(ModelData &data) {
+    if (cached != &data) {
+      caches.bind(info, data);
+      cached = &data;
+    }
+    ArenaCaches::current() = &caches;
+  }
+
+  llvm::Error checkCaches(const char *step) {
+    if (std::optional<std::string> error = caches.takeError())
+      return llvm::createStringError(llvm::Twine(step) + ": " + *error);
+    return llvm::Error::success();
+  }
 
   /// CUDA: runs the global constructors (which load the kernels onto the
   /// device) once, before the first run rather than at compile time, so that
@@ -86,7 +108,13 @@ CompiledModel::compile(ModuleOp module, const ModelInfo &info,
   StringRef backwardName = abi::kBackwardI64;
   if (options.target == Target::CUDA)
     backwardName = addBackwardHostCall(*clone);
-  auto engine = lowerAndCompile(*clone, options);
+  // Shards in host memory are read through their caches, which the
+  // compiled code fetches from the run (on CUDA, in the host code before a
+  // launch).
+  CompileOptions withCaches = options;
+  for (auto &entry : ArenaCaches::entryPoints())
+    withCaches.hostSymbols.push_back(entry);
+  auto engine = lowerAndCompile(*clone, withCaches);
   if (!engine)
     return engine.takeError();
   std::unique_ptr<CompiledModel> model(new CompiledModel());
@@ -172,8 +200,11 @@ llvm::Error CompiledModel::forward(ModelData &data,
   for (void *&d : descriptors)
     args.push_back(&d);
   impl->initializeDevice();
+  impl->useCaches(data);
   if (llvm::Error err =
           impl->engine->invokePacked("_mlir_ciface_" + info.entry, args))
+    return err;
+  if (llvm::Error err = impl->checkCaches("forward"))
     return err;
   return impl->checkDevice("forward");
 }
@@ -219,8 +250,11 @@ CompiledModel::backwardEntry(ModelData &data,
   args.push_back(&weightsDescriptor);
   args.push_back(&layoutDescriptor);
   impl->initializeDevice();
+  impl->useCaches(data);
   if (llvm::Error err = impl->engine->invokePacked(
           "_mlir_ciface_" + info.backwardEntry, args))
+    return err;
+  if (llvm::Error err = impl->checkCaches("backward"))
     return err;
   return impl->checkDevice("backward");
 }
@@ -242,6 +276,52 @@ static inputs::LookupInputs readsOf(const inputs::LookupInputs &in,
   return part;
 }
 
+/// The backward kernel's shard set of `lookup`, whose shards in host memory
+/// update their caches: each such shard's indices, as its local rows, are
+/// fetched through its cache (one step per cache, marking the rows dirty),
+/// and it reads the cache's virtual table at the locations.
+static abi::PackedShardSet<int64_t> throughCaches(const ModelInfo &info,
+                                                  const LookupInfo &lookup,
+                                                  ModelData &data,
+                                                  ArenaCaches &caches) {
+  std::vector<abi::ShardDescriptor> shards = lookup.shards;
+  std::vector<inputs::LookupInputs> parts;
+  std::vector<int64_t> begun;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const inputs::LookupInputs &in = data.inputs[shards[s].input];
+    parts.push_back(lookup.distributesRows
+                        ? readsOf(in, lookup.reads[s], lookup.batch)
+                        : in);
+    shards[s].input = s;
+    int64_t cache = lookup.caches[s];
+    if (cache < 0)
+      continue;
+    std::vector<int64_t> rows = parts.back().indices;
+    int64_t first = info.tables[cache].rowBegin;
+    for (int64_t &row : rows)
+      row -= first;
+    int64_t flags = ::neuroshard::runtime::kRowCacheWrites;
+    if (!llvm::is_contained(begun, cache)) {
+      begun.push_back(cache);
+      flags |= ::neuroshard::runtime::kRowCacheBeginsStep;
+    }
+    caches.fetch(cache, flags, rows.data(), int64_t(rows.size()),
+                 parts.back().indices.data());
+    shards[s].table = cache;
+  }
+  std::vector<const inputs::LookupInputs *> pointers;
+  for (const inputs::LookupInputs &part : parts)
+    pointers.push_back(&part);
+  return abi::packShardSet<int64_t>(shards, pointers);
+}
+
+void CompiledModel::flushCaches() { impl->caches.flush(); }
+
+std::vector<std::pair<std::string, ::neuroshard::runtime::RowCacheStats>>
+CompiledModel::cacheStats() const {
+  return impl->caches.stats();
+}
+
 llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
   const ModelInfo &info = impl->info;
   if (data.gradients.size() != info.lookups.size())
@@ -255,7 +335,7 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
       return llvm::createStringError("the gradient of lookup " +
                                      llvm::Twine(l) +
                                      " has the wrong size for @" + info.entry);
-  if (impl->prepared != &data) {
+  if (impl->prepared != &data || impl->preparedVersion != data.inputsVersion) {
     // The model's arena keeps every table whole; the shards already say so.
     std::vector<const inputs::LookupInputs *> pairs;
     for (const inputs::LookupInputs &in : data.inputs)
@@ -282,14 +362,23 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
       impl->lookups.push_back(abi::packShardSet<int64_t>(shards, partPointers));
     }
     impl->prepared = &data;
+    impl->preparedVersion = data.inputsVersion;
   }
   impl->initializeDevice();
+  impl->useCaches(data);
   KernelOperands<int64_t> operands;
   operands.layout = memref1D(data.layout);
   operands.weights = memref1D(data.weights);
   operands.lr = learningRate;
   for (size_t l = 0; l < info.lookups.size(); ++l) {
-    abi::PackedShardSet<int64_t> &set = impl->lookups[l];
+    abi::PackedShardSet<int64_t> cachedSet;
+    if (!info.lookups[l].caches.empty()) {
+      cachedSet = throughCaches(info, info.lookups[l], data, impl->caches);
+      if (llvm::Error err = impl->checkCaches("backward"))
+        return err;
+    }
+    abi::PackedShardSet<int64_t> &set =
+        cachedSet.layout.meta.empty() ? impl->lookups[l] : cachedSet;
     operands.meta = memref1D(set.layout.meta);
     operands.indices = memref1D(set.indices);
     operands.offsets = memref1D(set.offsets);

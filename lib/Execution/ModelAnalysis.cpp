@@ -75,6 +75,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     t.columnBegin = piece.colBegin;
     t.rowBegin = piece.rowBegin;
     t.rowEnd = piece.rowEnd;
+    t.cacheOf = piece.cacheOf;
+    t.cacheRows = piece.cacheRows;
     if (table.hasCostStatistics()) {
       t.hasStatistics = true;
       t.stats.poolingFactor = *table.getPoolingFactorValue();
@@ -290,6 +292,7 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
       return WalkResult::interrupt();
     std::vector<abi::ShardDescriptor> shards;
     std::vector<ShardReads> reads;
+    std::vector<int64_t> caches;
     int64_t device = -1;
     if (auto bag = dyn_cast<EmbeddingBagOp>(op)) {
       auto table = module.lookupSymbol<TableOp>(bag.getTableAttr());
@@ -348,6 +351,12 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
                       fused.getIndices()[i], fused.getOffsets()[i], pooling,
                       hist, shards))
           return WalkResult::interrupt();
+        const KernelTableLayout::Piece *cache = layout.findCache(
+            StringAttr::get(module.getContext(), fused.getEntryTable(i)),
+            entry->rowBegin,
+            std::min(entry->rowEnd, table ? table.getNumRows() : 0),
+            fused.getColBegins()[i], fused.getColEnds()[i]);
+        caches.push_back(cache ? cache->ordinal : -1);
       }
     } else {
       return WalkResult::advance();
@@ -361,6 +370,8 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
     lookup.distributesRows = distributesRows;
     if (distributesRows)
       lookup.reads = std::move(reads);
+    if (llvm::any_of(caches, [](int64_t cache) { return cache >= 0; }))
+      lookup.caches = std::move(caches);
     distributesRows = false;
     info.lookups.push_back(std::move(lookup));
     return WalkResult::advance();
@@ -422,11 +433,17 @@ llvm::Expected<ModelInfo> ex::analyzeModel(ModuleOp module,
 }
 
 llvm::Error ex::checkComparable(const ModelInfo &a, const ModelInfo &b) {
-  if (a.tables.size() != b.tables.size())
+  // The device caches of shards in host memory come after the tables, and
+  // only one module may have them.
+  auto tables = [](const ModelInfo &info) {
+    return size_t(llvm::count_if(
+        info.tables, [](const TableInfo &t) { return !t.isCache(); }));
+  };
+  if (tables(a) != tables(b))
     return llvm::createStringError("the modules have " +
-                                   llvm::Twine(a.tables.size()) + " and " +
-                                   llvm::Twine(b.tables.size()) + " tables");
-  for (size_t t = 0; t < a.tables.size(); ++t) {
+                                   llvm::Twine(tables(a)) + " and " +
+                                   llvm::Twine(tables(b)) + " tables");
+  for (size_t t = 0; t < tables(a); ++t) {
     const inputs::TableStats &x = a.tables[t].stats, &y = b.tables[t].stats;
     if (x.name != y.name || x.rows != y.rows || x.dim != y.dim)
       return llvm::createStringError(

@@ -26,7 +26,18 @@ static int64_t indexRows(int64_t rows, const DataOptions &options) {
 static int64_t allocatedRows(const TableInfo &table,
                              const DataOptions &options) {
   int64_t end = std::min(table.rowEnd, indexRows(table.stats.rows, options));
-  return std::max<int64_t>(end - table.rowBegin, 0);
+  int64_t rows = std::max<int64_t>(end - table.rowBegin, 0);
+  // A cache holds at most the rows of its shard the run allocates, and at
+  // least one.
+  return table.isCache() ? std::max<int64_t>(std::min(table.cacheRows, rows), 1)
+                         : rows;
+}
+
+/// Elements between the rows of `table` in the arena: a cache's rows are
+/// those of the piece that holds its shard.
+static int64_t rowStride(const ModelInfo &info, const TableInfo &table) {
+  return table.isCache() ? info.tables[table.cacheOf].stats.dim
+                         : table.stats.dim;
 }
 
 /// The name of the table `pair`'s indices read.
@@ -86,8 +97,8 @@ void ex::fillLookupGradient(const ModelInfo &info, const LookupInfo &lookup,
   constexpr double kIndexBytes = sizeof(int64_t) + sizeof(int32_t);
   double weights = 0.0, indices = 0.0, offsets = 0.0, outputs = 0.0;
   for (const TableInfo &table : info.tables)
-    weights +=
-        double(allocatedRows(table, options)) * table.stats.dim * sizeof(float);
+    weights += double(allocatedRows(table, options)) * rowStride(info, table) *
+               sizeof(float);
   for (const InputPair &pair : info.pairs) {
     indices +=
         expectedIndices(inputStatistics(info, pair), pair.batch) * kIndexBytes;
@@ -127,12 +138,24 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
   for (const TableInfo &table : info.tables) {
     int64_t rows = allocatedRows(table, options);
     elements = abi::alignArenaOffset(elements);
+    if (table.isCache()) {
+      // After the tables, a whole number of rows from the piece that holds
+      // the shard, so that one row stride addresses both (RowCache.h's
+      // virtual table).
+      int64_t holder = data.layout[table.cacheOf];
+      int64_t stride = rowStride(info, table);
+      elements = holder + (elements - holder + stride - 1) / stride * stride;
+    }
     data.layout.push_back(elements);
     data.allocatedRows.push_back(rows);
-    elements += rows * table.stats.dim;
+    elements += rows * rowStride(info, table);
+    if (!table.isCache())
+      data.tableElements = elements;
   }
   data.weights.resize(static_cast<size_t>(elements));
   for (size_t t = 0; t < info.tables.size(); ++t) {
+    if (info.tables[t].isCache())
+      continue;
     const inputs::TableStats &stats = info.tables[t].stats;
     uint64_t key =
         inputs::mixSeed(options.seed, inputs::hashString(stats.name));

@@ -30,7 +30,7 @@ std::optional<std::string> RowCache::check(int64_t rows, int64_t slots,
 RowCache::RowCache(int64_t rows, int64_t slots, int64_t ways)
     : numRows(rows), numSlots(slots), numWays(std::min(ways, slots)),
       numSets((slots + numWays - 1) / numWays), tags(slots, -1),
-      lastStep(slots, 0), dirty(slots, 0) {}
+      lastStep(slots, 0), dirty(slots, 0), hostRowZero(slots) {}
 
 int64_t RowCache::setOf(int64_t row) const {
   // SplitMix64's finalizer: neighbouring rows land in unrelated sets.
@@ -74,7 +74,7 @@ int64_t RowCache::slotOf(int64_t row, bool write,
     // Every way holds a row this step reads: the kernels read this one
     // where it is.
     ++counts.readThrough;
-    return numSlots + row;
+    return hostRowZero + row;
   }
   if (tags[slot] >= 0) {
     ++counts.evictions;
@@ -95,10 +95,14 @@ template <typename Index>
 std::optional<std::string>
 RowCache::fetch(const Index *rows, int64_t count, Index *locations,
                 const RowCacheStorage &storage, bool write) {
-  if (numSlots + numRows - 1 > std::numeric_limits<Index>::max())
+  int64_t lowest = std::min<int64_t>(0, hostRowZero);
+  int64_t highest = std::max(numSlots - 1, hostRowZero + numRows - 1);
+  if (lowest < std::numeric_limits<Index>::min() ||
+      highest > std::numeric_limits<Index>::max())
     return "the locations of a cache of " + std::to_string(numSlots) +
            " rows over a shard of " + std::to_string(numRows) + " rows reach " +
-           std::to_string(numSlots + numRows - 1) +
+           std::to_string(
+               highest > std::numeric_limits<Index>::max() ? highest : lowest) +
            ", beyond the indices' type; look the shard up with i64 indices";
   for (int64_t i = 0; i < count; ++i)
     if (rows[i] < 0 || rows[i] >= numRows)

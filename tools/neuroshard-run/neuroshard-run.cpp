@@ -95,6 +95,12 @@ static cl::opt<bool>
              cl::cat(category));
 static cl::opt<float> learningRate("lr", cl::desc("SGD learning rate"),
                                    cl::init(0.01f), cl::cat(category));
+static cl::opt<unsigned> steps(
+    "steps",
+    cl::desc("Steps to run before the results are reported and compared: "
+             "each draws its inputs and gradients anew (with the seed plus "
+             "the step's number) and the weights carry over (default 1)"),
+    cl::init(1), cl::cat(category));
 static cl::opt<unsigned> warmup("warmup",
                                 cl::desc("Untimed runs before timing"),
                                 cl::init(0), cl::cat(category));
@@ -236,8 +242,66 @@ DataOptions dataOptions() {
 void step(Loaded &loaded, ModelData &data,
           std::vector<std::vector<float>> &outputs) {
   failOn(loaded.model->forward(data, outputs), "forward");
-  if (backward)
+  if (backward) {
     failOn(loaded.model->backward(data, learningRate), "backward");
+    // Rows a step updated in the cache of a shard in host memory go back
+    // to their table before anything reads the weights.
+    loaded.model->flushCaches();
+  }
+}
+
+using CacheStats =
+    std::vector<std::pair<std::string, ::neuroshard::runtime::RowCacheStats>>;
+
+/// One line per device cache of a shard in host memory: what the run's
+/// lookups and updates did through it.
+void printCaches(raw_ostream &os, const CacheStats &caches) {
+  for (const auto &[shard, stats] : caches)
+    os << formatv("row cache of {0}: {1} rows fetched, {2} hits, "
+                  "{3} filled, {4} evicted, {5} written back, {6} read in "
+                  "host memory\n",
+                  shard, stats.lookups, stats.hits, stats.fills,
+                  stats.evictions, stats.writeBacks, stats.readThrough);
+}
+
+json::Value cachesJSON(const CacheStats &caches) {
+  json::Array all;
+  for (const auto &[shard, stats] : caches)
+    all.push_back(json::Object{{"shard", shard},
+                               {"fetched", stats.lookups},
+                               {"hits", stats.hits},
+                               {"filled", stats.fills},
+                               {"evicted", stats.evictions},
+                               {"written_back", stats.writeBacks},
+                               {"read_in_host_memory", stats.readThrough}});
+  return all;
+}
+
+/// Runs the --steps steps on `data`, drawing every step's inputs and
+/// gradients after the first anew; `outputs` are the last step's.
+void runSteps(Loaded &loaded, ModelData &data,
+              std::vector<std::vector<float>> &outputs, StringRef path) {
+  for (unsigned k = 0; k < steps; ++k) {
+    if (k > 0) {
+      DataOptions options = dataOptions();
+      options.seed = seed + k;
+      auto next = generateData(loaded.info, options);
+      if (!next)
+        fail(path + ": " + toString(next.takeError()));
+      data.inputs = std::move(next->inputs);
+      data.indices32 = std::move(next->indices32);
+      data.offsets32 = std::move(next->offsets32);
+      data.gradients = std::move(next->gradients);
+      ++data.inputsVersion;
+    }
+    step(loaded, data, outputs);
+  }
+}
+
+/// The tables of `data`'s arena, without the caches that follow them.
+llvm::ArrayRef<float> tableWeights(const ModelData &data) {
+  return llvm::ArrayRef<float>(data.weights.data(),
+                               static_cast<size_t>(data.tableElements));
 }
 
 } // namespace
@@ -315,6 +379,13 @@ int main(int argc, char **argv) {
     fail(inputPath + ": " + toString(generated.takeError()));
   ModelData data = std::move(*generated);
   std::optional<json::Object> givenInputs;
+  if (!inputsPath.empty() && steps > 1)
+    fail("--inputs gives the inputs of one step, but --steps " +
+         std::to_string(steps) +
+         " draws new ones for every step after the "
+         "first; run one step");
+  if (steps == 0)
+    fail("--steps must be at least 1");
   if (!inputsPath.empty()) {
     auto read = readInputsFile(inputsPath);
     if (!read)
@@ -343,7 +414,7 @@ int main(int argc, char **argv) {
   }
 
   std::vector<std::vector<float>> outputs;
-  step(model, data, outputs);
+  runSteps(model, data, outputs, inputPath);
 
   json::Object report;
   report["module"] = inputPath.getValue();
@@ -352,6 +423,7 @@ int main(int argc, char **argv) {
   report["seed"] = static_cast<int64_t>(seed);
   report["max_rows"] = static_cast<int64_t>(maxRows);
   report["backward"] = static_cast<bool>(backward);
+  report["steps"] = static_cast<int64_t>(steps);
   json::Array results =
       ::neuroshard::run::summarizeResults(outputs, model.info.resultShapes);
 
@@ -372,7 +444,7 @@ int main(int argc, char **argv) {
       if (auto bad = findOutOfRangeIndex(other.info, otherData))
         fail(comparePath + ": " + *bad);
     std::vector<std::vector<float>> otherOutputs;
-    step(other, otherData, otherOutputs);
+    runSteps(other, otherData, otherOutputs, comparePath);
     comparison.emplace();
     comparison->with = comparePath;
     comparison->tolerance = tolerance;
@@ -383,7 +455,7 @@ int main(int argc, char **argv) {
     }
     if (backward)
       comparison->weightDiff =
-          maxRelativeDifference(otherData.weights, data.weights);
+          maxRelativeDifference(tableWeights(otherData), tableWeights(data));
   }
 
   std::optional<Timing> timing;
@@ -398,6 +470,9 @@ int main(int argc, char **argv) {
     report["results"] = std::move(results);
     if (comparison)
       comparison->addTo(report);
+    if (json::Value caches = cachesJSON(model.model->cacheStats());
+        caches.getAsArray() && !caches.getAsArray()->empty())
+      report["row_caches"] = std::move(caches);
     if (timing)
       report["timing_ms"] =
           json::Object{{"median", timing->median},
@@ -410,12 +485,15 @@ int main(int argc, char **argv) {
   } else {
     outs() << "@" << model.info.entry << " on " << device << ": "
            << outputs.size() << " results, " << model.info.pairs.size()
-           << " lookup inputs, " << model.info.tables.size() << " tables, seed "
-           << seed;
+           << " lookup inputs, "
+           << llvm::count_if(model.info.tables,
+                             [](const TableInfo &t) { return !t.isCache(); })
+           << " tables, seed " << seed;
     if (maxRows > 0)
       outs() << ", at most " << maxRows << " rows per table";
     outs() << (backward ? ", forward + backward (SGD)\n" : ", forward\n");
     ::neuroshard::run::printResults(outs(), results);
+    printCaches(outs(), model.model->cacheStats());
     if (comparison)
       comparison->print(outs());
     if (timing)

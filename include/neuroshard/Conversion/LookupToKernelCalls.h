@@ -70,6 +70,14 @@ struct KernelTableLayout {
     int64_t rowEnd = 0;
     /// Rows of the whole table.
     int64_t tableRows = 0;
+    /// A device cache of a shard in host memory (`cache_rows` on its
+    /// #neuroshard.shard): the ordinal of the piece that holds the shard's
+    /// rows, whose row stride and columns the cache shares, and the rows
+    /// [rowBegin, rowEnd) of the shard; -1 for a piece of weights.
+    int64_t cacheOf = -1;
+    /// The rows the cache holds.
+    int64_t cacheRows = 0;
+    bool isCache() const { return cacheOf >= 0; }
   };
   llvm::DenseMap<StringAttr, llvm::SmallVector<Piece, 1>> tables;
   /// Every piece with its table, in arena (ordinal) order.
@@ -79,12 +87,17 @@ struct KernelTableLayout {
   /// of rows [rowBegin, rowEnd), or null.
   const Piece *find(StringAttr table, int64_t rowBegin, int64_t rowEnd,
                     int64_t colBegin, int64_t width) const;
+  /// The cache of the shard of `table` with exactly rows [rowBegin, rowEnd)
+  /// and columns [colBegin, colEnd), or null.
+  const Piece *findCache(StringAttr table, int64_t rowBegin, int64_t rowEnd,
+                         int64_t colBegin, int64_t colEnd) const;
 };
 
 /// The weight arena of `module`'s lowered functions: every table whole, in
 /// module order, or in the program of one rank the shards of its device
-/// (getDeviceShards). Reads the module only; the runtime lays out its
-/// arena with the same function.
+/// (getDeviceShards); then, in a program of all devices, a cache piece for
+/// every shard in host memory, in the same order. Reads the module only;
+/// the runtime lays out its arena with the same function.
 KernelTableLayout layoutWeightArena(ModuleOp module);
 
 /// Checks that `module` can be lowered (f32 tables, static pooled shapes,
@@ -100,7 +113,9 @@ FailureOr<KernelTableLayout> prepareLookupConversion(ModuleOp module);
 /// `neuroshard.embedding_bag` and `neuroshard.fused_embedding_bag` to one
 /// forward kernel invocation each, `neuroshard.fused_embedding_bag_sgd` to
 /// one backward kernel invocation, emitted with `emit`; `neuroshard.table`
-/// erased.
+/// erased. An entry of a shard in host memory reads its cache
+/// (Runtime/RowCache.h) where the arena has one: a call of the runtime's
+/// fetch gives the locations its kernel reads instead of the indices.
 /// `layout` must outlive the patterns.
 void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
                                         const KernelTableLayout &layout,

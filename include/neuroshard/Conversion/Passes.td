@@ -31,7 +31,13 @@ def LowerLookupsToCPU : Pass<"neuroshard-lower-lookups-cpu", "::mlir::ModuleOp">
       trailing arguments, the weight arena (`memref<?xf32>`, argument
       attribute `neuroshard.weights`) and the table layout (`memref<?xi64>`,
       `neuroshard.layout`: the arena offset of each table's row 0), and the
-      module's `neuroshard.weight_tables` lists the tables in layout order.
+      module's `neuroshard.weight_tables` lists the tables in layout order;
+    * an entry of a shard in host memory (`cache_rows` on its shard) reads
+      its device cache, an arena piece after the tables
+      (`t cache[r0:r1, c0:c1]` in `neuroshard.weight_tables`), at the
+      locations a call of `neuroshard_row_cache_fetch_i32` (or `_i64`)
+      gives for its indices; the runtime that runs the module owns the
+      caches (docs/lowering.md, "Running a module through its caches").
 
     The output still holds tensors; the rest of `--neuroshard-to-cpu`
     bufferizes it and converts it to the LLVM dialect.

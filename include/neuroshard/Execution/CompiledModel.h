@@ -17,6 +17,8 @@
 #include "neuroshard/Execution/ModelAnalysis.h"
 #include "neuroshard/Execution/ModelData.h"
 
+#include "neuroshard/Runtime/RowCache.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
@@ -48,6 +50,14 @@ public:
   llvm::Error backwardEntry(ModelData &data,
                             std::vector<std::vector<float>> &resultGradients,
                             float learningRate);
+
+  /// Shards in host memory are read through device caches of their rows
+  /// (ArenaCaches.h): writes every row a step updated in a cache back to
+  /// its table, before the weights are read.
+  void flushCaches();
+  /// What each cache did, named by its shard; empty without caches.
+  std::vector<std::pair<std::string, runtime::RowCacheStats>>
+  cacheStats() const;
 
 private:
   CompiledModel() = default;

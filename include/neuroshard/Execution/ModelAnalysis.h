@@ -43,6 +43,12 @@ struct TableInfo {
   int64_t rowBegin = 0;
   int64_t rowEnd = ::neuroshard::kAllRows;
   int64_t pieceRows() const { return std::min(rowEnd, stats.rows) - rowBegin; }
+  /// A device cache of a shard in host memory: the piece that holds the
+  /// shard (whose row stride it shares), and its rows; [rowBegin, rowEnd)
+  /// and the columns are the shard's. -1 for a piece of weights.
+  int64_t cacheOf = -1;
+  int64_t cacheRows = 0;
+  bool isCache() const { return cacheOf >= 0; }
 };
 
 /// What part of its input pair a shard of a lookup that distributes rows
@@ -77,6 +83,9 @@ struct LookupInfo {
   /// slice of the batch; then `reads` says, per shard, what it reads.
   bool distributesRows = false;
   std::vector<ShardReads> reads;
+  /// Per shard: the piece of its cache when it is in host memory
+  /// (TableInfo::isCache), else -1.
+  std::vector<int64_t> caches;
 };
 
 /// `width` columns of a result, from its column `column`, that are columns

@@ -40,12 +40,19 @@ struct ModelData {
   /// kernel_abi::kArenaAlignment floats (the gaps hold zeros).
   std::vector<int64_t> layout;
   runtime::WeightVector weights;
+  /// The elements of `weights` up to the end of the last table: the device
+  /// caches of shards in host memory come after (zeros until a run fills
+  /// them), so that two modules with the same tables compare this far.
+  int64_t tableElements = 0;
   /// Per input pair: generated indices and offsets (i64), and i32 copies
   /// for pairs whose arguments are i32.
   std::vector<inputs::LookupInputs> inputs;
   std::vector<std::vector<int32_t>> indices32, offsets32;
   /// Per lookup: its output gradient (batch x width, row-major).
   std::vector<std::vector<float>> gradients;
+  /// Changed by whoever replaces the inputs, so that a model that packed
+  /// them for its kernels packs them again.
+  uint64_t inputsVersion = 0;
 };
 
 struct DataOptions {

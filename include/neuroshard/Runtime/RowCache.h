@@ -54,6 +54,19 @@ namespace runtime {
 /// Ways per set when none are given: FBGEMM's UVM cache's.
 constexpr int64_t kRowCacheWays = 32;
 
+/// The function a lowered module calls before a kernel reads a cached
+/// shard (C interface, `_mlir_ciface_<name>`), per index type:
+///   fetch(i64 cachePiece, i64 flags, memref<?xiN> rows, memref<?xiN>
+///   locations)
+/// with the cache's arena piece (its position in `neuroshard.weight_tables`)
+/// and the flags below; the runtime that runs the module owns the caches.
+constexpr const char *kRowCacheFetchI32 = "neuroshard_row_cache_fetch_i32";
+constexpr const char *kRowCacheFetchI64 = "neuroshard_row_cache_fetch_i64";
+/// The fetch begins a step (the first of a kernel's fetches of the cache).
+constexpr int64_t kRowCacheBeginsStep = 1;
+/// The kernel updates the rows (the fetch marks their slots dirty).
+constexpr int64_t kRowCacheWrites = 2;
+
 /// Where a cached shard's rows are: slot `s` at `cache + s * cacheStride`,
 /// host row `r` at `host + r * hostStride`, each holding the shard's
 /// columns `colBegin .. colBegin + width` of the row it points at.
@@ -97,8 +110,15 @@ public:
   /// the next `beginStep`.
   void beginStep() { ++step; }
 
+  /// Where the virtual table the kernels read has the shard's row 0 (`slots`
+  /// unless set): a row read in host memory is at that location plus its
+  /// row. A runtime whose cache does not sit right before the shard's rows
+  /// sets it, negative where the rows come first.
+  void setHostRowZero(int64_t location) { hostRowZero = location; }
+
   /// Writes into `locations[i]` where the step finds row `rows[i]` (a slot,
-  /// or slots + row for a row read in host memory), filling and evicting as
+  /// or the host's row zero + row for a row read in host memory), filling
+  /// and evicting as
   /// the header says; with `write`, the slots found are marked dirty.
   /// Returns, without changing anything, a message naming the first row
   /// outside [0, rows) and its position.
@@ -125,6 +145,7 @@ private:
   std::vector<int64_t> tags, lastStep;
   std::vector<uint8_t> dirty;
   int64_t step = 0;
+  int64_t hostRowZero;
   RowCacheStats counts;
 };
 

@@ -112,6 +112,8 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
       declareKernel(module, callName, bucketizeOperandTypes(context, callName));
       func::CallOp::create(builder, loc, callName, TypeRange{}, operands);
     };
+    // A shard in host memory is read through its cache, whose fetch the
+    // host code calls before the launch.
     if (failed(lowerLookups(module, emitCall, emitBucketize)))
       return signalPassFailure();
   }
