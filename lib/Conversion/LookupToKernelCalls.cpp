@@ -385,32 +385,35 @@ struct EraseTable : public OpConversionPattern<TableOp> {
 
 } // namespace
 
+/// The first piece of `table` in `layout` that `matches`, or null.
+template <typename Matches>
+static const KernelTableLayout::Piece *
+firstPiece(const KernelTableLayout &layout, StringAttr table, Matches matches) {
+  auto it = layout.tables.find(table);
+  if (it == layout.tables.end())
+    return nullptr;
+  auto piece = llvm::find_if(it->second, matches);
+  return piece == it->second.end() ? nullptr : &*piece;
+}
+
 const KernelTableLayout::Piece *
 KernelTableLayout::find(StringAttr table, int64_t rowBegin, int64_t rowEnd,
                         int64_t colBegin, int64_t width) const {
-  auto it = tables.find(table);
-  if (it == tables.end())
-    return nullptr;
-  for (const Piece &piece : it->second)
-    if (!piece.isCache() && piece.colBegin <= colBegin &&
-        colBegin + width <= piece.colEnd && piece.rowBegin <= rowBegin &&
-        std::min(rowEnd, piece.tableRows) <= piece.rowEnd)
-      return &piece;
-  return nullptr;
+  return firstPiece(*this, table, [&](const Piece &piece) {
+    return !piece.isCache() && piece.colBegin <= colBegin &&
+           colBegin + width <= piece.colEnd && piece.rowBegin <= rowBegin &&
+           std::min(rowEnd, piece.tableRows) <= piece.rowEnd;
+  });
 }
 
 const KernelTableLayout::Piece *
 KernelTableLayout::findCache(StringAttr table, int64_t rowBegin, int64_t rowEnd,
                              int64_t colBegin, int64_t colEnd) const {
-  auto it = tables.find(table);
-  if (it == tables.end())
-    return nullptr;
-  for (const Piece &piece : it->second)
-    if (piece.isCache() && piece.rowBegin == rowBegin &&
-        piece.rowEnd == rowEnd && piece.colBegin == colBegin &&
-        piece.colEnd == colEnd)
-      return &piece;
-  return nullptr;
+  return firstPiece(*this, table, [&](const Piece &piece) {
+    return piece.isCache() && piece.rowBegin == rowBegin &&
+           piece.rowEnd == rowEnd && piece.colBegin == colBegin &&
+           piece.colEnd == colEnd;
+  });
 }
 
 KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {

@@ -56,14 +56,11 @@ struct ImportPlanPass
         readTopology(module, "importing a plan");
     if (failed(topology))
       return signalPassFailure();
-    std::vector<::neuroshard::TableSpec> specs;
-    for (ModuleTable &table : *tables) {
-      FailureOr<::neuroshard::TableSpec> spec =
-          buildTableSpec(table, topology->numDevices(), /*statistics=*/false);
-      if (failed(spec))
-        return signalPassFailure();
-      specs.push_back(std::move(*spec));
-    }
+    FailureOr<std::vector<::neuroshard::TableSpec>> built =
+        buildTableSpecs(*tables, topology->numDevices());
+    if (failed(built))
+      return signalPassFailure();
+    std::vector<::neuroshard::TableSpec> specs = std::move(*built);
 
     llvm::Expected<::neuroshard::PlanFile> plan =
         ::neuroshard::readPlanFile(file, specs);

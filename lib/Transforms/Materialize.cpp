@@ -614,16 +614,12 @@ struct MaterializePass
     // What the shards take of every device's memory (a shard in host memory
     // its cache) and of every node's host memory, weights alone: a plan
     // written by hand is held to the memory the planner's are.
-    std::vector<::neuroshard::TableSpec> specs;
-    for (ModuleTable &table : *tables) {
-      FailureOr<::neuroshard::TableSpec> spec =
-          buildTableSpec(table, topology->numDevices(), /*statistics=*/false);
-      if (failed(spec))
-        return signalPassFailure();
-      specs.push_back(std::move(*spec));
-    }
-    if (llvm::Error err =
-            ::neuroshard::validatePlan(specs, *topology, readShards(*tables))) {
+    FailureOr<std::vector<::neuroshard::TableSpec>> specs =
+        buildTableSpecs(*tables, topology->numDevices());
+    if (failed(specs))
+      return signalPassFailure();
+    if (llvm::Error err = ::neuroshard::validatePlan(*specs, *topology,
+                                                     readShards(*tables))) {
       module.emitError() << llvm::toString(std::move(err));
       return signalPassFailure();
     }

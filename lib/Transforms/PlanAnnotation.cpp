@@ -121,6 +121,20 @@ mlir::neuroshard::buildTableSpec(const ModuleTable &info, unsigned numDevices,
   return spec;
 }
 
+FailureOr<std::vector<::neuroshard::TableSpec>>
+mlir::neuroshard::buildTableSpecs(ArrayRef<ModuleTable> tables,
+                                  unsigned numDevices) {
+  std::vector<::neuroshard::TableSpec> specs;
+  for (const ModuleTable &table : tables) {
+    FailureOr<::neuroshard::TableSpec> spec =
+        buildTableSpec(table, numDevices, /*statistics=*/false);
+    if (failed(spec))
+      return failure();
+    specs.push_back(std::move(*spec));
+  }
+  return specs;
+}
+
 ::neuroshard::ShardingPlan
 mlir::neuroshard::readShards(ArrayRef<ModuleTable> tables) {
   ::neuroshard::ShardingPlan plan;

@@ -284,6 +284,16 @@ simulatedFrequencyMisses(const std::vector<std::vector<int64_t>> &batches,
 /// Missed rows per batch of a cache of `cacheRows` rows that takes in every
 /// row a batch uses before it runs and evicts the least recently used,
 /// started empty at batch `start`, over the batches from `measured` on.
+/// The distinct rows the `measured` batches after the first `warmup` use,
+/// on average.
+double meanDistinctRows(const std::vector<std::vector<int64_t>> &batches,
+                        unsigned warmup, unsigned measured) {
+  double used = 0.0;
+  for (unsigned b = warmup; b < warmup + measured; ++b)
+    used += double(distinctRows(batches[b]).size());
+  return used / double(measured);
+}
+
 double simulatedLRUMisses(const std::vector<std::vector<int64_t>> &batches,
                           unsigned start, unsigned measured,
                           int64_t cacheRows) {
@@ -334,10 +344,7 @@ TEST(AccessEstimateTest, CacheMissesMatchSimulatedStreams) {
         drawnBatches(c.rows, c.alpha, lookups, warmup + measured, seed);
     std::array<double, kNumAccessBins> hist =
         inputs::accessHistogram(drawn.front());
-    double used = 0.0;
-    for (unsigned b = warmup; b < warmup + measured; ++b)
-      used += double(distinctRows(drawn[b]).size());
-    used /= double(measured);
+    double used = meanDistinctRows(drawn, warmup, measured);
     for (double times : {1.0, 2.0, 4.0}) {
       int64_t cacheRows = std::llround(times * used);
       if (cacheRows > c.rows / 4)
@@ -378,10 +385,7 @@ TEST(AccessEstimateTest, TheRuntimeCacheMissesWhatTheLRUEstimateSays) {
         drawnBatches(c.rows, c.alpha, lookups, warmup + measured, 11);
     std::array<double, kNumAccessBins> hist =
         inputs::accessHistogram(drawn.front());
-    double used = 0.0;
-    for (unsigned b = warmup; b < warmup + measured; ++b)
-      used += double(distinctRows(drawn[b]).size());
-    used /= double(measured);
+    double used = meanDistinctRows(drawn, warmup, measured);
     for (double times : {2.0, 4.0}) {
       int64_t cacheRows = std::llround(times * used);
       SCOPED_TRACE(testing::Message() << c.rows << " rows, alpha " << c.alpha

@@ -46,6 +46,10 @@ FailureOr<SmallVector<ModuleTable>> collectModuleTables(ModuleOp module);
 FailureOr<::neuroshard::TableSpec>
 buildTableSpec(const ModuleTable &table, unsigned numDevices, bool statistics);
 
+/// buildTableSpec of every table of `tables`, without statistics.
+FailureOr<std::vector<::neuroshard::TableSpec>>
+buildTableSpecs(ArrayRef<ModuleTable> tables, unsigned numDevices);
+
 /// The plan the tables' `shards` record: shard `table` fields index
 /// `tables`, each table's shards in column order. Tables without shards
 /// have none in it.
