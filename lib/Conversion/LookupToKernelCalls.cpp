@@ -432,33 +432,39 @@ KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {
   };
   // One rank's program holds its device's shards; any other program holds
   // every table whole.
-  if (std::optional<int64_t> rank = getProgramRank(module)) {
+  std::optional<int64_t> rank = getProgramRank(module);
+  if (rank) {
     for (const DeviceShard &shard : getDeviceShards(module, *rank))
       addPiece(shard.table, shard.colBegin, shard.colEnd, shard.rowBegin,
                shard.rowEnd);
   } else {
     for (TableOp table : module.getOps<TableOp>())
       addPiece(table, 0, table.getNumCols(), 0, table.getNumRows());
-    // Then the device caches of the shards in host memory: each reads its
-    // shard's rows in the piece that holds the whole table.
-    for (TableOp table : module.getOps<TableOp>()) {
-      ArrayAttr shards = table.getShardsAttr();
-      if (!shards)
+  }
+  // Then the device caches of the shards in host memory (of the rank's
+  // device, in a rank's program): each reads its shard's rows in the piece
+  // that holds them.
+  for (TableOp table : module.getOps<TableOp>()) {
+    ArrayAttr shards = table.getShardsAttr();
+    if (!shards)
+      continue;
+    for (ShardAttr shard : shards.getAsRange<ShardAttr>()) {
+      if (!shard.isCached() || (rank && shard.getDevice() != *rank))
         continue;
-      const KernelTableLayout::Piece holder =
-          layout.tables[table.getSymNameAttr()].front();
-      for (ShardAttr shard : shards.getAsRange<ShardAttr>()) {
-        if (!shard.isCached())
-          continue;
-        KernelTableLayout::Piece cache{
-            int64_t(layout.arena.size()), holder.rowStride,
-            shard.getColBegin(),          shard.getColEnd(),
-            shard.getRowBegin(),          shard.getRowEndIn(table.getNumRows()),
-            table.getNumRows(),           holder.ordinal,
-            shard.getCacheRows()};
-        layout.tables[table.getSymNameAttr()].push_back(cache);
-        layout.arena.push_back({table.getSymNameAttr(), cache});
-      }
+      int64_t rowEnd = shard.getRowEndIn(table.getNumRows());
+      const KernelTableLayout::Piece *holder =
+          layout.find(table.getSymNameAttr(), shard.getRowBegin(), rowEnd,
+                      shard.getColBegin(), shard.getWidth());
+      if (!holder)
+        continue;
+      KernelTableLayout::Piece cache{
+          int64_t(layout.arena.size()), holder->rowStride,
+          shard.getColBegin(),          shard.getColEnd(),
+          shard.getRowBegin(),          rowEnd,
+          table.getNumRows(),           holder->ordinal,
+          shard.getCacheRows()};
+      layout.tables[table.getSymNameAttr()].push_back(cache);
+      layout.arena.push_back({table.getSymNameAttr(), cache});
     }
   }
   return layout;

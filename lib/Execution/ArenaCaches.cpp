@@ -27,20 +27,17 @@ void ArenaCaches::bind(const ModelInfo &info, ModelData &data) {
     int64_t rows = std::max(
         std::min(piece.pieceRows(), holderEnd - piece.rowBegin), slots);
     int64_t cacheBase = data.layout[p];
-    int64_t shardBase =
-        data.layout[piece.cacheOf] + (piece.rowBegin - holder.rowBegin) * stride;
-    runtime::RowCacheStorage storage{data.weights.data() + cacheBase,
-                                     stride,
-                                     data.weights.data() + shardBase,
-                                     stride,
-                                     piece.columnBegin - holder.columnBegin,
-                                     piece.stats.dim};
+    int64_t shardBase = data.layout[piece.cacheOf] +
+                        (piece.rowBegin - holder.rowBegin) * stride;
+    runtime::RowCacheStorage storage{
+        data.weights.data() + cacheBase,        stride,
+        data.weights.data() + shardBase,        stride,
+        piece.columnBegin - holder.columnBegin, piece.stats.dim};
     Bound bound{runtime::RowCache(rows, slots), storage,
                 piece.stats.name + "[" + std::to_string(piece.rowBegin) + ":" +
                     std::to_string(piece.rowBegin + piece.pieceRows()) + ", " +
                     std::to_string(piece.columnBegin) + ":" +
-                    std::to_string(piece.columnBegin + piece.stats.dim) +
-                    "]"};
+                    std::to_string(piece.columnBegin + piece.stats.dim) + "]"};
     // ModelData puts the cache a whole number of rows from the shard.
     bound.cache.setHostRowZero((shardBase - cacheBase) / stride);
     caches.emplace(int64_t(p), std::move(bound));

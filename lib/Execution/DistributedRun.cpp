@@ -413,7 +413,8 @@ Expected<DistributedRunResult> RankRun::run() {
           "--neuroshard-shard before running it on several ranks");
   result.entry = whole.entry;
   result.lookupInputs = whole.pairs.size();
-  result.tables = whole.tables.size();
+  result.tables = llvm::count_if(
+      whole.tables, [](const TableInfo &table) { return !table.isCache(); });
 
   // This rank's program.
   Expected<Program> built = buildProgram(*sharded, whole);
@@ -477,6 +478,9 @@ Expected<DistributedRunResult> RankRun::run() {
     if (Error e = program.model->backwardEntry(data, resultGradients,
                                                options.learningRate))
       abortJob("backward: " + toString(std::move(e)));
+    // The rows the step updated in the caches of shards in host memory go
+    // back to their shards.
+    program.model->flushCaches();
   };
   step();
   mpi::ExchangeBytes stepBytes = mpi::exchangeBytes();
@@ -498,6 +502,8 @@ Expected<DistributedRunResult> RankRun::run() {
     if (options.backward) {
       std::vector<float> mine;
       for (size_t t = 0; t < program.info.tables.size(); ++t) {
+        if (program.info.tables[t].isCache())
+          continue;
         auto begin = data.weights.begin() + data.layout[t];
         mine.insert(mine.end(), begin,
                     begin + data.allocatedRows[t] *
@@ -540,18 +546,27 @@ Expected<DistributedRunResult> RankRun::run() {
                MPI_COMM_WORLD);
   }
 
-  // Weight bytes per rank: the shards' full size (what the plan counts) and
-  // what was allocated (rows capped by the data options).
+  // Weight bytes per rank in device memory: the shards' full size, of a
+  // shard in host memory its cache's (what the plan counts), and what was
+  // allocated (rows capped by the data options).
   double mineBytes[4] = {0.0, 0.0, stepBytes.intraNode, stepBytes.interNode};
-  for (auto [t, table] : llvm::enumerate(program.info.tables)) {
-    mineBytes[0] += double(table.pieceRows()) * table.stats.dim * sizeof(float);
+  const std::vector<TableInfo> &pieces = program.info.tables;
+  for (auto [t, table] : llvm::enumerate(pieces)) {
+    bool inHost = llvm::any_of(pieces, [&](const TableInfo &cache) {
+      return cache.cacheOf == int64_t(t);
+    });
+    if (inHost)
+      continue;
+    int64_t rows = table.isCache() ? table.cacheRows : table.pieceRows();
+    mineBytes[0] += double(rows) * table.stats.dim * sizeof(float);
     mineBytes[1] +=
         double(data.allocatedRows[t]) * table.stats.dim * sizeof(float);
   }
   std::vector<double> bytes(rank == 0 ? 4 * size_t(size) : 0);
   MPI_Gather(mineBytes, 4, MPI_DOUBLE, bytes.data(), 4, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);
-  int shardCount = static_cast<int>(program.info.tables.size());
+  int shardCount = static_cast<int>(llvm::count_if(
+      pieces, [](const TableInfo &piece) { return !piece.isCache(); }));
   std::vector<int> shardCounts(rank == 0 ? size_t(size) : 0);
   MPI_Gather(&shardCount, 1, MPI_INT, shardCounts.data(), 1, MPI_INT, 0,
              MPI_COMM_WORLD);

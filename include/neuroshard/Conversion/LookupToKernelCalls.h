@@ -95,9 +95,9 @@ struct KernelTableLayout {
 
 /// The weight arena of `module`'s lowered functions: every table whole, in
 /// module order, or in the program of one rank the shards of its device
-/// (getDeviceShards); then, in a program of all devices, a cache piece for
-/// every shard in host memory, in the same order. Reads the module only;
-/// the runtime lays out its arena with the same function.
+/// (getDeviceShards); then a cache piece for every shard in host memory
+/// (of the rank's device, in a rank's program), in the same order. Reads
+/// the module only; the runtime lays out its arena with the same function.
 KernelTableLayout layoutWeightArena(ModuleOp module);
 
 /// Checks that `module` can be lowered (f32 tables, static pooled shapes,
