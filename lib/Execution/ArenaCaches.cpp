@@ -8,6 +8,8 @@
 #include "neuroshard/Execution/JIT.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace neuroshard;
 using namespace neuroshard::execution;
@@ -47,21 +49,24 @@ void ArenaCaches::bind(const ModelInfo &info, ModelData &data) {
 template <typename Index>
 void ArenaCaches::fetch(int64_t piece, int64_t flags, const Index *rows,
                         int64_t count, Index *locations) {
-  auto it = caches.find(piece);
-  if (it == caches.end()) {
+  // On failure the kernel still runs before the run reports the error: it
+  // reads slot 0 for every index, never outside the arena.
+  auto refuse = [&](std::string why) {
+    std::fill(locations, locations + count, Index(0));
     if (!error)
-      error = "the module fetches through arena piece " +
-              std::to_string(piece) + ", which is not a cache of the run";
-    return;
-  }
+      error = std::move(why);
+  };
+  auto it = caches.find(piece);
+  if (it == caches.end())
+    return refuse("the module fetches through arena piece " +
+                  std::to_string(piece) + ", which is not a cache of the run");
   Bound &bound = it->second;
   if (flags & runtime::kRowCacheBeginsStep)
     bound.cache.beginStep();
   if (std::optional<std::string> refused =
           bound.cache.fetch(rows, count, locations, bound.storage,
                             (flags & runtime::kRowCacheWrites) != 0))
-    if (!error)
-      error = "the cache of " + bound.name + ": " + *refused;
+    refuse("the cache of " + bound.name + ": " + *refused);
 }
 
 template void ArenaCaches::fetch<int32_t>(int64_t, int64_t, const int32_t *,
@@ -99,8 +104,15 @@ template <typename Index>
 void fetchEntry(int64_t piece, int64_t flags, MemRef1D<Index> *rows,
                 MemRef1D<Index> *locations) {
   ArenaCaches *caches = ArenaCaches::current();
-  if (!caches)
-    return;
+  if (!caches) {
+    // Only a CompiledModel runs code that fetches, and it binds its caches
+    // first; without them the kernel would read at unset locations.
+    std::fprintf(stderr,
+                 "neuroshard: compiled code fetched through the cache of "
+                 "arena piece %lld, but no run has bound its caches\n",
+                 static_cast<long long>(piece));
+    std::abort();
+  }
   caches->fetch(piece, flags, rows->data + rows->offset, rows->sizes[0],
                 locations->data + locations->offset);
 }

@@ -68,9 +68,11 @@ struct CompiledModel::Impl {
     ArenaCaches::current() = &caches;
   }
 
-  llvm::Error checkCaches(const char *step) {
+  /// The first failure of a fetch since the last check (callers name the
+  /// step).
+  llvm::Error checkCaches() {
     if (std::optional<std::string> error = caches.takeError())
-      return llvm::createStringError(llvm::Twine(step) + ": " + *error);
+      return llvm::createStringError(*error);
     return llvm::Error::success();
   }
 
@@ -90,7 +92,11 @@ struct CompiledModel::Impl {
   }
 };
 
-CompiledModel::~CompiledModel() = default;
+CompiledModel::~CompiledModel() {
+  // Compiled code of another model must not fetch through these caches.
+  if (impl && ArenaCaches::current() == &impl->caches)
+    ArenaCaches::current() = nullptr;
+}
 
 llvm::Expected<std::unique_ptr<CompiledModel>>
 CompiledModel::compile(ModuleOp module, const ModelInfo &info,
@@ -204,7 +210,7 @@ llvm::Error CompiledModel::forward(ModelData &data,
   if (llvm::Error err =
           impl->engine->invokePacked("_mlir_ciface_" + info.entry, args))
     return err;
-  if (llvm::Error err = impl->checkCaches("forward"))
+  if (llvm::Error err = impl->checkCaches())
     return err;
   return impl->checkDevice("forward");
 }
@@ -254,7 +260,7 @@ CompiledModel::backwardEntry(ModelData &data,
   if (llvm::Error err = impl->engine->invokePacked(
           "_mlir_ciface_" + info.backwardEntry, args))
     return err;
-  if (llvm::Error err = impl->checkCaches("backward"))
+  if (llvm::Error err = impl->checkCaches())
     return err;
   return impl->checkDevice("backward");
 }
@@ -374,7 +380,7 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
     abi::PackedShardSet<int64_t> cachedSet;
     if (!info.lookups[l].caches.empty()) {
       cachedSet = throughCaches(info, info.lookups[l], data, impl->caches);
-      if (llvm::Error err = impl->checkCaches("backward"))
+      if (llvm::Error err = impl->checkCaches())
         return err;
     }
     abi::PackedShardSet<int64_t> &set =

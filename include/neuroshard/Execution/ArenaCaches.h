@@ -40,7 +40,8 @@ public:
   /// Fetches `count` rows (the shard's local rows) through the cache of
   /// arena piece `piece` into `locations`, with the flags of
   /// runtime::kRowCacheFetchI32's call. On failure (no such cache, a row
-  /// outside the shard) records the first error and leaves the locations.
+  /// outside the shard) records the first error and gives every index slot
+  /// 0, so that the kernel that follows reads inside the arena.
   template <typename Index>
   void fetch(int64_t piece, int64_t flags, const Index *rows, int64_t count,
              Index *locations);
