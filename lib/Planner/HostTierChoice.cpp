@@ -91,16 +91,30 @@ Expected<std::vector<TableSpec>> chooseHostTiers(ArrayRef<TableSpec> tables,
                     table.name, topology.deviceKind));
     return std::move(chosen);
   }
-  uint64_t capacity = 0;
-  for (unsigned d = 0; d < topology.numDevices(); ++d)
+  uint64_t capacity = 0, largest = 0;
+  for (unsigned d = 0; d < topology.numDevices(); ++d) {
     capacity += topology.usableBytes(d);
+    largest = std::max(largest, topology.usableBytes(d));
+  }
   uint64_t target = static_cast<uint64_t>(kHostTierFill * double(capacity));
   uint64_t needed = 0, host = 0;
   for (const TableSpec &table : chosen) {
     needed += topology.shardBytes(table, table.dim);
     host += topology.hostShardBytes(table, table.dim);
   }
-  if (needed <= capacity)
+  // A table that must stay whole (not split, pinned, or allowed no kind of
+  // piece) and is larger than every device fits no device, whatever the
+  // total: it goes to host memory if its cache fits one.
+  auto fitsNoDevice = [&](const TableSpec &table) {
+    constexpr ShardingKindSet pieces = kindBit(ShardingKind::ColumnWise) |
+                                       kindBit(ShardingKind::RowWise) |
+                                       kindBit(ShardingKind::TableRowWise);
+    bool whole = table.noSplit || table.pinnedDevice ||
+                 (table.shardingKinds & pieces) == 0;
+    return !table.inHostMemory() && whole &&
+           topology.shardBytes(table, table.dim) > largest;
+  };
+  if (needed <= capacity && llvm::none_of(chosen, fitsNoDevice))
     return std::move(chosen);
   uint64_t hostCapacity =
       uint64_t(topology.numNodes()) * topology.hostMemoryBytes();
@@ -131,15 +145,23 @@ Expected<std::vector<TableSpec>> chooseHostTiers(ArrayRef<TableSpec> tables,
     return a.msPerByte < b.msPerByte;
   });
   std::vector<std::optional<size_t>> rungOf(candidates.size());
+  auto moveToHost = [&](size_t c, size_t rung) {
+    rungOf[c] = rung;
+    needed -= candidates[c].stored - candidates[c].rungs[rung].cacheBytes;
+    host += candidates[c].hostBytes;
+  };
+  for (auto [c, candidate] : enumerate(candidates))
+    if (fitsNoDevice(chosen[candidate.table]) &&
+        candidate.rungs.front().cacheBytes <= largest &&
+        host + candidate.hostBytes <= hostCapacity)
+      moveToHost(c, 0);
   for (const Move &move : moves) {
     if (needed <= target)
       break;
     const TableRungs &candidate = candidates[move.candidate];
-    if (host + candidate.hostBytes > hostCapacity)
+    if (rungOf[move.candidate] || host + candidate.hostBytes > hostCapacity)
       continue;
-    rungOf[move.candidate] = move.rung;
-    needed -= candidate.stored - candidate.rungs[move.rung].cacheBytes;
-    host += candidate.hostBytes;
+    moveToHost(move.candidate, move.rung);
   }
   bool anyMoved = llvm::any_of(rungOf, [](const std::optional<size_t> &rung) {
     return rung.has_value();

@@ -1,4 +1,6 @@
-// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-shard="cost-model=analytical"
+// Without host memory, so that tables too large for the devices are
+// refused rather than kept there (neuroshard-host-memory.mlir).
+// RUN: neuroshard-opt %s -split-input-file -verify-diagnostics --neuroshard-shard="cost-model=analytical host-memory-gb=0"
 
 // expected-error-re @+1 {{table 'a' needs 0.71{{[0-9]*}} GB but the largest device has 0.50{{0*}} GB and it may not be split}}
 module attributes {neuroshard.topology = #neuroshard.topology<devices = 2, memory_gb = 0.5>} {

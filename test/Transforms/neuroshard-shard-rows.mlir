@@ -36,7 +36,7 @@
 // CONSTRAINED: error: table 'huge' needs 0.00447 GB but the largest device has 0.00300 GB and its narrowest shards (4 of 4 columns) still need 0.00447 GB; row pieces (row_wise) are not among the sharding types allowed
 //
 // RUN: sed 's/table_constraints/sharding_types = ["data_parallel"]/' %s > %t.replicated.mlir
-// RUN: not neuroshard-opt %t.replicated.mlir --neuroshard-plan="cost-model=analytical sharding-types=all" 2>&1 \
+// RUN: not neuroshard-opt %t.replicated.mlir --neuroshard-plan="cost-model=analytical sharding-types=all host-memory-gb=0" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=REPLICATED
 // REPLICATED: error: table 'huge' may only be data_parallel and its replicas need 0.00447 GB on every device, but the smallest device has 0.00300 GB
 //

@@ -10,7 +10,9 @@
 // there and how large their caches are, before the search places them:
 //
 //  - when the tables fit the devices' memory, nothing moves: a table in
-//    host memory only costs;
+//    host memory only costs; except that a table that must stay whole (not
+//    split, pinned, or allowed no kind of piece) and is larger than every
+//    device moves first, whatever the total;
 //  - otherwise tables move, each at its smallest cache (the distinct rows
 //    one batch uses), the least host traffic per byte freed first, until
 //    the tables fill at most kHostTierFill of the devices' memory, and
