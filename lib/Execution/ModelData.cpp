@@ -164,6 +164,19 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
                         stats.dim, info.tables[t].rowBegin);
   }
 
+  if (llvm::Error err = drawInputs(info, options, data))
+    return std::move(err);
+  return data;
+}
+
+llvm::Error ex::drawInputs(const ModelInfo &info, const DataOptions &options,
+                           ModelData &data) {
+  data.pairRows.clear();
+  data.inputs.clear();
+  data.indices32.clear();
+  data.offsets32.clear();
+  data.gradients.clear();
+  ++data.inputsVersion;
   for (const InputPair &pair : info.pairs) {
     const inputs::TableStats *stats = inputStatistics(info, pair);
     if (!stats)
@@ -192,7 +205,7 @@ llvm::Expected<ModelData> ex::generateData(const ModelInfo &info,
                        lookup.width, data.inputs);
     data.gradients.push_back(std::move(grad));
   }
-  return data;
+  return llvm::Error::success();
 }
 
 llvm::Expected<llvm::json::Object> ex::readInputsFile(llvm::StringRef path) {

@@ -285,14 +285,8 @@ void runSteps(Loaded &loaded, ModelData &data,
     if (k > 0) {
       DataOptions options = dataOptions();
       options.seed = seed + k;
-      auto next = generateData(loaded.info, options);
-      if (!next)
-        fail(path + ": " + toString(next.takeError()));
-      data.inputs = std::move(next->inputs);
-      data.indices32 = std::move(next->indices32);
-      data.offsets32 = std::move(next->offsets32);
-      data.gradients = std::move(next->gradients);
-      ++data.inputsVersion;
+      if (llvm::Error err = drawInputs(loaded.info, options, data))
+        fail(path + ": " + toString(std::move(err)));
     }
     step(loaded, data, outputs);
   }

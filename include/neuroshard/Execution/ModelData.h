@@ -95,6 +95,12 @@ MemoryNeed estimateMemory(const ModelInfo &info, const DataOptions &options);
 llvm::Expected<ModelData> generateData(const ModelInfo &info,
                                        const DataOptions &options);
 
+/// Draws `data`'s lookup inputs and output gradients anew with
+/// `options.seed` (what generateData draws after the weights), keeping its
+/// weights, and changes its inputsVersion.
+llvm::Error drawInputs(const ModelInfo &info, const DataOptions &options,
+                       ModelData &data);
+
 /// Reads the lookup inputs a user gives in place of generated ones
 /// (`neuroshard-run --inputs`): a JSON object that maps entry argument
 /// numbers (as strings) to integer arrays. Errors are readJSONFile's and
