@@ -226,9 +226,8 @@ static Expected<PlanFile> parseNeuroShardPlan(const json::Object &object,
             "'cache_rows' is {0} but the shard of table '{1}' has {2} rows: "
             "a cache holds from 1 row to all of its shard's",
             cacheRows, *name, rows));
-      // The table's cache fraction: the largest its shards ask for.
       double &fraction = plan.cacheFractions[shard.table];
-      fraction = std::max(fraction, double(cacheRows) / double(rows));
+      fraction = TableSpec::widenCacheFraction(fraction, cacheRows, rows);
     }
     plan.plan.shards.push_back(shard);
   }

@@ -12,6 +12,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+
 using namespace llvm;
 
 namespace neuroshard {
@@ -173,6 +175,11 @@ static Error tableError(size_t index, const TableSpec &table,
   return createStringError(inconvertibleErrorCode(), "tables[" + Twine(index) +
                                                          "] ('" + table.name +
                                                          "'): " + message);
+}
+
+double TableSpec::widenCacheFraction(double fraction, int64_t cacheRows,
+                                     int64_t rows) {
+  return std::max(fraction, double(cacheRows) / double(rows));
 }
 
 int64_t TableSpec::cacheRows(int64_t rows) const {

@@ -68,9 +68,8 @@ mlir::neuroshard::buildTableSpec(const ModuleTable &info, unsigned numDevices,
     for (ShardAttr shard : shards.getAsRange<ShardAttr>())
       if (shard.isCached()) {
         int64_t rows = shard.getRowEndIn(spec.rows) - shard.getRowBegin();
-        double fraction = double(shard.getCacheRows()) / double(rows);
-        spec.cacheFraction =
-            std::max(spec.cacheFraction.value_or(0.0), fraction);
+        spec.cacheFraction = ::neuroshard::TableSpec::widenCacheFraction(
+            spec.cacheFraction.value_or(0.0), shard.getCacheRows(), rows);
       }
   // The verifier has checked the names.
   if (std::optional<ArrayAttr> kinds = table.getShardingTypes()) {

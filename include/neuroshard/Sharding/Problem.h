@@ -120,6 +120,12 @@ struct TableSpec {
   /// The rows a device caches of a shard of `rows` rows of a host-memory
   /// table: at least one, at most all of them.
   int64_t cacheRows(int64_t rows) const;
+  /// Widens `fraction` (the table's cache fraction so far, 0 for none) to
+  /// cover a shard of `rows` rows cached in `cacheRows` rows, which
+  /// cacheRows then gives back: a table's fraction is the largest its
+  /// shards ask for.
+  static double widenCacheFraction(double fraction, int64_t cacheRows,
+                                   int64_t rows);
 
   /// Bytes of the columns [colBegin, colBegin + width).
   uint64_t sliceBytes(int64_t width) const {
