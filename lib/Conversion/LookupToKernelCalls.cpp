@@ -194,26 +194,42 @@ abi::ShardDescriptor shardOf(const KernelTableLayout::Piece &piece,
   return shard;
 }
 
-/// The locations in its cache's virtual table (Runtime/RowCache.h) of the
-/// rows `indices` (a tensor) reads: a call of the runtime's fetch.
-Value fetchLocations(ModuleOp module, Location loc, int64_t cachePiece,
-                     int64_t flags, Value indices,
+/// The runtime's host fetch (Runtime/RowCache.h): the CPU target's.
+void callHostFetch(OpBuilder &b, Location loc, const CacheFetch &fetch) {
+  ModuleOp module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  SmallVector<Value> operands = {i64Constant(b, loc, fetch.cachePiece),
+                                 i64Constant(b, loc, fetch.flags), fetch.rows,
+                                 fetch.locations};
+  Type element = cast<MemRefType>(fetch.rows.getType()).getElementType();
+  func::FuncOp callee = declareRuntimeFunction(
+      module,
+      element.isInteger(32) ? ::neuroshard::runtime::kRowCacheFetchI32
+                            : ::neuroshard::runtime::kRowCacheFetchI64,
+      ValueRange(operands).getTypes(), b);
+  func::CallOp::create(b, loc, callee, operands);
+}
+
+/// The locations in the virtual table of cache `cachePiece` (RowCache.h)
+/// of the rows `indices` (a tensor) reads, fetched with `fetch`.
+Value fetchLocations(Operation *op, int64_t cachePiece, int64_t flags,
+                     Value indices, const CacheFetchEmitter &fetch,
                      ConversionPatternRewriter &rewriter) {
   OpBuilder &b = rewriter;
+  Location loc = op->getLoc();
   auto type = cast<RankedTensorType>(indices.getType());
   Type element = type.getElementType();
   Value rows = toDynamicBuffer(b, loc, indices);
   Value count = memref::DimOp::create(b, loc, rows, 0);
   Value locations =
       memref::AllocOp::create(b, loc, dynamic1D(element), ValueRange{count});
-  SmallVector<Value> operands = {i64Constant(b, loc, cachePiece),
-                                 i64Constant(b, loc, flags), rows, locations};
-  func::FuncOp callee = declareRuntimeFunction(
-      module,
-      element.isInteger(32) ? ::neuroshard::runtime::kRowCacheFetchI32
-                            : ::neuroshard::runtime::kRowCacheFetchI64,
-      ValueRange(operands).getTypes(), rewriter);
-  func::CallOp::create(b, loc, callee, operands);
+  auto func = op->getParentOfType<func::FuncOp>();
+  CacheFetch call{cachePiece, flags, findMarkedArgument(func, kWeightsArgAttr),
+                  rows, locations};
+  if (fetch)
+    fetch(b, loc, call);
+  else
+    callHostFetch(b, loc, call);
   return bufferization::ToTensorOp::create(
       b, loc, RankedTensorType::get({ShapedType::kDynamic}, element), locations,
       /*restrict=*/true, /*writable=*/true);
@@ -226,6 +242,7 @@ template <typename FusedOp>
 FailureOr<SmallVector<Entry>>
 fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
              const KernelTableLayout &layout, bool write,
+             const CacheFetchEmitter &fetch,
              ConversionPatternRewriter &rewriter) {
   SmallVector<Entry> entries;
   llvm::SmallDenseSet<int64_t> fetched;
@@ -258,8 +275,7 @@ fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
     if (fetched.insert(cache->ordinal).second)
       flags |= ::neuroshard::runtime::kRowCacheBeginsStep;
     Value locations =
-        fetchLocations(op->template getParentOfType<ModuleOp>(), op.getLoc(),
-                       cache->ordinal, flags, indices[i], rewriter);
+        fetchLocations(op, cache->ordinal, flags, indices[i], fetch, rewriter);
     // The cache's rows keep the columns where the holding piece's rows
     // have them: one row stride and column serve both (RowCache.h).
     abi::ShardDescriptor shard =
@@ -271,16 +287,18 @@ fusedEntries(FusedOp op, ValueRange indices, ValueRange offsets,
 }
 
 /// A pattern that turns `OpT` into a kernel invocation on the weight arena
-/// `layout` describes, emitted with `emit`.
+/// `layout` describes, emitted with `emit`; fetches through caches are
+/// emitted with `fetch`.
 template <typename OpT>
 struct ArenaKernelPattern : public OpConversionPattern<OpT> {
   ArenaKernelPattern(MLIRContext *context, const KernelTableLayout &layout,
-                     KernelEmitter emit)
+                     KernelEmitter emit, CacheFetchEmitter fetch)
       : OpConversionPattern<OpT>(context), layout(layout),
-        emit(std::move(emit)) {}
+        emit(std::move(emit)), fetch(std::move(fetch)) {}
 
   const KernelTableLayout &layout;
   KernelEmitter emit;
+  CacheFetchEmitter fetch;
 };
 
 struct EmbeddingBagToKernelCall : public ArenaKernelPattern<EmbeddingBagOp> {
@@ -313,7 +331,7 @@ struct FusedEmbeddingBagToKernelCall
                   ConversionPatternRewriter &rewriter) const override {
     FailureOr<SmallVector<Entry>> entries =
         fusedEntries(op, adaptor.getIndices(), adaptor.getOffsets(), layout,
-                     /*write=*/false, rewriter);
+                     /*write=*/false, fetch, rewriter);
     if (failed(entries))
       return failure();
     return rewriteLookup(op, *entries, emit, rewriter);
@@ -331,7 +349,7 @@ struct FusedEmbeddingBagSGDToKernelCall
                   ConversionPatternRewriter &rewriter) const override {
     FailureOr<SmallVector<Entry>> entries =
         fusedEntries(op, adaptor.getIndices(), adaptor.getOffsets(), layout,
-                     /*write=*/true, rewriter);
+                     /*write=*/true, fetch, rewriter);
     if (failed(entries))
       return failure();
     auto gradientType = cast<RankedTensorType>(op.getGradient().getType());
@@ -418,17 +436,21 @@ KernelTableLayout::findCache(StringAttr table, int64_t rowBegin, int64_t rowEnd,
 
 KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {
   KernelTableLayout layout;
-  auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd,
-                      int64_t rowBegin, int64_t rowEnd) {
-    KernelTableLayout::Piece piece{int64_t(layout.arena.size()),
-                                   colEnd - colBegin,
-                                   colBegin,
-                                   colEnd,
-                                   rowBegin,
-                                   rowEnd,
-                                   table.getNumRows()};
+  auto append = [&](TableOp table, KernelTableLayout::Piece piece) {
+    piece.ordinal = int64_t(layout.arena.size());
+    piece.tableRows = table.getNumRows();
     layout.tables[table.getSymNameAttr()].push_back(piece);
     layout.arena.push_back({table.getSymNameAttr(), piece});
+  };
+  auto addPiece = [&](TableOp table, int64_t colBegin, int64_t colEnd,
+                      int64_t rowBegin, int64_t rowEnd) {
+    KernelTableLayout::Piece piece;
+    piece.rowStride = colEnd - colBegin;
+    piece.colBegin = colBegin;
+    piece.colEnd = colEnd;
+    piece.rowBegin = rowBegin;
+    piece.rowEnd = rowEnd;
+    append(table, piece);
   };
   // One rank's program holds its device's shards; any other program holds
   // every table whole.
@@ -457,14 +479,15 @@ KernelTableLayout mlir::neuroshard::layoutWeightArena(ModuleOp module) {
                       shard.getColBegin(), shard.getWidth());
       if (!holder)
         continue;
-      KernelTableLayout::Piece cache{
-          int64_t(layout.arena.size()), holder->rowStride,
-          shard.getColBegin(),          shard.getColEnd(),
-          shard.getRowBegin(),          rowEnd,
-          table.getNumRows(),           holder->ordinal,
-          shard.getCacheRows()};
-      layout.tables[table.getSymNameAttr()].push_back(cache);
-      layout.arena.push_back({table.getSymNameAttr(), cache});
+      KernelTableLayout::Piece cache;
+      cache.rowStride = holder->rowStride;
+      cache.colBegin = shard.getColBegin();
+      cache.colEnd = shard.getColEnd();
+      cache.rowBegin = shard.getRowBegin();
+      cache.rowEnd = rowEnd;
+      cache.cacheOf = holder->ordinal;
+      cache.cacheRows = shard.getCacheRows();
+      append(table, cache);
     }
   }
   return layout;
@@ -564,10 +587,10 @@ mlir::neuroshard::prepareLookupConversion(ModuleOp module) {
 
 void mlir::neuroshard::populateLookupToKernelCallPatterns(
     RewritePatternSet &patterns, const KernelTableLayout &layout,
-    KernelEmitter emit) {
+    KernelEmitter emit, CacheFetchEmitter fetch) {
   MLIRContext *context = patterns.getContext();
   patterns.add<EmbeddingBagToKernelCall, FusedEmbeddingBagToKernelCall,
-               FusedEmbeddingBagSGDToKernelCall>(context, layout, emit);
+               FusedEmbeddingBagSGDToKernelCall>(context, layout, emit, fetch);
   patterns.add<EraseTable>(context);
 }
 
@@ -592,13 +615,15 @@ SmallVector<Value> KernelInvocation::operands() const {
 
 LogicalResult mlir::neuroshard::lowerLookups(ModuleOp module,
                                              KernelEmitter emit,
-                                             BucketizeEmitter bucketize) {
+                                             BucketizeEmitter bucketize,
+                                             CacheFetchEmitter fetch) {
   FailureOr<KernelTableLayout> layout = prepareLookupConversion(module);
   if (failed(layout))
     return failure();
   MLIRContext *context = module.getContext();
   RewritePatternSet patterns(context);
-  populateLookupToKernelCallPatterns(patterns, *layout, std::move(emit));
+  populateLookupToKernelCallPatterns(patterns, *layout, std::move(emit),
+                                     std::move(fetch));
   populateAllToAllToSlicesPatterns(patterns);
   populateRowPieceDistributionPatterns(patterns, std::move(bucketize));
   populateExchangeToRuntimeCallPatterns(patterns);

@@ -64,8 +64,7 @@ void copyInto(OpBuilder &b, Location loc, Value source, Value dest, Value base,
 /// Declares the runtime function `name`, taking `inputs` and returning
 /// nothing, with a C interface, once.
 func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
-                                    TypeRange inputs,
-                                    ConversionPatternRewriter &rewriter) {
+                                    TypeRange inputs, OpBuilder &rewriter) {
   if (auto callee = module.lookupSymbol<func::FuncOp>(name))
     return callee;
   OpBuilder::InsertionGuard guard(rewriter);

@@ -39,8 +39,7 @@ void copyInto(OpBuilder &b, Location loc, Value source, Value dest, Value base,
 /// Declares the runtime function `name`, taking `inputs` and returning
 /// nothing, with a C interface, once.
 func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
-                                    TypeRange inputs,
-                                    ConversionPatternRewriter &rewriter);
+                                    TypeRange inputs, OpBuilder &rewriter);
 
 /// The memref of a `rows x cols` pooled tensor with dynamic sizes.
 Value toDynamic2D(OpBuilder &b, Location loc, Value buffer);

@@ -42,10 +42,37 @@ static StringRef addBackwardHostCall(ModuleOp module) {
   return kName;
 }
 
+/// Adds `neuroshard_run_row_cache_fetch_i64`, a host function with the
+/// row cache fetch kernel's signature that calls it, and returns its name.
+static StringRef addRowCacheFetchHostCall(ModuleOp module) {
+  static constexpr llvm::StringLiteral kName =
+      "neuroshard_run_row_cache_fetch_i64";
+  MLIRContext *ctx = module.getContext();
+  OpBuilder builder(ctx);
+  builder.setInsertionPointToEnd(module.getBody());
+  Location loc = builder.getUnknownLoc();
+  auto type = builder.getFunctionType(
+      rowCacheFetchOperandTypes(ctx, abi::kRowCacheFetchKernelI64), {});
+  if (!module.lookupSymbol(abi::kRowCacheFetchKernelI64))
+    func::FuncOp::create(builder, loc, abi::kRowCacheFetchKernelI64, type)
+        .setPrivate();
+  auto host = func::FuncOp::create(builder, loc, kName, type);
+  host->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  Block *body = host.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  func::CallOp::create(builder, loc, abi::kRowCacheFetchKernelI64, TypeRange{},
+                       body->getArguments());
+  func::ReturnOp::create(builder, loc);
+  return kName;
+}
+
 struct CompiledModel::Impl {
   ModelInfo info;
   std::unique_ptr<ExecutionEngine> engine;
   PackedFunction backward = nullptr;
+  /// CUDA: the launch of the row cache fetch kernel (KernelABI.h), through
+  /// which the backward step fetches as the compiled code does.
+  PackedFunction deviceFetch = nullptr;
   /// CUDA: the runtime's last failure ("" if none). The lowered host code
   /// cannot return errors, so every run checks it afterwards.
   const char *(*cudaLastError)() = nullptr;
@@ -111,12 +138,14 @@ CompiledModel::compile(ModuleOp module, const ModelInfo &info,
   // The backward kernel is called from the host. On the CPU the kernel
   // itself is a host function; on CUDA a host function calls it, and the
   // pipeline turns that call into a launch.
-  StringRef backwardName = abi::kBackwardI64;
-  if (options.target == Target::CUDA)
+  StringRef backwardName = abi::kBackwardI64, fetchName;
+  if (options.target == Target::CUDA) {
     backwardName = addBackwardHostCall(*clone);
+    fetchName = addRowCacheFetchHostCall(*clone);
+  }
   // Shards in host memory are read through their caches, which the
-  // compiled code fetches from the run (on CUDA, in the host code before a
-  // launch).
+  // compiled code fetches from the run (on CUDA, with the fetch kernel on a
+  // copy of the cache's state that the run hands out).
   CompileOptions withCaches = options;
   for (auto &entry : ArenaCaches::entryPoints())
     withCaches.hostSymbols.push_back(entry);
@@ -132,6 +161,10 @@ CompiledModel::compile(ModuleOp module, const ModelInfo &info,
     return backward.takeError();
   model->impl->backward = *backward;
   if (options.target == Target::CUDA) {
+    auto fetch = lookupPacked(*model->impl->engine, fetchName);
+    if (!fetch)
+      return fetch.takeError();
+    model->impl->deviceFetch = *fetch;
     auto lastError = model->impl->engine->lookup("neuroshardCudaLastError");
     if (!lastError)
       return lastError.takeError();
@@ -282,14 +315,39 @@ static inputs::LookupInputs readsOf(const inputs::LookupInputs &in,
   return part;
 }
 
+/// Fetches `rows` through cache `piece` into `locations` with the fetch
+/// kernel `deviceFetch` on CUDA (KernelABI.h), else on the host.
+static void fetchRows(ArenaCaches &caches, PackedFunction deviceFetch,
+                      ModelData &data, int64_t piece, int64_t flags,
+                      std::vector<int64_t> &rows,
+                      std::vector<int64_t> &locations) {
+  if (!deviceFetch) {
+    caches.fetch(piece, flags, rows.data(), int64_t(rows.size()),
+                 locations.data());
+    return;
+  }
+  std::vector<int64_t> state(
+      size_t(caches.beginDeviceFetch(piece, flags, /*indexBits=*/64)));
+  caches.copyDeviceState(/*toBuffer=*/true, state.data(),
+                         int64_t(state.size()));
+  MemRef1D<int64_t> stateDesc = memref1D(state), rowsDesc = memref1D(rows),
+                    locationsDesc = memref1D(locations);
+  MemRef1D<float> weightsDesc = memref1D(data.weights);
+  void *pointers[] = {&stateDesc, &weightsDesc, &rowsDesc, &locationsDesc};
+  void *arguments[] = {&pointers[0], &pointers[1], &pointers[2], &pointers[3],
+                       &flags};
+  deviceFetch(arguments);
+  caches.copyDeviceState(/*toBuffer=*/false, state.data(),
+                         int64_t(state.size()));
+}
+
 /// The backward kernel's shard set of `lookup`, whose shards in host memory
 /// update their caches: each such shard's indices, as its local rows, are
 /// fetched through its cache (one step per cache, marking the rows dirty),
 /// and it reads the cache's virtual table at the locations.
-static abi::PackedShardSet<int64_t> throughCaches(const ModelInfo &info,
-                                                  const LookupInfo &lookup,
-                                                  ModelData &data,
-                                                  ArenaCaches &caches) {
+static abi::PackedShardSet<int64_t>
+throughCaches(const ModelInfo &info, const LookupInfo &lookup, ModelData &data,
+              ArenaCaches &caches, PackedFunction deviceFetch) {
   std::vector<abi::ShardDescriptor> shards = lookup.shards;
   std::vector<inputs::LookupInputs> parts;
   std::vector<int64_t> begun;
@@ -311,8 +369,8 @@ static abi::PackedShardSet<int64_t> throughCaches(const ModelInfo &info,
       begun.push_back(cache);
       flags |= ::neuroshard::runtime::kRowCacheBeginsStep;
     }
-    caches.fetch(cache, flags, rows.data(), int64_t(rows.size()),
-                 parts.back().indices.data());
+    fetchRows(caches, deviceFetch, data, cache, flags, rows,
+              parts.back().indices);
     shards[s].table = cache;
   }
   std::vector<const inputs::LookupInputs *> pointers;
@@ -348,6 +406,11 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
       pairs.push_back(&in);
     impl->lookups.clear();
     for (const LookupInfo &lookup : info.lookups) {
+      // A lookup with caches packs its set at every step (throughCaches).
+      if (!lookup.caches.empty()) {
+        impl->lookups.emplace_back();
+        continue;
+      }
       if (!lookup.distributesRows) {
         impl->lookups.push_back(
             abi::packShardSet<int64_t>(lookup.shards, pairs));
@@ -379,12 +442,13 @@ llvm::Error CompiledModel::backward(ModelData &data, float learningRate) {
   for (size_t l = 0; l < info.lookups.size(); ++l) {
     abi::PackedShardSet<int64_t> cachedSet;
     if (!info.lookups[l].caches.empty()) {
-      cachedSet = throughCaches(info, info.lookups[l], data, impl->caches);
+      cachedSet = throughCaches(info, info.lookups[l], data, impl->caches,
+                                impl->deviceFetch);
       if (llvm::Error err = impl->checkCaches())
         return err;
     }
     abi::PackedShardSet<int64_t> &set =
-        cachedSet.layout.meta.empty() ? impl->lookups[l] : cachedSet;
+        info.lookups[l].caches.empty() ? impl->lookups[l] : cachedSet;
     operands.meta = memref1D(set.layout.meta);
     operands.indices = memref1D(set.indices);
     operands.offsets = memref1D(set.offsets);

@@ -52,6 +52,21 @@ struct KernelInvocation {
 using KernelEmitter =
     std::function<void(OpBuilder &, Location, const KernelInvocation &)>;
 
+/// A fetch of a lookup entry's rows through the cache of a shard in host
+/// memory (Runtime/RowCache.h): the cache's arena piece, the fetch flags
+/// (kRowCacheBeginsStep, kRowCacheWrites), the weight arena, and two
+/// `memref<?xiN>` of one size: the shard's local rows and the locations
+/// the fetch writes, which the entry's kernel then reads instead.
+struct CacheFetch {
+  int64_t cachePiece = 0;
+  int64_t flags = 0;
+  Value weights, rows, locations;
+};
+
+/// Emits `fetch` at the builder's insertion point.
+using CacheFetchEmitter =
+    std::function<void(OpBuilder &, Location, const CacheFetch &)>;
+
 /// Where each table lives in the weight arena a lowered function receives.
 /// The arena holds pieces of tables, each a column range stored row-major
 /// with its own row stride: whole tables, one piece each, or in the program
@@ -114,12 +129,14 @@ FailureOr<KernelTableLayout> prepareLookupConversion(ModuleOp module);
 /// forward kernel invocation each, `neuroshard.fused_embedding_bag_sgd` to
 /// one backward kernel invocation, emitted with `emit`; `neuroshard.table`
 /// erased. An entry of a shard in host memory reads its cache
-/// (Runtime/RowCache.h) where the arena has one: a call of the runtime's
-/// fetch gives the locations its kernel reads instead of the indices.
-/// `layout` must outlive the patterns.
+/// (Runtime/RowCache.h) where the arena has one: a fetch, emitted with
+/// `fetch` or by default as a call of the runtime's host fetch
+/// (kRowCacheFetchI32/I64), gives the locations its kernel reads instead of
+/// the indices. `layout` must outlive the patterns.
 void populateLookupToKernelCallPatterns(RewritePatternSet &patterns,
                                         const KernelTableLayout &layout,
-                                        KernelEmitter emit);
+                                        KernelEmitter emit,
+                                        CacheFetchEmitter fetch = {});
 
 /// `neuroshard.all_to_all` to `tensor.extract_slice`s of every device's rows
 /// and a `tensor.concat` per device: the exchange when all devices share one
@@ -153,9 +170,11 @@ void configureLookupConversionTarget(ConversionTarget &target);
 
 /// prepareLookupConversion, then a partial conversion with the pattern sets
 /// and the target above; `bucketize` as for
-/// populateRowPieceDistributionPatterns.
+/// populateRowPieceDistributionPatterns, `fetch` as for
+/// populateLookupToKernelCallPatterns.
 LogicalResult lowerLookups(ModuleOp module, KernelEmitter emit,
-                           BucketizeEmitter bucketize = {});
+                           BucketizeEmitter bucketize = {},
+                           CacheFetchEmitter fetch = {});
 
 /// Adds the generic forward and backward-SGD CPU kernels (KernelABI.h) to
 /// `module` as public `func.func`s with C interfaces, unless present.

@@ -4,13 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// A module with shards in host memory, lowered for the CPU or CUDA, calls
-// the runtime's fetch (in host code) before every kernel that reads such a
-// shard (Runtime/RowCache.h). The caches it fetches through belong to the run:
-// one RowCache per cache piece of the arena ModelData lays out, addressed
-// in that arena. CompiledModel binds them to a run's data and makes them
-// the ones the compiled code calls; its backward step fetches through the
-// same caches, and a run flushes them before it reads the weights back.
+// A module with shards in host memory, lowered for the CPU, calls the
+// runtime's fetch (in host code) before every kernel that reads such a
+// shard (Runtime/RowCache.h); lowered for CUDA, it asks the runtime for the
+// cache's state and launches the fetch kernel on it. The caches it fetches
+// through belong to the run: one RowCache per cache piece of the arena
+// ModelData lays out, addressed in that arena. CompiledModel binds them to a
+// run's data and makes them the ones the compiled code calls; its backward step
+// fetches through the same caches, and a run flushes them before it reads the
+// weights back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,10 +48,22 @@ public:
   void fetch(int64_t piece, int64_t flags, const Index *rows, int64_t count,
              Index *locations);
 
+  /// Starts a fetch on the device through the cache of arena piece
+  /// `piece` with `indexBits`-bit indices, its step begun when `flags` say
+  /// so, and returns the size of the state that copyDeviceState copies.
+  /// When the cache cannot serve the fetch (no such cache, locations beyond
+  /// the index type), records why and hands out a state the kernel refuses
+  /// (every location 0).
+  int64_t beginDeviceFetch(int64_t piece, int64_t flags, int indexBits);
+  /// Copies the state of the fetch begun last into `buffer` (`toBuffer`)
+  /// or back from it; `size` must be beginDeviceFetch's.
+  void copyDeviceState(bool toBuffer, int64_t *buffer, int64_t size);
+
   /// Writes every dirty row back to the tables.
   void flush();
 
-  /// The first error since the last call, if any, and clears it.
+  /// The first error since the last call, if any, and clears it; a device
+  /// fetch's index outside its shard counts too.
   std::optional<std::string> takeError();
 
   /// What the caches did, each named by its shard: `table[r0:r1, c0:c1]`.
@@ -69,6 +83,10 @@ private:
   };
   std::map<int64_t, Bound> caches;
   std::optional<std::string> error;
+  /// The state of the device fetch begun last, and what a refused fetch
+  /// gets instead.
+  std::vector<int64_t> *deviceFetchState = nullptr;
+  std::vector<int64_t> refusedState;
 };
 
 } // namespace execution

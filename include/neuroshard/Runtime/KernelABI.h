@@ -406,6 +406,71 @@ bucketizeGeometry(BucketizeStep step, int64_t numBlocks, int64_t batchSize,
 }
 
 //===----------------------------------------------------------------------===//
+// The row cache of a shard in host memory, on the device
+//===----------------------------------------------------------------------===//
+//
+// On CUDA, the fetch of a shard's rows through its cache (RowCache.h) is a
+// kernel the compiler generates, `kRowCacheFetchKernelI32`/`I64`, which the
+// host code launches before the embedding kernel that reads the shard. Its
+// operands (kRowCacheFetchOperands): the cache's `state` (i64 words in
+// RowCacheWord's layout, read and updated in place), the weight arena
+// `weights` that holds the cache's slots and, at the locations a row read
+// in host memory gets, the shard's rows; the shard's local `rows` and the
+// `locations` it writes (memrefs of the index type, of one size), and
+// `flags` (kRowCacheWrites marks the slots dirty). The runtime call that
+// hands out the state (RowCache.h's kRowCacheStateWords) begins the step.
+//
+// Work split: one warp owns every set s with s % W == w, W the grid's
+// warps; each warp reads all the indices, 32 at a time, and takes its own
+// rows in index order. Lane k holds way k of the set: a hit is the lane
+// whose tag matches, a miss takes the first free way, else the least
+// recently used one not read this step, else reads the row in host memory.
+// The warp copies the evicted row back (if dirty) and the new one in, one
+// column per lane. Sets are disjoint and each is served in the order of the
+// indices, so the outcome equals the host's RowCache::fetch, slot for slot.
+// An index outside the shard gets location 0 and its position goes into
+// kRowCacheBadPosition (atomic min); a refused state gives every index 0.
+
+constexpr const char *kRowCacheFetchKernelI32 =
+    "neuroshard_row_cache_fetch_kernel_i32";
+constexpr const char *kRowCacheFetchKernelI64 =
+    "neuroshard_row_cache_fetch_kernel_i64";
+
+enum RowCacheFetchPosition : unsigned {
+  kRowCacheStateOperand,
+  kRowCacheWeightsOperand,
+  kRowCacheRowsOperand,
+  kRowCacheLocationsOperand,
+  kRowCacheFlagsOperand,
+  kRowCacheFetchNumOperands
+};
+
+constexpr KernelOperand kRowCacheFetchOperands[kRowCacheFetchNumOperands] = {
+    {"state", 1, ElementKind::I64},
+    {"weights", 1, ElementKind::F32},
+    {"rows", 1, ElementKind::Index},
+    {"locations", 1, ElementKind::Index},
+    {"flags", 0, ElementKind::I64}};
+
+/// The most warps one fetch launches: more would each read every index for
+/// fewer sets.
+constexpr int64_t kRowCacheFetchMaxWarps = 1024;
+
+/// The grid of a fetch through a cache of `sets` sets: a warp per set up to
+/// kRowCacheFetchMaxWarps, at least one block.
+inline LaunchGeometry
+rowCacheFetchGeometry(int64_t sets,
+                      int64_t threadsPerBlock = kThreadsPerBlock) {
+  LaunchGeometry geometry;
+  geometry.blockX = threadsPerBlock;
+  geometry.gridY = 1;
+  int64_t warps = sets < kRowCacheFetchMaxWarps ? sets : kRowCacheFetchMaxWarps;
+  int64_t blocks = (warps * kWarpSize + threadsPerBlock - 1) / threadsPerBlock;
+  geometry.gridX = blocks < 1 ? 1 : blocks;
+  return geometry;
+}
+
+//===----------------------------------------------------------------------===//
 // CUDA launch manifest
 //===----------------------------------------------------------------------===//
 

@@ -34,7 +34,11 @@
 //      `flush` writes every dirty row back (before the host copy is read).
 //
 // The class owns no weights: `RowCacheStorage` says where the cache's and
-// the host's rows are, and which columns a row holds.
+// the host's rows are, and which columns a row holds. Its whole state (the
+// geometry, each slot's row, last step and dirty bit, the step and the
+// counts) is one buffer of i64 words in the layout of `RowCacheWord`, so
+// that a fetch on a GPU (the kernels `--neuroshard-to-cuda` generates,
+// KernelABI.h) continues from where the host left it, and the reverse.
 //
 // Plain C++ with no dependency, like the rest of the runtime.
 //
@@ -62,6 +66,19 @@ constexpr int64_t kRowCacheWays = 32;
 /// and the flags below; the runtime that runs the module owns the caches.
 constexpr const char *kRowCacheFetchI32 = "neuroshard_row_cache_fetch_i32";
 constexpr const char *kRowCacheFetchI64 = "neuroshard_row_cache_fetch_i64";
+/// On CUDA the fetch is a kernel (KernelABI.h's kRowCacheFetchKernelI32)
+/// that reads and updates a copy of the cache's state buffer. The host code
+/// gets that copy from the runtime around the launch:
+///   stateWords(i64 cachePiece, i64 flags, i64 indexBits) -> i64
+///     begins the step when the flags say so and gives the state's size;
+///   copyState(i64 cachePiece, i64 toBuffer, memref<?xi64> buffer)
+///     copies the state into `buffer` (toBuffer = 1, before the launch) or
+///     back from it (0, after).
+/// A runtime that cannot serve the fetch (no such cache, locations beyond
+/// the index type) records why and hands out a state with kRowCacheRefused
+/// set.
+constexpr const char *kRowCacheStateWords = "neuroshard_row_cache_state_words";
+constexpr const char *kRowCacheCopyState = "neuroshard_row_cache_copy_state";
 /// The fetch begins a step (the first of a kernel's fetches of the cache).
 constexpr int64_t kRowCacheBeginsStep = 1;
 /// The kernel updates the rows (the fetch marks their slots dirty).
@@ -77,6 +94,40 @@ struct RowCacheStorage {
   int64_t hostStride = 0;
   int64_t colBegin = 0;
   int64_t width = 0;
+};
+
+/// The words of a cache's state buffer: a header, then per slot its row
+/// (-1: none) at kRowCacheHeaderWords + slot, the step that last read it
+/// at kRowCacheHeaderWords + slots + slot, and 1 if an update wrote it
+/// since it was filled at kRowCacheHeaderWords + 2 * slots + slot.
+enum RowCacheWord : int64_t {
+  kRowCacheRows,        ///< rows of the shard
+  kRowCacheSlots,       ///< rows the cache holds
+  kRowCacheSetWays,     ///< slots per set
+  kRowCacheSets,        ///< sets
+  kRowCacheHostRowZero, ///< location of the shard's row 0 (see fetch)
+  /// Where a device fetch finds the rows in the weight arena it receives:
+  /// slot 0's row at element kRowCacheArenaOffset, rows kRowCacheStride
+  /// elements apart, the shard's columns from kRowCacheColBegin on,
+  /// kRowCacheWidth of them. Set by the runtime that binds the cache.
+  kRowCacheArenaOffset,
+  kRowCacheStride,
+  kRowCacheColBegin,
+  kRowCacheWidth,
+  kRowCacheStep, ///< the current step
+  kRowCacheLookups,
+  kRowCacheHits,
+  kRowCacheFills,
+  kRowCacheEvictions,
+  kRowCacheWriteBacks,
+  kRowCacheReadThrough,
+  /// The lowest position of a device fetch's index outside the shard's
+  /// rows (INT64_MAX: none); the runtime reports and resets it.
+  kRowCacheBadPosition,
+  /// Nonzero: a device fetch writes location 0 for every index and changes
+  /// nothing (a runtime that cannot serve the fetch, and says why).
+  kRowCacheRefused,
+  kRowCacheHeaderWords
 };
 
 /// What a cache did since it was made.
@@ -99,54 +150,79 @@ public:
   /// An empty cache; the arguments must pass `check`.
   RowCache(int64_t rows, int64_t slots, int64_t ways = kRowCacheWays);
 
-  int64_t rows() const { return numRows; }
-  int64_t slots() const { return numSlots; }
-  int64_t ways() const { return numWays; }
-  int64_t sets() const { return numSets; }
+  int64_t rows() const { return words[kRowCacheRows]; }
+  int64_t slots() const { return words[kRowCacheSlots]; }
+  int64_t ways() const { return words[kRowCacheSetWays]; }
+  int64_t sets() const { return words[kRowCacheSets]; }
   /// The set row `row` belongs to.
-  int64_t setOf(int64_t row) const;
+  int64_t setOf(int64_t row) const { return setOf(row, sets()); }
+  /// The set row `row` belongs to in a cache of `sets` sets: SplitMix64's
+  /// finalizer, so that neighbouring rows land in unrelated sets. The
+  /// device fetch computes the same.
+  static int64_t setOf(int64_t row, int64_t sets);
 
   /// Starts a step: the rows fetched from now on stay where they are until
   /// the next `beginStep`.
-  void beginStep() { ++step; }
+  void beginStep() { ++words[kRowCacheStep]; }
 
   /// Where the virtual table the kernels read has the shard's row 0 (`slots`
   /// unless set): a row read in host memory is at that location plus its
   /// row. A runtime whose cache does not sit right before the shard's rows
   /// sets it, negative where the rows come first.
-  void setHostRowZero(int64_t location) { hostRowZero = location; }
+  void setHostRowZero(int64_t location) {
+    words[kRowCacheHostRowZero] = location;
+  }
+
+  /// Where a device fetch finds the cache in the weight arena it receives
+  /// (the kRowCacheArenaOffset words).
+  void setArenaAddress(int64_t offset, int64_t stride, int64_t colBegin,
+                       int64_t width);
 
   /// Writes into `locations[i]` where the step finds row `rows[i]` (a slot,
   /// or the host's row zero + row for a row read in host memory), filling
-  /// and evicting as
-  /// the header says; with `write`, the slots found are marked dirty.
-  /// Returns, without changing anything, a message naming the first row
-  /// outside [0, rows) and its position.
+  /// and evicting as the header says; with `write`, the slots found are
+  /// marked dirty. Returns, without changing anything, a message naming the
+  /// first row outside [0, rows) and its position, or saying that the
+  /// locations do not fit `Index`.
   template <typename Index>
   std::optional<std::string> fetch(const Index *rows, int64_t count,
                                    Index *locations,
                                    const RowCacheStorage &storage, bool write);
 
+  /// Why the locations of this cache do not fit indices of `indexBits`
+  /// bits (32 or 64); nothing when they do.
+  std::optional<std::string> checkLocations(int indexBits) const;
+
   /// Writes every dirty row back to host memory.
   void flush(const RowCacheStorage &storage);
 
   /// The row slot `slot` holds, or -1.
-  int64_t rowAt(int64_t slot) const { return tags[slot]; }
-  bool isDirty(int64_t slot) const { return dirty[slot] != 0; }
-  const RowCacheStats &stats() const { return counts; }
+  int64_t rowAt(int64_t slot) const {
+    return words[kRowCacheHeaderWords + slot];
+  }
+  bool isDirty(int64_t slot) const { return dirtyWord(slot) != 0; }
+  RowCacheStats stats() const;
+
+  /// The state buffer (RowCacheWord's layout), which a device fetch reads
+  /// and updates in place.
+  std::vector<int64_t> &state() { return words; }
+  const std::vector<int64_t> &state() const { return words; }
 
 private:
   int64_t slotOf(int64_t row, bool write, const RowCacheStorage &storage);
   void writeBack(int64_t slot, const RowCacheStorage &storage);
+  int64_t &tag(int64_t slot) { return words[kRowCacheHeaderWords + slot]; }
+  int64_t &lastStep(int64_t slot) {
+    return words[kRowCacheHeaderWords + slots() + slot];
+  }
+  int64_t &dirtyWord(int64_t slot) {
+    return words[kRowCacheHeaderWords + 2 * slots() + slot];
+  }
+  int64_t dirtyWord(int64_t slot) const {
+    return words[kRowCacheHeaderWords + 2 * slots() + slot];
+  }
 
-  int64_t numRows, numSlots, numWays, numSets;
-  /// Per slot: the row it holds (-1: none), the step that last read it,
-  /// and whether an update wrote it since it was filled.
-  std::vector<int64_t> tags, lastStep;
-  std::vector<uint8_t> dirty;
-  int64_t step = 0;
-  int64_t hostRowZero;
-  RowCacheStats counts;
+  std::vector<int64_t> words;
 };
 
 } // namespace runtime

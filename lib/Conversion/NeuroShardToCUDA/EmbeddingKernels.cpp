@@ -30,6 +30,7 @@
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/RowCache.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -38,6 +39,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::neuroshard;
@@ -706,6 +709,329 @@ void BucketizeBodyBuilder::build() {
   }
 }
 
+namespace {
+
+/// Emits the body of the row cache fetch kernel (KernelABI.h): the host's
+/// RowCache::fetch, with a warp per set and a lane per way.
+class RowCacheFetchBuilder : public KernelIRBuilder {
+public:
+  RowCacheFetchBuilder(ImplicitLocOpBuilder &b, IntegerType indexType,
+                       ValueRange args)
+      : KernelIRBuilder(b), indexType(indexType), i64(b.getI64Type()),
+        state(args[abi::kRowCacheStateOperand]),
+        weights(args[abi::kRowCacheWeightsOperand]),
+        rows(args[abi::kRowCacheRowsOperand]),
+        locations(args[abi::kRowCacheLocationsOperand]),
+        flags(args[abi::kRowCacheFlagsOperand]) {}
+
+  void build();
+
+private:
+  /// The counts a warp keeps while it fetches, in RowCacheWord order from
+  /// kRowCacheLookups.
+  enum Count { kLookups, kHits, kFills, kEvictions, kWriteBacks, kReads, kN };
+
+  Value c64(int64_t value) {
+    return arith::ConstantIntOp::create(b, i64, value);
+  }
+  Value word(int64_t which) {
+    return loadInteger(state, ValueRange{cIndex(which)});
+  }
+  Value slt(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::slt, x, y);
+  }
+  Value sge(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::sge, x, y);
+  }
+  Value toI64(Value v) { return arith::IndexCastOp::create(b, i64, v); }
+  Value extend(Value flag) { return arith::ExtUIOp::create(b, i64, flag); }
+  /// The smallest of the lanes' `value`s (i32 or i64), on every lane.
+  Value warpMin(Value value);
+  /// Stores `location` (i64) at `position` of the locations.
+  void storeLocation(Value location, Value position);
+  /// Copies the shard's columns of virtual-table row `from` to row `to`,
+  /// a column per lane.
+  void copyRow(Value from, Value to);
+  /// Serves `row` of set `set`, the index at `position`; returns the counts.
+  SmallVector<Value> serve(Value row, Value set, Value position,
+                           ValueRange counts);
+  /// RowCache::setOf in IR.
+  Value setOf(Value row);
+
+  IntegerType indexType, i64;
+  Value state, weights, rows, locations, flags;
+  Value lane, laneI64, lane32, numRows, slots, ways, sets, hostRowZero,
+      arenaOffset, stride, colBegin, width, step, writes;
+};
+
+} // namespace
+
+Value RowCacheFetchBuilder::warpMin(Value value) {
+  for (int32_t distance = abi::kWarpSize / 2; distance >= 1; distance /= 2)
+    value = arith::MinSIOp::create(
+        b, value, shuffleInteger(value, cI32(distance), gpu::ShuffleMode::XOR));
+  return value;
+}
+
+void RowCacheFetchBuilder::storeLocation(Value location, Value position) {
+  ifThen(eq(lane, cIndex(0)), [&]() {
+    Value value = indexType.getWidth() == 64
+                      ? location
+                      : Value(arith::TruncIOp::create(b, indexType, location));
+    memref::StoreOp::create(b, value, locations, ValueRange{position});
+  });
+}
+
+void RowCacheFetchBuilder::copyRow(Value from, Value to) {
+  auto rowStart = [&](Value row) {
+    return toIndex(arith::AddIOp::create(
+        b,
+        arith::AddIOp::create(b, arenaOffset,
+                              arith::MulIOp::create(b, row, stride)),
+        colBegin));
+  };
+  Value fromStart = rowStart(from), toStart = rowStart(to);
+  loop(lane, toIndex(width), cIndex(abi::kWarpSize), {},
+       [&](Value column, ValueRange) {
+         Value v = memref::LoadOp::create(b, weights,
+                                          ValueRange{add(fromStart, column)});
+         memref::StoreOp::create(b, v, weights,
+                                 ValueRange{add(toStart, column)});
+         return SmallVector<Value>();
+       });
+}
+
+Value RowCacheFetchBuilder::setOf(Value row) {
+  auto shiftXor = [&](Value z, int64_t shift) -> Value {
+    return arith::XOrIOp::create(b, z,
+                                 arith::ShRUIOp::create(b, z, c64(shift)));
+  };
+  Value z = arith::AddIOp::create(b, row, c64(int64_t(0x9E3779B97F4A7C15ull)));
+  z = arith::MulIOp::create(b, shiftXor(z, 30),
+                            c64(int64_t(0xBF58476D1CE4E5B9ull)));
+  z = arith::MulIOp::create(b, shiftXor(z, 27),
+                            c64(int64_t(0x94D049BB133111EBull)));
+  return arith::RemUIOp::create(b, shiftXor(z, 31), sets);
+}
+
+SmallVector<Value> RowCacheFetchBuilder::serve(Value row, Value set,
+                                               Value position,
+                                               ValueRange counts) {
+  using ::neuroshard::runtime::kRowCacheHeaderWords;
+  SmallVector<Type> countTypes(kN, i64);
+  auto bump = [&](SmallVector<Value> values, Count which, Value by) {
+    values[which] = arith::AddIOp::create(b, values[which], by);
+    return values;
+  };
+  Value one = c64(1);
+  Value first = arith::MulIOp::create(b, set, ways);
+  Value inSet = slt(
+      laneI64,
+      arith::MinSIOp::create(b, ways, arith::SubIOp::create(b, slots, first)));
+  Value slot = arith::AddIOp::create(b, first, laneI64);
+  // Lane k's way: its slot's row, last step and dirty word.
+  Value tagAt = add(cIndex(kRowCacheHeaderWords), toIndex(slot));
+  Value lastAt = add(tagAt, toIndex(slots));
+  Value dirtyAt = add(lastAt, toIndex(slots));
+  SmallVector<Value> way = ifValues(
+      inSet, {i64, i64, i64},
+      [&]() -> SmallVector<Value> {
+        return {loadInteger(state, ValueRange{tagAt}),
+                loadInteger(state, ValueRange{lastAt}),
+                loadInteger(state, ValueRange{dirtyAt})};
+      },
+      [&]() -> SmallVector<Value> {
+        return {c64(-2), c64(0), c64(0)};
+      });
+  Value tag = way[0], last = way[1], dirty = way[2];
+  Value none = cI32(abi::kWarpSize);
+  Value hitLane = warpMin(select(both(inSet, eq(tag, row)), lane32, none));
+  SmallVector<Value> base(counts.begin(), counts.end());
+  base = bump(base, kLookups, one);
+  return ifValues(
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, hitLane, none),
+      countTypes,
+      [&]() -> SmallVector<Value> {
+        ifThen(eq(lane32, hitLane), [&]() {
+          memref::StoreOp::create(b, step, state, ValueRange{lastAt});
+          memref::StoreOp::create(b, arith::OrIOp::create(b, dirty, writes),
+                                  state, ValueRange{dirtyAt});
+        });
+        storeLocation(arith::AddIOp::create(
+                          b, first, arith::ExtUIOp::create(b, i64, hitLane)),
+                      position);
+        return bump(base, kHits, one);
+      },
+      [&]() -> SmallVector<Value> {
+        // A miss: the first free way, else the least recently used way
+        // that this step has not read (the lowest lane among equals).
+        Value freeLane =
+            warpMin(select(both(inSet, slt(tag, c64(0))), lane32, none));
+        Value evictable = both(both(inSet, sge(tag, c64(0))), slt(last, step));
+        Value maxKey = c64(std::numeric_limits<int64_t>::max());
+        Value oldest = warpMin(
+            select(evictable,
+                   arith::AddIOp::create(
+                       b, arith::MulIOp::create(b, last, c64(abi::kWarpSize)),
+                       laneI64),
+                   maxKey));
+        Value oldestLane =
+            select(eq(oldest, maxKey), none,
+                   arith::TruncIOp::create(
+                       b, i32,
+                       arith::RemUIOp::create(b, oldest, c64(abi::kWarpSize))));
+        Value victim = select(
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, freeLane, none),
+            freeLane, oldestLane);
+        return ifValues(
+            eq(victim, none), countTypes,
+            [&]() -> SmallVector<Value> {
+              // Every way holds a row this step reads: read it in host
+              // memory.
+              storeLocation(arith::AddIOp::create(b, hostRowZero, row),
+                            position);
+              return bump(base, kReads, one);
+            },
+            [&]() -> SmallVector<Value> {
+              Value victimTag =
+                  shuffleInteger(tag, victim, gpu::ShuffleMode::IDX);
+              Value victimDirty =
+                  shuffleInteger(dirty, victim, gpu::ShuffleMode::IDX);
+              Value victimSlot = arith::AddIOp::create(
+                  b, first, arith::ExtUIOp::create(b, i64, victim));
+              Value evicted = sge(victimTag, c64(0));
+              Value writeBack = both(
+                  evicted, arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                                 victimDirty, c64(0)));
+              ifThen(writeBack, [&]() {
+                copyRow(victimSlot,
+                        arith::AddIOp::create(b, hostRowZero, victimTag));
+              });
+              copyRow(arith::AddIOp::create(b, hostRowZero, row), victimSlot);
+              ifThen(eq(lane32, victim), [&]() {
+                memref::StoreOp::create(b, row, state, ValueRange{tagAt});
+                memref::StoreOp::create(b, step, state, ValueRange{lastAt});
+                memref::StoreOp::create(b, writes, state, ValueRange{dirtyAt});
+              });
+              storeLocation(victimSlot, position);
+              SmallVector<Value> next = bump(base, kFills, one);
+              next = bump(next, kEvictions, extend(evicted));
+              return bump(next, kWriteBacks, extend(writeBack));
+            });
+      });
+}
+
+void RowCacheFetchBuilder::build() {
+  namespace rt = ::neuroshard::runtime;
+  Value warpSize = cIndex(abi::kWarpSize);
+  Value blockDim = gpu::BlockDimOp::create(b, gpu::Dimension::x);
+  Value threadInBlock = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value thread =
+      add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), blockDim),
+          threadInBlock);
+  Value numThreads =
+      mul(gpu::GridDimOp::create(b, gpu::Dimension::x), blockDim);
+  lane = rem(threadInBlock, warpSize);
+  laneI64 = toI64(lane);
+  lane32 = toI32(lane);
+  Value warp = toI64(div(thread, warpSize));
+  Value numWarps = toI64(div(numThreads, warpSize));
+  Value count = memref::DimOp::create(b, rows, 0);
+
+  auto refused = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                       word(rt::kRowCacheRefused), c64(0));
+  auto ifRefused = scf::IfOp::create(b, refused, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifRefused.thenBlock()->getTerminator());
+    Value zero = arith::ConstantIntOp::create(b, indexType, 0);
+    loop(thread, count, numThreads, {}, [&](Value i, ValueRange) {
+      memref::StoreOp::create(b, zero, locations, ValueRange{i});
+      return SmallVector<Value>();
+    });
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifRefused.elseBlock()->getTerminator());
+
+  numRows = word(rt::kRowCacheRows);
+  slots = word(rt::kRowCacheSlots);
+  ways = word(rt::kRowCacheSetWays);
+  sets = word(rt::kRowCacheSets);
+  hostRowZero = word(rt::kRowCacheHostRowZero);
+  arenaOffset = word(rt::kRowCacheArenaOffset);
+  stride = word(rt::kRowCacheStride);
+  colBegin = word(rt::kRowCacheColBegin);
+  width = word(rt::kRowCacheWidth);
+  step = word(rt::kRowCacheStep);
+  writes = extend(arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne,
+      arith::AndIOp::create(b, flags, c64(rt::kRowCacheWrites)), c64(0)));
+
+  SmallVector<Value> zeros(kN, c64(0));
+  scf::ForOp chunks = loop(
+      cIndex(0), ceilDiv(count, warpSize), cIndex(1), zeros,
+      [&](Value chunk, ValueRange counts) -> SmallVector<Value> {
+        Value chunkStart = mul(chunk, warpSize);
+        Value i = add(chunkStart, lane);
+        Value inRange = ult(i, count);
+        Value row = ifValues(
+            inRange, i64,
+            [&]() -> SmallVector<Value> {
+              Value v = loadInteger(rows, ValueRange{i});
+              if (indexType.getWidth() != 64)
+                v = arith::ExtSIOp::create(b, i64, v);
+              return {v};
+            },
+            [&]() -> SmallVector<Value> { return {c64(-1)}; })[0];
+        Value outside =
+            arith::OrIOp::create(b, slt(row, c64(0)), sge(row, numRows));
+        Value bad = both(inRange, outside);
+        // Warp 0 answers the indices outside the shard.
+        ifThen(both(bad, eq(warp, c64(0))), [&]() {
+          memref::StoreOp::create(b,
+                                  arith::ConstantIntOp::create(b, indexType, 0),
+                                  locations, ValueRange{i});
+          memref::AtomicRMWOp::create(
+              b, arith::AtomicRMWKind::mins, toI64(i), state,
+              ValueRange{cIndex(rt::kRowCacheBadPosition)});
+        });
+        Value set = select(outside, c64(-1), setOf(row));
+        Value inShard = arith::XOrIOp::create(
+            b, outside, arith::ConstantIntOp::create(b, b.getI1Type(), 1));
+        Value mine = both(both(inRange, inShard),
+                          eq(arith::RemUIOp::create(b, set, numWarps), warp));
+        Value mine32 = arith::ExtUIOp::create(b, i32, mine);
+        // Lane k's index, in turn on every lane; the warp serves it if its
+        // set is the warp's.
+        scf::ForOp served = loop(
+            cIndex(0), warpSize, cIndex(1), counts,
+            [&](Value k, ValueRange inner) -> SmallVector<Value> {
+              Value source = toI32(k);
+              Value theirs =
+                  shuffleInteger(mine32, source, gpu::ShuffleMode::IDX);
+              Value theirRow =
+                  shuffleInteger(row, source, gpu::ShuffleMode::IDX);
+              Value theirSet =
+                  shuffleInteger(set, source, gpu::ShuffleMode::IDX);
+              return ifValues(
+                  eq(theirs, cI32(1)), SmallVector<Type>(kN, i64),
+                  [&]() {
+                    return serve(theirRow, theirSet, add(chunkStart, k), inner);
+                  },
+                  [&]() -> SmallVector<Value> {
+                    return SmallVector<Value>(inner.begin(), inner.end());
+                  });
+            });
+        return SmallVector<Value>(served.getResults());
+      });
+  ifThen(eq(lane, cIndex(0)), [&]() {
+    for (int64_t c = 0; c < kN; ++c)
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi,
+                                  chunks.getResult(c), state,
+                                  ValueRange{cIndex(rt::kRowCacheLookups + c)});
+  });
+}
+
 /// A `gpu.func` kernel of `inputs` with the launch bounds of KernelABI.h:
 /// ptxas fits the registers to kMinBlocksPerMultiprocessor blocks of
 /// kThreadsPerBlock threads, and CUDA refuses larger blocks.
@@ -759,6 +1085,21 @@ static void buildBucketizeKernel(OpBuilder &builder, Location loc,
   gpu::ReturnOp::create(b);
 }
 
+static void buildRowCacheFetchKernel(OpBuilder &builder, Location loc,
+                                     IntegerType indexType) {
+  auto func = createKernelFunc(
+      builder, loc,
+      indexType.getWidth() == 32 ? abi::kRowCacheFetchKernelI32
+                                 : abi::kRowCacheFetchKernelI64,
+      operandTypes(abi::kRowCacheFetchOperands, indexType));
+  Block &entry = func.getBody().front();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&entry);
+  ImplicitLocOpBuilder b(loc, builder);
+  RowCacheFetchBuilder(b, indexType, entry.getArguments()).build();
+  gpu::ReturnOp::create(b);
+}
+
 static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
                         KernelKind kind, IntegerType indexType,
                         bool vectorAtomics) {
@@ -804,6 +1145,8 @@ mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
   for (IntegerType indexType : {i32, i64})
     for (abi::BucketizeStep step : abi::kBucketizeSteps)
       buildBucketizeKernel(builder, loc, step, indexType);
+  for (IntegerType indexType : {i32, i64})
+    buildRowCacheFetchKernel(builder, loc, indexType);
   return module;
 }
 
@@ -862,6 +1205,19 @@ SmallVector<Type> mlir::neuroshard::bucketizeOperandTypes(MLIRContext *context,
                                                           StringRef callName) {
   Type index = IntegerType::get(context, callName.ends_with("_i32") ? 32 : 64);
   return operandTypes(abi::kBucketizeOperands, index);
+}
+
+bool mlir::neuroshard::isRowCacheFetchKernelName(StringRef name) {
+  return name == abi::kRowCacheFetchKernelI32 ||
+         name == abi::kRowCacheFetchKernelI64;
+}
+
+SmallVector<Type>
+mlir::neuroshard::rowCacheFetchOperandTypes(MLIRContext *context,
+                                            StringRef kernelName) {
+  Type index =
+      IntegerType::get(context, kernelName.ends_with("_i32") ? 32 : 64);
+  return operandTypes(abi::kRowCacheFetchOperands, index);
 }
 
 bool mlir::neuroshard::isEmbeddingKernelName(StringRef name, bool &isBackward) {

@@ -14,6 +14,7 @@
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/RowCache.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -161,4 +162,37 @@ void mlir::neuroshard::emitBucketizeLaunch(OpBuilder &builder, Location loc,
   }
   finishLaunches(b, token, args, deviceArgs,
                  {abi::kBlockOffsetsOperand, abi::kBlockIndicesOperand});
+}
+
+void mlir::neuroshard::emitRowCacheFetchLaunch(OpBuilder &builder, Location loc,
+                                               StringRef kernelName,
+                                               ValueRange args) {
+  ImplicitLocOpBuilder b(loc, builder);
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
+  // The locations need no upload: the kernel writes every one of them.
+  SmallVector<Value> deviceArgs;
+  for (unsigned i = 0; i < abi::kRowCacheFlagsOperand; ++i)
+    deviceArgs.push_back(
+        allocOnDevice(b, token, args[i], i != abi::kRowCacheLocationsOperand));
+  deviceArgs.push_back(args[abi::kRowCacheFlagsOperand]);
+
+  // abi::rowCacheFetchGeometry in IR: the sets are in the host's state.
+  Value sets = arith::IndexCastOp::create(
+      b, b.getIndexType(),
+      memref::LoadOp::create(b, args[abi::kRowCacheStateOperand],
+                             ValueRange{arith::ConstantIndexOp::create(
+                                 b, ::neuroshard::runtime::kRowCacheSets)}));
+  Value warps = arith::MinUIOp::create(
+      b, sets, arith::ConstantIndexOp::create(b, abi::kRowCacheFetchMaxWarps));
+  Value gridX =
+      gridFor(b,
+              arith::MulIOp::create(
+                  b, warps, arith::ConstantIndexOp::create(b, abi::kWarpSize)),
+              abi::kThreadsPerBlock);
+  token = launch(b, token, kernelName, gridX,
+                 arith::ConstantIndexOp::create(b, 1), deviceArgs);
+  finishLaunches(b, token, args, deviceArgs,
+                 {abi::kRowCacheStateOperand, abi::kRowCacheWeightsOperand,
+                  abi::kRowCacheLocationsOperand});
 }

@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Turns host calls of the kernel symbols into GPU launches (emitKernelLaunch)
-// and bucketization calls into the launches of its kernels
-// (emitBucketizeLaunch) with a conversion pattern. Every call is checked before
-// the first one is rewritten.
+// Turns host calls of the kernel symbols into GPU launches (emitKernelLaunch,
+// emitRowCacheFetchLaunch) and bucketization calls into the launches of its
+// kernels (emitBucketizeLaunch) with a conversion pattern. Every call is
+// checked before the first one is rewritten.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +50,8 @@ std::optional<SmallVector<Type>> kernelCallOperandTypes(MLIRContext *context,
     return embeddingKernelOperandTypes(context, callee, isBackward);
   if (isBucketizeCallName(callee))
     return bucketizeOperandTypes(context, callee);
+  if (isRowCacheFetchKernelName(callee))
+    return rowCacheFetchOperandTypes(context, callee);
   return std::nullopt;
 }
 
@@ -69,6 +71,9 @@ struct KernelCallToLaunch : public OpConversionPattern<func::CallOp> {
     else if (isBucketizeCallName(callee))
       emitBucketizeLaunch(rewriter, call.getLoc(), callee,
                           adaptor.getOperands());
+    else if (isRowCacheFetchKernelName(callee))
+      emitRowCacheFetchLaunch(rewriter, call.getLoc(), callee,
+                              adaptor.getOperands());
     else
       return rewriter.notifyMatchFailure(call, "not a kernel call");
     rewriter.eraseOp(call);

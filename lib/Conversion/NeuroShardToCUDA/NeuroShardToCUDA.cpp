@@ -15,8 +15,12 @@
 #include "neuroshard/Conversion/LookupToKernelCalls.h"
 #include "neuroshard/Conversion/NeuroShardToCUDA/EmbeddingKernels.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/RowCache.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
@@ -62,6 +66,57 @@ static void declareKernel(ModuleOp module, StringRef kernel,
   builder.setInsertionPointToStart(module.getBody());
   auto type = builder.getFunctionType(operands, {});
   func::FuncOp::create(builder, module.getLoc(), kernel, type).setPrivate();
+}
+
+/// Declares the runtime function `name` of `type` with a C interface, once.
+static void declareRuntime(ModuleOp module, OpBuilder &builder, StringRef name,
+                           FunctionType type) {
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(module.getBody());
+  auto callee = func::FuncOp::create(builder, module.getLoc(), name, type);
+  callee.setPrivate();
+  callee->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+}
+
+/// The host side of a fetch on the device (RowCache.h, KernelABI.h): a
+/// copy of the cache's state from the runtime, the launch of the fetch
+/// kernel on it, and the state back to the runtime.
+static void emitDeviceFetch(ModuleOp module, OpBuilder &builder, Location loc,
+                            const CacheFetch &fetch) {
+  namespace rt = ::neuroshard::runtime;
+  MLIRContext *context = module.getContext();
+  Type i64 = builder.getI64Type();
+  auto stateType = MemRefType::get({ShapedType::kDynamic}, i64);
+  declareRuntime(module, builder, rt::kRowCacheStateWords,
+                 builder.getFunctionType({i64, i64, i64}, {i64}));
+  declareRuntime(module, builder, rt::kRowCacheCopyState,
+                 builder.getFunctionType({i64, i64, stateType}, {}));
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantIntOp::create(builder, loc, i64, value);
+  };
+  Type element = cast<MemRefType>(fetch.rows.getType()).getElementType();
+  Value piece = constant(fetch.cachePiece);
+  Value words = func::CallOp::create(
+                    builder, loc, rt::kRowCacheStateWords, i64,
+                    ValueRange{piece, constant(fetch.flags),
+                               constant(element.getIntOrFloatBitWidth())})
+                    .getResult(0);
+  Value state = memref::AllocOp::create(
+      builder, loc, stateType,
+      ValueRange{arith::IndexCastOp::create(builder, loc,
+                                            builder.getIndexType(), words)});
+  func::CallOp::create(builder, loc, rt::kRowCacheCopyState, TypeRange{},
+                       ValueRange{piece, constant(1), state});
+  StringRef kernel = element.isInteger(32) ? abi::kRowCacheFetchKernelI32
+                                           : abi::kRowCacheFetchKernelI64;
+  declareKernel(module, kernel, rowCacheFetchOperandTypes(context, kernel));
+  func::CallOp::create(builder, loc, kernel, TypeRange{},
+                       ValueRange{state, fetch.weights, fetch.rows,
+                                  fetch.locations, constant(fetch.flags)});
+  func::CallOp::create(builder, loc, rt::kRowCacheCopyState, TypeRange{},
+                       ValueRange{piece, constant(0), state});
 }
 
 namespace {
@@ -112,9 +167,13 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
       declareKernel(module, callName, bucketizeOperandTypes(context, callName));
       func::CallOp::create(builder, loc, callName, TypeRange{}, operands);
     };
-    // A shard in host memory is read through its cache, whose fetch the
-    // host code calls before the launch.
-    if (failed(lowerLookups(module, emitCall, emitBucketize)))
+    // A shard in host memory is read through its cache: the host code
+    // launches the fetch kernel on a copy of the cache's state.
+    auto emitFetch = [&](OpBuilder &builder, Location loc,
+                         const CacheFetch &fetch) {
+      emitDeviceFetch(module, builder, loc, fetch);
+    };
+    if (failed(lowerLookups(module, emitCall, emitBucketize, emitFetch)))
       return signalPassFailure();
   }
 

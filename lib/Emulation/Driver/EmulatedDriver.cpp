@@ -87,6 +87,12 @@ bool signatureOf(const std::string &name, Signature &signature) {
                                   std::end(abi::kBucketizeOperands));
         return true;
       }
+  if (name == abi::kRowCacheFetchKernelI32 ||
+      name == abi::kRowCacheFetchKernelI64) {
+    signature.operands.assign(std::begin(abi::kRowCacheFetchOperands),
+                              std::end(abi::kRowCacheFetchOperands));
+    return true;
+  }
   return false;
 }
 

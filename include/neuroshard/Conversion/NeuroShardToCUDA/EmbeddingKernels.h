@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Builds the GPU module that holds the generic kernels of KernelABI.h as
-// `gpu.func ... kernel` (the four embedding-bag kernels and the three steps
-// of bucketization per index type), and the host-side launches. The
+// `gpu.func ... kernel` (the four embedding-bag kernels, and per index type
+// the three steps of bucketization and the fetch through a row cache), and
+// the host-side launches. The
 // embedding-bag kernels read every shard's description from the metadata
 // buffer at run time, so one compiled module serves any shard set.
 //
@@ -47,10 +48,10 @@ bool targetHasVectorAtomicAdd(StringRef chip, StringRef features);
 std::string kernelTargetFeatures(StringRef chip, StringRef features);
 
 /// Builds `gpu.module @neuroshard_kernels [target]` with the forward and the
-/// backward+SGD kernel and the bucketization kernels for i32 and i64
-/// indices, at the builder's insertion point. The backward kernel uses vector
-/// atomics when `target` is an NVVM target for which targetHasVectorAtomicAdd
-/// holds.
+/// backward+SGD kernel, the bucketization kernels and the row cache fetch
+/// for i32 and i64 indices, at the builder's insertion point. The backward
+/// kernel uses vector atomics when `target` is an NVVM target for which
+/// targetHasVectorAtomicAdd holds.
 gpu::GPUModuleOp buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
                                             Attribute target);
 
@@ -80,6 +81,23 @@ SmallVector<Type> bucketizeOperandTypes(MLIRContext *context,
 /// one stream, waited for before returning.
 void emitBucketizeLaunch(OpBuilder &builder, Location loc, StringRef callName,
                          ValueRange args);
+
+/// True if `name` is one of the row cache fetch kernels of KernelABI.h
+/// (kRowCacheFetchKernelI32 or kRowCacheFetchKernelI64).
+bool isRowCacheFetchKernelName(StringRef name);
+
+/// The operand types of a call of the row cache fetch kernel `kernelName`:
+/// KernelABI.h's kRowCacheFetchOperands with the index type of its suffix.
+SmallVector<Type> rowCacheFetchOperandTypes(MLIRContext *context,
+                                            StringRef kernelName);
+
+/// Emits the host side of one row cache fetch: copies the cache's state,
+/// the weight arena and the rows (`args`, in kRowCacheFetchOperands' order)
+/// to device buffers, launches `kernelName` on a warp per set (up to
+/// kRowCacheFetchMaxWarps), copies the state, the arena and the locations
+/// back and frees the buffers; on one stream, waited for before returning.
+void emitRowCacheFetchLaunch(OpBuilder &builder, Location loc,
+                             StringRef kernelName, ValueRange args);
 
 /// Emits the host side of one kernel call: copies the host memrefs `args`
 /// (meta, layout, weights, indices, offsets, out or grad, then lr for the

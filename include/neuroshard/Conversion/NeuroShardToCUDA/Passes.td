@@ -14,9 +14,10 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
                 "kernel calls";
   let description = [{
     Adds `gpu.module @neuroshard_kernels [#nvvm.target<chip = ...>]` with the
-    generic kernels of `KernelABI.h` (forward and backward+SGD, and the
-    count, scan and scatter steps of bucketization, for i32 and i64 indices)
-    as `gpu.func ... kernel`, and marks the module as a
+    generic kernels of `KernelABI.h` (forward and backward+SGD, the count,
+    scan and scatter steps of bucketization, and the fetch through the row
+    cache of a shard in host memory, for i32 and i64 indices) as
+    `gpu.func ... kernel`, and marks the module as a
     `gpu.container_module`. Every shard's description is read from the
     metadata buffer at run time, so the module is the same for every model
     and every shard set.
@@ -29,7 +30,11 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
     and concatenations, each `neuroshard.bucketize` becomes one call of
     `neuroshard_bucketize_i32` or `_i64` (row boundaries, indices, offsets,
     every block's offsets and all blocks' indices) followed by copies of each
-    block's pair out of them, tables are erased and functions with lookups
+    block's pair out of them, an entry of a shard in host memory reads the
+    locations that a call of `neuroshard_row_cache_fetch_kernel_i32` or
+    `_i64` writes on a copy of its cache's state (which the runtime hands
+    out through `neuroshard_row_cache_state_words` and
+    `neuroshard_row_cache_copy_state`), tables are erased and functions with lookups
     gain the weight arena and table layout arguments. `--neuroshard-cuda-launch` turns
     those calls into GPU launches once the host code is bufferized.
 
