@@ -9,6 +9,8 @@
 #include "neuroshard/Sharding/HostTier.h"
 #include "neuroshard/Support/Units.h"
 
+#include "Placement.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -102,17 +104,12 @@ Expected<std::vector<TableSpec>> chooseHostTiers(ArrayRef<TableSpec> tables,
     needed += topology.shardBytes(table, table.dim);
     host += topology.hostShardBytes(table, table.dim);
   }
-  // A table that must stay whole (not split, pinned, or allowed no kind of
-  // piece) and is larger than every device fits no device, whatever the
-  // total: it goes to host memory if its cache fits one.
+  // A table whose smallest allowed shard (the whole table, if it must stay
+  // whole) is larger than every device fits no device, whatever the total:
+  // it goes to host memory if its cache fits one.
   auto fitsNoDevice = [&](const TableSpec &table) {
-    constexpr ShardingKindSet pieces = kindBit(ShardingKind::ColumnWise) |
-                                       kindBit(ShardingKind::RowWise) |
-                                       kindBit(ShardingKind::TableRowWise);
-    bool whole = table.noSplit || table.pinnedDevice ||
-                 (table.shardingKinds & pieces) == 0;
-    return !table.inHostMemory() && whole &&
-           topology.shardBytes(table, table.dim) > largest;
+    return !table.inHostMemory() &&
+           detail::smallestShardBytes(table, topology) > largest;
   };
   if (needed <= capacity && llvm::none_of(chosen, fitsNoDevice))
     return std::move(chosen);

@@ -265,6 +265,23 @@ unsigned mostRowBlocks(const TableSpec &table, const Topology &topology) {
   return static_cast<unsigned>(std::min<int64_t>(devices, table.rows));
 }
 
+uint64_t smallestShardBytes(const TableSpec &table, const Topology &topology) {
+  uint64_t smallest = topology.shardBytes(table, table.dim);
+  if (table.noSplit || table.pinnedDevice)
+    return smallest;
+  if (table.allows(ShardingKind::ColumnWise))
+    smallest = std::min(
+        smallest, topology.shardBytes(table, finestColumnWidth(table.dim)));
+  if (table.rows >= 2 && (table.allows(ShardingKind::RowWise) ||
+                          table.allows(ShardingKind::TableRowWise))) {
+    int64_t blocks = mostRowBlocks(table, topology);
+    smallest = std::min(
+        smallest, topology.shardBytes(table, table.dim,
+                                      (table.rows + blocks - 1) / blocks));
+  }
+  return smallest;
+}
+
 bool mayRowSplit(const TableSpec &table, const ColumnSlice &slice,
                  const Topology &topology) {
   if (table.noSplit || table.pinnedDevice || slice.replica ||

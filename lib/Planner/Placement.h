@@ -442,6 +442,11 @@ bool mayRowSplit(const TableSpec &table, const ColumnSlice &slice,
 /// device, or per device of a node for a table that may be table-row-wise
 /// but not row-wise, and never more than its rows.
 unsigned mostRowBlocks(const TableSpec &table, const Topology &topology);
+/// Bytes of the smallest shard `table` may be cut into on `topology`: its
+/// columns halved as long as they stay aligned (column-wise), or its rows in
+/// mostRowBlocks blocks (row-wise, table-row-wise); the whole table when it
+/// is pinned, kept whole or allowed neither.
+uint64_t smallestShardBytes(const TableSpec &table, const Topology &topology);
 /// Whether the search may replicate `slice`, a whole table that may be
 /// data-parallel and is neither pinned nor kept whole.
 bool mayReplicate(const TableSpec &table, const ColumnSlice &slice);

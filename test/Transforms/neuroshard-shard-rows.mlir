@@ -30,9 +30,15 @@
 // LIST: neuroshard.table @huge : rows 300000, dim 4, f32 shards [#neuroshard.shard<rows = 0 to
 // LIST: neuroshard.table @small : rows 1000, dim 16, f32 shards [#neuroshard.shard<cols = 0 to 16, device = {{[0-9]}}>]
 //
+// A table whose constraints keep its rows together fits no device in its
+// narrowest shards: without host memory the planner says why; with it, the
+// table goes there behind caches.
 // RUN: sed 's/table_constraints/sharding_types = ["table_wise", "column_wise"]/' %s > %t.constrained.mlir
-// RUN: not neuroshard-opt %t.constrained.mlir --neuroshard-plan="cost-model=analytical sharding-types=all" 2>&1 \
+// RUN: not neuroshard-opt %t.constrained.mlir --neuroshard-plan="cost-model=analytical sharding-types=all host-memory-gb=0" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CONSTRAINED
+// RUN: neuroshard-opt %t.constrained.mlir --neuroshard-plan="cost-model=analytical sharding-types=all" \
+// RUN:   | FileCheck %s --check-prefix=CONSTRAINED-HOST
+// CONSTRAINED-HOST: neuroshard.table @huge : rows 300000, dim 4, f32 shards [#neuroshard.shard<cols = 0 to 4, device = {{[0-9]}}, cache_rows = {{[0-9]+}}>]
 // CONSTRAINED: error: table 'huge' needs 0.00447 GB but the largest device has 0.00300 GB and its narrowest shards (4 of 4 columns) still need 0.00447 GB; row pieces (row_wise) are not among the sharding types allowed
 //
 // RUN: sed 's/table_constraints/sharding_types = ["data_parallel"]/' %s > %t.replicated.mlir
