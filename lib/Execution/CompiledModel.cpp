@@ -17,53 +17,24 @@ using namespace ::neuroshard::execution;
 namespace abi = ::neuroshard::kernel_abi;
 namespace inputs = ::neuroshard::inputs;
 
-/// Adds `neuroshard_run_backward_i64`, a host function with the backward
-/// kernel's signature that calls it, and returns its name.
-static StringRef addBackwardHostCall(ModuleOp module) {
-  static constexpr llvm::StringLiteral kName = "neuroshard_run_backward_i64";
+/// Adds `hostName`, a host function of `kernel`'s signature `type` that
+/// calls it, and returns its name: the pipeline turns the call into a
+/// launch, and the host can call the function.
+static StringRef addHostCall(ModuleOp module, StringRef hostName,
+                             StringRef kernel, FunctionType type) {
   MLIRContext *ctx = module.getContext();
   OpBuilder builder(ctx);
   builder.setInsertionPointToEnd(module.getBody());
   Location loc = builder.getUnknownLoc();
-  auto type = builder.getFunctionType(
-      embeddingKernelOperandTypes(ctx, abi::kBackwardI64, /*isBackward=*/true),
-      {});
-  if (!module.lookupSymbol(abi::kBackwardI64)) {
-    auto kernel = func::FuncOp::create(builder, loc, abi::kBackwardI64, type);
-    kernel.setPrivate();
-  }
-  auto host = func::FuncOp::create(builder, loc, kName, type);
+  if (!module.lookupSymbol(kernel))
+    func::FuncOp::create(builder, loc, kernel, type).setPrivate();
+  auto host = func::FuncOp::create(builder, loc, hostName, type);
   host->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   Block *body = host.addEntryBlock();
   builder.setInsertionPointToStart(body);
-  func::CallOp::create(builder, loc, abi::kBackwardI64, TypeRange{},
-                       body->getArguments());
+  func::CallOp::create(builder, loc, kernel, TypeRange{}, body->getArguments());
   func::ReturnOp::create(builder, loc);
-  return kName;
-}
-
-/// Adds `neuroshard_run_row_cache_fetch_i64`, a host function with the
-/// row cache fetch kernel's signature that calls it, and returns its name.
-static StringRef addRowCacheFetchHostCall(ModuleOp module) {
-  static constexpr llvm::StringLiteral kName =
-      "neuroshard_run_row_cache_fetch_i64";
-  MLIRContext *ctx = module.getContext();
-  OpBuilder builder(ctx);
-  builder.setInsertionPointToEnd(module.getBody());
-  Location loc = builder.getUnknownLoc();
-  auto type = builder.getFunctionType(
-      rowCacheFetchOperandTypes(ctx, abi::kRowCacheFetchKernelI64), {});
-  if (!module.lookupSymbol(abi::kRowCacheFetchKernelI64))
-    func::FuncOp::create(builder, loc, abi::kRowCacheFetchKernelI64, type)
-        .setPrivate();
-  auto host = func::FuncOp::create(builder, loc, kName, type);
-  host->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
-  Block *body = host.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-  func::CallOp::create(builder, loc, abi::kRowCacheFetchKernelI64, TypeRange{},
-                       body->getArguments());
-  func::ReturnOp::create(builder, loc);
-  return kName;
+  return hostName;
 }
 
 struct CompiledModel::Impl {
@@ -140,8 +111,19 @@ CompiledModel::compile(ModuleOp module, const ModelInfo &info,
   // pipeline turns that call into a launch.
   StringRef backwardName = abi::kBackwardI64, fetchName;
   if (options.target == Target::CUDA) {
-    backwardName = addBackwardHostCall(*clone);
-    fetchName = addRowCacheFetchHostCall(*clone);
+    MLIRContext *ctx = module.getContext();
+    backwardName = addHostCall(
+        *clone, "neuroshard_run_backward_i64", abi::kBackwardI64,
+        FunctionType::get(ctx,
+                          embeddingKernelOperandTypes(ctx, abi::kBackwardI64,
+                                                      /*isBackward=*/true),
+                          {}));
+    fetchName = addHostCall(
+        *clone, "neuroshard_run_row_cache_fetch_i64",
+        abi::kRowCacheFetchKernelI64,
+        FunctionType::get(
+            ctx, rowCacheFetchOperandTypes(ctx, abi::kRowCacheFetchKernelI64),
+            {}));
   }
   // Shards in host memory are read through their caches, which the
   // compiled code fetches from the run (on CUDA, with the fetch kernel on a

@@ -46,6 +46,20 @@ static Value allocOnDevice(ImplicitLocOpBuilder &b, Value &token, Value host,
   return alloc.getMemref();
 }
 
+/// Device copies of the first `count` operands of `args` (memrefs), after
+/// a fresh token, each uploaded unless `written` says the kernels write all
+/// of it; `token` follows the copies.
+static SmallVector<Value> deviceCopies(ImplicitLocOpBuilder &b, Value &token,
+                                       ValueRange args, unsigned count,
+                                       function_ref<bool(unsigned)> written) {
+  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
+  token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
+  SmallVector<Value> deviceArgs;
+  for (unsigned i = 0; i < count; ++i)
+    deviceArgs.push_back(allocOnDevice(b, token, args[i], !written(i)));
+  return deviceArgs;
+}
+
 /// Enough blocks of `perBlock` work items for `work` of them, within the
 /// grid's x limit and at least one (the kernels' grid-stride loops run no
 /// iteration when there is no work).
@@ -100,17 +114,14 @@ void mlir::neuroshard::emitKernelLaunch(OpBuilder &builder, Location loc,
   ImplicitLocOpBuilder b(loc, builder);
   bool isBackward = false;
   (void)isEmbeddingKernelName(kernelName, isBackward);
-  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
-  Value token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
-
   // Device copies of the memrefs. The forward output needs no upload: the
   // kernel writes every element of it.
   constexpr unsigned kWeights = abi::kWeightsOperand, kOut = abi::kOutOperand,
                      kNumMemRefs = abi::kLearningRateOperand;
-  SmallVector<Value> deviceArgs;
-  for (unsigned i = 0; i < kNumMemRefs; ++i)
-    deviceArgs.push_back(
-        allocOnDevice(b, token, args[i], i != kOut || isBackward));
+  Value token;
+  SmallVector<Value> deviceArgs =
+      deviceCopies(b, token, args, kNumMemRefs,
+                   [&](unsigned i) { return i == kOut && !isBackward; });
   if (isBackward)
     deviceArgs.push_back(args[kNumMemRefs]);
 
@@ -133,15 +144,13 @@ void mlir::neuroshard::emitBucketizeLaunch(OpBuilder &builder, Location loc,
                                            StringRef callName,
                                            ValueRange args) {
   ImplicitLocOpBuilder b(loc, builder);
-  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
-  Value token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
   // The outputs need no upload: count writes every block offset and the
   // caller reads only the indices that scatter writes.
-  SmallVector<Value> deviceArgs;
-  for (unsigned i = 0; i < abi::kBucketizeNumOperands; ++i)
-    deviceArgs.push_back(allocOnDevice(b, token, args[i],
-                                       i != abi::kBlockOffsetsOperand &&
-                                           i != abi::kBlockIndicesOperand));
+  Value token;
+  SmallVector<Value> deviceArgs =
+      deviceCopies(b, token, args, abi::kBucketizeNumOperands, [](unsigned i) {
+        return i == abi::kBlockOffsetsOperand || i == abi::kBlockIndicesOperand;
+      });
 
   // abi::bucketizeGeometry in IR.
   Value one = arith::ConstantIndexOp::create(b, 1);
@@ -168,13 +177,12 @@ void mlir::neuroshard::emitRowCacheFetchLaunch(OpBuilder &builder, Location loc,
                                                StringRef kernelName,
                                                ValueRange args) {
   ImplicitLocOpBuilder b(loc, builder);
-  Type tokenType = gpu::AsyncTokenType::get(b.getContext());
-  Value token = gpu::WaitOp::create(b, tokenType, ValueRange{}).getAsyncToken();
   // The locations need no upload: the kernel writes every one of them.
-  SmallVector<Value> deviceArgs;
-  for (unsigned i = 0; i < abi::kRowCacheFlagsOperand; ++i)
-    deviceArgs.push_back(
-        allocOnDevice(b, token, args[i], i != abi::kRowCacheLocationsOperand));
+  Value token;
+  SmallVector<Value> deviceArgs =
+      deviceCopies(b, token, args, abi::kRowCacheFlagsOperand, [](unsigned i) {
+        return i == abi::kRowCacheLocationsOperand;
+      });
   deviceArgs.push_back(args[abi::kRowCacheFlagsOperand]);
 
   // abi::rowCacheFetchGeometry in IR: the sets are in the host's state.
