@@ -26,8 +26,11 @@
 # default 128 64 32 16 4; PLANS: the plans section's manifests). The nccl
 # section runs `mpirun -np 1 neuroshard-nccl-check` (the exchange on NCCL,
 # one GPU sending to itself) where the machine has the MPI and NCCL
-# libraries the tool needs. SECTIONS (default: all of host export rows
-# sweep plans bandwidth torch sanitizer ncu variants nccl) picks the
+# libraries the tool needs. The hostcache section times one table in pinned
+# host memory mapped into the GPU, read through device caches of several
+# sizes (HOST_CACHE_ROWS, HOST_CACHE_SIZES, HOST_CACHE_ARGS), against the
+# table in device memory. SECTIONS (default: all of host export rows sweep
+# plans bandwidth hostcache torch sanitizer ncu variants nccl) picks the
 # sections to run. It exits non-zero if any check fails.
 #
 # Without a GPU, NEUROSHARD_CUDA_DRIVER naming the emulated driver
@@ -110,8 +113,13 @@ prepare() {
   echo "prepared $dir: $(ls "$dir"/sweep | wc -l) sweep manifests"
 }
 
-sections=${SECTIONS:-host export rows sweep plans bandwidth torch sanitizer ncu variants nccl}
+sections=${SECTIONS:-host export rows sweep plans bandwidth hostcache torch sanitizer ncu variants nccl}
 bandwidth_dims="128 64 32 16 4"
+# The hostcache section: a table of 10M rows of 128 floats (5 GB) behind
+# caches of 1%, 5%, 20% and 50% of it, at batch 65536 and pooling 32.
+host_cache_rows=${HOST_CACHE_ROWS:-10000000}
+host_cache_sizes=${HOST_CACHE_SIZES:-100000,500000,2000000,5000000}
+host_cache_args=${HOST_CACHE_ARGS:---dim 128 --pooling 32 --warmup 5 --iters 20}
 want() { [[ " $sections " == *" $1 "* ]]; }
 
 failures=0
@@ -230,6 +238,17 @@ run() {
         --index-type $t --warmup 10 --iters 50 --json "$out/bandwidth-$d-$t.json" || note_failure "bandwidth dim $d $t"
     done
   done
+
+  if want hostcache; then
+  section "a table in host memory behind a device cache: step time against hit rate"
+  # One table in pinned host memory mapped into the GPU, looked up through
+  # the generated fetch kernel and a device cache of each size, against the
+  # same forward on the table in device memory.
+  # shellcheck disable=SC2086
+  "$runner" --host-cache "$host_cache_sizes" --rows "$host_cache_rows" \
+    --module "$dir/kernels.cubin" --module-format cubin $host_cache_args \
+    --json "$out/host-cache.json" || note_failure "host cache"
+  fi
 
   if want torch; then
   section "torch.nn.functional.embedding_bag on the same shapes"

@@ -8,7 +8,9 @@
 // --neuroshard-export-cuda writes, generates every lookup's inputs with
 // InputGenerator, runs forward and backward+SGD of each launch, checks both
 // against a CPU reference and times them with CUDA events. The bandwidth mode
-// measures one large lookup against a device-to-device copy. The collection
+// measures one large lookup against a device-to-device copy; the host-cache
+// mode one table in pinned host memory mapped into the device, read through
+// device caches of several sizes (RowCache.h). The collection
 // mode times every launch as one compute-cost sample of a GPU cost model
 // (scripts/gpu/calibrate.sh). Needs only the CUDA driver at run time (no
 // LLVM, no MLIR); usage in docs/lowering.md.
@@ -22,6 +24,7 @@
 
 #include "neuroshard/Runtime/Cuda/CudaRuntime.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Runtime/RowCache.h"
 #include "neuroshard/Support/Statistics.h"
 #include "neuroshard/Support/Units.h"
 
@@ -53,6 +56,8 @@ namespace {
 const char *const kUsage =
     "usage: neuroshard-cuda-runner --manifest FILE [options]\n"
     "       neuroshard-cuda-runner --bandwidth --module FILE [options]\n"
+    "       neuroshard-cuda-runner --host-cache C,C... --module FILE "
+    "[options]\n"
     "       neuroshard-cuda-runner --validate FILE\n"
     "       neuroshard-cuda-runner --manifest FILE --collect SAMPLES "
     "[--emulate]\n"
@@ -67,6 +72,14 @@ const char *const kUsage =
     "                        tables (whole tables, shards read a column "
     "range)\n"
     "  --bandwidth           one table, fixed pooling, uniform rows\n"
+    "  --host-cache C,C...   one table (--rows, --dim) in pinned host memory\n"
+    "                        mapped into the device, looked up (--batch-size,\n"
+    "                        --pooling, Zipf --skew) through a device cache "
+    "of\n"
+    "                        each C rows: the fetch kernel then the forward,\n"
+    "                        timed against the table in device memory, with\n"
+    "                        the hit rate the cache reached\n"
+    "  --skew S              host-cache Zipf exponent (default 1.05)\n"
     "  --batch-size B        bandwidth batch (default 65536)\n"
     "  --dim D               bandwidth dim (default 128)\n"
     "  --pooling P           bandwidth indices per bag (default 32)\n"
@@ -100,6 +113,9 @@ const char *const kUsage =
 
 struct Options {
   std::string manifest, validate, module, moduleFormat, json, inputs, collect;
+  /// --host-cache: the cache sizes to time, in rows.
+  std::vector<long long> hostCache;
+  double skew = 1.05;
   bool bandwidth = false, flush = true, trustInputs = false, emulate = false;
   long long threads = 0;
   long long launch = -1;
@@ -192,6 +208,24 @@ bool parseArguments(int argc, char **argv, Options &options,
       options.trustInputs = true;
     } else if (flag == "--bandwidth") {
       options.bandwidth = true;
+    } else if (flag == "--host-cache") {
+      if (!value(text))
+        return false;
+      std::stringstream items(text);
+      std::string item;
+      while (std::getline(items, item, ',')) {
+        long long rows = 0;
+        if (!parseInteger(flag, item, 1, 1LL << 40, rows, error))
+          return false;
+        options.hostCache.push_back(rows);
+      }
+      if (options.hostCache.empty()) {
+        error = "--host-cache expects cache sizes in rows, such as 1000,10000";
+        return false;
+      }
+    } else if (flag == "--skew") {
+      if (!value(text) || !parseReal(flag, text, options.skew, error))
+        return false;
     } else if (flag == "--no-flush") {
       options.flush = false;
     } else if (flag == "--layout") {
@@ -250,11 +284,27 @@ bool parseArguments(int argc, char **argv, Options &options,
     }
   }
   int modes = !options.manifest.empty() + !options.validate.empty() +
-              int(options.bandwidth);
+              int(options.bandwidth) + int(!options.hostCache.empty());
   if (modes != 1) {
-    error = modes == 0 ? "give --manifest FILE, --bandwidth or --validate FILE"
-                       : "--manifest, --bandwidth and --validate exclude each "
-                         "other";
+    error = modes == 0 ? "give --manifest FILE, --bandwidth, --host-cache "
+                         "C,C... or --validate FILE"
+                       : "--manifest, --bandwidth, --host-cache and --validate "
+                         "exclude each other";
+    return false;
+  }
+  for (long long rows : options.hostCache)
+    if (rows > options.rows) {
+      error = "--host-cache " + std::to_string(rows) +
+              " is more rows than the table's " + std::to_string(options.rows) +
+              " (--rows)";
+      return false;
+    }
+  if (!options.hostCache.empty() &&
+      (options.module.empty() || !(options.skew > 0.0))) {
+    error =
+        options.module.empty()
+            ? "--host-cache needs --module FILE (the kernels object)"
+            : "--skew must be positive, got " + std::to_string(options.skew);
     return false;
   }
   if (!options.collect.empty() &&
@@ -786,6 +836,268 @@ int runBandwidth(const Options &options, Runtime &rt, cuda::ModuleHandle module,
 }
 
 //===----------------------------------------------------------------------===//
+// A table in host memory behind a device cache
+//===----------------------------------------------------------------------===//
+
+/// The parameters of a launch: each memref of `memrefs` expanded (rank 1),
+/// then `scalar` when given.
+std::vector<void *> rank1Params(std::vector<MemRefParams> &memrefs,
+                                void *scalar) {
+  std::vector<void *> params;
+  for (MemRefParams &m : memrefs)
+    for (void *field :
+         {(void *)&m.allocated, (void *)&m.aligned, (void *)&m.offset,
+          (void *)&m.sizes[0], (void *)&m.strides[0]})
+      params.push_back(field);
+  if (scalar)
+    params.push_back(scalar);
+  return params;
+}
+
+/// One table of --rows x --dim floats kept in pinned host memory mapped
+/// into the device (RowCache.h's virtual table: the cache's slots, then at
+/// the locations past them the host's rows), looked up by --batch-size bags
+/// of --pooling Zipf indices through a device cache of each --host-cache
+/// size: a step is the generated fetch kernel, then the forward kernel on
+/// the locations. Checks the first step against the table, then times the
+/// steps against the forward kernel on a copy of the table in device memory.
+int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
+                 DevicePtr flush, size_t flushWords, std::string &json) {
+  namespace abi = kernel_abi;
+  namespace cache_abi = ::neuroshard::runtime;
+  cuda::FunctionHandle forward = nullptr, fetch = nullptr;
+  Status status = rt.getFunction(module, abi::kForwardI64, forward);
+  if (status.ok())
+    status = rt.getFunction(module, abi::kRowCacheFetchKernelI64, fetch);
+  if (!status.ok())
+    return fail(status.message());
+  const int64_t rows = options.rows, dim = options.dim, batch = options.batch,
+                pooling = options.pooling, lookups = batch * pooling;
+  std::printf("host cache: rows=%lld dim=%lld B=%lld pooling=%lld Zipf %.3g, "
+              "i64 indices\n",
+              (long long)rows, (long long)dim, (long long)batch,
+              (long long)pooling, options.skew);
+
+  // Steps look up these draws in turn, so that each brings rows the cache
+  // has not seen.
+  constexpr int kDraws = 4;
+  std::vector<inputs::LookupInputs> draws(kDraws);
+  for (int d = 0; d < kDraws; ++d) {
+    draws[d].indices =
+        inputs::zipfIndexStream(rows, options.skew, lookups, 17 + d);
+    for (int64_t b = 0; b <= batch; ++b)
+      draws[d].offsets.push_back(b * pooling);
+  }
+  auto weight = [&](int64_t r, int64_t c) {
+    return float((r * 131 + c * 7) % 1009) * 1e-3f;
+  };
+  std::vector<float> table(size_t(rows * dim));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < dim; ++c)
+      table[size_t(r * dim + c)] = weight(r, c);
+  // The reference output of draw 0.
+  std::vector<float> expected(size_t(batch * dim), 0.0f);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t k = b * pooling; k < (b + 1) * pooling; ++k)
+      for (int64_t c = 0; c < dim; ++c)
+        expected[size_t(b * dim + c)] +=
+            table[size_t(draws[0].indices[size_t(k)] * dim + c)];
+
+  abi::ShardDescriptor shard;
+  shard.rowStride = dim;
+  shard.width = dim;
+  std::vector<const inputs::LookupInputs *> pair = {&draws[0]};
+  abi::PackedShardSet<int64_t> set = abi::packShardSet<int64_t>({shard}, pair);
+  std::vector<int64_t> layout = {0};
+
+  std::vector<DevicePtr> owned;
+  auto put = [&](DevicePtr &ptr, const void *data, size_t bytes) {
+    Status s = rt.alloc(bytes, ptr);
+    if (s.ok())
+      owned.push_back(ptr);
+    return s.ok() && data ? rt.copyToDevice(ptr, data, bytes) : s;
+  };
+  DevicePtr meta = 0, layoutBuf = 0, offsets = 0, locations = 0, out = 0,
+            deviceTable = 0;
+  std::vector<DevicePtr> indices(kDraws, 0);
+  void *host = nullptr;
+  DevicePtr hostDevice = 0;
+  size_t rowBytes = size_t(dim) * 4;
+  auto release = [&]() {
+    for (DevicePtr ptr : owned)
+      rt.free(ptr);
+    owned.clear();
+    if (host)
+      rt.freeMappedHost(host);
+    host = nullptr;
+  };
+  if (!(status = put(meta, set.layout.meta.data(), set.layout.meta.size() * 8))
+           .ok() ||
+      !(status = put(layoutBuf, layout.data(), 8)).ok() ||
+      !(status =
+            put(offsets, draws[0].offsets.data(), draws[0].offsets.size() * 8))
+           .ok() ||
+      !(status = put(locations, nullptr, size_t(lookups) * 8)).ok() ||
+      !(status = put(out, nullptr, size_t(batch * dim) * 4)).ok() ||
+      !(status = put(deviceTable, table.data(), table.size() * 4)).ok() ||
+      !(status =
+            rt.allocMappedHost(table.size() * 4 + rowBytes, host, hostDevice))
+           .ok()) {
+    release();
+    return fail(status.message());
+  }
+  for (int d = 0; d < kDraws && status.ok(); ++d)
+    status = put(indices[d], draws[d].indices.data(), size_t(lookups) * 8);
+  if (!status.ok()) {
+    release();
+    return fail(status.message());
+  }
+
+  auto launchForward = [&](DevicePtr weights, int64_t weightFloats,
+                           DevicePtr rowsRead) {
+    std::vector<MemRefParams> memrefs = {
+        memref1D(meta, int64_t(set.layout.meta.size())), memref1D(layoutBuf, 1),
+        memref1D(weights, weightFloats), memref1D(rowsRead, lookups),
+        memref1D(offsets, batch + 1)};
+    MemRefParams matrix = memref1D(out, batch);
+    matrix.sizes[1] = matrix.strides[0] = dim;
+    std::vector<void *> params = rank1Params(memrefs, nullptr);
+    for (void *field : {(void *)&matrix.allocated, (void *)&matrix.aligned,
+                        (void *)&matrix.offset, (void *)&matrix.sizes[0],
+                        (void *)&matrix.sizes[1], (void *)&matrix.strides[0],
+                        (void *)&matrix.strides[1]})
+      params.push_back(field);
+    abi::LaunchGeometry geometry = abi::launchGeometry(1, batch);
+    cuda::LaunchDims dims;
+    dims.gridX = unsigned(geometry.gridX);
+    dims.gridY = unsigned(geometry.gridY);
+    dims.blockX = unsigned(geometry.blockX);
+    return rt.launch(forward, dims, nullptr, params.data());
+  };
+
+  // The table in device memory: what a cache saves the host link from.
+  int draw = 0;
+  Timing deviceTime;
+  status = timeRuns(
+      rt,
+      [&] {
+        draw = (draw + 1) % kDraws;
+        return launchForward(deviceTable, rows * dim, indices[draw]);
+      },
+      options.warmup, options.iters, flush, flushWords, deviceTime);
+  if (!status.ok()) {
+    release();
+    return fail(status.message());
+  }
+
+  std::printf("%-12s %-8s %-9s %-10s %-30s %s\n", "cache rows", "share",
+              "hit rate", "in host", "step ms (median [min, max])",
+              "vs device memory");
+  std::printf("%-12s %-8s %-9s %-10s %-30s %s\n", "-", "-", "-", "-",
+              formatTiming(deviceTime).c_str(), "1.00x");
+  json += "  \"host_cache\": {\"rows\": " + std::to_string(rows) +
+          ", \"dim\": " + std::to_string(dim) +
+          ", \"batch_size\": " + std::to_string(batch) +
+          ", \"pooling\": " + std::to_string(pooling) +
+          ", \"skew\": " + std::to_string(options.skew) +
+          ", \"device_memory\": " + timingJson(deviceTime) + ", \"caches\": [";
+  bool mismatch = false;
+  for (size_t i = 0; i < options.hostCache.size() && status.ok(); ++i) {
+    int64_t slots = options.hostCache[i];
+    DevicePtr cacheArena = 0, state = 0;
+    if (!(status = put(cacheArena, nullptr, size_t(slots) * rowBytes)).ok())
+      break;
+    // The host's rows start a whole number of rows from slot 0, so that one
+    // base and stride reach both (the allocation has a row to spare).
+    int64_t distance = int64_t(hostDevice) - int64_t(cacheArena);
+    int64_t shift = ((-distance) % int64_t(rowBytes) + int64_t(rowBytes)) %
+                    int64_t(rowBytes);
+    float *hostRows =
+        reinterpret_cast<float *>(static_cast<char *>(host) + shift);
+    std::copy(table.begin(), table.end(), hostRows);
+    cache_abi::RowCache cache(rows, slots);
+    cache.setHostRowZero((distance + shift) / int64_t(rowBytes));
+    cache.setArenaAddress(0, dim, 0, dim);
+    std::vector<int64_t> &words = cache.state();
+    if (!(status = put(state, words.data(), words.size() * 8)).ok())
+      break;
+    int64_t flags = 0;
+    auto step = [&](int which) {
+      // Begins the step: only its counter changes on the host's side.
+      ++words[cache_abi::kRowCacheStep];
+      Status s = rt.copyToDevice(state + cache_abi::kRowCacheStep * 8,
+                                 &words[cache_abi::kRowCacheStep], 8);
+      std::vector<MemRefParams> memrefs = {
+          memref1D(state, int64_t(words.size())),
+          memref1D(cacheArena, slots * dim), memref1D(indices[which], lookups),
+          memref1D(locations, lookups)};
+      std::vector<void *> params = rank1Params(memrefs, &flags);
+      abi::LaunchGeometry geometry = abi::rowCacheFetchGeometry(cache.sets());
+      cuda::LaunchDims dims;
+      dims.gridX = unsigned(geometry.gridX);
+      dims.blockX = unsigned(geometry.blockX);
+      if (s.ok())
+        s = rt.launch(fetch, dims, nullptr, params.data());
+      return s.ok() ? launchForward(cacheArena, slots * dim, locations) : s;
+    };
+    // The first step against the table.
+    std::vector<float> output(expected.size());
+    double worst = 0.0;
+    if ((status = step(0)).ok() && (status = rt.synchronize()).ok() &&
+        (status = rt.copyToHost(output.data(), out, output.size() * 4)).ok())
+      for (size_t e = 0; e < output.size(); ++e)
+        worst =
+            std::max(worst, double(std::fabs(output[e] - expected[e])) /
+                                std::max(1.0, double(std::fabs(expected[e]))));
+    if (!status.ok())
+      break;
+    bool wrong = worst > options.tolerance;
+    mismatch |= wrong;
+    draw = 0;
+    Timing stepTime;
+    if (!(status = timeRuns(
+              rt,
+              [&] {
+                draw = (draw + 1) % kDraws;
+                return step(draw);
+              },
+              options.warmup, options.iters, flush, flushWords, stepTime))
+             .ok() ||
+        !(status = rt.copyToHost(words.data(), state, words.size() * 8)).ok())
+      break;
+    cache_abi::RowCacheStats stats = cache.stats();
+    double hitRate =
+        double(stats.hits) / double(std::max<int64_t>(stats.lookups, 1));
+    double inHost =
+        double(stats.readThrough) / double(std::max<int64_t>(stats.lookups, 1));
+    char share[32], rate[32], host[32], ratio[32];
+    std::snprintf(share, sizeof(share), "%.2f%%", 100.0 * slots / rows);
+    std::snprintf(rate, sizeof(rate), "%.1f%%", 100.0 * hitRate);
+    std::snprintf(host, sizeof(host), "%.1f%%", 100.0 * inHost);
+    std::snprintf(ratio, sizeof(ratio), "%.2fx",
+                  stepTime.median / deviceTime.median);
+    std::printf("%-12lld %-8s %-9s %-10s %-30s %s%s\n", (long long)slots, share,
+                rate, host, formatTiming(stepTime).c_str(), ratio,
+                wrong ? "  MISMATCH" : "");
+    char entry[256];
+    std::snprintf(entry, sizeof(entry),
+                  "%s{\"cache_rows\": %lld, \"hit_rate\": %.5f, "
+                  "\"read_in_host\": %.5f, \"max_relative_error\": %.3g, "
+                  "\"step\": ",
+                  i ? ", " : "", (long long)slots, hitRate, inHost, worst);
+    json += entry;
+    json += timingJson(stepTime) + "}";
+  }
+  json += "]}\n";
+  release();
+  if (!status.ok())
+    return fail(status.message());
+  std::printf("first step against the table: %s\n",
+              mismatch ? "MISMATCH" : "match");
+  return mismatch ? 2 : 0;
+}
+
+//===----------------------------------------------------------------------===//
 // Collection: one compute-cost sample per launch
 //===----------------------------------------------------------------------===//
 
@@ -1101,6 +1413,8 @@ int main(int argc, char **argv) {
   std::string json = "{\n  \"device\": " + jsonString(device.name) + ",\n";
   int result = options.bandwidth
                    ? runBandwidth(options, *rt, module, flush, flushWords, json)
+               : !options.hostCache.empty()
+                   ? runHostCache(options, *rt, module, flush, flushWords, json)
                    : runManifest(options, *rt, module, manifest, given, flush,
                                  flushWords, json);
   if (flush)

@@ -585,6 +585,35 @@ NEUROSHARD_DRIVER_ENTRY CUresult cuMemFree(CUdeviceptr address) {
   return CUDA_SUCCESS;
 }
 
+// Pinned host memory is host memory, and its device address the same.
+NEUROSHARD_DRIVER_ENTRY CUresult cuMemHostAlloc(void **host, size_t bytes,
+                                                unsigned int) {
+  CUdeviceptr address = 0;
+  CUresult result = cuMemAlloc(&address, bytes);
+  if (result == CUDA_SUCCESS)
+    *host = reinterpret_cast<void *>(address);
+  return result;
+}
+
+NEUROSHARD_DRIVER_ENTRY CUresult cuMemHostGetDevicePointer(CUdeviceptr *device,
+                                                           void *host,
+                                                           unsigned int) {
+  Driver &state = driver();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (!state.initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!device || !state.allocations.count(uintptr_t(host)))
+    return fail(CUDA_ERROR_INVALID_VALUE,
+                "cuMemHostGetDevicePointer: " + hex(uintptr_t(host)) +
+                    " is not the start of a host allocation");
+  *device = reinterpret_cast<CUdeviceptr>(host);
+  return CUDA_SUCCESS;
+}
+
+NEUROSHARD_DRIVER_ENTRY CUresult cuMemFreeHost(void *host) {
+  return cuMemFree(reinterpret_cast<CUdeviceptr>(host));
+}
+
 NEUROSHARD_DRIVER_ENTRY CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src,
                                               size_t bytes) {
   return copy(reinterpret_cast<void *>(dst), src, bytes, uintptr_t(dst), 0,

@@ -50,6 +50,9 @@ namespace cuda {
   X(cuMemAlloc)                                                                \
   X(cuMemAllocManaged)                                                         \
   X(cuMemFree)                                                                 \
+  X(cuMemHostAlloc)                                                            \
+  X(cuMemHostGetDevicePointer)                                                 \
+  X(cuMemFreeHost)                                                             \
   X(cuMemcpyHtoD)                                                              \
   X(cuMemcpyDtoH)                                                              \
   X(cuMemcpyDtoD)                                                              \
@@ -375,6 +378,35 @@ Status Runtime::alloc(size_t bytes, DevicePtr &ptr, bool managed) {
   if (status.ok())
     ptr = address;
   return status;
+}
+
+Status Runtime::allocMappedHost(size_t bytes, void *&host, DevicePtr &device) {
+  Status status = makeCurrent();
+  if (!status.ok())
+    return status;
+  void *memory = nullptr;
+  status =
+      check(api().cuMemHostAlloc(&memory, bytes, CU_MEMHOSTALLOC_DEVICEMAP),
+            "cuMemHostAlloc(" + std::to_string(bytes) + " bytes, DEVICEMAP)");
+  if (!status.ok())
+    return status;
+  CUdeviceptr address = 0;
+  status = check(api().cuMemHostGetDevicePointer(&address, memory, 0),
+                 "cuMemHostGetDevicePointer");
+  if (!status.ok()) {
+    api().cuMemFreeHost(memory);
+    return status;
+  }
+  host = memory;
+  device = address;
+  return status;
+}
+
+Status Runtime::freeMappedHost(void *host) {
+  Status status = makeCurrent();
+  if (!status.ok() || !host)
+    return status;
+  return check(api().cuMemFreeHost(host), "cuMemFreeHost");
 }
 
 Status Runtime::free(DevicePtr ptr) {

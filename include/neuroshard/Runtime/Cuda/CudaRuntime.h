@@ -108,6 +108,11 @@ public:
 
   Status alloc(size_t bytes, DevicePtr &ptr, bool managed = false);
   Status free(DevicePtr ptr);
+  /// Pinned host memory mapped into the device's address space
+  /// (cuMemHostAlloc with DEVICEMAP): the host writes it at `host`, kernels
+  /// read and write it at `device`, across the host link.
+  Status allocMappedHost(size_t bytes, void *&host, DevicePtr &device);
+  Status freeMappedHost(void *host);
   Status copyToDevice(DevicePtr dst, const void *src, size_t bytes);
   Status copyToHost(void *dst, DevicePtr src, size_t bytes);
   Status copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes);
