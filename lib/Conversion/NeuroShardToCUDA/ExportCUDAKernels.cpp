@@ -378,6 +378,18 @@ void ExportCUDAKernelsPass::runOnOperation() {
   }
   if (failed(collect(module)))
     return signalPassFailure();
+  // A manifest has no caches: the runner times a cached shard as if its
+  // rows were in device memory.
+  for (TableOp table : tables)
+    if (ArrayAttr shards = table.getShardsAttr())
+      if (llvm::any_of(shards.getAsRange<ShardAttr>(),
+                       [](ShardAttr shard) { return shard.isCached(); }))
+        table.emitWarning()
+            << "table '" << table.getSymName()
+            << "' is in host memory behind device caches, which the launch "
+               "manifest does not carry: the runner times its shards as if "
+               "they were in device memory (neuroshard-cuda-runner "
+               "--host-cache times a cache)";
 
   // The manifest names the kernels object relative to its own directory
   // when both lie in one, so that the pair can be copied together.
