@@ -1070,14 +1070,14 @@ int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
         double(stats.hits) / double(std::max<int64_t>(stats.lookups, 1));
     double inHost =
         double(stats.readThrough) / double(std::max<int64_t>(stats.lookups, 1));
-    char share[32], rate[32], host[32], ratio[32];
+    char share[32], rate[32], readInHost[32], ratio[32];
     std::snprintf(share, sizeof(share), "%.2f%%", 100.0 * slots / rows);
     std::snprintf(rate, sizeof(rate), "%.1f%%", 100.0 * hitRate);
-    std::snprintf(host, sizeof(host), "%.1f%%", 100.0 * inHost);
+    std::snprintf(readInHost, sizeof(readInHost), "%.1f%%", 100.0 * inHost);
     std::snprintf(ratio, sizeof(ratio), "%.2fx",
                   stepTime.median / deviceTime.median);
     std::printf("%-12lld %-8s %-9s %-10s %-30s %s%s\n", (long long)slots, share,
-                rate, host, formatTiming(stepTime).c_str(), ratio,
+                rate, readInHost, formatTiming(stepTime).c_str(), ratio,
                 wrong ? "  MISMATCH" : "");
     char entry[256];
     std::snprintf(entry, sizeof(entry),
