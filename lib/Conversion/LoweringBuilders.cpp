@@ -64,13 +64,14 @@ void copyInto(OpBuilder &b, Location loc, Value source, Value dest, Value base,
 /// Declares the runtime function `name`, taking `inputs` and returning
 /// nothing, with a C interface, once.
 func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
-                                    TypeRange inputs, OpBuilder &rewriter) {
+                                    TypeRange inputs, OpBuilder &rewriter,
+                                    TypeRange results) {
   if (auto callee = module.lookupSymbol<func::FuncOp>(name))
     return callee;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   auto callee = func::FuncOp::create(rewriter, module.getLoc(), name,
-                                     rewriter.getFunctionType(inputs, {}));
+                                     rewriter.getFunctionType(inputs, results));
   callee.setPrivate();
   callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
   return callee;

@@ -37,9 +37,10 @@ void copyInto(OpBuilder &b, Location loc, Value source, Value dest, Value base,
               int64_t shift = 0);
 
 /// Declares the runtime function `name`, taking `inputs` and returning
-/// nothing, with a C interface, once.
+/// `results`, with a C interface, once.
 func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
-                                    TypeRange inputs, OpBuilder &rewriter);
+                                    TypeRange inputs, OpBuilder &rewriter,
+                                    TypeRange results = {});
 
 /// The memref of a `rows x cols` pooled tensor with dynamic sizes.
 Value toDynamic2D(OpBuilder &b, Location loc, Value buffer);

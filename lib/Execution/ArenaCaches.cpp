@@ -78,16 +78,16 @@ template void ArenaCaches::fetch<int32_t>(int64_t, int64_t, const int32_t *,
 template void ArenaCaches::fetch<int64_t>(int64_t, int64_t, const int64_t *,
                                           int64_t, int64_t *);
 
-int64_t ArenaCaches::beginDeviceFetch(int64_t piece, int64_t flags,
-                                      int indexBits) {
-  auto refuse = [&](std::string why) {
+std::vector<int64_t> &
+ArenaCaches::beginDeviceFetch(int64_t piece, int64_t flags, int indexBits) {
+  auto refuse = [&](std::string why) -> std::vector<int64_t> & {
     if (!error)
       error = std::move(why);
     refusedState.assign(runtime::kRowCacheHeaderWords, 0);
     refusedState[runtime::kRowCacheRefused] = 1;
     refusedState[runtime::kRowCacheSets] = 1;
     deviceFetchState = &refusedState;
-    return int64_t(refusedState.size());
+    return refusedState;
   };
   auto it = caches.find(piece);
   if (it == caches.end())
@@ -104,7 +104,7 @@ int64_t ArenaCaches::beginDeviceFetch(int64_t piece, int64_t flags,
   if (flags & runtime::kRowCacheBeginsStep)
     bound.cache.beginStep();
   deviceFetchState = &bound.cache.state();
-  return int64_t(deviceFetchState->size());
+  return *deviceFetchState;
 }
 
 void ArenaCaches::copyDeviceState(bool toBuffer, int64_t *buffer,
@@ -196,7 +196,8 @@ extern "C" void rowCacheFetchI64(int64_t piece, int64_t flags,
 
 extern "C" int64_t rowCacheStateWords(int64_t piece, int64_t flags,
                                       int64_t indexBits) {
-  return boundCaches(piece).beginDeviceFetch(piece, flags, int(indexBits));
+  return int64_t(
+      boundCaches(piece).beginDeviceFetch(piece, flags, int(indexBits)).size());
 }
 
 extern "C" void rowCacheCopyState(int64_t piece, int64_t toBuffer,

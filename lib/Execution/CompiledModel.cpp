@@ -308,10 +308,10 @@ static void fetchRows(ArenaCaches &caches, PackedFunction deviceFetch,
                  locations.data());
     return;
   }
-  std::vector<int64_t> state(
-      size_t(caches.beginDeviceFetch(piece, flags, /*indexBits=*/64)));
-  caches.copyDeviceState(/*toBuffer=*/true, state.data(),
-                         int64_t(state.size()));
+  // The kernel works on the cache's own state: the launch copies it to the
+  // device and back.
+  std::vector<int64_t> &state =
+      caches.beginDeviceFetch(piece, flags, /*indexBits=*/64);
   MemRef1D<int64_t> stateDesc = memref1D(state), rowsDesc = memref1D(rows),
                     locationsDesc = memref1D(locations);
   MemRef1D<float> weightsDesc = memref1D(data.weights);
@@ -319,8 +319,6 @@ static void fetchRows(ArenaCaches &caches, PackedFunction deviceFetch,
   void *arguments[] = {&pointers[0], &pointers[1], &pointers[2], &pointers[3],
                        &flags};
   deviceFetch(arguments);
-  caches.copyDeviceState(/*toBuffer=*/false, state.data(),
-                         int64_t(state.size()));
 }
 
 /// The backward kernel's shard set of `lookup`, whose shards in host memory

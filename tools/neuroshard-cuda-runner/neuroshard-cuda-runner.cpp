@@ -369,15 +369,17 @@ MemRefParams memref1D(DevicePtr ptr, int64_t size) {
   return m;
 }
 
-/// The parameters of a kernel launch, built from the ABI's operand list:
-/// `memrefs[i]` for memref operand i, `lr` for the scalar.
-std::vector<void *> kernelParams(MemRefParams *memrefs, float &lr,
-                                 bool isBackward) {
+/// The parameters of a kernel launch, built from its operand list
+/// (KernelABI.h): `memrefs[i]` for memref operand i, `scalar` for the one
+/// scalar operand.
+std::vector<void *> kernelParams(const kernel_abi::KernelOperand *operands,
+                                 unsigned count, MemRefParams *memrefs,
+                                 void *scalar) {
   std::vector<void *> params;
-  for (unsigned i = 0; i < kernel_abi::numOperands(isBackward); ++i) {
-    int rank = kernel_abi::kKernelOperands[i].rank;
+  for (unsigned i = 0; i < count; ++i) {
+    int rank = operands[i].rank;
     if (rank == 0) {
-      params.push_back(&lr);
+      params.push_back(scalar);
       continue;
     }
     MemRefParams &m = memrefs[i];
@@ -390,6 +392,15 @@ std::vector<void *> kernelParams(MemRefParams *memrefs, float &lr,
       params.push_back(&m.strides[d]);
   }
   return params;
+}
+
+/// The launch dimensions of `geometry`.
+cuda::LaunchDims launchDims(const kernel_abi::LaunchGeometry &geometry) {
+  cuda::LaunchDims dims;
+  dims.gridX = unsigned(geometry.gridX);
+  dims.gridY = unsigned(geometry.gridY);
+  dims.blockX = unsigned(geometry.blockX);
+  return dims;
 }
 
 /// Device copies of a workload and the launches of its two kernels.
@@ -501,7 +512,8 @@ private:
     matrix.sizes[0] = w.batch;
     matrix.sizes[1] = matrix.strides[0] = w.width;
     float lr = w.lr;
-    std::vector<void *> params = kernelParams(memrefs, lr, isBackward);
+    std::vector<void *> params = kernelParams(
+        abi::kKernelOperands, abi::numOperands(isBackward), memrefs, &lr);
 
     abi::LaunchGeometry geometry =
         abi::launchGeometry(w.numShards(), w.batch, threadsPerBlock);
@@ -510,10 +522,7 @@ private:
     std::string problem = abi::blockSizeProblem(geometry.blockX);
     if (!problem.empty())
       return Status::error("cannot launch: " + problem);
-    cuda::LaunchDims dims;
-    dims.gridX = unsigned(geometry.gridX);
-    dims.gridY = unsigned(geometry.gridY);
-    dims.blockX = unsigned(geometry.blockX);
+    cuda::LaunchDims dims = launchDims(geometry);
     return rt.launch(function, dims, nullptr, params.data());
   }
 
@@ -839,21 +848,6 @@ int runBandwidth(const Options &options, Runtime &rt, cuda::ModuleHandle module,
 // A table in host memory behind a device cache
 //===----------------------------------------------------------------------===//
 
-/// The parameters of a launch: each memref of `memrefs` expanded (rank 1),
-/// then `scalar` when given.
-std::vector<void *> rank1Params(std::vector<MemRefParams> &memrefs,
-                                void *scalar) {
-  std::vector<void *> params;
-  for (MemRefParams &m : memrefs)
-    for (void *field :
-         {(void *)&m.allocated, (void *)&m.aligned, (void *)&m.offset,
-          (void *)&m.sizes[0], (void *)&m.strides[0]})
-      params.push_back(field);
-  if (scalar)
-    params.push_back(scalar);
-  return params;
-}
-
 /// One table of --rows x --dim floats kept in pinned host memory mapped
 /// into the device (RowCache.h's virtual table: the cache's slots, then at
 /// the locations past them the host's rows), looked up by --batch-size bags
@@ -955,23 +949,18 @@ int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
 
   auto launchForward = [&](DevicePtr weights, int64_t weightFloats,
                            DevicePtr rowsRead) {
-    std::vector<MemRefParams> memrefs = {
-        memref1D(meta, int64_t(set.layout.meta.size())), memref1D(layoutBuf, 1),
-        memref1D(weights, weightFloats), memref1D(rowsRead, lookups),
-        memref1D(offsets, batch + 1)};
-    MemRefParams matrix = memref1D(out, batch);
+    MemRefParams memrefs[abi::kMaxOperands];
+    memrefs[abi::kMetaOperand] =
+        memref1D(meta, int64_t(set.layout.meta.size()));
+    memrefs[abi::kLayoutOperand] = memref1D(layoutBuf, 1);
+    memrefs[abi::kWeightsOperand] = memref1D(weights, weightFloats);
+    memrefs[abi::kIndicesOperand] = memref1D(rowsRead, lookups);
+    memrefs[abi::kOffsetsOperand] = memref1D(offsets, batch + 1);
+    MemRefParams &matrix = memrefs[abi::kOutOperand] = memref1D(out, batch);
     matrix.sizes[1] = matrix.strides[0] = dim;
-    std::vector<void *> params = rank1Params(memrefs, nullptr);
-    for (void *field : {(void *)&matrix.allocated, (void *)&matrix.aligned,
-                        (void *)&matrix.offset, (void *)&matrix.sizes[0],
-                        (void *)&matrix.sizes[1], (void *)&matrix.strides[0],
-                        (void *)&matrix.strides[1]})
-      params.push_back(field);
-    abi::LaunchGeometry geometry = abi::launchGeometry(1, batch);
-    cuda::LaunchDims dims;
-    dims.gridX = unsigned(geometry.gridX);
-    dims.gridY = unsigned(geometry.gridY);
-    dims.blockX = unsigned(geometry.blockX);
+    std::vector<void *> params = kernelParams(
+        abi::kKernelOperands, abi::numOperands(false), memrefs, nullptr);
+    cuda::LaunchDims dims = launchDims(abi::launchGeometry(1, batch));
     return rt.launch(forward, dims, nullptr, params.data());
   };
 
@@ -1027,15 +1016,17 @@ int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
       ++words[cache_abi::kRowCacheStep];
       Status s = rt.copyToDevice(state + cache_abi::kRowCacheStep * 8,
                                  &words[cache_abi::kRowCacheStep], 8);
-      std::vector<MemRefParams> memrefs = {
-          memref1D(state, int64_t(words.size())),
-          memref1D(cacheArena, slots * dim), memref1D(indices[which], lookups),
-          memref1D(locations, lookups)};
-      std::vector<void *> params = rank1Params(memrefs, &flags);
-      abi::LaunchGeometry geometry = abi::rowCacheFetchGeometry(cache.sets());
-      cuda::LaunchDims dims;
-      dims.gridX = unsigned(geometry.gridX);
-      dims.blockX = unsigned(geometry.blockX);
+      MemRefParams memrefs[abi::kRowCacheFetchNumOperands];
+      memrefs[abi::kRowCacheStateOperand] =
+          memref1D(state, int64_t(words.size()));
+      memrefs[abi::kRowCacheWeightsOperand] = memref1D(cacheArena, slots * dim);
+      memrefs[abi::kRowCacheRowsOperand] = memref1D(indices[which], lookups);
+      memrefs[abi::kRowCacheLocationsOperand] = memref1D(locations, lookups);
+      std::vector<void *> params =
+          kernelParams(abi::kRowCacheFetchOperands,
+                       abi::kRowCacheFetchNumOperands, memrefs, &flags);
+      cuda::LaunchDims dims =
+          launchDims(abi::rowCacheFetchGeometry(cache.sets()));
       if (s.ok())
         s = rt.launch(fetch, dims, nullptr, params.data());
       return s.ok() ? launchForward(cacheArena, slots * dim, locations) : s;

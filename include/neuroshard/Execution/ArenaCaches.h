@@ -50,13 +50,16 @@ public:
 
   /// Starts a fetch on the device through the cache of arena piece
   /// `piece` with `indexBits`-bit indices, its step begun when `flags` say
-  /// so, and returns the size of the state that copyDeviceState copies.
-  /// When the cache cannot serve the fetch (no such cache, locations beyond
-  /// the index type), records why and hands out a state the kernel refuses
-  /// (every location 0).
-  int64_t beginDeviceFetch(int64_t piece, int64_t flags, int indexBits);
+  /// so, and returns the cache's state, which the fetch kernel reads and
+  /// updates (compiled code, which must not own it, works on a copy:
+  /// copyDeviceState). When the cache cannot serve the fetch (no such
+  /// cache, locations beyond the index type, more ways than a warp's
+  /// lanes), records why and hands out a state the kernel refuses (every
+  /// location 0).
+  std::vector<int64_t> &beginDeviceFetch(int64_t piece, int64_t flags,
+                                         int indexBits);
   /// Copies the state of the fetch begun last into `buffer` (`toBuffer`)
-  /// or back from it; `size` must be beginDeviceFetch's.
+  /// or back from it; `size` must be that state's.
   void copyDeviceState(bool toBuffer, int64_t *buffer, int64_t size);
 
   /// Writes every dirty row back to the tables.

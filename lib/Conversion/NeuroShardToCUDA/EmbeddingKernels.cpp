@@ -129,6 +129,9 @@ protected:
   /// `gpu.shuffle mode` of an i32 or i64 `value` over the whole warp; a
   /// shuffle moves 32 bits, so an i64 travels as its two halves.
   Value shuffleInteger(Value value, Value offset, gpu::ShuffleMode mode);
+  /// `combine` of the lanes' `value`s (i32 or i64), on every lane: a
+  /// butterfly of xor shuffles.
+  Value warpReduce(Value value, function_ref<Value(Value, Value)> combine);
 
   ImplicitLocOpBuilder &b;
   IntegerType i32;
@@ -149,7 +152,6 @@ public:
 private:
   ShardRow loadShard(Value shard);
   void emitShard(const ShardRow &shard, int64_t vectorWidth);
-  Value warpMax(Value value);
   Value broadcastIndex(Value myIndex, Value sourceLane);
 
   Value zeroValue(int64_t vectorWidth);
@@ -285,13 +287,11 @@ ShardRow KernelBodyBuilder::loadShard(Value shard) {
   return row;
 }
 
-Value KernelBodyBuilder::warpMax(Value value) {
-  for (int32_t distance = abi::kWarpSize / 2; distance >= 1; distance /= 2) {
-    Value other = gpu::ShuffleOp::create(b, value, distance, abi::kWarpSize,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    value = arith::MaxSIOp::create(b, value, other);
-  }
+Value KernelIRBuilder::warpReduce(Value value,
+                                  function_ref<Value(Value, Value)> combine) {
+  for (int32_t distance = abi::kWarpSize / 2; distance >= 1; distance /= 2)
+    value = combine(
+        value, shuffleInteger(value, cI32(distance), gpu::ShuffleMode::XOR));
   return value;
 }
 
@@ -372,7 +372,10 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
           return {zero, zero};
         });
     Value bagBegin = extent[0], bagLength = extent[1];
-    Value longest = toIndex(warpMax(toI32(bagLength)));
+    Value longest =
+        toIndex(warpReduce(toI32(bagLength), [&](Value x, Value y) -> Value {
+          return arith::MaxSIOp::create(b, x, y);
+        }));
     Value numChunks = ceilDiv(longest, lanesPerBag);
 
     // 1 / length for mean pooling (empty bags produce zeros either way).
@@ -767,10 +770,9 @@ private:
 } // namespace
 
 Value RowCacheFetchBuilder::warpMin(Value value) {
-  for (int32_t distance = abi::kWarpSize / 2; distance >= 1; distance /= 2)
-    value = arith::MinSIOp::create(
-        b, value, shuffleInteger(value, cI32(distance), gpu::ShuffleMode::XOR));
-  return value;
+  return warpReduce(value, [&](Value x, Value y) -> Value {
+    return arith::MinSIOp::create(b, x, y);
+  });
 }
 
 void RowCacheFetchBuilder::storeLocation(Value location, Value position) {

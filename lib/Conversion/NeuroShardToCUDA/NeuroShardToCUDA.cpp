@@ -17,6 +17,8 @@
 #include "neuroshard/Runtime/KernelABI.h"
 #include "neuroshard/Runtime/RowCache.h"
 
+#include "../LoweringBuilders.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -68,33 +70,22 @@ static void declareKernel(ModuleOp module, StringRef kernel,
   func::FuncOp::create(builder, module.getLoc(), kernel, type).setPrivate();
 }
 
-/// Declares the runtime function `name` of `type` with a C interface, once.
-static void declareRuntime(ModuleOp module, OpBuilder &builder, StringRef name,
-                           FunctionType type) {
-  if (module.lookupSymbol(name))
-    return;
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToStart(module.getBody());
-  auto callee = func::FuncOp::create(builder, module.getLoc(), name, type);
-  callee.setPrivate();
-  callee->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
-}
-
 /// The host side of a fetch on the device (RowCache.h, KernelABI.h): a
 /// copy of the cache's state from the runtime, the launch of the fetch
 /// kernel on it, and the state back to the runtime.
 static void emitDeviceFetch(ModuleOp module, OpBuilder &builder, Location loc,
                             const CacheFetch &fetch) {
   namespace rt = ::neuroshard::runtime;
+  using lowering::declareRuntimeFunction;
   MLIRContext *context = module.getContext();
   Type i64 = builder.getI64Type();
   auto stateType = MemRefType::get({ShapedType::kDynamic}, i64);
-  declareRuntime(module, builder, rt::kRowCacheStateWords,
-                 builder.getFunctionType({i64, i64, i64}, {i64}));
-  declareRuntime(module, builder, rt::kRowCacheCopyState,
-                 builder.getFunctionType({i64, i64, stateType}, {}));
-  auto constant = [&](int64_t value) -> Value {
-    return arith::ConstantIntOp::create(builder, loc, i64, value);
+  declareRuntimeFunction(module, rt::kRowCacheStateWords, {i64, i64, i64},
+                         builder, i64);
+  declareRuntimeFunction(module, rt::kRowCacheCopyState, {i64, i64, stateType},
+                         builder);
+  auto constant = [&](int64_t value) {
+    return lowering::i64Constant(builder, loc, value);
   };
   Type element = cast<MemRefType>(fetch.rows.getType()).getElementType();
   Value piece = constant(fetch.cachePiece);
