@@ -207,9 +207,11 @@ LookupInputs generateLookup(const TableStats &table, int64_t batchSize,
 }
 
 std::vector<int64_t> zipfIndexStream(int64_t rows, double skew, int64_t length,
-                                     uint64_t seed) {
+                                     uint64_t seed, uint64_t draw) {
   Random random(seed);
   RowPermutation permutation(rows, random);
+  if (draw != 0)
+    random = Random(mixSeed(seed, draw));
   // Inverse-CDF sampling of the bounded power law; skew 1 is the logarithmic
   // limit of the general formula.
   double top = double(rows) + 1.0;

@@ -23,6 +23,9 @@ namespace abi = kernel_abi;
 namespace {
 
 constexpr int64_t kMaxInt = 9007199254740992LL; // 2^53, as the format had
+/// The steepest power law a cached shard's lookups may follow, as a task's
+/// `zipf_alpha` (with room for the rounding of a fitted one).
+constexpr double kMaxSkew = 4.0;
 
 /// Reads the fields of one record line, naming them `keyword.field` and the
 /// line in errors.
@@ -172,8 +175,8 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
         record = candidate;
     if (!record)
       return fail("unknown record '" + keyword + "'");
-    if (record == &abi::kShardRecord && version < 3)
-      record = &abi::kShardRecordV2;
+    if (record == &abi::kShardRecord && version < 5)
+      record = version < 3 ? &abi::kShardRecordV2 : &abi::kShardRecordV4;
     if (record == &abi::kDeviceRecord && version < 4)
       record = &abi::kDeviceRecordV3;
     RecordReader read(line, *record, lineNumber, error);
@@ -265,8 +268,9 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
       ShardSpec shard;
       int64_t lookup;
       std::string mode;
-      bool withRows = record == &abi::kShardRecord;
-      int modeField = withRows ? 5 : 3;
+      bool withRows = record != &abi::kShardRecordV2;
+      bool withCache = record == &abi::kShardRecord;
+      int modeField = withCache ? 7 : withRows ? 5 : 3;
       if (!read.integer(0, 0, int64_t(out.lookups.size()) - 1, lookup) ||
           !read.integer(1, 0, kMaxInt, shard.colBegin) ||
           !read.integer(2, 0, kMaxInt, shard.colEnd))
@@ -276,6 +280,8 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
       shard.rowEnd = table.rows;
       if ((withRows && (!read.integer(3, 0, kMaxInt, shard.rowBegin) ||
                         !read.integer(4, 0, kMaxInt, shard.rowEnd))) ||
+          (withCache && (!read.integer(5, 0, kMaxInt, shard.cacheRows) ||
+                         !read.number(6, shard.skew))) ||
           !read.word(modeField, mode) || !read.done())
         return false;
       shard.lookup = size_t(lookup);
@@ -289,6 +295,23 @@ bool parseManifest(const std::string &text, const std::string &baseDir,
                          " to " + std::to_string(shard.rowEnd) +
                          " but table '" + table.name + "' has " +
                          std::to_string(table.rows) + " rows");
+      if (shard.cacheRows > shard.rowEnd - shard.rowBegin)
+        return read.fail("shard of rows " + std::to_string(shard.rowBegin) +
+                         " to " + std::to_string(shard.rowEnd) + " of table '" +
+                         table.name + "' has a cache of " +
+                         std::to_string(shard.cacheRows) +
+                         " rows but holds only " +
+                         std::to_string(shard.rowEnd - shard.rowBegin));
+      if (shard.skew < 0.0 || shard.skew > kMaxSkew + 1e-9)
+        return read.fail(read.name(6) + " is " + std::to_string(shard.skew) +
+                         "; expected a power law's exponent in [0, " +
+                         std::to_string(int(kMaxSkew)) + "]");
+      if (shard.isCached() && !launch.index64)
+        return read.fail("device " + std::to_string(launch.device) +
+                         " uses i32 indices but its shard of table '" +
+                         table.name +
+                         "' is cached: a fetch's locations reach host memory "
+                         "and need i64");
       if (mode != "sum" && mode != "mean")
         return read.fail(read.name(modeField) + " is '" + mode +
                          "'; expected sum or mean");
@@ -465,15 +488,19 @@ bool buildLaunch(const Manifest &manifest, size_t which,
   std::vector<const inputs::LookupInputs *> pairs;
   std::map<RowRange, int64_t> pairOf, tableSlot;
   std::vector<abi::ShardDescriptor> shards;
-  for (const ShardSpec &shard : launch.shards) {
+  for (size_t s = 0; s < launch.shards.size(); ++s) {
+    const ShardSpec &shard = launch.shards[s];
     const LookupSpec &lookup = manifest.lookups[shard.lookup];
     const inputs::TableStats &table = manifest.tables[lookup.table];
     int64_t kept = options.maxRows > 0 ? std::min(table.rows, options.maxRows)
                                        : table.rows;
     int64_t first = inputs::keptRow(shard.rowBegin, kept, table.rows);
     int64_t end = inputs::keptRow(shard.rowEnd, kept, table.rows);
-    auto [pair, inserted] =
-        pairOf.try_emplace({shard.lookup, first, end}, int64_t(pairs.size()));
+    // A cached shard's pair is its own: its rows follow its power law.
+    RowRange pairKey = shard.isCached()
+                           ? RowRange{manifest.lookups.size() + s, first, end}
+                           : RowRange{shard.lookup, first, end};
+    auto [pair, inserted] = pairOf.try_emplace(pairKey, int64_t(pairs.size()));
     if (inserted) {
       // Each lookup once, cut to the launch's bags when it has a slice.
       auto found = generated.find(shard.lookup);
@@ -492,6 +519,32 @@ bool buildLaunch(const Manifest &manifest, size_t which,
         blocks.push_back(inputs::rowBlockInputs(*in, first, end));
         in = &blocks.back();
       }
+      if (shard.isCached()) {
+        // The bags keep their lengths; the rows are the power law's.
+        CachedShard cache;
+        cache.shard = s;
+        cache.rows = end - first;
+        cache.width = shard.width();
+        cache.cacheRows = std::clamp<int64_t>(
+            int64_t(std::llround(double(shard.cacheRows) * double(cache.rows) /
+                                 double(shard.rowEnd - shard.rowBegin))),
+            1, cache.rows);
+        cache.count = int64_t(in->indices.size());
+        cache.skew = shard.skew;
+        cache.seed = inputs::mixSeed(
+            inputs::mixSeed(
+                inputs::mixSeed(manifest.seed, inputs::hashString(table.name)),
+                lookup.stream),
+            uint64_t(shard.rowBegin));
+        cache.drawn = !given.count(shard.lookup);
+        if (cache.drawn) {
+          blocks.push_back(*in);
+          blocks.back().indices = inputs::zipfIndexStream(
+              cache.rows, cache.skew, cache.count, cache.seed);
+          in = &blocks.back();
+        }
+        out.caches.push_back(cache);
+      }
       pairs.push_back(in);
     }
     abi::ShardDescriptor descriptor;
@@ -504,9 +557,14 @@ bool buildLaunch(const Manifest &manifest, size_t which,
       out.slotRowBegin.push_back(first);
       out.arenaSize =
           abi::alignArenaOffset(out.arenaSize + (end - first) * rowStride);
+      out.deviceLayout.push_back(out.deviceArenaSize);
+      int64_t deviceRows =
+          shard.isCached() ? out.caches.back().cacheRows : end - first;
+      out.deviceArenaSize =
+          abi::alignArenaOffset(out.deviceArenaSize + deviceRows * rowStride);
       return int64_t(out.layout.size()) - 1;
     };
-    if (options.layout == WeightLayout::Shards) {
+    if (options.layout == WeightLayout::Shards || shard.isCached()) {
       descriptor.rowStride = shard.width();
       descriptor.table = addSlot(descriptor.rowStride);
     } else {
@@ -520,6 +578,8 @@ bool buildLaunch(const Manifest &manifest, size_t which,
       descriptor.colBegin = shard.colBegin;
     }
     shards.push_back(descriptor);
+    if (shard.isCached())
+      out.caches.back().slot = descriptor.table;
     std::string name = table.name + "[" + std::to_string(shard.colBegin) +
                        ".." + std::to_string(shard.colEnd) + ")";
     if (shard.isRowPiece(table))
@@ -528,6 +588,10 @@ bool buildLaunch(const Manifest &manifest, size_t which,
     out.shardNames.push_back(std::move(name));
   }
   out.packed = abi::packShardSet<int64_t>(shards, pairs);
+  for (CachedShard &cache : out.caches)
+    cache.indexBegin =
+        out.packed.layout
+            .meta[cache.shard * abi::kShardFields + abi::kIndicesBase];
   if (!launch.index64 && out.packed.indices.size() > 2147483647) {
     error = "launch " + std::to_string(which) + " has " +
             std::to_string(out.packed.indices.size()) +

@@ -8,6 +8,7 @@
 
 #include "neuroshard/CostModel/CostModel.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Sharding/HostTier.h"
 #include "neuroshard/Support/FileIO.h"
 #include "neuroshard/Support/JSONFields.h"
 
@@ -116,16 +117,32 @@ std::string setsManifest(ArrayRef<TableSpec> tables, int64_t batchSize,
         indices += double(batchSize) *
                    tables[slice.table].totalPoolingFactor() *
                    slice.rowShare(tables[slice.table]);
-      bool wide = 1.5 * indices > double(std::numeric_limits<int32_t>::max());
+      // A cached shard's locations reach host memory: i64 too.
+      bool wide = 1.5 * indices > double(std::numeric_limits<int32_t>::max()) ||
+                  any_of(set, [&](const ColumnSlice &slice) {
+                    return !slice.replica && tables[slice.table].inHostMemory();
+                  });
       os << abi::kDeviceRecord.keyword << " " << launchOf(s, sets.size(), r)
          << (wide ? " i64" : " i32") << " 0 " << batchSize << "\n";
       for (const ColumnSlice &slice : set) {
         const TableSpec &table = tables[slice.table];
-        for (unsigned f = 0; f < table.numFeatures(); ++f)
+        // A shard of a host-memory table behind its cache, looked up as the
+        // planner priced it.
+        int64_t rowEnd = slice.rowEndIn(table);
+        bool cached = !slice.replica && table.inHostMemory();
+        int64_t cacheRows =
+            cached ? table.cacheRows(rowEnd - slice.rowBegin) : 0;
+        for (unsigned f = 0; f < table.numFeatures(); ++f) {
+          double skew =
+              cached ? popularityLaw(table.feature(f).accessHist, table.rows,
+                                     double(batchSize) *
+                                         table.totalPoolingFactor())
+                     : 0.0;
           os << abi::kShardRecord.keyword << " "
              << r * next + lookupOf[{slice.table, f}] << " " << slice.colBegin
-             << " " << slice.colEnd << " " << slice.rowBegin << " "
-             << slice.rowEndIn(table) << " sum\n";
+             << " " << slice.colEnd << " " << slice.rowBegin << " " << rowEnd
+             << " " << cacheRows << " " << format("%.17g", skew) << " sum\n";
+        }
       }
     }
   }

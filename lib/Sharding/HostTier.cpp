@@ -21,14 +21,18 @@ void HostTierPricer::prepare(ArrayRef<TableSpec> newTables,
       tables, [](const TableSpec &table) { return table.inHostMemory(); });
 }
 
-double tablePopularityLaw(const TableSpec &table, const Topology &topology) {
-  double lookups = double(topology.batchSize) * table.totalPoolingFactor();
+double popularityLaw(llvm::ArrayRef<double> accessHist, int64_t rows,
+                     double lookups) {
   double total = 0.0;
-  for (double fraction : table.accessHist)
+  for (double fraction : accessHist)
     total += fraction;
-  return total > 0.0 && lookups >= 1.0
-             ? fitZipfAlpha(table.accessHist, table.rows, lookups)
-             : kDefaultZipfAlpha;
+  return total > 0.0 && lookups >= 1.0 ? fitZipfAlpha(accessHist, rows, lookups)
+                                       : kDefaultZipfAlpha;
+}
+
+double tablePopularityLaw(const TableSpec &table, const Topology &topology) {
+  return popularityLaw(table.accessHist, table.rows,
+                       double(topology.batchSize) * table.totalPoolingFactor());
 }
 
 double hostMissBytes(const TableSpec &table, int64_t width, double missedRows) {

@@ -29,9 +29,13 @@
 # libraries the tool needs. The hostcache section times one table in pinned
 # host memory mapped into the GPU, read through device caches of several
 # sizes (HOST_CACHE_ROWS, HOST_CACHE_SIZES, HOST_CACHE_ARGS), against the
-# table in device memory. SECTIONS (default: all of host export rows sweep
-# plans bandwidth hostcache torch sanitizer ncu variants nccl) picks the
-# sections to run. It exits non-zero if any check fails.
+# table in device memory. The hosttier section times every device of
+# HugeCTR's 7-table configuration planned on 8 GPUs of 80 GB, three tables
+# in host memory behind device caches (scripts/gpu/hosttier.py, each table
+# cut to its first rows: HOSTTIER_ARGS, default --max-rows 50000000).
+# SECTIONS (default: all of host export rows sweep plans bandwidth hostcache
+# hosttier torch sanitizer ncu variants nccl) picks the sections to run. It
+# exits non-zero if any check fails.
 #
 # Without a GPU, NEUROSHARD_CUDA_DRIVER naming the emulated driver
 # (build/lib/libneuroshard_emulated_cuda_driver.so) runs the correctness
@@ -91,7 +95,11 @@ prepare() {
   done
   "${PYTHON_HOST:-/usr/bin/python3}" "$root/scripts/gpu/sweep.py" --out "$dir/sweep" \
     --module ../kernels.cubin --count "${SWEEP_COUNT:-64}" --seed 1
-  for f in "$dir"/*.txt "$dir"/sweep/*.txt; do
+  # HugeCTR's 7-table configuration on 8 GPUs of 80 GB, three of its
+  # tables in host memory behind device caches.
+  "${PYTHON_HOST:-/usr/bin/python3}" "$root/scripts/gpu/hosttier.py" prepare "$dir/hosttier" \
+    --build "$build" > /dev/null
+  for f in "$dir"/*.txt "$dir"/sweep/*.txt "$dir"/hosttier/manifest.txt; do
     "$build/bin/neuroshard-cuda-runner" --validate "$f" > /dev/null
   done
   # The host path: host-launch.mlir compiled to a native program.
@@ -113,13 +121,16 @@ prepare() {
   echo "prepared $dir: $(ls "$dir"/sweep | wc -l) sweep manifests"
 }
 
-sections=${SECTIONS:-host export rows sweep plans bandwidth hostcache torch sanitizer ncu variants nccl}
+sections=${SECTIONS:-host export rows sweep plans bandwidth hostcache hosttier torch sanitizer ncu variants nccl}
 bandwidth_dims="128 64 32 16 4"
 # The hostcache section: a table of 10M rows of 128 floats (5 GB) behind
 # caches of 1%, 5%, 20% and 50% of it, at batch 65536 and pooling 32.
 host_cache_rows=${HOST_CACHE_ROWS:-10000000}
 host_cache_sizes=${HOST_CACHE_SIZES:-100000,500000,2000000,5000000}
 host_cache_args=${HOST_CACHE_ARGS:---dim 128 --pooling 32 --warmup 5 --iters 20}
+# The hosttier section: each table cut to its first 50M rows, so that a
+# device's tables fit one GPU machine's host memory.
+hosttier_args=${HOSTTIER_ARGS:---max-rows 50000000}
 want() { [[ " $sections " == *" $1 "* ]]; }
 
 failures=0
@@ -248,6 +259,18 @@ run() {
   "$runner" --host-cache "$host_cache_sizes" --rows "$host_cache_rows" \
     --module "$dir/kernels.cubin" --module-format cubin $host_cache_args \
     --json "$out/host-cache.json" || note_failure "host cache"
+  fi
+
+  if want hosttier; then
+  section "the 7-table plan on 8 GPUs, tables in host memory behind caches: every device timed"
+  # shellcheck disable=SC2086
+  if "$python" "$root/scripts/gpu/hosttier.py" run "$dir/hosttier" --runner "$runner" $hosttier_args; then
+    "$python" "$root/scripts/gpu/hosttier.py" report "$dir/hosttier" --json "$out/hosttier.json" ||
+      note_failure "host tier report"
+  else
+    note_failure "host tier"
+  fi
+  cp "$dir/hosttier/results/run.log" "$out/hosttier-run.log" 2> /dev/null
   fi
 
   if want torch; then

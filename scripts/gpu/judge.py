@@ -151,7 +151,8 @@ def task_to_mlir(task: dict, name: str, topo: dict) -> str:
 def parse_manifest(text: str):
     """The manifest's tables (rows, dim, pooling factor), each lookup's
     table, and each launch's device, index type, bag count and shards
-    (lookup, columns, rows)."""
+    (lookup, columns, rows, the rows of its device cache: 0 for a shard in
+    device memory)."""
     tables, lookups, launches = [], [], []
     for line in text.splitlines():
         fields = line.split()
@@ -168,19 +169,21 @@ def parse_manifest(text: str):
         elif fields[0] == "shard":
             launches[-1]["shards"].append(
                 (int(fields[1]), int(fields[2]), int(fields[3]),
-                 int(fields[4]), int(fields[5])))
+                 int(fields[4]), int(fields[5]),
+                 int(fields[6]) if len(fields) > 7 else 0))
     return tables, lookups, launches
 
 
 def launch_gb(launch: dict, tables: list, lookups: list) -> float:
-    """What a launch holds on the GPU, about: its weights, its output and
-    its output's gradient, and its lookups' indices (every index of each
-    lookup it reads, an upper bound) and offsets."""
+    """What a launch holds on the GPU, about: its weights (a cached
+    shard's cache only), its output and its output's gradient, and its
+    lookups' indices (every index of each lookup it reads, an upper bound)
+    and offsets."""
     index_bytes = 8 if launch["index"] == "i64" else 4
-    weights = sum((re - rb) * (ce - cb) * 4
-                  for _, cb, ce, rb, re in launch["shards"])
-    width = sum(ce - cb for _, cb, ce, _, _ in launch["shards"])
-    read = {lookups[k] for k, _, _, _, _ in launch["shards"]}
+    weights = sum((cache or re - rb) * (ce - cb) * 4
+                  for _, cb, ce, rb, re, cache in launch["shards"])
+    width = sum(ce - cb for _, cb, ce, _, _, _ in launch["shards"])
+    read = {lookups[k] for k, _, _, _, _, _ in launch["shards"]}
     indices = sum(launch["bags"] * (tables[t][2] + 1) for t in read)
     return (weights + 2 * launch["bags"] * width * 4 +
             indices * index_bytes) / 2**30

@@ -121,6 +121,7 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
       return llvm::createStringError(error);
     int64_t numShards = buffers.packed.layout.numShards();
     int64_t bags = buffers.batch;
+    size_t cached = buffers.caches.size();
     ::neuroshard::execution::PreparedSet set = emu::prepareSet(
         std::move(buffers.packed), std::move(buffers.layout), buffers.arenaSize,
         bags, !launch.index64, manifest.seed + k);
@@ -141,7 +142,13 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
                  << " shards, width " << set.width << ", " << bags << " bags, "
                  << set.indices.size() << " indices, grid " << config.gridX
                  << " x " << config.gridY << ", block " << config.blockX
-                 << ": agrees\n";
+                 << ": agrees";
+    // The lookup kernels are checked; a cached shard's rows are read from
+    // the arena, without a fetch (RowCacheKernelTest checks the fetch).
+    if (cached)
+      llvm::outs() << " (" << cached
+                   << " cached shard(s) read from device memory)";
+    llvm::outs() << "\n";
   }
   return llvm::Error::success();
 }

@@ -43,11 +43,12 @@ void setIndices(Workload &w, const std::vector<int64_t> &indices,
 
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
                    const InputOverrides &given, Workload &out,
-                   std::string &error, bool withValues) {
+                   std::string &error, bool withValues, int64_t maxRows) {
   const launch_manifest::LaunchSpec &launch = manifest.launches[which];
   launch_manifest::LaunchOptions options;
   options.layout = layout;
   options.given = &given;
+  options.maxRows = maxRows;
   launch_manifest::LaunchBuffers buffers;
   if (!launch_manifest::buildLaunch(manifest, which, options, buffers, error))
     return false;
@@ -61,6 +62,9 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
   out.shardNames = std::move(buffers.shardNames);
   setIndices(out, buffers.packed.indices, buffers.packed.offsets);
   out.arenaFloats = buffers.arenaSize;
+  out.caches = std::move(buffers.caches);
+  out.deviceLayout = std::move(buffers.deviceLayout);
+  out.deviceArenaFloats = buffers.deviceArenaSize;
   if (!withValues)
     return true;
 
@@ -78,8 +82,9 @@ bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
       continue;
     filled[slot] = true;
     uint64_t key = inputs::hashString(table.name);
-    int64_t begin = layout == WeightLayout::Shards ? shard.colBegin : 0;
-    int64_t width = layout == WeightLayout::Shards ? shard.width() : table.dim;
+    bool own = layout == WeightLayout::Shards || shard.isCached();
+    int64_t begin = own ? shard.colBegin : 0;
+    int64_t width = own ? shard.width() : table.dim;
     inputs::fillWeights(key, buffers.slotRows[slot], begin, width,
                         out.weights.data() + out.layout[slot],
                         fields[abi::kRowStride], buffers.slotRowBegin[slot]);
@@ -122,7 +127,8 @@ Workload bandwidthWorkload(int64_t batch, int64_t dim, int64_t pooling,
   shard.rowStride = dim;
   shard.width = dim;
   abi::appendShard(w.meta, shard, /*outColumn=*/0, abi::InputBase());
-  w.arenaFloats = rows * dim;
+  w.arenaFloats = w.deviceArenaFloats = rows * dim;
+  w.deviceLayout = w.layout;
   w.weights.resize(size_t(rows * dim));
   inputs::fillWeights(inputs::hashString("bandwidth"), rows, 0, dim,
                       w.weights.data(), dim);

@@ -47,6 +47,14 @@ struct Workload {
   /// Names for reports: "table[cols begin..end]" per shard.
   std::vector<std::string> shardNames;
   int64_t numIndices = 0;
+  /// The shards in host memory behind device caches (none: every shard in
+  /// device memory), and the arena the device holds (LaunchBuffers). `meta`,
+  /// `layout`, `weights` and the indices are the reference's: the cached
+  /// shards' slots whole and their rows, which the device's fetches turn
+  /// into locations.
+  std::vector<launch_manifest::CachedShard> caches;
+  std::vector<int64_t> deviceLayout;
+  int64_t deviceArenaFloats = 0;
 
   int64_t numShards() const {
     return int64_t(meta.size()) / kernel_abi::kShardFields;
@@ -60,9 +68,11 @@ struct Workload {
 /// gradientValue(mixSeed(hash(table), stream), bag, column). Without
 /// `withValues` the weights and the gradient are left empty: the device
 /// fills them with a constant, which is all that timing needs.
+/// `maxRows` keeps each table's first rows only (all for 0).
 bool buildWorkload(const Manifest &manifest, size_t which, WeightLayout layout,
                    const InputOverrides &given, Workload &out,
-                   std::string &error, bool withValues = true);
+                   std::string &error, bool withValues = true,
+                   int64_t maxRows = 0);
 
 /// A single-table workload with `pooling` indices per bag drawn uniformly
 /// from `rows` rows: the bandwidth benchmark.

@@ -38,6 +38,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -68,6 +69,11 @@ const char *const kUsage =
     "  --module-format F     cubin, ptx or fatbin (default: the manifest's,\n"
     "                        or the module file's extension)\n"
     "  --launch K            run only launch K of the manifest\n"
+    "  --max-rows R          keep each table's first R rows (a row piece\n"
+    "                        and a cache their share of them), so that a\n"
+    "                        plan of tables larger than the machine runs\n"
+    "  --cache-warmup N      training steps that fill a launch's device\n"
+    "                        caches before it is timed (default 50)\n"
     "  --layout L            shards (each shard its own block, default) or\n"
     "                        tables (whole tables, shards read a column "
     "range)\n"
@@ -119,6 +125,9 @@ struct Options {
   bool bandwidth = false, flush = true, trustInputs = false, emulate = false;
   long long threads = 0;
   long long launch = -1;
+  long long maxRows = 0;
+  /// Training steps that fill a launch's caches before it is timed.
+  long long cacheWarmup = 50;
   WeightLayout layout = WeightLayout::Shards;
   long long batch = 65536, dim = 128, pooling = 32, rows = 1000000;
   bool index64 = false;
@@ -259,6 +268,8 @@ bool parseArguments(int argc, char **argv, Options &options,
         long long minimum, maximum;
       } integers[] = {
           {"--launch", &options.launch, 0, 1LL << 30},
+          {"--max-rows", &options.maxRows, 1, 1LL << 50},
+          {"--cache-warmup", &options.cacheWarmup, 0, 1 << 20},
           {"--batch-size", &options.batch, 1, 2147483647LL},
           {"--dim", &options.dim, 1, 1 << 20},
           {"--pooling", &options.pooling, 0, 1 << 20},
@@ -313,6 +324,11 @@ bool parseArguments(int argc, char **argv, Options &options,
        options.layout != WeightLayout::Shards)) {
     error = "--collect needs --manifest and takes none of --launch, "
             "--inputs, --json and --layout";
+    return false;
+  }
+  if (options.maxRows > 0 &&
+      (options.manifest.empty() || !options.collect.empty())) {
+    error = "--max-rows applies to --manifest runs without --collect";
     return false;
   }
   if (options.emulate && options.collect.empty()) {
@@ -403,17 +419,68 @@ cuda::LaunchDims launchDims(const kernel_abi::LaunchGeometry &geometry) {
   return dims;
 }
 
-/// Device copies of a workload and the launches of its two kernels.
+/// Where a cache's rows go in pinned host memory mapped at device address
+/// `host`, so that they start a whole number of rows past the cache's slot
+/// 0 at `slots`, and one base and stride reach both (the allocation has a
+/// row to spare): the bytes to skip, and the location of the host's row 0
+/// as the kernels count (RowCache::setHostRowZero).
+struct HostRowsPlacement {
+  int64_t skip = 0, hostRowZero = 0;
+};
+HostRowsPlacement placeHostRows(DevicePtr host, DevicePtr slots,
+                                int64_t rowBytes) {
+  int64_t distance = int64_t(host) - int64_t(slots);
+  int64_t skip = ((-distance) % rowBytes + rowBytes) % rowBytes;
+  return {skip, (distance + skip) / rowBytes};
+}
+
+/// Begins a step of `cache`, whose state is at `state` on the device (only
+/// the step word changes on the host's side), and launches the generated
+/// fetch of `count` rows at `rows`: locations to `locations`, rows filled
+/// into the cache's slots in the arena `weights` of `weightFloats` floats.
+Status launchFetch(Runtime &rt, cuda::FunctionHandle fetch,
+                   runtime::RowCache &cache, DevicePtr state, DevicePtr weights,
+                   int64_t weightFloats, DevicePtr rows, DevicePtr locations,
+                   int64_t count, int64_t flags) {
+  namespace abi = kernel_abi;
+  std::vector<int64_t> &words = cache.state();
+  cache.beginStep();
+  Status status = rt.copyToDevice(state + runtime::kRowCacheStep * 8,
+                                  &words[runtime::kRowCacheStep], 8);
+  if (!status.ok())
+    return status;
+  MemRefParams memrefs[abi::kRowCacheFetchNumOperands];
+  memrefs[abi::kRowCacheStateOperand] = memref1D(state, int64_t(words.size()));
+  memrefs[abi::kRowCacheWeightsOperand] = memref1D(weights, weightFloats);
+  memrefs[abi::kRowCacheRowsOperand] = memref1D(rows, count);
+  memrefs[abi::kRowCacheLocationsOperand] = memref1D(locations, count);
+  std::vector<void *> params =
+      kernelParams(abi::kRowCacheFetchOperands, abi::kRowCacheFetchNumOperands,
+                   memrefs, &flags);
+  cuda::LaunchDims dims = launchDims(abi::rowCacheFetchGeometry(cache.sets()));
+  return rt.launch(fetch, dims, nullptr, params.data());
+}
+
+/// Device copies of a workload and the launches of its two kernels. A
+/// cached shard's rows are in pinned host memory mapped into the device,
+/// its cache in the device arena; before the kernels read it, the fetch
+/// kernel turns a draw of its rows into locations in its input pair.
 class DeviceRun {
 public:
+  /// `draws`: the batches of each cached shard's rows that its fetches
+  /// cycle through, each another sample of its power law.
   DeviceRun(Runtime &rt, const Workload &w, cuda::FunctionHandle forward,
-            cuda::FunctionHandle backward, int64_t threadsPerBlock)
-      : rt(rt), w(w), forward(forward), backward(backward),
-        threadsPerBlock(threadsPerBlock) {}
+            cuda::FunctionHandle backward, cuda::FunctionHandle fetch,
+            int64_t threadsPerBlock, int draws = 1)
+      : rt(rt), w(w), forward(forward), backward(backward), fetchKernel(fetch),
+        threadsPerBlock(threadsPerBlock), numDraws(std::max(draws, 1)) {}
   ~DeviceRun() {
     for (DevicePtr ptr : owned)
       if (ptr)
         rt.free(ptr);
+    for (DeviceCache &cache : caches)
+      if (cache.host)
+        rt.freeMappedHost(cache.host);
   }
 
   Status upload() {
@@ -427,9 +494,11 @@ public:
     size_t numOffsets = w.index64 ? w.offsets64.size() : w.offsets32.size();
     size_t gradFloats = size_t(w.batch * w.width);
     if (!(status = put(meta, w.meta.data(), w.meta.size() * 8)).ok() ||
-        !(status = put(layout, w.layout.data(), w.layout.size() * 8)).ok() ||
         !(status =
-              putOrFill(weights, w.weights, size_t(w.arenaFloats), kFillWeight))
+              put(layout, w.deviceLayout.data(), w.deviceLayout.size() * 8))
+             .ok() ||
+        !(status = putOrFill(weights, deviceArena(),
+                             size_t(w.deviceArenaFloats), kFillWeight))
              .ok() ||
         !(status =
               put(indicesBuf, indices, size_t(w.numIndices) * w.indexBytes()))
@@ -439,32 +508,119 @@ public:
         !(status = putOrFill(grad, w.grad, gradFloats, kFillGradient)).ok() ||
         !(status = put(out, nullptr, gradFloats * 4)).ok())
       return status;
-    return rt.synchronize();
+    caches.resize(w.caches.size());
+    for (size_t c = 0; c < caches.size() && status.ok(); ++c)
+      status = setUpCache(w.caches[c], caches[c]);
+    return status.ok() ? rt.synchronize() : status;
   }
 
-  /// Puts the initial weights back (backward updates them).
+  /// Puts the initial weights back (backward updates them), and empties
+  /// the caches.
   Status resetWeights() {
     if (w.weights.empty())
       return Status();
-    return rt.copyToDevice(weights, w.weights.data(), w.weights.size() * 4);
+    std::vector<float> arena = deviceArena();
+    Status status = rt.copyToDevice(weights, arena.data(), arena.size() * 4);
+    for (size_t c = 0; c < caches.size() && status.ok(); ++c)
+      status = resetCache(w.caches[c], caches[c]);
+    return status;
+  }
+
+  /// Fetches draw `draw` of every cached shard's rows (marking the slots
+  /// dirty with `write`, for an update).
+  Status fetch(int draw, bool write) {
+    Status status;
+    for (size_t c = 0; c < caches.size() && status.ok(); ++c) {
+      const launch_manifest::CachedShard &spec = w.caches[c];
+      status = launchFetch(rt, fetchKernel, *caches[c].cache, caches[c].state,
+                           weights, w.deviceArenaFloats,
+                           caches[c].draws[size_t(draw)],
+                           indicesBuf + DevicePtr(spec.indexBegin * 8),
+                           spec.count, write ? runtime::kRowCacheWrites : 0);
+      caches[c].batchRows += caches[c].distinct[size_t(draw)];
+    }
+    return status;
   }
 
   Status launchForward() { return launch(forward, false); }
   Status launchBackward() { return launch(backward, true); }
-  /// One training step: forward, then backward with the SGD update.
-  Status launchStep() {
-    Status status = launchForward();
+  /// What a timed forward runs: the fetch of the next draw, then the
+  /// forward.
+  Status timedForward() {
+    Status status = fetchNext(false);
+    return status.ok() ? launchForward() : status;
+  }
+  /// One training step: the fetch of the next draw, the forward, then the
+  /// backward with the SGD update.
+  Status timedStep() {
+    Status status = fetchNext(true);
+    if (status.ok())
+      status = launchForward();
     return status.ok() ? launchBackward() : status;
   }
 
+  /// The forward's output, and the weights as the reference holds them:
+  /// a cached shard's rows in host memory with its cache's dirty rows
+  /// written back over them.
   Status download(std::vector<float> &output, std::vector<float> &weightsOut) {
     output.resize(size_t(w.batch * w.width));
     weightsOut.resize(w.weights.size());
     Status status = rt.synchronize();
     if (status.ok() && !output.empty())
       status = rt.copyToHost(output.data(), out, output.size() * 4);
-    if (status.ok() && !weightsOut.empty())
-      status = rt.copyToHost(weightsOut.data(), weights, weightsOut.size() * 4);
+    if (!status.ok() || weightsOut.empty())
+      return status;
+    if (caches.empty())
+      return rt.copyToHost(weightsOut.data(), weights, weightsOut.size() * 4);
+    std::vector<float> arena(size_t(w.deviceArenaFloats));
+    if (!(status = rt.copyToHost(arena.data(), weights, arena.size() * 4))
+             .ok() ||
+        !(status = downloadStates()).ok())
+      return status;
+    copySlots(arena.data(), w.deviceLayout, w.deviceArenaFloats,
+              weightsOut.data(), w.layout, w.arenaFloats);
+    for (size_t c = 0; c < caches.size(); ++c) {
+      const launch_manifest::CachedShard &spec = w.caches[c];
+      float *rows = weightsOut.data() + w.layout[size_t(spec.slot)];
+      std::copy(caches[c].hostRows, caches[c].hostRows + spec.rows * spec.width,
+                rows);
+      runtime::RowCacheStorage storage;
+      storage.cache = arena.data() + w.deviceLayout[size_t(spec.slot)];
+      storage.cacheStride = storage.hostStride = storage.width = spec.width;
+      storage.host = rows;
+      // Flushes a copy: the device's cache keeps its rows and dirty bits.
+      runtime::RowCache copy = *caches[c].cache;
+      copy.flush(storage);
+    }
+    return status;
+  }
+
+  /// Forgets what the caches counted so far (their rows stay).
+  Status clearCacheCounts() {
+    Status status = downloadStates();
+    for (size_t c = 0; c < caches.size() && status.ok(); ++c) {
+      std::vector<int64_t> &words = caches[c].cache->state();
+      std::fill(words.begin() + runtime::kRowCacheLookups,
+                words.begin() + runtime::kRowCacheReadThrough + 1, 0);
+      caches[c].batchRows = 0;
+      status = rt.copyToDevice(caches[c].state, words.data(),
+                               runtime::kRowCacheHeaderWords * 8);
+    }
+    return status;
+  }
+
+  /// What each cache did since its counts were cleared.
+  /// `batchRows`: per cache, the distinct rows of the batches it fetched
+  /// meanwhile.
+  Status cacheStats(std::vector<runtime::RowCacheStats> &stats,
+                    std::vector<int64_t> &batchRows) {
+    Status status = downloadStates();
+    stats.clear();
+    batchRows.clear();
+    for (DeviceCache &cache : caches) {
+      stats.push_back(cache.cache->stats());
+      batchRows.push_back(cache.batchRows);
+    }
     return status;
   }
 
@@ -496,12 +652,140 @@ private:
     return data ? rt.copyToDevice(ptr, data, bytes) : Status();
   }
 
+  /// A cached shard on the device: its rows in mapped host memory, its
+  /// cache's state (on the device, mirrored here) and its draws of rows.
+  struct DeviceCache {
+    void *host = nullptr;
+    float *hostRows = nullptr;
+    int64_t hostRowZero = 0;
+    std::optional<runtime::RowCache> cache;
+    DevicePtr state = 0;
+    /// Per draw: its rows on the device, and how many distinct rows it has.
+    std::vector<DevicePtr> draws;
+    std::vector<int64_t> distinct;
+    /// The distinct rows of the batches fetched since the counts were
+    /// cleared.
+    int64_t batchRows = 0;
+  };
+
+  /// Copies the slots of an arena laid out by `fromLayout` into one laid
+  /// out by `toLayout`, except the cached shards' slots, whose sizes
+  /// differ.
+  void copySlots(const float *from, const std::vector<int64_t> &fromLayout,
+                 int64_t fromFloats, float *to,
+                 const std::vector<int64_t> &toLayout, int64_t toFloats) const {
+    std::vector<bool> cached(fromLayout.size(), false);
+    for (const launch_manifest::CachedShard &spec : w.caches)
+      cached[size_t(spec.slot)] = true;
+    for (size_t i = 0; i < fromLayout.size(); ++i) {
+      if (cached[i])
+        continue;
+      auto end = [&](const std::vector<int64_t> &layout, int64_t floats) {
+        return i + 1 < layout.size() ? layout[i + 1] : floats;
+      };
+      int64_t floats = std::min(end(fromLayout, fromFloats) - fromLayout[i],
+                                end(toLayout, toFloats) - toLayout[i]);
+      std::copy(from + fromLayout[i], from + fromLayout[i] + floats,
+                to + toLayout[i]);
+    }
+  }
+
+  /// The device arena's initial values: the reference's slots, caches
+  /// empty (nothing for a workload without values).
+  std::vector<float> deviceArena() const {
+    if (w.weights.empty() || w.caches.empty())
+      return w.weights;
+    std::vector<float> arena(size_t(w.deviceArenaFloats), 0.0f);
+    copySlots(w.weights.data(), w.layout, w.arenaFloats, arena.data(),
+              w.deviceLayout, w.deviceArenaFloats);
+    return arena;
+  }
+
+  Status setUpCache(const launch_manifest::CachedShard &spec,
+                    DeviceCache &cache) {
+    if (std::optional<std::string> problem =
+            runtime::RowCache::check(spec.rows, spec.cacheRows))
+      return Status::error(*problem);
+    int64_t rowBytes = spec.width * 4;
+    DevicePtr mapped = 0;
+    Status status = rt.allocMappedHost(size_t(spec.rows * rowBytes + rowBytes),
+                                       cache.host, mapped);
+    if (!status.ok())
+      return status;
+    HostRowsPlacement placement = placeHostRows(
+        mapped, weights + DevicePtr(w.deviceLayout[size_t(spec.slot)] * 4),
+        rowBytes);
+    cache.hostRows = reinterpret_cast<float *>(static_cast<char *>(cache.host) +
+                                               placement.skip);
+    cache.hostRowZero = placement.hostRowZero;
+    if (!(status = resetCache(spec, cache)).ok())
+      return status;
+    for (int d = 0; d < numDraws && status.ok(); ++d) {
+      std::vector<int64_t> rows =
+          d == 0 || !spec.drawn
+              ? std::vector<int64_t>(w.indices64.begin() + spec.indexBegin,
+                                     w.indices64.begin() + spec.indexBegin +
+                                         spec.count)
+              : inputs::zipfIndexStream(spec.rows, spec.skew, spec.count,
+                                        spec.seed, uint64_t(d));
+      DevicePtr draw = 0;
+      status = put(draw, rows.data(), rows.size() * 8);
+      cache.draws.push_back(draw);
+      std::sort(rows.begin(), rows.end());
+      cache.distinct.push_back(
+          int64_t(std::unique(rows.begin(), rows.end()) - rows.begin()));
+    }
+    return status;
+  }
+
+  /// Puts the shard's initial rows in host memory and an empty cache's
+  /// state on the device.
+  Status resetCache(const launch_manifest::CachedShard &spec,
+                    DeviceCache &cache) {
+    size_t floats = size_t(spec.rows * spec.width);
+    if (w.weights.empty())
+      std::fill(cache.hostRows, cache.hostRows + floats, kFillWeight);
+    else
+      std::copy(w.weights.data() + w.layout[size_t(spec.slot)],
+                w.weights.data() + w.layout[size_t(spec.slot)] + floats,
+                cache.hostRows);
+    cache.cache.emplace(spec.rows, spec.cacheRows);
+    cache.cache->setHostRowZero(cache.hostRowZero);
+    cache.cache->setArenaAddress(w.deviceLayout[size_t(spec.slot)], spec.width,
+                                 0, spec.width);
+    std::optional<std::string> problem = cache.cache->checkLocations(64);
+    if (problem)
+      return Status::error(*problem);
+    std::vector<int64_t> &words = cache.cache->state();
+    if (!cache.state)
+      return put(cache.state, words.data(), words.size() * 8);
+    return rt.copyToDevice(cache.state, words.data(), words.size() * 8);
+  }
+
+  /// Reads every cache's state back into its mirror.
+  Status downloadStates() {
+    Status status = rt.synchronize();
+    for (size_t c = 0; c < caches.size() && status.ok(); ++c) {
+      std::vector<int64_t> &words = caches[c].cache->state();
+      status = rt.copyToHost(words.data(), caches[c].state, words.size() * 8);
+    }
+    return status;
+  }
+
+  Status fetchNext(bool write) {
+    if (caches.empty())
+      return Status();
+    nextDraw = (nextDraw + 1) % numDraws;
+    return fetch(nextDraw, write);
+  }
+
   Status launch(cuda::FunctionHandle function, bool isBackward) {
     namespace abi = kernel_abi;
     MemRefParams memrefs[abi::kMaxOperands];
     memrefs[abi::kMetaOperand] = memref1D(meta, int64_t(w.meta.size()));
-    memrefs[abi::kLayoutOperand] = memref1D(layout, int64_t(w.layout.size()));
-    memrefs[abi::kWeightsOperand] = memref1D(weights, w.arenaFloats);
+    memrefs[abi::kLayoutOperand] =
+        memref1D(layout, int64_t(w.deviceLayout.size()));
+    memrefs[abi::kWeightsOperand] = memref1D(weights, w.deviceArenaFloats);
     memrefs[abi::kIndicesOperand] = memref1D(indicesBuf, w.numIndices);
     memrefs[abi::kOffsetsOperand] =
         memref1D(offsetsBuf,
@@ -528,11 +812,13 @@ private:
 
   Runtime &rt;
   const Workload &w;
-  cuda::FunctionHandle forward, backward;
+  cuda::FunctionHandle forward, backward, fetchKernel;
   int64_t threadsPerBlock;
   DevicePtr meta = 0, layout = 0, weights = 0, indicesBuf = 0, offsetsBuf = 0,
             grad = 0, out = 0;
   std::vector<DevicePtr> owned;
+  std::vector<DeviceCache> caches;
+  int numDraws, nextDraw = 0;
 };
 
 struct Timing {
@@ -609,21 +895,38 @@ std::string jsonString(const std::string &text) {
   return out + "\"";
 }
 
+/// The most batches of a cached shard's rows a run draws; runs beyond them
+/// cycle through them again.
+constexpr long long kMaxDraws = 64;
+
 /// Result of checking one launch.
 struct Checked {
   Comparison forward, backward;
   Timing forwardTime, stepTime;
+  /// Per cached shard: what its cache did over the timed steps, and the
+  /// distinct rows of the batches they fetched.
+  std::vector<runtime::RowCacheStats> caches;
+  std::vector<int64_t> batchRows;
 };
 
-/// Runs, checks and times one workload on the GPU.
+/// Runs, checks and times one workload on the GPU (`fetch`: the row cache's
+/// fetch kernel, for a workload with cached shards).
 Status runWorkload(Runtime &rt, const Workload &w, cuda::FunctionHandle fwd,
-                   cuda::FunctionHandle bwd, int64_t threadsPerBlock,
-                   const Options &options, DevicePtr flush, size_t flushWords,
-                   Checked &checked) {
-  DeviceRun run(rt, w, fwd, bwd, threadsPerBlock);
+                   cuda::FunctionHandle bwd, cuda::FunctionHandle fetch,
+                   int64_t threadsPerBlock, const Options &options,
+                   DevicePtr flush, size_t flushWords, Checked &checked) {
+  // Draw 0 is checked; the caches warm up on the next draws, then each
+  // timed run fetches another.
+  long long runs = options.warmup + options.iters;
+  DeviceRun run(
+      rt, w, fwd, bwd, fetch, threadsPerBlock,
+      int(std::min<long long>(1 + options.cacheWarmup + 2 * runs, kMaxDraws)));
   Status status = run.upload();
   std::vector<float> output, weights;
-  if (!status.ok() || !(status = run.launchForward()).ok() ||
+  // The cached shards' first draw is the reference's rows; the backward
+  // updates them.
+  if (!status.ok() || !(status = run.fetch(0, /*write=*/true)).ok() ||
+      !(status = run.launchForward()).ok() ||
       !(status = run.download(output, weights)).ok())
     return status;
   checked.forward = compare(output, referenceForward(w), options.tolerance);
@@ -634,14 +937,22 @@ Status runWorkload(Runtime &rt, const Workload &w, cuda::FunctionHandle fwd,
   std::vector<float> want = referenceBackward(w, &reorderBound);
   checked.backward =
       compare(weights, want, options.backwardTolerance, &reorderBound);
-  if (!(status = timeRuns(
-            rt, [&] { return run.launchForward(); }, options.warmup,
+  // Timed from here: the caches emptied, then filled by steps as a
+  // training run fills them, their counts kept from the timed runs on.
+  status = run.resetWeights();
+  for (long long i = 0;
+       i < options.cacheWarmup && w.caches.size() && status.ok(); ++i)
+    status = run.timedStep();
+  if (!status.ok() || !(status = run.clearCacheCounts()).ok() ||
+      !(status = timeRuns(
+            rt, [&] { return run.timedForward(); }, options.warmup,
             options.iters, flush, flushWords, checked.forwardTime))
            .ok() ||
       !(status = timeRuns(
-            rt, [&] { return run.launchStep(); }, options.warmup, options.iters,
+            rt, [&] { return run.timedStep(); }, options.warmup, options.iters,
             flush, flushWords, checked.stepTime))
-           .ok())
+           .ok() ||
+      !(status = run.cacheStats(checked.caches, checked.batchRows)).ok())
     return status;
   return run.resetWeights();
 }
@@ -674,10 +985,54 @@ bool reportMismatch(const char *what, const Comparison &c, double tolerance,
   return true;
 }
 
-/// The manifest's kernels: forward and backward, for i32 and i64 indices.
+/// Prints a line per cached shard of `w`, what its cache did over the
+/// timed steps (`checked`), and returns the same as a JSON field (nothing
+/// without caches). A batch's rows the cache held are its distinct rows
+/// less those filled or read in host memory (each lookup read there
+/// counted as a row, so at worst too few): what the planner's expected
+/// hit rate counts.
+std::string reportCaches(const Workload &w, const Checked &checked) {
+  if (checked.caches.empty())
+    return "";
+  std::string json = ", \"caches\": [";
+  for (size_t c = 0; c < checked.caches.size(); ++c) {
+    const launch_manifest::CachedShard &spec = w.caches[c];
+    const runtime::RowCacheStats &s = checked.caches[c];
+    double lookups = double(std::max<int64_t>(s.lookups, 1));
+    double hits = double(s.hits) / lookups,
+           inHost = double(s.readThrough) / lookups;
+    int64_t batchRows = checked.batchRows[c];
+    double rowHits =
+        std::max(0.0, 1.0 - double(s.fills + s.readThrough) /
+                                double(std::max<int64_t>(batchRows, 1)));
+    std::printf("        cache of %s: %lld of %lld rows; hits %.1f%% of a "
+                "batch's rows, %.1f%% of lookups; %.1f%% of lookups read in "
+                "host memory, %lld filled, %lld written back\n",
+                w.shardNames[spec.shard].c_str(), (long long)spec.cacheRows,
+                (long long)spec.rows, 100.0 * rowHits, 100.0 * hits,
+                100.0 * inHost, (long long)s.fills, (long long)s.writeBacks);
+    char entry[640];
+    std::snprintf(entry, sizeof(entry),
+                  "%s{\"shard\": %s, \"cache_rows\": %lld, \"rows\": %lld, "
+                  "\"lookups\": %lld, \"batch_rows\": %lld, "
+                  "\"row_hit_rate\": %.5f, \"hit_rate\": %.5f, "
+                  "\"read_in_host\": %.5f, \"fills\": %lld, "
+                  "\"write_backs\": %lld}",
+                  c ? ", " : "", jsonString(w.shardNames[spec.shard]).c_str(),
+                  (long long)spec.cacheRows, (long long)spec.rows,
+                  (long long)s.lookups, (long long)batchRows, rowHits, hits,
+                  inHost, (long long)s.fills, (long long)s.writeBacks);
+    json += entry;
+  }
+  return json + "]";
+}
+
+/// The manifest's kernels: forward and backward, for i32 and i64 indices,
+/// and the row cache's fetch (i64) when a shard is cached.
 struct Kernels {
   cuda::FunctionHandle forwardI32 = nullptr, forwardI64 = nullptr,
-                       backwardI32 = nullptr, backwardI64 = nullptr;
+                       backwardI32 = nullptr, backwardI64 = nullptr,
+                       fetch = nullptr;
 
   Status load(Runtime &rt, cuda::ModuleHandle module,
               const Manifest &manifest) {
@@ -688,6 +1043,13 @@ struct Kernels {
                                 std::pair{&manifest.backwardI64, &backwardI64}})
       if (!(status = rt.getFunction(module, name->c_str(), *handle)).ok())
         return status;
+    for (const LaunchSpec &launch : manifest.launches)
+      for (const ShardSpec &shard : launch.shards)
+        if (shard.isCached() && !fetch)
+          if (!(status = rt.getFunction(
+                    module, kernel_abi::kRowCacheFetchKernelI64, fetch))
+                   .ok())
+            return status;
     return status;
   }
   cuda::FunctionHandle forward(const LaunchSpec &launch) const {
@@ -715,12 +1077,13 @@ int runManifest(const Options &options, Runtime &rt, cuda::ModuleHandle module,
       continue;
     Workload w;
     std::string error;
-    if (!buildWorkload(manifest, k, options.layout, given, w, error))
+    if (!buildWorkload(manifest, k, options.layout, given, w, error,
+                       /*withValues=*/true, options.maxRows))
       return fail(error);
     const LaunchSpec &launch = manifest.launches[k];
     Checked checked;
     Status status = runWorkload(
-        rt, w, kernels.forward(launch), kernels.backward(launch),
+        rt, w, kernels.forward(launch), kernels.backward(launch), kernels.fetch,
         manifest.threadsPerBlock, options, flush, flushWords, checked);
     if (!status.ok())
       return fail("launch " + std::to_string(k) + ": " + status.message());
@@ -749,7 +1112,8 @@ int runManifest(const Options &options, Runtime &rt, cuda::ModuleHandle module,
                   checked.forward.maxError, checked.backward.maxError);
     json += entry;
     json += "\"forward\": " + timingJson(checked.forwardTime) +
-            ", \"forward_backward\": " + timingJson(checked.stepTime) + "}";
+            ", \"forward_backward\": " + timingJson(checked.stepTime);
+    json += reportCaches(w, checked) + "}";
   }
   json += "\n  ]\n";
   return mismatch ? 2 : 0;
@@ -773,8 +1137,9 @@ int runBandwidth(const Options &options, Runtime &rt, cuda::ModuleHandle module,
   Workload w = bandwidthWorkload(options.batch, options.dim, options.pooling,
                                  options.rows, options.index64, 0, 0.01f);
   Checked checked;
-  status = runWorkload(rt, w, forward, backward, kernel_abi::kThreadsPerBlock,
-                       options, flush, flushWords, checked);
+  status = runWorkload(rt, w, forward, backward, nullptr,
+                       kernel_abi::kThreadsPerBlock, options, flush, flushWords,
+                       checked);
   if (!status.ok())
     return fail(status.message());
 
@@ -858,7 +1223,6 @@ int runBandwidth(const Options &options, Runtime &rt, cuda::ModuleHandle module,
 int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
                  DevicePtr flush, size_t flushWords, std::string &json) {
   namespace abi = kernel_abi;
-  namespace cache_abi = ::neuroshard::runtime;
   cuda::FunctionHandle forward = nullptr, fetch = nullptr;
   Status status = rt.getFunction(module, abi::kForwardI64, forward);
   if (status.ok())
@@ -878,7 +1242,7 @@ int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
   std::vector<inputs::LookupInputs> draws(kDraws);
   for (int d = 0; d < kDraws; ++d) {
     draws[d].indices =
-        inputs::zipfIndexStream(rows, options.skew, lookups, 17 + d);
+        inputs::zipfIndexStream(rows, options.skew, lookups, 17, d);
     for (int64_t b = 0; b <= batch; ++b)
       draws[d].offsets.push_back(b * pooling);
   }
@@ -996,39 +1360,20 @@ int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
     DevicePtr cacheArena = 0, state = 0;
     if (!(status = put(cacheArena, nullptr, size_t(slots) * rowBytes)).ok())
       break;
-    // The host's rows start a whole number of rows from slot 0, so that one
-    // base and stride reach both (the allocation has a row to spare).
-    int64_t distance = int64_t(hostDevice) - int64_t(cacheArena);
-    int64_t shift = ((-distance) % int64_t(rowBytes) + int64_t(rowBytes)) %
-                    int64_t(rowBytes);
+    HostRowsPlacement placement =
+        placeHostRows(hostDevice, cacheArena, int64_t(rowBytes));
     float *hostRows =
-        reinterpret_cast<float *>(static_cast<char *>(host) + shift);
+        reinterpret_cast<float *>(static_cast<char *>(host) + placement.skip);
     std::copy(table.begin(), table.end(), hostRows);
-    cache_abi::RowCache cache(rows, slots);
-    cache.setHostRowZero((distance + shift) / int64_t(rowBytes));
+    runtime::RowCache cache(rows, slots);
+    cache.setHostRowZero(placement.hostRowZero);
     cache.setArenaAddress(0, dim, 0, dim);
     std::vector<int64_t> &words = cache.state();
     if (!(status = put(state, words.data(), words.size() * 8)).ok())
       break;
-    int64_t flags = 0;
     auto step = [&](int which) {
-      // Begins the step: only its counter changes on the host's side.
-      ++words[cache_abi::kRowCacheStep];
-      Status s = rt.copyToDevice(state + cache_abi::kRowCacheStep * 8,
-                                 &words[cache_abi::kRowCacheStep], 8);
-      MemRefParams memrefs[abi::kRowCacheFetchNumOperands];
-      memrefs[abi::kRowCacheStateOperand] =
-          memref1D(state, int64_t(words.size()));
-      memrefs[abi::kRowCacheWeightsOperand] = memref1D(cacheArena, slots * dim);
-      memrefs[abi::kRowCacheRowsOperand] = memref1D(indices[which], lookups);
-      memrefs[abi::kRowCacheLocationsOperand] = memref1D(locations, lookups);
-      std::vector<void *> params =
-          kernelParams(abi::kRowCacheFetchOperands,
-                       abi::kRowCacheFetchNumOperands, memrefs, &flags);
-      cuda::LaunchDims dims =
-          launchDims(abi::rowCacheFetchGeometry(cache.sets()));
-      if (s.ok())
-        s = rt.launch(fetch, dims, nullptr, params.data());
+      Status s = launchFetch(rt, fetch, cache, state, cacheArena, slots * dim,
+                             indices[which], locations, lookups, 0);
       return s.ok() ? launchForward(cacheArena, slots * dim, locations) : s;
     };
     // The first step against the table.
@@ -1056,7 +1401,7 @@ int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
              .ok() ||
         !(status = rt.copyToHost(words.data(), state, words.size() * 8)).ok())
       break;
-    cache_abi::RowCacheStats stats = cache.stats();
+    runtime::RowCacheStats stats = cache.stats();
     double hitRate =
         double(stats.hits) / double(std::max<int64_t>(stats.lookups, 1));
     double inHost =
@@ -1259,12 +1604,18 @@ int runCollection(const Options &options, Runtime *rt,
     Timing step;
     if (rt) {
       DeviceRun run(*rt, w, kernels.forward(launch), kernels.backward(launch),
-                    manifest.threadsPerBlock);
+                    kernels.fetch, manifest.threadsPerBlock,
+                    int(std::min<long long>(options.cacheWarmup +
+                                                options.warmup + options.iters,
+                                            kMaxDraws)));
       Status status = run.upload();
+      for (long long i = 0;
+           i < options.cacheWarmup && w.caches.size() && status.ok(); ++i)
+        status = run.timedStep();
       if (status.ok())
         status = timeRuns(
-            *rt, [&] { return run.launchStep(); }, options.warmup,
-            options.iters, flush, flushWords, step);
+            *rt, [&] { return run.timedStep(); }, options.warmup, options.iters,
+            flush, flushWords, step);
       if (!status.ok()) {
         std::fclose(out);
         double bytes = double(w.arenaFloats) * 4.0 +

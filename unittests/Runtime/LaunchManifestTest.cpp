@@ -285,8 +285,8 @@ TEST(LaunchManifestTest, RowRangesAreChecked) {
   EXPECT_EQ(refuse("shard 0 0 8 0 30 sum", "shard 0 0 8 0 30"),
             "line 10: shard has 5 field(s); expected 6 (lookup col_begin "
             "col_end row_begin row_end mode)");
-  EXPECT_EQ(refuse("neuroshard-cuda-manifest 3", "neuroshard-cuda-manifest 5"),
-            "line 1: version 5; this runner reads versions 2 to 4");
+  EXPECT_EQ(refuse("neuroshard-cuda-manifest 3", "neuroshard-cuda-manifest 6"),
+            "line 1: version 6; this runner reads versions 2 to 5");
   // Version 4 gives every launch its bags.
   EXPECT_EQ(refuse("neuroshard-cuda-manifest 3", "neuroshard-cuda-manifest 4"),
             "line 9: device has 2 field(s); expected 4 (device index_type "
@@ -369,6 +369,123 @@ TEST(LaunchManifestTest, BagRangesAreChecked) {
   EXPECT_EQ(refuse("run 64 16 7 0.5\n", ""),
             "line 6: device before the run record, whose batch its bags are "
             "of");
+}
+
+/// Table `a` (100 x 8) in host memory: a column shard behind a cache of
+/// 20 rows and a row piece behind one of 10, beside table `b` in device
+/// memory (version 5).
+const char *const kCacheManifest = R"(neuroshard-cuda-manifest 5
+module kernels.ptx ptx sm_90
+kernels f32 f64 b32 b64
+run 64 16 7 0.5
+table a 100 8 6 0.5 0.5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+table b 50 6 2 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+lookup 0 0
+lookup 1 0
+device 0 i64 0 16
+shard 0 0 4 0 100 20 1.5 sum
+shard 1 0 6 0 50 0 0 sum
+shard 0 4 8 40 100 10 1.5 sum
+)";
+
+TEST(LaunchManifestTest, CachedShardsHoldTheirCacheOnTheDevice) {
+  Manifest manifest;
+  std::string error;
+  ASSERT_TRUE(parseManifest(kCacheManifest, "", manifest, error)) << error;
+  EXPECT_EQ(manifest.launches[0].shards[0].cacheRows, 20);
+  EXPECT_EQ(manifest.launches[0].shards[0].skew, 1.5);
+  EXPECT_FALSE(manifest.launches[0].shards[1].isCached());
+
+  for (WeightLayout layout : {WeightLayout::Shards, WeightLayout::Tables}) {
+    LaunchOptions options;
+    options.layout = layout;
+    LaunchBuffers buffers;
+    ASSERT_TRUE(buildLaunch(manifest, 0, options, buffers, error)) << error;
+    // Every shard its own slot (a cached one in either layout); the
+    // reference's arena holds the cached shards' rows, the device's only
+    // their caches.
+    EXPECT_EQ(buffers.slotRows, (std::vector<int64_t>{100, 50, 60}));
+    EXPECT_EQ(buffers.layout[1], kernel_abi::alignArenaOffset(400));
+    EXPECT_EQ(buffers.deviceLayout,
+              (std::vector<int64_t>{0, kernel_abi::alignArenaOffset(80),
+                                    kernel_abi::alignArenaOffset(80) +
+                                        kernel_abi::alignArenaOffset(300)}));
+    EXPECT_EQ(buffers.deviceArenaSize,
+              buffers.deviceLayout[2] + kernel_abi::alignArenaOffset(40));
+    ASSERT_EQ(buffers.caches.size(), 2u);
+    const CachedShard &column = buffers.caches[0], &piece = buffers.caches[1];
+    EXPECT_EQ(column.shard, 0u);
+    EXPECT_EQ(column.slot, 0);
+    EXPECT_EQ(column.rows, 100);
+    EXPECT_EQ(column.width, 4);
+    EXPECT_EQ(column.cacheRows, 20);
+    EXPECT_EQ(piece.shard, 2u);
+    EXPECT_EQ(piece.rows, 60);
+    EXPECT_EQ(piece.cacheRows, 10);
+    EXPECT_EQ(shardFields(buffers, 2)[kernel_abi::kRowStride], 4);
+    // Each cached shard reads its own pair: rows of its power law, as many
+    // as its lookup (or its block of it) has, in the same bags.
+    inputs::LookupInputs whole = lookupInputs(manifest, 0, {});
+    EXPECT_EQ(column.count, int64_t(whole.indices.size()));
+    EXPECT_EQ(shardFields(buffers, 0)[kernel_abi::kIndicesBase],
+              column.indexBegin);
+    std::vector<int64_t> rows(
+        buffers.packed.indices.begin() + column.indexBegin,
+        buffers.packed.indices.begin() + column.indexBegin + column.count);
+    EXPECT_EQ(rows,
+              inputs::zipfIndexStream(100, 1.5, column.count, column.seed));
+    inputs::LookupInputs block = inputs::rowBlockInputs(whole, 40, 100);
+    EXPECT_EQ(piece.count, int64_t(block.indices.size()));
+    EXPECT_EQ(buffers.packed.layout.inputs.size(), 3u);
+    EXPECT_NE(column.seed, piece.seed);
+  }
+
+  // Under a row cap a cache keeps its share of the rows.
+  LaunchOptions capped;
+  capped.maxRows = 10;
+  LaunchBuffers buffers;
+  ASSERT_TRUE(buildLaunch(manifest, 0, capped, buffers, error)) << error;
+  EXPECT_EQ(buffers.caches[0].rows, 10);
+  EXPECT_EQ(buffers.caches[0].cacheRows, 2);
+  EXPECT_EQ(buffers.caches[1].rows, 6);
+  EXPECT_EQ(buffers.caches[1].cacheRows, 1);
+  for (int64_t row : buffers.packed.indices)
+    EXPECT_LT(row, 10);
+
+  // Given inputs are looked up as given.
+  InputOverrides given;
+  given[0].offsets.assign(17, 0);
+  given[0].offsets.back() = 2;
+  given[0].indices = {99, 3};
+  LaunchOptions withInputs;
+  withInputs.given = &given;
+  ASSERT_TRUE(buildLaunch(manifest, 0, withInputs, buffers, error)) << error;
+  EXPECT_FALSE(buffers.caches[0].drawn);
+  EXPECT_EQ(buffers.packed.indices[size_t(buffers.caches[0].indexBegin)], 99);
+}
+
+TEST(LaunchManifestTest, CachesAreChecked) {
+  auto refuse = [](const std::string &from, const std::string &to) {
+    return refusal(kCacheManifest, from, to);
+  };
+  EXPECT_EQ(
+      refuse("shard 0 4 8 40 100 10 1.5 sum", "shard 0 4 8 40 100 61 1.5 sum"),
+      "line 12: shard of rows 40 to 100 of table 'a' has a cache of 61 "
+      "rows but holds only 60");
+  EXPECT_EQ(
+      refuse("shard 0 0 4 0 100 20 1.5 sum", "shard 0 0 4 0 100 20 4.5 sum"),
+      "line 10: shard.skew is 4.500000; expected a power law's exponent "
+      "in [0, 4]");
+  EXPECT_EQ(
+      refuse("shard 0 0 4 0 100 20 1.5 sum", "shard 0 0 4 0 100 -1 1.5 sum"),
+      "line 10: shard.cache_rows is -1; expected an integer in 0 .. "
+      "9007199254740992");
+  EXPECT_EQ(refuse("device 0 i64 0 16", "device 0 i32 0 16"),
+            "line 10: device 0 uses i32 indices but its shard of table 'a' "
+            "is cached: a fetch's locations reach host memory and need i64");
+  EXPECT_EQ(refuse("shard 1 0 6 0 50 0 0 sum", "shard 1 0 6 0 50 0 0"),
+            "line 11: shard has 7 field(s); expected 8 (lookup col_begin "
+            "col_end row_begin row_end cache_rows skew mode)");
 }
 
 } // namespace

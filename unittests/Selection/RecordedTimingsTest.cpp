@@ -16,6 +16,7 @@
 
 #include "neuroshard/Runtime/LaunchManifest.h"
 #include "neuroshard/Selection/RecordedTimings.h"
+#include "neuroshard/Sharding/HostTier.h"
 #include "neuroshard/Support/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -202,6 +203,22 @@ TEST(RecordedTimingsTest, ManifestDescribesEverySet) {
   EXPECT_EQ(twice.lookups[5].table, 0u);
   EXPECT_EQ(twice.lookups[5].stream, 1u);
   EXPECT_EQ(twice.lookups[0].stream, 0u);
+
+  // A shard of a host-memory table is timed behind its cache, looked up
+  // by the power law the planner priced the cache with, on i64 indices.
+  std::vector<TableSpec> cached = tables;
+  cached[2].cacheFraction = 0.25;
+  launch_manifest::Manifest withCache;
+  ASSERT_TRUE(launch_manifest::parseManifest(
+      setsManifest(cached, 1024, sets, "sm_90", 1), "", withCache, error))
+      << error;
+  const launch_manifest::ShardSpec &piece = withCache.launches[1].shards[0];
+  EXPECT_EQ(piece.cacheRows, cached[2].cacheRows(400));
+  Topology topology;
+  topology.batchSize = 1024;
+  EXPECT_DOUBLE_EQ(piece.skew, tablePopularityLaw(cached[2], topology));
+  EXPECT_TRUE(withCache.launches[1].index64);
+  EXPECT_FALSE(withCache.launches[0].shards[0].isCached());
 }
 
 // The first planning writes the candidates' sets; the second, with the

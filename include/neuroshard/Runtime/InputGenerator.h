@@ -98,9 +98,11 @@ int64_t keptRow(int64_t row, int64_t kept, int64_t rows);
 /// [1, rows + 1) (skew 0 is uniform, larger is more skewed), and ranks are
 /// scattered over the rows by a random affine permutation, so that the hot
 /// rows are not the first ones. The synthetic table pool's index streams
-/// (python/neuroshard/table_pool.py); rows > 0, length >= 0.
+/// (python/neuroshard/table_pool.py); rows > 0, length >= 0. Draws other
+/// than 0 are further batches of the same stream: the permutation, hence
+/// which rows are hot, is the seed's, and only the samples differ.
 std::vector<int64_t> zipfIndexStream(int64_t rows, double skew, int64_t length,
-                                     uint64_t seed);
+                                     uint64_t seed, uint64_t draw = 0);
 
 /// The row zipfIndexStream(rows, skew, length, seed) draws for rank `rank`
 /// (0: the most popular), whatever the skew and length.

@@ -482,16 +482,17 @@ rowCacheFetchGeometry(int64_t sets,
 /// come before the lookups that name them (by position, from 0), lookups
 /// before the shards, and every `shard` belongs to the `device` before it.
 /// Version 3 gave shards their row range, version 4 launches their range of
-/// the batch's bags; versions 2 (shards of every row) and 3 (launches of
-/// every bag) are still read.
+/// the batch's bags, version 5 shards their device cache; versions 2
+/// (shards of every row), 3 (launches of every bag) and 4 (shards in device
+/// memory) are still read.
 constexpr const char *kManifestMagic = "neuroshard-cuda-manifest";
-constexpr int64_t kManifestVersion = 4;
+constexpr int64_t kManifestVersion = 5;
 constexpr int64_t kOldestManifestVersion = 2;
 
 /// A record's keyword and the names of its fields, in order.
 struct ManifestRecord {
   const char *keyword;
-  const char *fields[6];
+  const char *fields[8];
   int numFields;
 };
 
@@ -527,7 +528,17 @@ constexpr ManifestRecord kDeviceRecordV3 = {
 /// reads the lookup's indices inside them, shifted to its local rows: its
 /// block of `neuroshard.bucketize`. It pools with `sum`, as in the IR, where
 /// a mean divides by the whole bag after the pieces' reduction.
-constexpr ManifestRecord kShardRecord = {
+/// `cache_rows` 0 keeps the shard in device memory; more keeps its rows in
+/// host memory behind a device cache of that many rows (RowCache.h), whose
+/// lookups follow a power law of exponent `skew` over the shard's rows (the
+/// law the planner fitted to the table's histogram to price the cache).
+constexpr ManifestRecord kShardRecord = {"shard",
+                                         {"lookup", "col_begin", "col_end",
+                                          "row_begin", "row_end", "cache_rows",
+                                          "skew", "mode"},
+                                         8};
+/// A shard of a version 3 or 4 manifest: in device memory.
+constexpr ManifestRecord kShardRecordV4 = {
     "shard",
     {"lookup", "col_begin", "col_end", "row_begin", "row_end", "mode"},
     6};

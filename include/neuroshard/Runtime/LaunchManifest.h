@@ -39,8 +39,14 @@ struct ShardSpec {
   int64_t colBegin = 0, colEnd = 0;
   /// Rows [rowBegin, rowEnd) of the table: all of them unless a row piece.
   int64_t rowBegin = 0, rowEnd = 0;
+  /// Rows of the device cache in front of the shard's rows in host memory
+  /// (0: the shard is in device memory), and the power law its lookups
+  /// follow.
+  int64_t cacheRows = 0;
+  double skew = 0.0;
   bool mean = false;
   int64_t width() const { return colEnd - colBegin; }
+  bool isCached() const { return cacheRows > 0; }
   bool isRowPiece(const inputs::TableStats &table) const {
     return rowBegin != 0 || rowEnd != table.rows;
   }
@@ -129,11 +135,33 @@ struct LaunchOptions {
   const InputOverrides *given = nullptr;
 };
 
+/// A shard of a launch kept in host memory behind a device cache. It has
+/// its own slot and its own input pair, whose indices are rows of the
+/// shard drawn from its power law (draw 0 of zipfIndexStream with `seed`;
+/// later draws are further batches of the same stream), or the given
+/// inputs of its lookup (`drawn` false: every batch the same). On the device, a
+/// fetch (RowCache.h) turns them into locations before the kernels run:
+/// the cache's slots, which take `cacheRows` rows of the device arena, and
+/// past them the shard's rows in host memory.
+struct CachedShard {
+  size_t shard = 0;
+  int64_t slot = 0;
+  /// The shard's rows and columns (its slot's, kept under a row cap) and
+  /// the rows its cache holds (scaled with them).
+  int64_t rows = 0, width = 0, cacheRows = 0;
+  /// Its input pair's indices in the packed set: [indexBegin, + count).
+  int64_t indexBegin = 0, count = 0;
+  double skew = 0.0;
+  uint64_t seed = 0;
+  bool drawn = true;
+};
+
 /// One launch of the manifest as KernelABI.h lays it out: the shards'
 /// metadata and the concatenated inputs of the lookups they read (a row
 /// piece's block of them, a replica's bags of them), and where
 /// each slot (a shard or a table, by the layout) starts in a weights arena
-/// of `arenaSize` floats. The weights' values are the caller's.
+/// of `arenaSize` floats holding every slot whole, which is what a
+/// reference computation reads. The weights' values are the caller's.
 struct LaunchBuffers {
   /// The launch's bags, the first of them in the manifest's batch (0 unless
   /// the launch looks up a replica's slice).
@@ -148,10 +176,17 @@ struct LaunchBuffers {
   /// Per shard: "table[begin..end)" for reports, with " rows a..b" for a
   /// row piece.
   std::vector<std::string> shardNames;
+  /// The cached shards, and the arena a device holds: every slot where
+  /// `layout` has it, except that a cached shard's slot holds only its
+  /// cache. Both are `layout` and `arenaSize` for a launch without caches.
+  std::vector<CachedShard> caches;
+  std::vector<int64_t> deviceLayout;
+  int64_t deviceArenaSize = 0;
 };
 
 /// Builds launch `which` of the manifest; false with a message when an i32
-/// launch has more indices than i32 offsets can address.
+/// launch has more indices than i32 offsets can address. A cached shard
+/// gets its own slot in either layout.
 bool buildLaunch(const Manifest &manifest, size_t which,
                  const LaunchOptions &options, LaunchBuffers &out,
                  std::string &error);

@@ -54,6 +54,9 @@ struct HostTraffic {
 /// its histogram at the topology's batch, the default one for a table a
 /// batch never hits.
 double tablePopularityLaw(const TableSpec &table, const Topology &topology);
+/// The same from a histogram of `lookups` lookups over `rows` rows.
+double popularityLaw(llvm::ArrayRef<double> accessHist, int64_t rows,
+                     double lookups);
 
 /// The bytes `missedRows` missed rows of `width` columns of `table` move
 /// across the host link (each read, then written back), and their time in

@@ -16,6 +16,7 @@
 
 #include "neuroshard/Dialect/NeuroShard/IR/NeuroShard.h"
 #include "neuroshard/Runtime/KernelABI.h"
+#include "neuroshard/Sharding/HostTier.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Support/FileUtilities.h"
@@ -42,6 +43,8 @@ struct ManifestShard {
   int64_t colBegin, colEnd;
   int64_t rowBegin, rowEnd;
   PoolingMode mode;
+  /// The rows of its device cache; 0 in device memory.
+  int64_t cacheRows = 0;
 };
 
 struct ManifestLaunch {
@@ -194,6 +197,23 @@ LogicalResult ExportCUDAKernelsPass::replicaBags(FusedEmbeddingBagOp fused,
   return success();
 }
 
+/// The rows of the device cache of `table`'s shard on `device` that
+/// `shard` reads (0 if it is in device memory).
+static int64_t cacheRowsOf(TableOp table, int64_t device,
+                           const ManifestShard &shard) {
+  ArrayAttr shards = table.getShardsAttr();
+  if (!shards)
+    return 0;
+  for (ShardAttr attr : shards.getAsRange<ShardAttr>())
+    if (attr.isCached() && int64_t(attr.getDevice()) == device &&
+        attr.getColBegin() == shard.colBegin &&
+        attr.getColEnd() == shard.colEnd &&
+        attr.getRowBegin() == shard.rowBegin &&
+        attr.getRowEndIn(table.getNumRows()) == shard.rowEnd)
+      return attr.getCacheRows();
+  return 0;
+}
+
 /// Whether `text` can be one field of a manifest record.
 static bool isManifestWord(StringRef text) {
   return !text.empty() && text.find_first_of(" \t\r\n") == StringRef::npos;
@@ -261,6 +281,10 @@ LogicalResult ExportCUDAKernelsPass::collect(ModuleOp module) {
             wholeLookupIndices(fused, i, indices, tables[table], shard);
         if (failed(lookupIndices))
           return WalkResult::interrupt();
+        shard.cacheRows = cacheRowsOf(tables[table], launch.device, shard);
+        // A fetch's locations reach host memory, beyond what i32 holds.
+        if (shard.cacheRows > 0)
+          launch.indexBits = 64;
         shard.lookup = lookupOf(*lookupIndices, table);
         launch.shards.push_back(shard);
       }
@@ -319,11 +343,22 @@ void ExportCUDAKernelsPass::writeManifest(llvm::raw_ostream &os,
         << ' ' << launch.device << ' '
         << (launch.indexBits == 32 ? "i32" : "i64") << ' ' << launch.bagBegin
         << ' ' << (launch.bagEnd < 0 ? batchSize : launch.bagEnd) << '\n';
-    for (const ManifestShard &shard : launch.shards)
+    for (const ManifestShard &shard : launch.shards) {
+      // A cached shard's lookups follow the power law of its table's
+      // histogram, which the planner priced its cache with.
+      double skew = 0.0;
+      if (shard.cacheRows > 0) {
+        TableOp table = tables[lookups[shard.lookup].table];
+        skew = ::neuroshard::popularityLaw(
+            *table.getAccessHist(), table.getNumRows(),
+            double(batchSize) * *table.getPoolingFactorValue());
+      }
       startRecord(os, abi::kShardRecord)
           << ' ' << shard.lookup << ' ' << shard.colBegin << ' ' << shard.colEnd
           << ' ' << shard.rowBegin << ' ' << shard.rowEnd << ' '
+          << shard.cacheRows << ' ' << exact(skew) << ' '
           << stringifyPoolingMode(shard.mode) << '\n';
+    }
   }
 }
 
@@ -378,19 +413,6 @@ void ExportCUDAKernelsPass::runOnOperation() {
   }
   if (failed(collect(module)))
     return signalPassFailure();
-  // A manifest has no caches: the runner times a cached shard as if its
-  // rows were in device memory.
-  for (TableOp table : tables)
-    if (ArrayAttr shards = table.getShardsAttr())
-      if (llvm::any_of(shards.getAsRange<ShardAttr>(),
-                       [](ShardAttr shard) { return shard.isCached(); }))
-        table.emitWarning()
-            << "table '" << table.getSymName()
-            << "' is in host memory behind device caches, which the launch "
-               "manifest does not carry: the runner times its shards as if "
-               "they were in device memory (neuroshard-cuda-runner "
-               "--host-cache times a cache)";
-
   // The manifest names the kernels object relative to its own directory
   // when both lie in one, so that the pair can be copied together.
   StringRef manifestDir = llvm::sys::path::parent_path(manifest);

@@ -26,7 +26,7 @@
 // PTX-LABEL: .entry neuroshard_bag_backward_sgd_i64(
 // PTX: {{atom|red}}.global.add.f32
 
-// MANIFEST: neuroshard-cuda-manifest 4
+// MANIFEST: neuroshard-cuda-manifest 5
 // MANIFEST-NEXT: module kernels.ptx ptx sm_90
 // MANIFEST-NEXT: kernels neuroshard_bag_forward_i32 neuroshard_bag_forward_i64 neuroshard_bag_backward_sgd_i32 neuroshard_bag_backward_sgd_i64
 // MANIFEST-NEXT: run 256 8 7 0.5
@@ -36,7 +36,7 @@
 // MANIFEST-NEXT: lookup 1 0
 // MANIFEST-NEXT: device {{[01]}} i64 0 8
 // Every shard of a table placed whole or by columns holds all its rows.
-// MANIFEST-NEXT: shard 0 {{[0-9]+}} {{[0-9]+}} 0 5000000 sum
+// MANIFEST-NEXT: shard 0 {{[0-9]+}} {{[0-9]+}} 0 5000000 0 0 sum
 // MANIFEST: device {{[01]}} i64 0 8
 // MANIFEST-NOT: device
 

@@ -129,7 +129,9 @@ def ExportCUDAKernels : Pass<"neuroshard-export-cuda", "::mlir::ModuleOp"> {
     `neuroshard.embedding_bag` counts as a whole-table shard on device 0). A
     row piece is listed with its rows and the lookup its
     `neuroshard.bucketize` block was cut from; a launch of replicas with the
-    slice of the lookup's bags its offsets are cut from.
+    slice of the lookup's bags its offsets are cut from; a shard in host
+    memory with its cache's rows and the power law fitted to its table's
+    histogram, on a launch of i64 indices.
     `neuroshard-cuda-runner` reads both; docs/lowering.md describes the
     format. The module itself is not changed.
 
