@@ -254,11 +254,17 @@ run() {
   section "a table in host memory behind a device cache: step time against hit rate"
   # One table in pinned host memory mapped into the GPU, looked up through
   # the generated fetch kernel and a device cache of each size, against the
-  # same forward on the table in device memory.
+  # same forward on the table in device memory; then the host link those
+  # steps show, for the planner's --host-gbps.
   # shellcheck disable=SC2086
-  "$runner" --host-cache "$host_cache_sizes" --rows "$host_cache_rows" \
+  if "$runner" --host-cache "$host_cache_sizes" --rows "$host_cache_rows" \
     --module "$dir/kernels.cubin" --module-format cubin $host_cache_args \
-    --json "$out/host-cache.json" || note_failure "host cache"
+    --json "$out/host-cache.json"; then
+    "$python" "$root/scripts/gpu/hosttier.py" fit "$out/host-cache.json" ||
+      echo "no host link fitted"
+  else
+    note_failure "host cache"
+  fi
   fi
 
   if want hosttier; then

@@ -4,6 +4,7 @@
     scripts/gpu/hosttier.py prepare DIR [--workload W.json] [--devices 8]
     scripts/gpu/hosttier.py run DIR [--max-rows R]   # on the GPU machine
     scripts/gpu/hosttier.py report DIR
+    scripts/gpu/hosttier.py fit HOST_CACHE_JSON
 
 `prepare` plans the workload (default: HugeCTR's 7-table configuration,
 1,662 GB of tables) with NeuroShard on --devices devices of --memory-gb in
@@ -27,6 +28,13 @@ host traffic of its caches' misses included) and its exchange, beside the measur
 SGD step of its launches, the hit rate each cache reached beside the one
 the planner expected of its table, and the slowest device, predicted and
 measured.
+
+`fit` reads what `neuroshard-cuda-runner --host-cache --json` measured
+(check.sh's hostcache section) and fits the host link the planner prices
+cache misses at: each cache's step beyond the table in device memory
+against the bytes its misses read from host memory per step, by least
+squares. It prints the bandwidth for `--host-gbps` and the fixed cost of a
+step's fetch.
 """
 
 import argparse
@@ -199,6 +207,45 @@ def report(args) -> int:
     return 0
 
 
+def fit(args) -> int:
+    measured = judge.load_json(args.file, "the runner's host-cache results")
+    try:
+        device_ms = measured["host_cache"]["device_memory"]["median_ms"]
+        caches = measured["host_cache"]["caches"]
+        points = [((c["fills"] + c["read_through"] + c["write_backs"]) *
+                   c["row_bytes"] / max(c["steps"], 1),
+                   c["step"]["median_ms"] - device_ms, c["cache_rows"])
+                  for c in caches]
+    except (KeyError, TypeError) as e:
+        raise HostTierError("%s is not the JSON of neuroshard-cuda-runner "
+                            "--host-cache (no %s)" % (args.file, e))
+    if len(points) < 2:
+        raise HostTierError("%s times %d cache size(s); the fit needs two or "
+                            "more" % (args.file, len(points)))
+    print("%-12s %-16s %-14s" % ("cache rows", "host MB/step", "extra ms"))
+    for bytes_, extra, rows in points:
+        print("%-12d %-16.3f %-14.4f" % (rows, bytes_ / 1e6, extra))
+    n = float(len(points))
+    mean_b = sum(b for b, _, _ in points) / n
+    mean_t = sum(t for _, t, _ in points) / n
+    spread = sum((b - mean_b) ** 2 for b, _, _ in points)
+    if spread <= 0.0:
+        raise HostTierError("every cache size read the same bytes from host "
+                            "memory; the fit needs sizes that miss "
+                            "differently")
+    slope = sum((b - mean_b) * (t - mean_t) for b, t, _ in points) / spread
+    if slope <= 0.0:
+        raise HostTierError("the steps do not take longer as more bytes "
+                            "come from host memory (slope %.3g ms/MB); no "
+                            "bandwidth to fit" % (slope * 1e6))
+    gbps = 1.0 / (slope * 1e6)  # bytes / (GB/s * 1e9) * 1e3 ms
+    fixed = mean_t - slope * mean_b
+    print("host link: %.1f GB/s for cache misses, %.4f ms of fixed cost per "
+          "step (%d cache sizes)" % (gbps, fixed, len(points)))
+    print("plan with: --host-gbps %.1f" % gbps)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -227,10 +274,13 @@ def main() -> int:
     s = sub.add_parser("report")
     s.add_argument("dir")
     s.add_argument("--json", help="also write the table as JSON")
+    f = sub.add_parser("fit")
+    f.add_argument("file", help="the JSON of neuroshard-cuda-runner "
+                   "--host-cache")
     args = parser.parse_args()
     try:
-        return {"prepare": prepare, "run": run,
-                "report": report}[args.command](args)
+        return {"prepare": prepare, "run": run, "report": report,
+                "fit": fit}[args.command](args)
     except (HostTierError, judge.JudgeError) as e:
         print("hosttier.py: error: %s" % e, file=sys.stderr)
         return 1
