@@ -57,6 +57,7 @@ static Error runAndKeepBest(std::vector<GreedyRun> &runs,
     PlacementOutcome &outcome = outcomes[input];
     outcome.failedSlice = run.failedSlice;
     outcome.maxFreeAtFailure = run.maxFreeAtFailure;
+    outcome.maxHostFreeAtFailure = run.maxHostFreeAtFailure;
   }
   Expected<std::vector<PlanCost>> costs = priceRuns(succeeded, ctx);
   if (!costs)

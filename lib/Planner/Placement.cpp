@@ -230,6 +230,17 @@ PlacementInput makePlacementInput(ArrayRef<TableSpec> tables,
     if (confined)
       input.confineNodeSize = topology.nodeSize();
   }
+  // A host-memory table's slices also fill their node's host memory.
+  if (llvm::any_of(input.slices, [&](const ColumnSlice &slice) {
+        return tables[slice.table].inHostMemory();
+      })) {
+    for (const ColumnSlice &slice : input.slices)
+      input.hostBytes.push_back(
+          topology.hostShardBytes(tables[slice.table], slice.width(),
+                                  slice.numRows(tables[slice.table])));
+    input.hostNodeSize = topology.nodeSize();
+    input.hostCapacity = topology.hostMemoryBytes();
+  }
   return input;
 }
 
@@ -483,6 +494,9 @@ GreedyRun::GreedyRun(const PlacementInput &input, ArrayRef<uint64_t> capacities,
   }
   if (input.confineNodeSize)
     confinedHome.assign(numTables, -1);
+  if (!input.hostBytes.empty())
+    nodeHost.assign((numDevices + input.hostNodeSize - 1) / input.hostNodeSize,
+                    0);
 }
 
 bool GreedyRun::ranksBefore(uint32_t a, uint32_t b) const {
@@ -528,13 +542,20 @@ bool GreedyRun::hasRoom(uint32_t slice, unsigned device) const {
              roomyDimLimit;
 }
 
+bool GreedyRun::hasHostRoom(uint32_t slice, unsigned device) const {
+  return nodeHost.empty() ||
+         nodeHost[device / input->hostNodeSize] + input->hostBytes[slice] <=
+             input->hostCapacity;
+}
+
 int GreedyRun::cheapestWithRoom(uint32_t slice) const {
   uint64_t bytes = input->bytes[slice];
   double width = static_cast<double>(input->dims[slice]);
   const uint64_t *freeBytes = roomBytes.data() + leaves;
   const double *freeDims = roomDims.data() + leaves;
   auto fits = [&](unsigned d) {
-    return freeBytes[d] >= bytes && freeDims[d] >= width;
+    return freeBytes[d] >= bytes && freeDims[d] >= width &&
+           hasHostRoom(slice, d);
   };
   if (roomBytes[1] < bytes || roomDims[1] < width)
     return -1;
@@ -546,10 +567,8 @@ int GreedyRun::cheapestWithRoom(uint32_t slice) const {
     return best[1];
   double lowest = std::numeric_limits<double>::infinity();
   const double *cost = costs.data();
-  for (unsigned d = 0, e = loads.size(); d < e; ++d) {
-    bool fit = freeBytes[d] >= bytes && freeDims[d] >= width;
-    lowest = std::min(lowest, fit ? cost[d] : lowest);
-  }
+  for (unsigned d = 0, e = loads.size(); d < e; ++d)
+    lowest = std::min(lowest, fits(d) ? cost[d] : lowest);
   uint32_t found = kNoDevice;
   for (unsigned d = 0, e = loads.size(); d < e; ++d)
     if (cost[d] == lowest && fits(d) &&
@@ -617,6 +636,8 @@ void GreedyRun::place(uint32_t slice, unsigned device) {
     if (device / affinityNodeSize == unsigned(home))
       homeDevices[table] |= uint64_t(1) << (device % affinityNodeSize);
   }
+  if (!nodeHost.empty())
+    nodeHost[device / input->hostNodeSize] += input->hostBytes[slice];
   DeviceLoad &load = loads[device];
   load.bytes += input->bytes[slice];
   load.dims += input->dims[slice];
@@ -632,6 +653,11 @@ void GreedyRun::fail(uint32_t slice) {
   maxFreeAtFailure = 0;
   for (auto [load, capacity] : zip_equal(loads, capacities))
     maxFreeAtFailure = std::max(maxFreeAtFailure, capacity - load.bytes);
+  maxHostFreeAtFailure = 0;
+  for (uint64_t kept : nodeHost)
+    maxHostFreeAtFailure =
+        std::max(maxHostFreeAtFailure,
+                 input->hostCapacity - std::min(kept, input->hostCapacity));
 }
 
 Error runGreedyLockstep(MutableArrayRef<GreedyRun> runs, SearchContext &ctx) {
@@ -777,6 +803,7 @@ PlacementOutcome outcomeOf(const GreedyRun &run, PlanCost cost) {
   PlacementOutcome outcome;
   outcome.failedSlice = run.failedSlice;
   outcome.maxFreeAtFailure = run.maxFreeAtFailure;
+  outcome.maxHostFreeAtFailure = run.maxHostFreeAtFailure;
   if (!run.succeeded())
     return outcome;
   outcome.feasible = true;
@@ -819,6 +846,24 @@ Error placementError(const SearchContext &ctx, const PlacementInput &input,
           : formatv("columns [{0}, {1}) of table '{2}'", slice.colBegin,
                     slice.colEnd, table.name)
                 .str();
+  uint64_t hostBytes =
+      input.hostBytes.empty() ? 0 : input.hostBytes[outcome.failedSlice];
+  if (hostBytes > 0 &&
+      input.bytes[outcome.failedSlice] <= outcome.maxFreeAtFailure) {
+    // A device had room; its node's host memory had not.
+    uint64_t hostNeeded = 0;
+    for (uint64_t bytes : input.hostBytes)
+      hostNeeded += bytes;
+    unsigned nodes = ctx.topology.numNodes();
+    auto [size, free] = formatGBPair(hostBytes, outcome.maxHostFreeAtFailure);
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("could not place {0} ({1} in host memory): the node with the "
+                "most free host memory has {2} left (the host-memory tables "
+                "need {3} of the {4} node(s)' {5})",
+                what, size, free, formatGB(hostNeeded), nodes,
+                formatGB(uint64_t(nodes) * input.hostCapacity)));
+  }
   auto [size, free] =
       formatGBPair(input.bytes[outcome.failedSlice], outcome.maxFreeAtFailure);
   return createStringError(

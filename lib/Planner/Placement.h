@@ -141,6 +141,12 @@ struct PlacementInput {
   /// row-wise), and the node size then (0 when no slice is confined).
   std::vector<bool> confined;
   unsigned confineNodeSize = 0;
+  /// Where some table is in host memory: the host-memory bytes of each
+  /// slice (0 for a table in device memory), which its device's node keeps,
+  /// the devices per node and what a node may keep; otherwise empty.
+  std::vector<uint64_t> hostBytes;
+  unsigned hostNodeSize = 1;
+  uint64_t hostCapacity = 0;
   /// The cost that orders the slices (largest first): the model's cost of
   /// the slice alone, or a baseline's proxy.
   std::vector<double> sortCost;
@@ -224,8 +230,11 @@ struct GreedyRun {
   /// memory alone.
   bool hasRoom(uint32_t slice, unsigned device) const;
   bool hasMemoryFor(uint32_t slice, unsigned device) const {
-    return loads[device].bytes + input->bytes[slice] <= capacities[device];
+    return loads[device].bytes + input->bytes[slice] <= capacities[device] &&
+           hasHostRoom(slice, device);
   }
+  /// Whether the host memory of `device`'s node has room for `slice`.
+  bool hasHostRoom(uint32_t slice, unsigned device) const;
   /// cheapestWithRoom among the devices [begin, end), passing over those
   /// whose bit in `skip` (by their offset from `begin`) is set.
   int cheapestInRange(uint32_t slice, unsigned begin, unsigned end,
@@ -245,9 +254,10 @@ struct GreedyRun {
   /// sequence, as many runs advance together and each touches its own.
   std::vector<unsigned> placedOn;
   size_t next = 0;
-  /// The slice that fit on no device, and the most free bytes then.
+  /// The slice that fit on no device, and the most free bytes then, on a
+  /// device and in a node's host memory.
   int64_t failedSlice = -1;
-  uint64_t maxFreeAtFailure = 0;
+  uint64_t maxFreeAtFailure = 0, maxHostFreeAtFailure = 0;
   /// Running term sums of the devices (termWidth values each), for
   /// incremental models; allocated at the first placement.
   std::vector<double> sums;
@@ -263,6 +273,8 @@ struct GreedyRun {
   /// With confined slices: the node of each table's first confined piece
   /// (-1 before it is placed).
   std::vector<int> confinedHome;
+  /// Where some table is in host memory: the bytes each node keeps there.
+  std::vector<uint64_t> nodeHost;
 
 private:
   /// A tournament tree over the devices: leaf `leaves + d` is device d
@@ -312,9 +324,10 @@ struct PlacementOutcome {
   std::vector<double> ranked;
   std::vector<unsigned> deviceOf;
   PlanCost cost;
-  /// If infeasible: the slice the unconstrained greedy could not place.
+  /// If infeasible: the slice the unconstrained greedy could not place,
+  /// and the most free bytes then, on a device and in a node's host memory.
   int64_t failedSlice = -1;
-  uint64_t maxFreeAtFailure = 0;
+  uint64_t maxFreeAtFailure = 0, maxHostFreeAtFailure = 0;
   /// If feasible: the dim limit of the run that placed it (infinity for
   /// the run without one).
   double dimLimit = std::numeric_limits<double>::infinity();

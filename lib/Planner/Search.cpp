@@ -256,8 +256,15 @@ initialSlices(ArrayRef<TableSpec> tables, const Topology &topology,
     if (!table.allows(ShardingKind::TableWise) && columnsMay &&
         width % (2 * kColumnAlignment) == 0)
       width /= 2;
-    while (topology.shardBytes(table, width) > largest && canSplit &&
-           columnsMay && width % (2 * kColumnAlignment) == 0)
+    // A table in host memory also starts in pieces that one node's host
+    // memory holds.
+    auto tooLarge = [&](int64_t columns) {
+      return topology.shardBytes(table, columns) > largest ||
+             topology.hostShardBytes(table, columns) >
+                 topology.hostMemoryBytes();
+    };
+    while (tooLarge(width) && canSplit && columnsMay &&
+           width % (2 * kColumnAlignment) == 0)
       width /= 2;
     int64_t blocks = 1;
     if ((!table.allows(ShardingKind::TableWise) && width == table.dim &&

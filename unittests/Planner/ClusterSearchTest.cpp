@@ -160,6 +160,50 @@ TEST(ClusterSearchTest, GreedyKeepsPiecesInTheirNodeWhenAsked) {
   EXPECT_EQ(devices(runs[1]), (std::vector<unsigned>{0, 1, 0}));
 }
 
+// Host memory: a and b (cost 96 each) take devices 0 and 1, and the free
+// greedy puts both halves of x, a table in host memory, on the cheapest
+// devices, 2 and 3, of node 1, whose host memory holds one half only. The
+// second half goes to node 0, to device 0.
+TEST(ClusterSearchTest, GreedyKeepsEachNodesHostMemory) {
+  std::vector<TableSpec> tables = {makeTable("a", 10, 8, 12),
+                                   makeTable("b", 10, 8, 12),
+                                   makeTable("x", 1000, 8, 5)};
+  tables[2].cacheFraction = 0.1;
+  Topology topology = cluster(4, 2);
+  // 16,000 bytes a half: room for one per node.
+  topology.hostMemoryGB = 20000.0 / kBytesPerGB;
+  SliceCostModel model;
+  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  SearchStats stats;
+  placement::ComputeCostCache cache(model, stats);
+  placement::SearchContext ctx(tables, topology, model, cache, stats);
+  placement::PlacementInput input = placement::makePlacementInput(
+      tables, topology, {{0, 0, 8}, {1, 0, 8}, {2, 0, 4}, {2, 4, 8}});
+  EXPECT_EQ(input.hostBytes, (std::vector<uint64_t>{0, 0, 16000, 16000}));
+  ASSERT_EQ(errorMessage(placement::orderByModelCost({&input}, cache)), "");
+  std::vector<placement::GreedyRun> runs;
+  runs.emplace_back(input, ctx.capacities,
+                    std::numeric_limits<double>::infinity());
+  ASSERT_EQ(errorMessage(placement::runGreedyLockstep(runs, ctx)), "");
+  ASSERT_TRUE(runs[0].succeeded());
+  std::vector<unsigned> deviceOf(input.slices.size());
+  for (auto [slice, device] : zip_equal(input.order, runs[0].placedOn))
+    deviceOf[slice] = device;
+  EXPECT_EQ(deviceOf, (std::vector<unsigned>{0, 1, 2, 0}));
+  EXPECT_EQ(runs[0].nodeHost, (std::vector<uint64_t>{16000, 16000}));
+
+  // A node that can hold no half leaves the other half nowhere.
+  topology.hostMemoryGB = 10000.0 / kBytesPerGB;
+  placement::PlacementInput tight = placement::makePlacementInput(
+      tables, topology, {{0, 0, 8}, {1, 0, 8}, {2, 0, 4}, {2, 4, 8}});
+  ASSERT_EQ(errorMessage(placement::orderByModelCost({&tight}, cache)), "");
+  std::vector<placement::GreedyRun> failing;
+  failing.emplace_back(tight, ctx.capacities,
+                       std::numeric_limits<double>::infinity());
+  ASSERT_EQ(errorMessage(placement::runGreedyLockstep(failing, ctx)), "");
+  EXPECT_FALSE(failing[0].succeeded());
+}
+
 // The search makes both kinds of run and keeps what the model prices
 // lower: on TorchRec's default network between nodes (12.5 GB/s per GPU),
 // every hot table's pieces share a node.
