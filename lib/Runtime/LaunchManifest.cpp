@@ -525,10 +525,11 @@ bool buildLaunch(const Manifest &manifest, size_t which,
         cache.shard = s;
         cache.rows = end - first;
         cache.width = shard.width();
-        cache.cacheRows = std::clamp<int64_t>(
-            int64_t(std::llround(double(shard.cacheRows) * double(cache.rows) /
-                                 double(shard.rowEnd - shard.rowBegin))),
-            1, cache.rows);
+        cache.cacheRows = std::min(
+            cache.rows,
+            std::max<int64_t>(
+                1, std::llround(double(shard.cacheRows) * double(cache.rows) /
+                                double(shard.rowEnd - shard.rowBegin))));
         cache.count = int64_t(in->indices.size());
         cache.skew = shard.skew;
         cache.seed = inputs::mixSeed(

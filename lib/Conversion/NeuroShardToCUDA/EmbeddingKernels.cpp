@@ -1003,28 +1003,41 @@ void RowCacheFetchBuilder::build() {
         Value mine = both(both(inRange, inShard),
                           eq(arith::RemUIOp::create(b, set, numWarps), warp));
         Value mine32 = arith::ExtUIOp::create(b, i32, mine);
-        // Lane k's index, in turn on every lane; the warp serves it if its
-        // set is the warp's.
-        scf::ForOp served = loop(
-            cIndex(0), warpSize, cIndex(1), counts,
-            [&](Value k, ValueRange inner) -> SmallVector<Value> {
-              Value source = toI32(k);
-              Value theirs =
-                  shuffleInteger(mine32, source, gpu::ShuffleMode::IDX);
-              Value theirRow =
-                  shuffleInteger(row, source, gpu::ShuffleMode::IDX);
-              Value theirSet =
-                  shuffleInteger(set, source, gpu::ShuffleMode::IDX);
-              return ifValues(
-                  eq(theirs, cI32(1)), SmallVector<Type>(kN, i64),
-                  [&]() {
-                    return serve(theirRow, theirSet, add(chunkStart, k), inner);
-                  },
-                  [&]() -> SmallVector<Value> {
-                    return SmallVector<Value>(inner.begin(), inner.end());
+        // Most chunks hold none of the warp's sets once there are many
+        // warps: one reduction tells, and the warp passes such a chunk by.
+        Value anyMine = warpReduce(mine32, [&](Value x, Value y) -> Value {
+          return arith::MaxUIOp::create(b, x, y);
+        });
+        return ifValues(
+            eq(anyMine, cI32(1)), SmallVector<Type>(kN, i64),
+            [&]() -> SmallVector<Value> {
+              // Lane k's index, in turn on every lane; the warp serves it if
+              // its set is the warp's.
+              scf::ForOp served = loop(
+                  cIndex(0), warpSize, cIndex(1), counts,
+                  [&](Value k, ValueRange inner) -> SmallVector<Value> {
+                    Value source = toI32(k);
+                    Value theirs =
+                        shuffleInteger(mine32, source, gpu::ShuffleMode::IDX);
+                    Value theirRow =
+                        shuffleInteger(row, source, gpu::ShuffleMode::IDX);
+                    Value theirSet =
+                        shuffleInteger(set, source, gpu::ShuffleMode::IDX);
+                    return ifValues(
+                        eq(theirs, cI32(1)), SmallVector<Type>(kN, i64),
+                        [&]() {
+                          return serve(theirRow, theirSet, add(chunkStart, k),
+                                       inner);
+                        },
+                        [&]() -> SmallVector<Value> {
+                          return SmallVector<Value>(inner.begin(), inner.end());
+                        });
                   });
+              return SmallVector<Value>(served.getResults());
+            },
+            [&]() -> SmallVector<Value> {
+              return SmallVector<Value>(counts.begin(), counts.end());
             });
-        return SmallVector<Value>(served.getResults());
       });
   ifThen(eq(lane, cIndex(0)), [&]() {
     for (int64_t c = 0; c < kN; ++c)
