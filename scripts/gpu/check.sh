@@ -32,7 +32,7 @@
 # table in device memory. The hosttier section times every device of
 # HugeCTR's 7-table configuration planned on 8 GPUs of 80 GB, three tables
 # in host memory behind device caches (scripts/gpu/hosttier.py, each table
-# cut to its first rows: HOSTTIER_ARGS, default --max-rows 50000000).
+# cut to its first rows: HOSTTIER_ARGS, default --max-rows 20000000).
 # SECTIONS (default: all of host export rows sweep plans bandwidth hostcache
 # hosttier torch sanitizer ncu variants nccl) picks the sections to run. It
 # exits non-zero if any check fails.
@@ -128,9 +128,9 @@ bandwidth_dims="128 64 32 16 4"
 host_cache_rows=${HOST_CACHE_ROWS:-10000000}
 host_cache_sizes=${HOST_CACHE_SIZES:-100000,500000,2000000,5000000}
 host_cache_args=${HOST_CACHE_ARGS:---dim 128 --pooling 32 --warmup 5 --iters 20}
-# The hosttier section: each table cut to its first 50M rows, so that a
+# The hosttier section: each table cut to its first 20M rows, so that a
 # device's tables fit one GPU machine's host memory.
-hosttier_args=${HOSTTIER_ARGS:---max-rows 50000000}
+hosttier_args=${HOSTTIER_ARGS:---max-rows 20000000}
 want() { [[ " $sections " == *" $1 "* ]]; }
 
 failures=0

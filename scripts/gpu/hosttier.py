@@ -263,8 +263,8 @@ def main() -> int:
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     r = sub.add_parser("run")
     r.add_argument("dir")
-    r.add_argument("--max-rows", type=int, default=50000000,
-                   help="rows kept of each table (default 50M; 0: all)")
+    r.add_argument("--max-rows", type=int, default=20000000,
+                   help="rows kept of each table (default 20M; 0: all)")
     r.add_argument("--cache-warmup", type=int, default=50,
                    help="steps that fill the caches before timing")
     r.add_argument("--warmup", type=int, default=3)
