@@ -59,8 +59,8 @@ struct BeamState {
 } // namespace
 
 /// The slices of `eligible` (indices into input's slices) among the
-/// `count` largest by bytes, the `count` largest in host memory (where a
-/// table is there) and the `count` most expensive alone, in slice order.
+/// `count` largest by bytes and the `count` most expensive alone, in slice
+/// order.
 static std::vector<uint32_t> largestAndCostliest(const PlacementInput &input,
                                                  ArrayRef<uint32_t> eligible,
                                                  unsigned count) {
@@ -80,11 +80,6 @@ static std::vector<uint32_t> largestAndCostliest(const PlacementInput &input,
   std::vector<uint32_t> byCost =
       topBy([&](uint32_t i) { return input.sortCost[i]; });
   candidates.insert(candidates.end(), byCost.begin(), byCost.end());
-  if (!input.hostBytes.empty()) {
-    std::vector<uint32_t> byHost =
-        topBy([&](uint32_t i) { return double(input.hostBytes[i]); });
-    candidates.insert(candidates.end(), byHost.begin(), byHost.end());
-  }
   llvm::sort(candidates);
   candidates.erase(std::unique(candidates.begin(), candidates.end()),
                    candidates.end());
