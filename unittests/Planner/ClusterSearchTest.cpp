@@ -129,6 +129,44 @@ TEST(ClusterSearchTest, FiveHotTablesOnSixteenDevices) {
   EXPECT_LE(onSixteen, obviousOptimum(tables, 5, sixteen, model) * 1.02);
 }
 
+/// Greedy runs of `slices` under the slice-cost model, without a dim
+/// limit, one per node-affinity size of `affinities`: each run's device per
+/// slice (empty for a run that did not place every slice) and the bytes
+/// each node keeps in host memory.
+struct GreedyOutcome {
+  std::vector<unsigned> deviceOf;
+  std::vector<uint64_t> nodeHost;
+};
+std::vector<GreedyOutcome> placeGreedily(ArrayRef<TableSpec> tables,
+                                         const Topology &topology,
+                                         std::vector<ColumnSlice> slices,
+                                         ArrayRef<unsigned> affinities) {
+  SliceCostModel model;
+  EXPECT_EQ(errorMessage(model.prepare(tables, topology)), "");
+  SearchStats stats;
+  placement::ComputeCostCache cache(model, stats);
+  placement::SearchContext ctx(tables, topology, model, cache, stats);
+  placement::PlacementInput input =
+      placement::makePlacementInput(tables, topology, std::move(slices));
+  EXPECT_EQ(errorMessage(placement::orderByModelCost({&input}, cache)), "");
+  std::vector<placement::GreedyRun> runs;
+  for (unsigned affinity : affinities)
+    runs.emplace_back(input, ctx.capacities,
+                      std::numeric_limits<double>::infinity(), true, affinity);
+  EXPECT_EQ(errorMessage(placement::runGreedyLockstep(runs, ctx)), "");
+  std::vector<GreedyOutcome> outcomes;
+  for (const placement::GreedyRun &run : runs) {
+    GreedyOutcome &outcome = outcomes.emplace_back();
+    outcome.nodeHost = run.nodeHost;
+    if (!run.succeeded())
+      continue;
+    outcome.deviceOf.resize(input.slices.size());
+    for (auto [slice, device] : zip_equal(input.order, run.placedOn))
+      outcome.deviceOf[slice] = device;
+  }
+  return outcomes;
+}
+
 // Node affinity: y (cost 96) takes device 0 and x's first half (20) device
 // 1; the free greedy puts x's second half on the cheapest device, 2, in
 // the other node, so x's lookups cross the network twice. Keeping x in its
@@ -136,28 +174,10 @@ TEST(ClusterSearchTest, FiveHotTablesOnSixteenDevices) {
 TEST(ClusterSearchTest, GreedyKeepsPiecesInTheirNodeWhenAsked) {
   std::vector<TableSpec> tables = {makeTable("y", 10, 8, 12),
                                    makeTable("x", 10, 8, 5)};
-  Topology topology = cluster(4, 2);
-  SliceCostModel model;
-  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
-  SearchStats stats;
-  placement::ComputeCostCache cache(model, stats);
-  placement::SearchContext ctx(tables, topology, model, cache, stats);
-  placement::PlacementInput input = placement::makePlacementInput(
-      tables, topology, {{0, 0, 8}, {1, 0, 4}, {1, 4, 8}});
-  ASSERT_EQ(errorMessage(placement::orderByModelCost({&input}, cache)), "");
-  std::vector<placement::GreedyRun> runs;
-  double noLimit = std::numeric_limits<double>::infinity();
-  runs.emplace_back(input, ctx.capacities, noLimit, true, 0);
-  runs.emplace_back(input, ctx.capacities, noLimit, true, 2);
-  ASSERT_EQ(errorMessage(placement::runGreedyLockstep(runs, ctx)), "");
-  auto devices = [&](const placement::GreedyRun &run) {
-    std::vector<unsigned> deviceOf(input.slices.size());
-    for (auto [slice, device] : zip_equal(input.order, run.placedOn))
-      deviceOf[slice] = device;
-    return deviceOf;
-  };
-  EXPECT_EQ(devices(runs[0]), (std::vector<unsigned>{0, 1, 2}));
-  EXPECT_EQ(devices(runs[1]), (std::vector<unsigned>{0, 1, 0}));
+  std::vector<GreedyOutcome> runs = placeGreedily(
+      tables, cluster(4, 2), {{0, 0, 8}, {1, 0, 4}, {1, 4, 8}}, {0, 2});
+  EXPECT_EQ(runs[0].deviceOf, (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(runs[1].deviceOf, (std::vector<unsigned>{0, 1, 0}));
 }
 
 // Host memory: a and b (cost 96 each) take devices 0 and 1, and the free
@@ -170,38 +190,18 @@ TEST(ClusterSearchTest, GreedyKeepsEachNodesHostMemory) {
                                    makeTable("x", 1000, 8, 5)};
   tables[2].cacheFraction = 0.1;
   Topology topology = cluster(4, 2);
+  std::vector<ColumnSlice> slices = {
+      {0, 0, 8}, {1, 0, 8}, {2, 0, 4}, {2, 4, 8}};
+  EXPECT_EQ(placement::makePlacementInput(tables, topology, slices).hostBytes,
+            (std::vector<uint64_t>{0, 0, 16000, 16000}));
   // 16,000 bytes a half: room for one per node.
   topology.hostMemoryGB = 20000.0 / kBytesPerGB;
-  SliceCostModel model;
-  ASSERT_EQ(errorMessage(model.prepare(tables, topology)), "");
-  SearchStats stats;
-  placement::ComputeCostCache cache(model, stats);
-  placement::SearchContext ctx(tables, topology, model, cache, stats);
-  placement::PlacementInput input = placement::makePlacementInput(
-      tables, topology, {{0, 0, 8}, {1, 0, 8}, {2, 0, 4}, {2, 4, 8}});
-  EXPECT_EQ(input.hostBytes, (std::vector<uint64_t>{0, 0, 16000, 16000}));
-  ASSERT_EQ(errorMessage(placement::orderByModelCost({&input}, cache)), "");
-  std::vector<placement::GreedyRun> runs;
-  runs.emplace_back(input, ctx.capacities,
-                    std::numeric_limits<double>::infinity());
-  ASSERT_EQ(errorMessage(placement::runGreedyLockstep(runs, ctx)), "");
-  ASSERT_TRUE(runs[0].succeeded());
-  std::vector<unsigned> deviceOf(input.slices.size());
-  for (auto [slice, device] : zip_equal(input.order, runs[0].placedOn))
-    deviceOf[slice] = device;
-  EXPECT_EQ(deviceOf, (std::vector<unsigned>{0, 1, 2, 0}));
-  EXPECT_EQ(runs[0].nodeHost, (std::vector<uint64_t>{16000, 16000}));
-
+  GreedyOutcome fits = placeGreedily(tables, topology, slices, {0})[0];
+  EXPECT_EQ(fits.deviceOf, (std::vector<unsigned>{0, 1, 2, 0}));
+  EXPECT_EQ(fits.nodeHost, (std::vector<uint64_t>{16000, 16000}));
   // A node that can hold no half leaves the other half nowhere.
   topology.hostMemoryGB = 10000.0 / kBytesPerGB;
-  placement::PlacementInput tight = placement::makePlacementInput(
-      tables, topology, {{0, 0, 8}, {1, 0, 8}, {2, 0, 4}, {2, 4, 8}});
-  ASSERT_EQ(errorMessage(placement::orderByModelCost({&tight}, cache)), "");
-  std::vector<placement::GreedyRun> failing;
-  failing.emplace_back(tight, ctx.capacities,
-                       std::numeric_limits<double>::infinity());
-  ASSERT_EQ(errorMessage(placement::runGreedyLockstep(failing, ctx)), "");
-  EXPECT_FALSE(failing[0].succeeded());
+  EXPECT_TRUE(placeGreedily(tables, topology, slices, {0})[0].deviceOf.empty());
 }
 
 // The search makes both kinds of run and keeps what the model prices
