@@ -24,10 +24,10 @@ scaled copy, the same batch and lookups over fewer rows. The runner checks
 forward and backward against its CPU reference.
 
 `report` prints, per device, the plan's predicted step, its compute (the
-host traffic of its caches' misses included) and its exchange, beside the measured forward and forward + backward +
-SGD step of its launches, the hit rate each cache reached beside the one
-the planner expected of its table, and the slowest device, predicted and
-measured.
+host traffic of its caches' misses included) and its exchange, beside the
+measured forward and forward + backward + SGD step of its launches, the
+hit rate each cache reached beside the one the planner expected of its
+table, and the slowest device, predicted and measured.
 
 `fit` reads what `neuroshard-cuda-runner --host-cache --json` measured
 (check.sh's hostcache section) and fits the host link the planner prices
