@@ -625,10 +625,63 @@ static bool widensTableColumnSpace(ArrayRef<TableSpec> tables,
   return wider;
 }
 
+/// Adds the work of `other` to `stats`.
+static void addStats(SearchStats &stats, const SearchStats &other) {
+  stats.timeMs += other.timeMs;
+  stats.costQueries += other.costQueries;
+  stats.cacheHits += other.cacheHits;
+  stats.modelCalls += other.modelCalls;
+  stats.statesExplored += other.statesExplored;
+  stats.greedyRuns += other.greedyRuns;
+  stats.movesTried += other.movesTried;
+  stats.movesTaken += other.movesTaken;
+}
+
+static Expected<PlanResult> planWithinSpace(ArrayRef<TableSpec> tables,
+                                            const Topology &topology,
+                                            const SearchOptions &options,
+                                            CostModel &model);
+
 Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                                   const Topology &topology,
                                   const SearchOptions &options,
                                   CostModel &model) {
+  Expected<PlanResult> result =
+      planWithinSpace(tables, topology, options, model);
+  if (!result || options.algorithm != Algorithm::NeuroShard ||
+      topology.numNodes() < 2 ||
+      llvm::none_of(
+          tables, [](const TableSpec &table) { return table.inHostMemory(); }))
+    return result;
+  // Placement keeps each node's host memory within its capacity, which
+  // steers the beam away from states whose runs overfill a node on the
+  // way; a search without that bound may still end in a plan that fits.
+  // It runs as well, and its plan is kept where it fits and ranks better.
+  Topology unbounded = topology;
+  unbounded.hostMemoryGB = double(kMaxDeviceGB);
+  SearchOptions quiet = options;
+  quiet.progress = nullptr;
+  Expected<PlanResult> free = planWithinSpace(tables, unbounded, quiet, model);
+  if (!free) {
+    consumeError(free.takeError());
+    return result;
+  }
+  SearchStats both = result->stats;
+  addStats(both, free->stats);
+  if (Error err = validatePlan(tables, topology, free->plan))
+    consumeError(std::move(err));
+  else if (rankedBefore(free->cost, result->cost))
+    result = std::move(free);
+  result->stats = both;
+  return result;
+}
+
+/// The search over the kinds `options` allows, and where row pieces and
+/// replicas widen them, over whole tables and column pieces as well.
+static Expected<PlanResult> planWithinSpace(ArrayRef<TableSpec> tables,
+                                            const Topology &topology,
+                                            const SearchOptions &options,
+                                            CostModel &model) {
   Expected<PlanResult> result =
       planWithinKinds(tables, topology, options, model);
   if (!result || options.algorithm != Algorithm::NeuroShard ||
@@ -650,14 +703,7 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
     return result;
   }
   SearchStats both = result->stats;
-  both.timeMs += tableColumn->stats.timeMs;
-  both.costQueries += tableColumn->stats.costQueries;
-  both.cacheHits += tableColumn->stats.cacheHits;
-  both.modelCalls += tableColumn->stats.modelCalls;
-  both.statesExplored += tableColumn->stats.statesExplored;
-  both.greedyRuns += tableColumn->stats.greedyRuns;
-  both.movesTried += tableColumn->stats.movesTried;
-  both.movesTaken += tableColumn->stats.movesTaken;
+  addStats(both, tableColumn->stats);
   if (rankedBefore(tableColumn->cost, result->cost))
     result = std::move(tableColumn);
   result->stats = both;
