@@ -648,15 +648,15 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
                                   CostModel &model) {
   Expected<PlanResult> result =
       planWithinSpace(tables, topology, options, model);
-  if (!result || options.algorithm != Algorithm::NeuroShard ||
-      topology.numNodes() < 2 ||
+  if (options.algorithm != Algorithm::NeuroShard || topology.numNodes() < 2 ||
       llvm::none_of(
           tables, [](const TableSpec &table) { return table.inHostMemory(); }))
     return result;
   // Placement keeps each node's host memory within its capacity, which
   // steers the beam away from states whose runs overfill a node on the
   // way; a search without that bound may still end in a plan that fits.
-  // It runs as well, and its plan is kept where it fits and ranks better.
+  // It runs as well, and its plan is kept where it fits and ranks better
+  // (or where the bounded search found none).
   Topology unbounded = topology;
   unbounded.hostMemoryGB = double(kMaxDeviceGB);
   SearchOptions quiet = options;
@@ -666,11 +666,24 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
     consumeError(free.takeError());
     return result;
   }
+  if (Error err = validatePlan(tables, topology, free->plan)) {
+    consumeError(std::move(err));
+    return result;
+  }
+  // Its candidates for measured selection must fit the nodes too.
+  llvm::erase_if(free->candidates, [&](const PlanCandidate &candidate) {
+    Error err = validatePlan(tables, topology, candidate.plan);
+    bool overfills = bool(err);
+    consumeError(std::move(err));
+    return overfills;
+  });
+  if (!result) {
+    consumeError(result.takeError());
+    return free;
+  }
   SearchStats both = result->stats;
   addStats(both, free->stats);
-  if (Error err = validatePlan(tables, topology, free->plan))
-    consumeError(std::move(err));
-  else if (rankedBefore(free->cost, result->cost))
+  if (rankedBefore(free->cost, result->cost))
     result = std::move(free);
   result->stats = both;
   return result;
