@@ -625,16 +625,21 @@ static bool widensTableColumnSpace(ArrayRef<TableSpec> tables,
   return wider;
 }
 
-/// Adds the work of `other` to `stats`.
-static void addStats(SearchStats &stats, const SearchStats &other) {
-  stats.timeMs += other.timeMs;
-  stats.costQueries += other.costQueries;
-  stats.cacheHits += other.cacheHits;
-  stats.modelCalls += other.modelCalls;
-  stats.statesExplored += other.statesExplored;
-  stats.greedyRuns += other.greedyRuns;
-  stats.movesTried += other.movesTried;
-  stats.movesTaken += other.movesTaken;
+/// Keeps in `kept` whichever of its plan and `other`'s ranks first, with
+/// the work of both searches in its statistics.
+static void keepBetter(PlanResult &kept, PlanResult &&other) {
+  SearchStats both = kept.stats;
+  both.timeMs += other.stats.timeMs;
+  both.costQueries += other.stats.costQueries;
+  both.cacheHits += other.stats.cacheHits;
+  both.modelCalls += other.stats.modelCalls;
+  both.statesExplored += other.stats.statesExplored;
+  both.greedyRuns += other.stats.greedyRuns;
+  both.movesTried += other.stats.movesTried;
+  both.movesTaken += other.stats.movesTaken;
+  if (rankedBefore(other.cost, kept.cost))
+    kept = std::move(other);
+  kept.stats = both;
 }
 
 static Expected<PlanResult> planWithinSpace(ArrayRef<TableSpec> tables,
@@ -681,11 +686,7 @@ Expected<PlanResult> planSharding(ArrayRef<TableSpec> tables,
     consumeError(result.takeError());
     return free;
   }
-  SearchStats both = result->stats;
-  addStats(both, free->stats);
-  if (rankedBefore(free->cost, result->cost))
-    result = std::move(free);
-  result->stats = both;
+  keepBetter(*result, std::move(*free));
   return result;
 }
 
@@ -715,11 +716,7 @@ static Expected<PlanResult> planWithinSpace(ArrayRef<TableSpec> tables,
     consumeError(tableColumn.takeError());
     return result;
   }
-  SearchStats both = result->stats;
-  addStats(both, tableColumn->stats);
-  if (rankedBefore(tableColumn->cost, result->cost))
-    result = std::move(tableColumn);
-  result->stats = both;
+  keepBetter(*result, std::move(*tableColumn));
   return result;
 }
 

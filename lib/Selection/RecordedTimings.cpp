@@ -94,10 +94,22 @@ std::string setsManifest(ArrayRef<TableSpec> tables, int64_t batchSize,
       for (unsigned f = 0; f < tables[slice.table].numFeatures(); ++f)
         lookupOf.try_emplace({slice.table, f}, 0);
   size_t next = 0;
+  // A shard of a host-memory table is timed behind its cache, its lookups
+  // following the power law the planner priced the cache with: one per
+  // lookup, fitted once.
+  auto cached = [&](const ColumnSlice &slice) {
+    return !slice.replica && tables[slice.table].inHostMemory();
+  };
+  std::vector<double> skewOf;
   for (auto &[key, lookup] : lookupOf) {
     const TableSpec &table = tables[key.first];
     FeatureStats feature = table.feature(key.second);
     lookup = next++;
+    skewOf.push_back(
+        table.inHostMemory()
+            ? popularityLaw(feature.accessHist, table.rows,
+                            double(batchSize) * table.totalPoolingFactor())
+            : 0.0);
     os << abi::kTableRecord.keyword << " s" << lookup << " " << table.rows
        << " " << table.dim << " " << format("%.17g", feature.poolingFactor);
     for (double bin : feature.accessHist)
@@ -119,29 +131,21 @@ std::string setsManifest(ArrayRef<TableSpec> tables, int64_t batchSize,
                    slice.rowShare(tables[slice.table]);
       // A cached shard's locations reach host memory: i64 too.
       bool wide = 1.5 * indices > double(std::numeric_limits<int32_t>::max()) ||
-                  any_of(set, [&](const ColumnSlice &slice) {
-                    return !slice.replica && tables[slice.table].inHostMemory();
-                  });
+                  any_of(set, cached);
       os << abi::kDeviceRecord.keyword << " " << launchOf(s, sets.size(), r)
          << (wide ? " i64" : " i32") << " 0 " << batchSize << "\n";
       for (const ColumnSlice &slice : set) {
         const TableSpec &table = tables[slice.table];
-        // A shard of a host-memory table behind its cache, looked up as the
-        // planner priced it.
         int64_t rowEnd = slice.rowEndIn(table);
-        bool cached = !slice.replica && table.inHostMemory();
+        bool inCache = cached(slice);
         int64_t cacheRows =
-            cached ? table.cacheRows(rowEnd - slice.rowBegin) : 0;
+            inCache ? table.cacheRows(rowEnd - slice.rowBegin) : 0;
         for (unsigned f = 0; f < table.numFeatures(); ++f) {
-          double skew =
-              cached ? popularityLaw(table.feature(f).accessHist, table.rows,
-                                     double(batchSize) *
-                                         table.totalPoolingFactor())
-                     : 0.0;
-          os << abi::kShardRecord.keyword << " "
-             << r * next + lookupOf[{slice.table, f}] << " " << slice.colBegin
-             << " " << slice.colEnd << " " << slice.rowBegin << " " << rowEnd
-             << " " << cacheRows << " " << format("%.17g", skew) << " sum\n";
+          size_t lookup = lookupOf[{slice.table, f}];
+          os << abi::kShardRecord.keyword << " " << r * next + lookup << " "
+             << slice.colBegin << " " << slice.colEnd << " " << slice.rowBegin
+             << " " << rowEnd << " " << cacheRows << " "
+             << format("%.17g", inCache ? skewOf[lookup] : 0.0) << " sum\n";
         }
       }
     }

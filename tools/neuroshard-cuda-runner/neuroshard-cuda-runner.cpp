@@ -462,6 +462,21 @@ Status launchFetch(Runtime &rt, cuda::FunctionHandle fetch,
   return rt.launch(fetch, dims, nullptr, params.data());
 }
 
+/// Forgets what `cache`, whose state is at `state` on the device, counted
+/// so far: the counts are header words, which alone cross.
+Status clearCounts(Runtime &rt, runtime::RowCache &cache, DevicePtr state) {
+  std::vector<int64_t> &words = cache.state();
+  size_t headerBytes = runtime::kRowCacheHeaderWords * 8;
+  Status status = rt.synchronize();
+  if (status.ok())
+    status = rt.copyToHost(words.data(), state, headerBytes);
+  if (!status.ok())
+    return status;
+  std::fill(words.begin() + runtime::kRowCacheLookups,
+            words.begin() + runtime::kRowCacheReadThrough + 1, 0);
+  return rt.copyToDevice(state, words.data(), headerBytes);
+}
+
 /// Device copies of a workload and the launches of its two kernels. A
 /// cached shard's rows are in pinned host memory mapped into the device,
 /// its cache in the device arena; before the kernels read it, the fetch
@@ -596,16 +611,18 @@ public:
     return status;
   }
 
-  /// Forgets what the caches counted so far (their rows stay).
-  Status clearCacheCounts() {
-    Status status = downloadStates();
+  /// Fills the caches with `steps` training steps, then forgets what they
+  /// counted (their rows stay): what a timed run finds after the steps of
+  /// training before it.
+  Status warmCaches(long long steps) {
+    if (caches.empty())
+      return Status();
+    Status status;
+    for (long long i = 0; i < steps && status.ok(); ++i)
+      status = timedStep();
     for (size_t c = 0; c < caches.size() && status.ok(); ++c) {
-      std::vector<int64_t> &words = caches[c].cache->state();
-      std::fill(words.begin() + runtime::kRowCacheLookups,
-                words.begin() + runtime::kRowCacheReadThrough + 1, 0);
+      status = clearCounts(rt, *caches[c].cache, caches[c].state);
       caches[c].batchRows = 0;
-      status = rt.copyToDevice(caches[c].state, words.data(),
-                               runtime::kRowCacheHeaderWords * 8);
     }
     return status;
   }
@@ -940,11 +957,8 @@ Status runWorkload(Runtime &rt, const Workload &w, cuda::FunctionHandle fwd,
       compare(weights, want, options.backwardTolerance, &reorderBound);
   // Timed from here: the caches emptied, then filled by steps as a
   // training run fills them, their counts kept from the timed runs on.
-  status = run.resetWeights();
-  for (long long i = 0;
-       i < options.cacheWarmup && w.caches.size() && status.ok(); ++i)
-    status = run.timedStep();
-  if (!status.ok() || !(status = run.clearCacheCounts()).ok() ||
+  if (!(status = run.resetWeights()).ok() ||
+      !(status = run.warmCaches(options.cacheWarmup)).ok() ||
       !(status = timeRuns(
             rt, [&] { return run.timedForward(); }, options.warmup,
             options.iters, flush, flushWords, checked.forwardTime))
@@ -1397,14 +1411,7 @@ int runHostCache(const Options &options, Runtime &rt, cuda::ModuleHandle module,
       draw = (draw + 1) % kDraws;
       status = step(draw);
     }
-    if (!status.ok() || !(status = rt.synchronize()).ok() ||
-        !(status = rt.copyToHost(words.data(), state, words.size() * 8)).ok())
-      break;
-    std::fill(words.begin() + runtime::kRowCacheLookups,
-              words.begin() + runtime::kRowCacheReadThrough + 1, 0);
-    if (!(status = rt.copyToDevice(state, words.data(),
-                                   runtime::kRowCacheHeaderWords * 8))
-             .ok())
+    if (!status.ok() || !(status = clearCounts(rt, cache, state)).ok())
       break;
     Timing stepTime;
     if (!(status = timeRuns(
@@ -1632,9 +1639,8 @@ int runCollection(const Options &options, Runtime *rt,
                                                 options.warmup + options.iters,
                                             kMaxDraws)));
       Status status = run.upload();
-      for (long long i = 0;
-           i < options.cacheWarmup && w.caches.size() && status.ok(); ++i)
-        status = run.timedStep();
+      if (status.ok())
+        status = run.warmCaches(options.cacheWarmup);
       if (status.ok())
         status = timeRuns(
             *rt, [&] { return run.timedStep(); }, options.warmup, options.iters,

@@ -338,27 +338,31 @@ void ExportCUDAKernelsPass::writeManifest(llvm::raw_ostream &os,
   for (const ManifestLookup &lookup : lookups)
     startRecord(os, abi::kLookupRecord)
         << ' ' << lookup.table << ' ' << lookup.stream << '\n';
+  // A cached shard's lookups follow the power law of its table's
+  // histogram, which the planner priced its cache with: fitted once a table.
+  std::vector<std::optional<double>> skewOf(tables.size());
+  auto skew = [&](unsigned t) {
+    if (!skewOf[t]) {
+      TableOp table = tables[t];
+      skewOf[t] = ::neuroshard::popularityLaw(
+          *table.getAccessHist(), table.getNumRows(),
+          double(batchSize) * *table.getPoolingFactorValue());
+    }
+    return *skewOf[t];
+  };
   for (const ManifestLaunch &launch : launches) {
     startRecord(os, abi::kDeviceRecord)
         << ' ' << launch.device << ' '
         << (launch.indexBits == 32 ? "i32" : "i64") << ' ' << launch.bagBegin
         << ' ' << (launch.bagEnd < 0 ? batchSize : launch.bagEnd) << '\n';
-    for (const ManifestShard &shard : launch.shards) {
-      // A cached shard's lookups follow the power law of its table's
-      // histogram, which the planner priced its cache with.
-      double skew = 0.0;
-      if (shard.cacheRows > 0) {
-        TableOp table = tables[lookups[shard.lookup].table];
-        skew = ::neuroshard::popularityLaw(
-            *table.getAccessHist(), table.getNumRows(),
-            double(batchSize) * *table.getPoolingFactorValue());
-      }
+    for (const ManifestShard &shard : launch.shards)
       startRecord(os, abi::kShardRecord)
           << ' ' << shard.lookup << ' ' << shard.colBegin << ' ' << shard.colEnd
           << ' ' << shard.rowBegin << ' ' << shard.rowEnd << ' '
-          << shard.cacheRows << ' ' << exact(skew) << ' '
-          << stringifyPoolingMode(shard.mode) << '\n';
-    }
+          << shard.cacheRows << ' '
+          << exact(shard.cacheRows > 0 ? skew(lookups[shard.lookup].table)
+                                       : 0.0)
+          << ' ' << stringifyPoolingMode(shard.mode) << '\n';
   }
 }
 
