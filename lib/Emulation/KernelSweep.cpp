@@ -265,6 +265,8 @@ llvm::Error neuroshard::emulation::compareWithCPU(
   if (error)
     return error;
   totals.shuffles += stats.shuffles;
+  totals.atomics += stats.atomics;
+  totals.hottestAtomics = std::max(totals.hottestAtomics, stats.hottestAtomics);
   mismatch =
       compare("the updated weight arena", emulatedSet.weights, set.weights,
               std::max<int64_t>(int64_t(set.weights.size()), 1));

@@ -176,10 +176,13 @@ LogicalResult callRuntime(func::FuncOp func, ModuleOp host) {
   return success();
 }
 
-/// Rewrites the kernels' inline PTX into host operations: the vector
-/// reduction of the backward kernel becomes four float atomics on the host
-/// addresses. Any other inline assembly is refused.
-LogicalResult emulateInlineAsm(func::FuncOp func) {
+/// Rewrites the kernels' float atomics into counting runtime calls: the
+/// vector reduction of the backward kernel (its one inline PTX statement)
+/// becomes one call on four floats, every `memref.atomic_rmw addf` one call
+/// on its element's address. Any other inline assembly is refused.
+LogicalResult countFloatAtomics(func::FuncOp func, ModuleOp host) {
+  MLIRContext *context = host.getContext();
+  Type i64 = IntegerType::get(context, 64), f32 = Float32Type::get(context);
   SmallVector<LLVM::InlineAsmOp> statements;
   func.walk([&](LLVM::InlineAsmOp op) { statements.push_back(op); });
   for (LLVM::InlineAsmOp op : statements) {
@@ -190,18 +193,41 @@ LogicalResult emulateInlineAsm(func::FuncOp func) {
              << op.getAsmString()
              << "' is not the vector atomic add of the kernels";
     OpBuilder b(op);
+    auto type = FunctionType::get(context, {i64, f32, f32, f32, f32}, {});
+    func::CallOp::create(b, op.getLoc(),
+                         runtimeFunction(host, kVectorAtomicAddSymbol, type),
+                         op.getOperands());
+    op.erase();
+  }
+
+  SmallVector<memref::AtomicRMWOp> adds;
+  func.walk([&](memref::AtomicRMWOp op) {
+    if (op.getKind() == arith::AtomicRMWKind::addf)
+      adds.push_back(op);
+  });
+  for (memref::AtomicRMWOp op : adds) {
+    if (!op.getValue().getType().isF32() || op.getIndices().size() != 1 ||
+        !op.getResult().use_empty())
+      return op.emitOpError("cannot be emulated: only float adds into a 1-D "
+                            "memref whose old value is unused are counted");
+    OpBuilder b(op);
     Location loc = op.getLoc();
-    Type i64 = b.getI64Type();
-    auto pointerType = LLVM::LLVMPointerType::get(b.getContext());
-    for (unsigned e = 0; e < 4; ++e) {
-      Value address = LLVM::AddOp::create(
-          b, loc, op.getOperand(0),
-          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(4 * e)));
-      Value pointer = LLVM::IntToPtrOp::create(b, loc, pointerType, address);
-      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, pointer,
-                                op.getOperand(1 + e),
-                                LLVM::AtomicOrdering::monotonic);
-    }
+    Value memref = op.getMemref();
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value element =
+        arith::AddIOp::create(b, loc, metadata.getOffset(),
+                              arith::MulIOp::create(b, loc, op.getIndices()[0],
+                                                    metadata.getStrides()[0]));
+    Value address = arith::AddIOp::create(
+        b, loc, base,
+        arith::MulIOp::create(b, loc, element,
+                              arith::ConstantIndexOp::create(b, loc, 4)));
+    auto type = FunctionType::get(context, {i64, f32}, {});
+    func::CallOp::create(
+        b, loc, runtimeFunction(host, kAtomicAddSymbol, type),
+        ValueRange{arith::IndexCastOp::create(b, loc, i64, address),
+                   op.getValue()});
     op.erase();
   }
   return success();
@@ -259,7 +285,8 @@ OwningOpRef<ModuleOp> buildHostModule(ModuleOp source, KernelDefect defect,
       dropShuffles(func, gpu::ShuffleMode::UP);
       break;
     }
-    if (failed(callRuntime(func, *host)) || failed(emulateInlineAsm(func)))
+    if (failed(callRuntime(func, *host)) ||
+        failed(countFloatAtomics(func, *host)))
       return nullptr;
   }
   return host;

@@ -30,6 +30,12 @@ constexpr const char *kGridDimSymbol = "neuroshard_emu_grid_dim";
 /// received value in the low 32 bits and the valid flag in bit 32. `mode`
 /// is gpu::ShuffleMode; `site` numbers the shuffles of a kernel.
 constexpr const char *kShuffleSymbol = "neuroshard_emu_shuffle";
+/// `(i64 address, f32 value) -> ()`: a float atomic add (memref.atomic_rmw
+/// addf), counted.
+constexpr const char *kAtomicAddSymbol = "neuroshard_emu_atomic_add";
+/// `(i64 address, f32 x4) -> ()`: the backward kernel's vector reduction
+/// (red.global.add.v4.f32), counted as one atomic.
+constexpr const char *kVectorAtomicAddSymbol = "neuroshard_emu_atomic_add_v4";
 
 /// The runtime symbols and their addresses, for compileForHost.
 std::vector<std::pair<std::string, void *>> runtimeSymbols();

@@ -25,6 +25,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <algorithm>
 #include <random>
 #include <ucontext.h>
@@ -65,6 +67,8 @@ struct Launch {
   ucontext_t scheduler;
   std::vector<char> stacks;
   LaunchStats stats;
+  /// Float atomic instructions per address.
+  llvm::DenseMap<int64_t, int64_t> atomicsAt;
 };
 
 thread_local Launch *active = nullptr;
@@ -251,6 +255,31 @@ static int64_t emuShuffle(int32_t value, int32_t offset, int32_t width,
   return static_cast<int64_t>(lane.received);
 }
 
+/// Counts one float atomic instruction at `address`.
+static void countAtomic(int64_t address) {
+  Launch &launch = *active;
+  ++launch.stats.atomics;
+  int64_t here = ++launch.atomicsAt[address];
+  launch.stats.hottestAtomics = std::max(launch.stats.hottestAtomics, here);
+}
+
+// The lanes of a warp run one after another on one OS thread, so a plain
+// read-modify-write is atomic here.
+static void emuAtomicAdd(int64_t address, float value) {
+  countAtomic(address);
+  *reinterpret_cast<float *>(address) += value;
+}
+
+static void emuAtomicAddV4(int64_t address, float x, float y, float z,
+                           float w) {
+  countAtomic(address);
+  float *element = reinterpret_cast<float *>(address);
+  element[0] += x;
+  element[1] += y;
+  element[2] += z;
+  element[3] += w;
+}
+
 } // extern "C"
 
 std::vector<std::pair<std::string, void *>>
@@ -264,6 +293,8 @@ neuroshard::emulation::runtimeSymbols() {
   add(kBlockDimSymbol, &emuBlockDim);
   add(kGridDimSymbol, &emuGridDim);
   add(kShuffleSymbol, &emuShuffle);
+  add(kAtomicAddSymbol, &emuAtomicAdd);
+  add(kVectorAtomicAddSymbol, &emuAtomicAddV4);
   return symbols;
 }
 

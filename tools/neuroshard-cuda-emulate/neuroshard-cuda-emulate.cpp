@@ -132,10 +132,17 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
     config.gridY = std::max<int64_t>(geometry.gridY, 1);
     config.blockX = geometry.blockX;
     config.seed = seed + k;
-    if (llvm::Error error = emu::compareWithCPU(emulated, cpu, set, config,
-                                                float(manifest.lr), totals))
+    emu::SweepTotals launchTotals;
+    if (llvm::Error error = emu::compareWithCPU(
+            emulated, cpu, set, config, float(manifest.lr), launchTotals))
       return llvm::createStringError("launch " + std::to_string(k) + ": " +
                                      llvm::toString(std::move(error)));
+    totals.launches += launchTotals.launches;
+    totals.shuffles += launchTotals.shuffles;
+    totals.elements += launchTotals.elements;
+    totals.atomics += launchTotals.atomics;
+    totals.hottestAtomics =
+        std::max(totals.hottestAtomics, launchTotals.hottestAtomics);
     ++totals.cases;
     llvm::outs() << "launch " << k << " (device " << launch.device << ", "
                  << (launch.index64 ? "i64" : "i32") << "): " << numShards
@@ -148,7 +155,9 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
     if (cached)
       llvm::outs() << " (" << cached
                    << " cached shard(s) read from device memory)";
-    llvm::outs() << "\n";
+    llvm::outs() << "; backward " << launchTotals.atomics
+                 << " float atomics, at most " << launchTotals.hottestAtomics
+                 << " on one address\n";
   }
   return llvm::Error::success();
 }
@@ -257,8 +266,8 @@ int main(int argc, char **argv) {
                << ", emulated forward and backward agree with the CPU "
                   "kernels ("
                << totals.launches << " launches, " << totals.shuffles
-               << " warp shuffles, " << totals.elements
-               << " elements compared, " << llvm::format("%.1f", seconds)
-               << " s)\n";
+               << " warp shuffles, " << totals.atomics << " float atomics, "
+               << totals.elements << " elements compared, "
+               << llvm::format("%.1f", seconds) << " s)\n";
   return 0;
 }

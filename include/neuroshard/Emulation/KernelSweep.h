@@ -40,6 +40,9 @@ struct SweepOptions {
 
 struct SweepTotals {
   int64_t cases = 0, launches = 0, shuffles = 0, elements = 0;
+  /// The backward launches' float atomic instructions, and the most that
+  /// one launch sent to one address.
+  int64_t atomics = 0, hottestAtomics = 0;
 };
 
 /// The buffers of a shard set for both executions: `packed`'s metadata and

@@ -77,9 +77,12 @@ struct LaunchConfig {
   uint64_t seed = 1;
 };
 
-/// What one launch did.
+/// What one launch did. A float atomic instruction counts once, whether it
+/// adds one float or a vector of four; `hottestAtomics` is the most atomic
+/// instructions that went to one address, which the hardware serializes.
 struct LaunchStats {
   int64_t blocks = 0, warps = 0, shuffles = 0;
+  int64_t atomics = 0, hottestAtomics = 0;
 };
 
 /// The operands of one bucketization kernel, in the order of KernelABI.h's

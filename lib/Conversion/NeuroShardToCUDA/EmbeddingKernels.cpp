@@ -21,9 +21,12 @@
 //
 // Forward sums the rows in index order (mean divides by the bag length;
 // empty bags write zeros). Backward scales the output gradient once per bag
-// and adds it into every row of the bag with float atomics, which applies
+// and adds it into the bag's rows with float atomics, which applies
 // repeated indices exactly like an index_add; on the 16-byte path of sm_90
-// and later chips, one vector reduction adds four columns at once.
+// and later chips, one vector reduction adds four columns at once. Since
+// every index of a bag adds the same update, a bag holds a few rows back in
+// registers with their counts and adds n times the update once for a row it
+// names n times: hot rows take one atomic per bag instead of one per index.
 //
 //===----------------------------------------------------------------------===//
 
@@ -152,7 +155,6 @@ public:
 private:
   ShardRow loadShard(Value shard);
   void emitShard(const ShardRow &shard, int64_t vectorWidth);
-  Value broadcastIndex(Value myIndex, Value sourceLane);
 
   Value zeroValue(int64_t vectorWidth);
   Value loadValue(Value memref, ValueRange position, int64_t vectorWidth);
@@ -164,6 +166,21 @@ private:
                  int64_t vectorWidth);
   /// The address of element `position` of a 1-D memref, in bytes.
   Value elementAddress(Value memref, Value position);
+
+  /// Backward: a bag's indices all add the same update, so n indices of one
+  /// row can add n times it with one atomic. The bag's rows whose updates
+  /// are held back, and how many of its indices named each (mergedRows() of
+  /// each, flattened: rows, then counts; a count of 0 marks a free entry).
+  SmallVector<Value> noMergedRows();
+  /// Backward: takes `row` (an index as the indices buffer holds it) into
+  /// `merged` when `rowValid`, counting it if it is there and otherwise
+  /// writing out an entry to make room.
+  void mergeRow(SmallVector<Value> &merged, Value row, Value rowValid,
+                function_ref<void(Value row, Value count)> write);
+  /// How many rows a bag holds back: as many as ptxas keeps in registers
+  /// within the launch bounds without spilling (ptxas-resources.test), three
+  /// 32-bit indices or two 64-bit ones.
+  int64_t mergedRows() const { return indexType.getWidth() == 32 ? 3 : 2; }
 
   KernelKind kind;
   IntegerType indexType;
@@ -268,6 +285,56 @@ void KernelBodyBuilder::atomicAdd(Value value, Value memref, Value position,
   }
 }
 
+SmallVector<Value> KernelBodyBuilder::noMergedRows() {
+  SmallVector<Value> merged(mergedRows(),
+                            arith::ConstantIntOp::create(b, indexType, 0));
+  merged.append(mergedRows(), cI32(0));
+  return merged;
+}
+
+void KernelBodyBuilder::mergeRow(
+    SmallVector<Value> &merged, Value row, Value rowValid,
+    function_ref<void(Value row, Value count)> write) {
+  auto rows = MutableArrayRef<Value>(merged).take_front(mergedRows());
+  auto counts = MutableArrayRef<Value>(merged).drop_front(mergedRows());
+  Value zero = cI32(0), one = cI32(1);
+  Value anyHit = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
+  for (int64_t j = 0; j < mergedRows(); ++j) {
+    Value held =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ne, counts[j], zero);
+    Value hit = both(both(rowValid, held), eq(rows[j], row));
+    counts[j] = select(hit, add(counts[j], one), counts[j]);
+    anyHit = arith::OrIOp::create(b, anyHit, hit);
+  }
+  // On a miss the entry with the fewest indices makes room, the oldest of
+  // them on a tie (held entries stay in the order they came in, after the
+  // free ones), so that a row the bag names again soon is still there.
+  Value victim = cI32(0), fewest = counts[0], victimRow = rows[0];
+  for (int64_t j = 1; j < mergedRows(); ++j) {
+    Value fewer = ult(counts[j], fewest);
+    victim = select(fewer, cI32(j), victim);
+    fewest = select(fewer, counts[j], fewest);
+    victimRow = select(fewer, rows[j], victimRow);
+  }
+  Value miss =
+      both(rowValid,
+           arith::XOrIOp::create(
+               b, anyHit, arith::ConstantIntOp::create(b, b.getI1Type(), 1))
+               .getResult());
+  ifThen(both(miss,
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ne, fewest, zero)),
+         [&]() { write(victimRow, fewest); });
+  // The entries after the victim move up one; the new row comes last.
+  for (int64_t j = 0; j < mergedRows(); ++j) {
+    Value moves = both(miss, arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                                   victim, cI32(j)));
+    Value nextRow = j + 1 < mergedRows() ? rows[j + 1] : row;
+    Value nextCount = j + 1 < mergedRows() ? counts[j + 1] : one;
+    rows[j] = select(moves, nextRow, rows[j]);
+    counts[j] = select(moves, nextCount, counts[j]);
+  }
+}
+
 ShardRow KernelBodyBuilder::loadShard(Value shard) {
   Value rowStart = mul(shard, cIndex(abi::kShardFields));
   auto field = [&](int64_t which) -> Value {
@@ -314,10 +381,6 @@ Value KernelIRBuilder::shuffleInteger(Value value, Value offset,
       arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, shuffle(high)),
                             arith::ConstantIntOp::create(b, i64, 32));
   return arith::OrIOp::create(b, lowBack, highBack);
-}
-
-Value KernelBodyBuilder::broadcastIndex(Value myIndex, Value sourceLane) {
-  return toIndex(shuffleInteger(myIndex, sourceLane, gpu::ShuffleMode::IDX));
 }
 
 void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
@@ -412,9 +475,25 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
             })[0];
       }
 
+      // Forward carries the sum through the bag's chunks, backward the rows
+      // it holds back.
       SmallVector<Value> inits;
       if (kind == KernelKind::Forward)
         inits.push_back(zeroValue(vectorWidth));
+      else
+        inits = noMergedRows();
+      // Backward: adds `count` times this lane's update into `row` (an index
+      // as the indices buffer holds it).
+      auto writeRow = [&](Value row, Value count) {
+        ifThen(columnValid, [&]() {
+          Value times = arith::UIToFPOp::create(b, f32, count);
+          if (vectorWidth != 1)
+            times = vector::BroadcastOp::create(b, valueType, times);
+          atomicAdd(arith::MulFOp::create(b, update, times), args.weights,
+                    add(mul(toIndex(row), shard.rowStride), rowColumn),
+                    vectorWidth);
+        });
+      };
       scf::ForOp chunks =
           loop(zero, numChunks, one, inits,
                [&](Value chunk, ValueRange chunkIters) -> SmallVector<Value> {
@@ -445,35 +524,43 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
                          Value source = arith::AddIOp::create(
                              b, groupFirstLane,
                              arith::AndIOp::create(b, toI32(slot), laneMask));
-                         Value row = broadcastIndex(myIndex, source);
-                         Value valid =
-                             both(both(ult(slot, lanesPerBag),
-                                       ult(add(chunkBegin, slot), bagLength)),
-                                  columnValid);
-                         Value at = add(mul(row, shard.rowStride), rowColumn);
-                         if (kind == KernelKind::Forward) {
-                           Value value = ifValues(
-                               valid, valueType,
-                               [&]() -> SmallVector<Value> {
-                                 return {loadValue(args.weights, ValueRange{at},
-                                                   vectorWidth)};
-                               },
-                               [&]() -> SmallVector<Value> {
-                                 return {zeroValue(vectorWidth)};
-                               })[0];
-                           acc[0] = arith::AddFOp::create(b, acc[0], value);
+                         Value rowValue = shuffleInteger(myIndex, source,
+                                                         gpu::ShuffleMode::IDX);
+                         Value rowValid =
+                             both(ult(slot, lanesPerBag),
+                                  ult(add(chunkBegin, slot), bagLength));
+                         if (kind == KernelKind::BackwardSGD) {
+                           mergeRow(acc, rowValue, rowValid, writeRow);
                            continue;
                          }
-                         ifThen(valid, [&]() {
-                           atomicAdd(update, args.weights, at, vectorWidth);
-                         });
+                         Value row = toIndex(rowValue);
+                         Value valid = both(rowValid, columnValid);
+                         Value at = add(mul(row, shard.rowStride), rowColumn);
+                         Value value = ifValues(
+                             valid, valueType,
+                             [&]() -> SmallVector<Value> {
+                               return {loadValue(args.weights, ValueRange{at},
+                                                 vectorWidth)};
+                             },
+                             [&]() -> SmallVector<Value> {
+                               return {zeroValue(vectorWidth)};
+                             })[0];
+                         acc[0] = arith::AddFOp::create(b, acc[0], value);
                        }
                        return acc;
                      });
                  return SmallVector<Value>(steps.getResults());
                });
 
-      if (kind == KernelKind::Forward) {
+      if (kind == KernelKind::BackwardSGD) {
+        // The rows still held back at the end of the bag.
+        for (int64_t j = 0; j < mergedRows(); ++j) {
+          Value count = chunks.getResult(mergedRows() + j);
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, count,
+                                       cI32(0)),
+                 [&]() { writeRow(chunks.getResult(j), count); });
+        }
+      } else {
         ifThen(both(columnValid, bagValid), [&]() {
           Value sum = chunks.getResult(0);
           Value factor = scale;
