@@ -23,7 +23,11 @@
 # JSON files). Kernel files put in DIR/variants/ (*.cubin) are timed beside
 # each other on the bandwidth shapes and the example's plans, interleaved,
 # to compare kernel designs in one run (VARIANT_DIMS: the bandwidth dims,
-# default 128 64 32 16 4; PLANS: the plans section's manifests). The nccl
+# default 128 64 32 16 4; VARIANT_PLANS: the plans they run, default the
+# example's at batch 1024 and 65536; PLANS: the plans section's manifests).
+# `prepare` puts two there: the shipped kernels (merged-rows.cubin) and the
+# same with the backward kernel's one atomic per index
+# (one-atomic-per-index.cubin, merged-rows=0). The nccl
 # section runs `mpirun -np 1 neuroshard-nccl-check` (the exchange on NCCL,
 # one GPU sending to itself) where the machine has the MPI and NCCL
 # libraries the tool needs. The hostcache section times one table in pinned
@@ -73,6 +77,14 @@ prepare() {
   "$opt" "$root/test/Conversion/NeuroShardToCUDA/neuroshard-export-cuda.mlir" --neuroshard-shard \
     --neuroshard-cuda-pipeline="chip=sm_90 host=false" \
     --neuroshard-export-cuda="manifest=$dir/export.txt binary=$dir/kernels.cubin" -o /dev/null
+  # The backward kernel as shipped and with one atomic per index
+  # (merged-rows=0), timed side by side by the variants section.
+  mkdir -p "$dir/variants"
+  cp "$dir/kernels.cubin" "$dir/variants/merged-rows.cubin"
+  "$opt" "$root/examples/dlrm.mlir" --neuroshard-shard \
+    --neuroshard-cuda-pipeline="chip=sm_90 host=false merged-rows=0" \
+    --neuroshard-export-cuda="manifest=$dir/variants/unmerged.txt binary=$dir/variants/one-atomic-per-index.cubin" -o /dev/null
+  rm -f "$dir/variants/unmerged.txt"
   # Row pieces and replicas: the row-piece model with a table cut into row
   # blocks, a grid of row and column pieces, and table 'small' whole
   # (rows.txt) or replicated on every device (replicas.txt).
@@ -330,9 +342,10 @@ run() {
         done
       done
     done
-    # The example's plans at the module's batch: the slowest device.
+    # The example's plans at the module's batch and at 65536: the slowest
+    # device.
     for round in 1 2; do
-      for m in dlrm2 dlrm4; do
+      for m in ${VARIANT_PLANS:-dlrm2 dlrm4 dlrm2-b65536 dlrm4-b65536}; do
         for v in "$dir"/variants/*.cubin; do
           variant_row "$v" "$m" --manifest "$dir/$m.txt" --warmup 10 --iters 50
         done

@@ -43,6 +43,8 @@ mlir::neuroshard::buildCUDAPipeline(OpPassManager &pm,
                                     const CUDAPipelineOptions &options) {
   std::string error =
       checkCUDATarget(options.chip, options.features, options.optLevel);
+  if (error.empty())
+    error = checkMergedRows(options.mergedRows);
   if (!error.empty())
     return error;
   std::string toolkit =
@@ -65,6 +67,7 @@ mlir::neuroshard::buildCUDAPipeline(OpPassManager &pm,
   toCUDA.features = options.features;
   toCUDA.optLevel = options.optLevel;
   toCUDA.host = options.host;
+  toCUDA.mergedRows = options.mergedRows;
   pm.addPass(createConvertNeuroShardToCUDA(toCUDA));
 
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();

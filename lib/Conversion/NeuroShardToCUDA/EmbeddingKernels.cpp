@@ -146,9 +146,9 @@ class KernelBodyBuilder : public KernelIRBuilder {
 public:
   KernelBodyBuilder(ImplicitLocOpBuilder &b, KernelKind kind,
                     IntegerType indexType, const KernelArgs &args,
-                    bool vectorAtomics)
+                    bool vectorAtomics, int mergedRowsWanted)
       : KernelIRBuilder(b), kind(kind), indexType(indexType), args(args),
-        vectorAtomics(vectorAtomics) {}
+        vectorAtomics(vectorAtomics), mergedRowsWanted(mergedRowsWanted) {}
 
   void build();
 
@@ -177,15 +177,20 @@ private:
   /// writing out an entry to make room.
   void mergeRow(SmallVector<Value> &merged, Value row, Value rowValid,
                 function_ref<void(Value row, Value count)> write);
-  /// How many rows a bag holds back: as many as ptxas keeps in registers
-  /// within the launch bounds without spilling (ptxas-resources.test), three
-  /// 32-bit indices or two 64-bit ones.
-  int64_t mergedRows() const { return indexType.getWidth() == 32 ? 3 : 2; }
+  /// How many rows a bag holds back: by default as many as ptxas keeps in
+  /// registers within the launch bounds without spilling
+  /// (ptxas-resources.test), three 32-bit indices or two 64-bit ones.
+  int64_t mergedRows() const {
+    if (mergedRowsWanted >= 0)
+      return mergedRowsWanted;
+    return indexType.getWidth() == 32 ? 3 : 2;
+  }
 
   KernelKind kind;
   IntegerType indexType;
   KernelArgs args;
   bool vectorAtomics;
+  int mergedRowsWanted;
 };
 
 } // namespace
@@ -295,9 +300,13 @@ SmallVector<Value> KernelBodyBuilder::noMergedRows() {
 void KernelBodyBuilder::mergeRow(
     SmallVector<Value> &merged, Value row, Value rowValid,
     function_ref<void(Value row, Value count)> write) {
+  Value zero = cI32(0), one = cI32(1);
+  if (mergedRows() == 0) {
+    ifThen(rowValid, [&]() { write(row, one); });
+    return;
+  }
   auto rows = MutableArrayRef<Value>(merged).take_front(mergedRows());
   auto counts = MutableArrayRef<Value>(merged).drop_front(mergedRows());
-  Value zero = cI32(0), one = cI32(1);
   Value anyHit = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
   for (int64_t j = 0; j < mergedRows(); ++j) {
     Value held =
@@ -1204,7 +1213,7 @@ static void buildRowCacheFetchKernel(OpBuilder &builder, Location loc,
 
 static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
                         KernelKind kind, IntegerType indexType,
-                        bool vectorAtomics) {
+                        bool vectorAtomics, int mergedRows) {
   ArrayRef<abi::KernelOperand> operands(
       abi::kKernelOperands, abi::numOperands(kind == KernelKind::BackwardSGD));
   auto func =
@@ -1221,13 +1230,14 @@ static void buildKernel(OpBuilder &builder, Location loc, StringRef name,
                   entry.getArgument(5),
                   kind == KernelKind::BackwardSGD ? entry.getArgument(6)
                                                   : Value()};
-  KernelBodyBuilder(b, kind, indexType, args, vectorAtomics).build();
+  KernelBodyBuilder(b, kind, indexType, args, vectorAtomics, mergedRows)
+      .build();
   gpu::ReturnOp::create(b);
 }
 
 gpu::GPUModuleOp
 mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
-                                             Attribute target) {
+                                             Attribute target, int mergedRows) {
   auto module = gpu::GPUModuleOp::create(builder, loc, abi::kKernelModuleName,
                                          ArrayRef<Attribute>{target});
   OpBuilder::InsertionGuard guard(builder);
@@ -1237,13 +1247,13 @@ mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
       nvvm && targetHasVectorAtomicAdd(nvvm.getChip(), nvvm.getFeatures());
   IntegerType i32 = builder.getI32Type(), i64 = builder.getI64Type();
   buildKernel(builder, loc, abi::kForwardI32, KernelKind::Forward, i32,
-              vectorAtomics);
+              vectorAtomics, mergedRows);
   buildKernel(builder, loc, abi::kForwardI64, KernelKind::Forward, i64,
-              vectorAtomics);
+              vectorAtomics, mergedRows);
   buildKernel(builder, loc, abi::kBackwardI32, KernelKind::BackwardSGD, i32,
-              vectorAtomics);
+              vectorAtomics, mergedRows);
   buildKernel(builder, loc, abi::kBackwardI64, KernelKind::BackwardSGD, i64,
-              vectorAtomics);
+              vectorAtomics, mergedRows);
   for (IntegerType indexType : {i32, i64})
     for (abi::BucketizeStep step : abi::kBucketizeSteps)
       buildBucketizeKernel(builder, loc, step, indexType);

@@ -37,6 +37,16 @@ using namespace mlir::neuroshard;
 
 namespace abi = ::neuroshard::kernel_abi;
 
+std::string mlir::neuroshard::checkMergedRows(int mergedRows) {
+  if (mergedRows >= -1 && mergedRows <= kMaxMergedRows)
+    return "";
+  return "merged-rows=" + std::to_string(mergedRows) +
+         " is not a row count the backward kernel can hold back: expected 0 "
+         "to " +
+         std::to_string(kMaxMergedRows) +
+         ", or -1 for the most that fit in registers";
+}
+
 std::string mlir::neuroshard::checkCUDATarget(StringRef chip,
                                               StringRef features,
                                               unsigned optLevel) {
@@ -126,6 +136,8 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *context = &getContext();
   std::string error = checkCUDATarget(chip, features, optLevel);
+  if (error.empty())
+    error = checkMergedRows(mergedRows);
   if (!error.empty()) {
     emitError(module.getLoc()) << error;
     return signalPassFailure();
@@ -173,7 +185,7 @@ void ConvertNeuroShardToCUDAPass::runOnOperation() {
   auto target =
       NVVM::NVVMTargetAttr::get(context, optLevel, "nvptx64-nvidia-cuda", chip,
                                 kernelTargetFeatures(chip, features));
-  buildEmbeddingKernelModule(builder, module.getLoc(), target);
+  buildEmbeddingKernelModule(builder, module.getLoc(), target, mergedRows);
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   builder.getUnitAttr());
 }

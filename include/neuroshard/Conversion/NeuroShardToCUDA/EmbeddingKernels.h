@@ -47,13 +47,19 @@ bool targetHasVectorAtomicAdd(StringRef chip, StringRef features);
 /// that the backward kernel can use vector atomics.
 std::string kernelTargetFeatures(StringRef chip, StringRef features);
 
+/// The most rows of a bag the backward kernel can be asked to hold back.
+inline constexpr int kMaxMergedRows = 8;
+
 /// Builds `gpu.module @neuroshard_kernels [target]` with the forward and the
 /// backward+SGD kernel, the bucketization kernels and the row cache fetch
 /// for i32 and i64 indices, at the builder's insertion point. The backward
 /// kernel uses vector atomics when `target` is an NVVM target for which
-/// targetHasVectorAtomicAdd holds.
+/// targetHasVectorAtomicAdd holds, and holds `mergedRows` rows of a bag
+/// back to merge repeated indices (-1: as many as fit in registers, 3 with
+/// i32 indices and 2 with i64; 0: one atomic per index).
 gpu::GPUModuleOp buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
-                                            Attribute target);
+                                            Attribute target,
+                                            int mergedRows = -1);
 
 /// True if `name` is one of the four kernel names of KernelABI.h; sets
 /// `isBackward` accordingly.

@@ -56,12 +56,21 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("Lower the lookups to kernel launches and the host "
                      "code to the LLVM dialect"),
       llvm::cl::init(true)};
+  PassOptions::Option<int> mergedRows{
+      *this, "merged-rows",
+      llvm::cl::desc("Rows of a bag the backward kernel holds back to merge "
+                     "repeated indices (-1: 3 with i32 indices, 2 with i64)"),
+      llvm::cl::init(-1)};
 };
 
 /// Why `chip`, `features` or `optLevel` cannot describe an NVVM target, or
 /// an empty string if they can.
 std::string checkCUDATarget(StringRef chip, StringRef features,
                             unsigned optLevel);
+
+/// Why `mergedRows` is not a row count the backward kernel can hold back
+/// (-1, or 0 to kMaxMergedRows), or an empty string.
+std::string checkMergedRows(int mergedRows);
 
 /// Builds the pipeline: neuroshard-to-cuda, the kernels to NVVM and to a
 /// gpu.binary, and (with `host`) the host code bufferized, its kernel calls

@@ -47,8 +47,8 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
         memref<?xi32>, memref<?xi32>, memref<?x?xf32>) -> ()
     ```
 
-    The module fails with a diagnostic, unchanged, if the chip, the features
-    or the optimisation level are malformed, if it already holds a symbol
+    The module fails with a diagnostic, unchanged, if the chip, the features,
+    the optimisation level or `merged-rows` are malformed, if it already holds a symbol
     `neuroshard_kernels`, or if the lookup lowering refuses a lookup.
   }];
   let options = [
@@ -62,7 +62,11 @@ def ConvertNeuroShardToCUDA : Pass<"neuroshard-to-cuda", "::mlir::ModuleOp"> {
     Option<"optLevel", "opt-level", "unsigned", "3",
            "Optimisation level of the device code, 0 to 3">,
     Option<"host", "host", "bool", "true",
-           "Lower the module's lookups into calls of the kernel symbols">
+           "Lower the module's lookups into calls of the kernel symbols">,
+    Option<"mergedRows", "merged-rows", "int", "-1",
+           "Rows of a bag the backward kernel holds back to merge repeated "
+           "indices: 0 to 8, or -1 for the most that fit in registers (3 "
+           "with i32 indices, 2 with i64); 0 adds one atomic per index">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
