@@ -28,6 +28,8 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <ucontext.h>
 #include <vector>
@@ -263,21 +265,35 @@ static void countAtomic(int64_t address) {
   launch.stats.hottestAtomics = std::max(launch.stats.hottestAtomics, here);
 }
 
-// The lanes of a warp run one after another on one OS thread, so a plain
-// read-modify-write is atomic here.
+/// Adds `value` to the float at `element` atomically (a compare-and-swap
+/// loop on its bits), as the monotonic atomicrmw it stands for would: a
+/// grid runs on one OS thread, but grids of other threads may share memory.
+static void addAtomically(float *element, float value) {
+  auto *word = reinterpret_cast<uint32_t *>(element);
+  uint32_t expected = __atomic_load_n(word, __ATOMIC_RELAXED), desired;
+  do {
+    float sum;
+    std::memcpy(&sum, &expected, sizeof(sum));
+    sum += value;
+    std::memcpy(&desired, &sum, sizeof(sum));
+  } while (!__atomic_compare_exchange_n(word, &expected, desired,
+                                        /*weak=*/true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+}
+
 static void emuAtomicAdd(int64_t address, float value) {
   countAtomic(address);
-  *reinterpret_cast<float *>(address) += value;
+  addAtomically(reinterpret_cast<float *>(address), value);
 }
 
 static void emuAtomicAddV4(int64_t address, float x, float y, float z,
                            float w) {
   countAtomic(address);
-  float *element = reinterpret_cast<float *>(address);
-  element[0] += x;
-  element[1] += y;
-  element[2] += z;
-  element[3] += w;
+  auto *element = reinterpret_cast<float *>(address);
+  addAtomically(element, x);
+  addAtomically(element + 1, y);
+  addAtomically(element + 2, z);
+  addAtomically(element + 3, w);
 }
 
 } // extern "C"
