@@ -95,6 +95,17 @@ protected:
   Value eq(Value x, Value y) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
   }
+  Value ne(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, x, y);
+  }
+  Value ule(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ule, x, y);
+  }
+  /// The negation of an i1 `flag`.
+  Value negate(Value flag) {
+    return arith::XOrIOp::create(
+        b, flag, arith::ConstantIntOp::create(b, b.getI1Type(), 1));
+  }
   Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, c, x, y);
@@ -309,8 +320,7 @@ void KernelBodyBuilder::mergeRow(
   auto counts = MutableArrayRef<Value>(merged).drop_front(mergedRows());
   Value anyHit = arith::ConstantIntOp::create(b, b.getI1Type(), 0);
   for (int64_t j = 0; j < mergedRows(); ++j) {
-    Value held =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ne, counts[j], zero);
+    Value held = ne(counts[j], zero);
     Value hit = both(both(rowValid, held), eq(rows[j], row));
     counts[j] = select(hit, add(counts[j], one), counts[j]);
     anyHit = arith::OrIOp::create(b, anyHit, hit);
@@ -325,18 +335,11 @@ void KernelBodyBuilder::mergeRow(
     fewest = select(fewer, counts[j], fewest);
     victimRow = select(fewer, rows[j], victimRow);
   }
-  Value miss =
-      both(rowValid,
-           arith::XOrIOp::create(
-               b, anyHit, arith::ConstantIntOp::create(b, b.getI1Type(), 1))
-               .getResult());
-  ifThen(both(miss,
-              arith::CmpIOp::create(b, arith::CmpIPredicate::ne, fewest, zero)),
-         [&]() { write(victimRow, fewest); });
+  Value miss = both(rowValid, negate(anyHit));
+  ifThen(both(miss, ne(fewest, zero)), [&]() { write(victimRow, fewest); });
   // The entries after the victim move up one; the new row comes last.
   for (int64_t j = 0; j < mergedRows(); ++j) {
-    Value moves = both(miss, arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                                                   victim, cI32(j)));
+    Value moves = both(miss, ule(victim, cI32(j)));
     Value nextRow = j + 1 < mergedRows() ? rows[j + 1] : row;
     Value nextCount = j + 1 < mergedRows() ? counts[j + 1] : one;
     rows[j] = select(moves, nextRow, rows[j]);
@@ -403,9 +406,8 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
                           : ceilDiv(shard.width, cIndex(vectorWidth));
   Value lanesPerBag = warpSize;
   for (int64_t lanes = abi::kWarpSize / 2; lanes >= 1; lanes /= 2)
-    lanesPerBag = select(arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                                               lanesWanted, cIndex(lanes)),
-                         cIndex(lanes), lanesPerBag);
+    lanesPerBag =
+        select(ule(lanesWanted, cIndex(lanes)), cIndex(lanes), lanesPerBag);
   Value bagsPerWarp = div(warpSize, lanesPerBag);
 
   Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -565,8 +567,7 @@ void KernelBodyBuilder::emitShard(const ShardRow &shard, int64_t vectorWidth) {
         // The rows still held back at the end of the bag.
         for (int64_t j = 0; j < mergedRows(); ++j) {
           Value count = chunks.getResult(mergedRows() + j);
-          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, count,
-                                       cI32(0)),
+          ifThen(ne(count, cI32(0)),
                  [&]() { writeRow(chunks.getResult(j), count); });
         }
       } else {
@@ -998,9 +999,7 @@ SmallVector<Value> RowCacheFetchBuilder::serve(Value row, Value set,
               Value victimSlot = arith::AddIOp::create(
                   b, first, arith::ExtUIOp::create(b, i64, victim));
               Value evicted = sge(victimTag, c64(0));
-              Value writeBack = both(
-                  evicted, arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                                 victimDirty, c64(0)));
+              Value writeBack = both(evicted, ne(victimDirty, c64(0)));
               ifThen(writeBack, [&]() {
                 copyRow(victimSlot,
                         arith::AddIOp::create(b, hostRowZero, victimTag));
@@ -1036,8 +1035,7 @@ void RowCacheFetchBuilder::build() {
   Value numWarps = toI64(div(numThreads, warpSize));
   Value count = memref::DimOp::create(b, rows, 0);
 
-  auto refused = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                       word(rt::kRowCacheRefused), c64(0));
+  Value refused = ne(word(rt::kRowCacheRefused), c64(0));
   auto ifRefused = scf::IfOp::create(b, refused, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -1061,9 +1059,8 @@ void RowCacheFetchBuilder::build() {
   colBegin = word(rt::kRowCacheColBegin);
   width = word(rt::kRowCacheWidth);
   step = word(rt::kRowCacheStep);
-  writes = extend(arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne,
-      arith::AndIOp::create(b, flags, c64(rt::kRowCacheWrites)), c64(0)));
+  writes = extend(
+      ne(arith::AndIOp::create(b, flags, c64(rt::kRowCacheWrites)), c64(0)));
 
   SmallVector<Value> zeros(kN, c64(0));
   scf::ForOp chunks = loop(
@@ -1094,8 +1091,7 @@ void RowCacheFetchBuilder::build() {
               ValueRange{cIndex(rt::kRowCacheBadPosition)});
         });
         Value set = select(outside, c64(-1), setOf(row));
-        Value inShard = arith::XOrIOp::create(
-            b, outside, arith::ConstantIntOp::create(b, b.getI1Type(), 1));
+        Value inShard = negate(outside);
         Value mine = both(both(inRange, inShard),
                           eq(arith::RemUIOp::create(b, set, numWarps), warp));
         Value mine32 = arith::ExtUIOp::create(b, i32, mine);
