@@ -212,17 +212,8 @@ LogicalResult countFloatAtomics(func::FuncOp func, ModuleOp host) {
                             "memref whose old value is unused are counted");
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Value memref = op.getMemref();
-    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    Value element =
-        arith::AddIOp::create(b, loc, metadata.getOffset(),
-                              arith::MulIOp::create(b, loc, op.getIndices()[0],
-                                                    metadata.getStrides()[0]));
-    Value address = arith::AddIOp::create(
-        b, loc, base,
-        arith::MulIOp::create(b, loc, element,
-                              arith::ConstantIndexOp::create(b, loc, 4)));
+    Value address = mlir::neuroshard::floatElementAddress(
+        b, loc, op.getMemref(), op.getIndices()[0]);
     auto type = FunctionType::get(context, {i64, f32}, {});
     func::CallOp::create(
         b, loc, runtimeFunction(host, kAtomicAddSymbol, type),

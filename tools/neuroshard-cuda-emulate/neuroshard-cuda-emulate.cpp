@@ -137,13 +137,8 @@ static llvm::Error emulateManifest(emu::EmulatedKernels &emulated,
             emulated, cpu, set, config, float(manifest.lr), launchTotals))
       return llvm::createStringError("launch " + std::to_string(k) + ": " +
                                      llvm::toString(std::move(error)));
-    totals.launches += launchTotals.launches;
-    totals.shuffles += launchTotals.shuffles;
-    totals.elements += launchTotals.elements;
-    totals.atomics += launchTotals.atomics;
-    totals.hottestAtomics =
-        std::max(totals.hottestAtomics, launchTotals.hottestAtomics);
-    ++totals.cases;
+    ++launchTotals.cases;
+    totals.add(launchTotals);
     llvm::outs() << "launch " << k << " (device " << launch.device << ", "
                  << (launch.index64 ? "i64" : "i32") << "): " << numShards
                  << " shards, width " << set.width << ", " << bags << " bags, "

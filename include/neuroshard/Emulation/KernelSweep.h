@@ -24,6 +24,9 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace neuroshard {
 
 namespace emulation {
@@ -43,6 +46,16 @@ struct SweepTotals {
   /// The backward launches' float atomic instructions, and the most that
   /// one launch sent to one address.
   int64_t atomics = 0, hottestAtomics = 0;
+
+  /// Adds `other`'s counts (and keeps the hotter of the two addresses).
+  void add(const SweepTotals &other) {
+    cases += other.cases;
+    launches += other.launches;
+    shuffles += other.shuffles;
+    elements += other.elements;
+    atomics += other.atomics;
+    hottestAtomics = std::max(hottestAtomics, other.hottestAtomics);
+  }
 };
 
 /// The buffers of a shard set for both executions: `packed`'s metadata and

@@ -175,8 +175,6 @@ private:
   /// `position` atomically.
   void atomicAdd(Value value, Value memref, Value position,
                  int64_t vectorWidth);
-  /// The address of element `position` of a 1-D memref, in bytes.
-  Value elementAddress(Value memref, Value position);
 
   /// Backward: a bag's indices all add the same update, so n indices of one
   /// row can add n times it with one atomic. The bag's rows whose updates
@@ -271,17 +269,12 @@ void KernelBodyBuilder::storeValue(Value value, Value memref,
                           llvm::MaybeAlign(4 * vectorWidth));
 }
 
-Value KernelBodyBuilder::elementAddress(Value memref, Value position) {
-  auto metadata = memref::ExtractStridedMetadataOp::create(b, memref);
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
-  return add(base, mul(add(metadata.getOffset(), position), cIndex(4)));
-}
-
 void KernelBodyBuilder::atomicAdd(Value value, Value memref, Value position,
                                   int64_t vectorWidth) {
   if (vectorWidth == 4 && vectorAtomics) {
     SmallVector<Value> operands = {arith::IndexCastOp::create(
-        b, b.getI64Type(), elementAddress(memref, position))};
+        b, b.getI64Type(),
+        floatElementAddress(b, b.getLoc(), memref, position))};
     for (int64_t e = 0; e < 4; ++e)
       operands.push_back(vector::ExtractOp::create(b, value, e));
     LLVM::InlineAsmOp::create(
@@ -597,7 +590,8 @@ void KernelBodyBuilder::build() {
          // buffers (their first element, after the descriptor's offset)
          // 16-byte aligned.
          auto aligned = [&](Value memref) {
-           return isMultipleOf(elementAddress(memref, cIndex(0)), 16);
+           return isMultipleOf(
+               floatElementAddress(b, b.getLoc(), memref, cIndex(0)), 16);
          };
          Value vectorizable = isMultipleOf(shard.width, 4);
          for (Value v :
@@ -1256,6 +1250,19 @@ mlir::neuroshard::buildEmbeddingKernelModule(OpBuilder &builder, Location loc,
   for (IntegerType indexType : {i32, i64})
     buildRowCacheFetchKernel(builder, loc, indexType);
   return module;
+}
+
+Value mlir::neuroshard::floatElementAddress(OpBuilder &b, Location loc,
+                                            Value memref, Value position) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value element = arith::AddIOp::create(
+      b, loc, metadata.getOffset(),
+      arith::MulIOp::create(b, loc, position, metadata.getStrides()[0]));
+  return arith::AddIOp::create(
+      b, loc, base,
+      arith::MulIOp::create(b, loc, element,
+                            arith::ConstantIndexOp::create(b, loc, 4)));
 }
 
 /// The chip's version (90 for sm_90a), or 0 if `chip` is not sm_<N>.

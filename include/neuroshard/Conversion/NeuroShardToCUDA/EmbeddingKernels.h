@@ -47,6 +47,12 @@ bool targetHasVectorAtomicAdd(StringRef chip, StringRef features);
 /// that the backward kernel can use vector atomics.
 std::string kernelTargetFeatures(StringRef chip, StringRef features);
 
+/// The address in bytes of element `position` of the 1-D f32 memref
+/// `memref` (aligned pointer, descriptor offset and stride included), as an
+/// index: what the vector atomic's inline PTX takes.
+Value floatElementAddress(OpBuilder &b, Location loc, Value memref,
+                          Value position);
+
 /// The most rows of a bag the backward kernel can be asked to hold back.
 inline constexpr int kMaxMergedRows = 8;
 
